@@ -1,0 +1,211 @@
+// Package guardian is turnguard's pure decision core: Decide turns one
+// inbound message and the session's state into the next state, an ACS
+// response, and (for bad input) a dead-letter refusal. It reads no clock, no
+// network and no randomness, so replaying recorded traffic through it gives
+// the decisions live processing gave.
+package guardian
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/schema"
+)
+
+// DefaultMaxEnvelopeBytes is the default size limit of one envelope. It sits
+// below the ACS_HOOKS stream's 1 MiB message limit on purpose: an envelope
+// between the two is stored, refused with -32600, and dead-lettered with its
+// original bytes, instead of being rejected unseen by the server.
+const DefaultMaxEnvelopeBytes = 256 << 10
+
+// Protocol policy identity cited in policy_references for turn-state
+// violations and refusals.
+const (
+	ProtocolPolicyID   = "turnguard.protocol"
+	ProtocolPolicyName = "ACS session and turn protocol"
+)
+
+// Config tunes the decision core.
+type Config struct {
+	// MaxEnvelopeBytes refuses larger envelopes (default
+	// DefaultMaxEnvelopeBytes).
+	MaxEnvelopeBytes int
+}
+
+// Guardian decides on envelopes. It is safe for concurrent use.
+type Guardian struct {
+	validator *schema.Validator
+	cfg       Config
+}
+
+// New returns a Guardian validating with v.
+func New(v *schema.Validator, cfg Config) *Guardian {
+	if cfg.MaxEnvelopeBytes <= 0 {
+		cfg.MaxEnvelopeBytes = DefaultMaxEnvelopeBytes
+	}
+	return &Guardian{validator: v, cfg: cfg}
+}
+
+// Message is one inbound message as stored in the hooks stream.
+type Message struct {
+	Subject string
+	Data    []byte
+	// Seq is the message's stream sequence; Time is its stream timestamp,
+	// used only where ACS wants a Guardian time (system/ping).
+	Seq  uint64
+	Time time.Time
+}
+
+// Outcome is everything Decide concluded about one message.
+type Outcome struct {
+	Route     acs.Route
+	Method    string
+	RequestID string
+	TurnID    string
+	// Skipped is set when the message was already applied to the session (a
+	// redelivery); nothing else is set then.
+	Skipped bool
+	// Response is the ACS response to publish on the session's decision
+	// subject; nil when there is nobody to answer.
+	Response *acs.Response
+	// Refusal is set when the message is bad input; it goes to the
+	// dead-letter stream with its original bytes.
+	Refusal    *acs.Error
+	Violations []turnstate.Violation
+	// State is the session's next state, nil when the message did not
+	// change it. Spawned is a subagent session announced by an allowed
+	// subagentStart.
+	State   *turnstate.Session
+	Spawned *turnstate.Session
+}
+
+// Decide evaluates one message published to route. state is the session's
+// current state, or nil for a session nothing has been applied to. Decide
+// takes ownership of state: the returned Outcome.State may be the same
+// value, advanced.
+func (g *Guardian) Decide(state *turnstate.Session, route acs.Route, msg Message) Outcome {
+	out := Outcome{Route: route}
+	if state != nil && state.Applied(msg.Seq) {
+		out.Skipped = true
+		return out
+	}
+	env, k, ref := g.intake(route, msg.Data)
+	if ref != nil {
+		out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
+		out.Refusal = ref
+		out.Response = refusalResponse(k, ref)
+		return out
+	}
+	out.Method, out.RequestID, out.TurnID = env.req.Method, env.req.Params.RequestID, env.req.Params.Metadata.TurnID
+	if env.spec.Scope == acs.Liveness {
+		out.Response = pingResponse(env, msg.Time)
+		return out
+	}
+	if state == nil {
+		state = turnstate.New(route.Tenant, route.SessionID)
+	}
+	env.step.Seq = msg.Seq
+	applied := state.Apply(env.step)
+	d, reasoning := dispose(env.spec, applied.Violations)
+	state.RecordDecision(env.step, d)
+	out.State = state
+	out.Violations = applied.Violations
+	if d != acs.Deny {
+		out.Spawned = applied.Spawned
+	}
+	out.Response = decisionResponse(env, d, reasoning, applied.Violations)
+	return out
+}
+
+// Unroutable is the outcome for a message whose subject names no usable
+// tenant/session/hook: it can only be dead-lettered.
+func (g *Guardian) Unroutable(subjectErr error) Outcome {
+	return Outcome{Refusal: &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonBadSubject, Message: subjectErr.Error()}}
+}
+
+// dispose picks the disposition for an applied step: deny when an
+// error-level violation hit a hook that can be denied, otherwise allow.
+func dispose(spec *acs.MethodSpec, vs []turnstate.Violation) (acs.Disposition, string) {
+	if len(vs) == 0 {
+		return acs.Allow, "no protocol violations"
+	}
+	msgs := make([]string, len(vs))
+	for i, v := range vs {
+		msgs[i] = v.Message
+	}
+	detail := strings.Join(msgs, "; ")
+	switch {
+	case turnstate.HasError(vs) && spec.DecisionEligible():
+		return acs.Deny, "ACS protocol violation: " + detail
+	case turnstate.HasError(vs):
+		return acs.Allow, fmt.Sprintf("recorded, %s cannot be denied: %s", spec.Hook, detail)
+	}
+	return acs.Allow, "allowed with protocol warnings: " + detail
+}
+
+func decisionResponse(env *envelope, d acs.Disposition, reasoning string, vs []turnstate.Violation) *acs.Response {
+	res := newResult(env.req.Params.RequestID, d, reasoning)
+	if len(vs) > 0 {
+		seen := map[string]bool{}
+		for _, v := range vs {
+			if seen[v.Name] {
+				continue
+			}
+			seen[v.Name] = true
+			res.ReasonCodes = append(res.ReasonCodes, v.Name)
+			res.PolicyReferences = append(res.PolicyReferences, acs.PolicyReference{PolicyID: ProtocolPolicyID, PolicyName: ProtocolPolicyName, RuleID: v.Name})
+		}
+		res.PolicyData = map[string]any{"turnguard": map[string]any{"violations": vs}}
+	}
+	return &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: res}
+}
+
+// refusalResponse answers bad input. With a readable request id and a known
+// method the answer is a decision — deny where the hook permits it, so that a
+// framework on the default fail-open posture does not proceed — otherwise a
+// JSON-RPC error.
+func refusalResponse(k known, ref *acs.Error) *acs.Response {
+	id := k.id
+	if id == nil {
+		id = acs.NullID
+	}
+	spec := acs.LookupMethod(k.method)
+	if k.requestID == "" || spec == nil || ref.Code == acs.CodeCapabilityNotNegotiated {
+		return &acs.Response{JSONRPC: "2.0", ID: id, Error: ref.RPC(k.method)}
+	}
+	d := acs.Allow
+	if spec.DecisionEligible() {
+		d = acs.Deny
+	}
+	res := newResult(k.requestID, d, fmt.Sprintf("refused (%s %d): %s", ref.Code, int(ref.Code), ref.Message))
+	res.ReasonCodes = []string{ref.Reason}
+	res.PolicyReferences = []acs.PolicyReference{{PolicyID: ProtocolPolicyID, PolicyName: ProtocolPolicyName, RuleID: ref.Reason}}
+	res.PolicyData = map[string]any{"turnguard": map[string]any{"error": ref.RPC(k.method)}}
+	if string(id) == "null" {
+		// A result response must carry a non-null id; the request id is the
+		// best correlation left when the JSON-RPC id was unusable.
+		id, _ = json.Marshal(k.requestID)
+	}
+	return &acs.Response{JSONRPC: "2.0", ID: id, Result: res}
+}
+
+// pingResponse answers system/ping: always allow, never recorded (ACS §13).
+func pingResponse(env *envelope, at time.Time) *acs.Response {
+	res := newResult(env.req.Params.RequestID, acs.Allow, "")
+	var p acs.PingPayload
+	payload := map[string]any{"status": "ok", "server_timestamp": at.UTC().Format(time.RFC3339Nano)}
+	if json.Unmarshal(env.req.Params.Payload, &p) == nil && p.Echo != nil {
+		payload["echo"] = *p.Echo
+	}
+	res.Payload = payload
+	return &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: res}
+}
+
+func newResult(requestID string, d acs.Disposition, reasoning string) *acs.Result {
+	return &acs.Result{Type: acs.ResultTypeFinal, ACSVersion: acs.Version, RequestID: requestID, Decision: d,
+		Reasoning: reasoning, Metadata: &acs.ResultMetadata{Evaluator: "deterministic"}}
+}

@@ -1,0 +1,214 @@
+package guardian
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/schema"
+)
+
+// envelope is an inbound message that passed intake: valid JSON, a valid
+// request envelope, a known method with a valid payload, and a body that
+// agrees with its subject.
+type envelope struct {
+	req  acs.Request
+	spec *acs.MethodSpec
+	step turnstate.Step
+}
+
+// known is what could be read from a message that failed intake, so the
+// refusal can still be answered to the right request.
+type known struct {
+	id        json.RawMessage
+	method    string
+	requestID string
+	turnID    string
+}
+
+// intake parses and validates one inbound message. On failure it returns the
+// refusal and whatever it could learn about the request.
+func (g *Guardian) intake(route acs.Route, data []byte) (*envelope, known, *acs.Error) {
+	var k known
+	if len(data) > g.cfg.MaxEnvelopeBytes {
+		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge,
+			Message: fmt.Sprintf("envelope is %d bytes; the limit is %d", len(data), g.cfg.MaxEnvelopeBytes)}
+	}
+	if err := checkIJSON(data); err != nil {
+		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}
+	}
+	doc, err := schema.Decode(data)
+	if err != nil {
+		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid,
+			Message: fmt.Sprintf("a request envelope is a JSON object, not %s", jsonKind(doc))}
+	}
+	k = readKnown(obj)
+	if err := g.validator.ValidateRequest(doc); err != nil {
+		return nil, k, asRefusal(err)
+	}
+	var e envelope
+	if err := json.Unmarshal(data, &e.req); err != nil {
+		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
+	}
+	if ref := checkSubject(route, &e.req); ref != nil {
+		return nil, k, ref
+	}
+	if major, _, _ := strings.Cut(e.req.Params.ACSVersion, "."); major != "0" {
+		return nil, k, &acs.Error{Code: acs.CodeUnsupportedVersion, Reason: "unsupported_version",
+			Message: fmt.Sprintf("acs_version %s does not share a major version with %s", e.req.Params.ACSVersion, acs.Version)}
+	}
+	e.spec = acs.LookupMethod(e.req.Method)
+	if e.spec == nil {
+		return nil, k, &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonUnknownMethod,
+			Message: fmt.Sprintf("method %s is not evaluated by this Guardian", e.req.Method)}
+	}
+	params := obj["params"].(map[string]any)
+	if err := g.validator.ValidatePayload(e.req.Method, params["payload"]); err != nil {
+		return nil, k, asRefusal(err)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, e.req.Params.Timestamp)
+	if err != nil {
+		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid,
+			Message: "timestamp is not an RFC 3339 date-time", Violations: []acs.Violation{{Pointer: "/params/timestamp", Message: err.Error()}}}
+	}
+	md := e.req.Params.Metadata
+	e.step = turnstate.Step{Time: ts, Method: e.spec, RequestID: e.req.Params.RequestID, AgentID: md.AgentID, TurnID: md.TurnID, ParentTurnID: md.ParentTurnID}
+	if err := decodePayload(&e); err != nil {
+		return nil, k, &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()}
+	}
+	return &e, k, nil
+}
+
+// checkIJSON enforces I-JSON (RFC 7493) before anything else reads the
+// bytes: one value, valid UTF-8, no duplicate member names. encoding/json
+// would silently keep the last of two duplicate names, which lets a body say
+// one thing to a validator and another to a policy.
+func checkIJSON(data []byte) error {
+	d := jsontext.NewDecoder(bytes.NewReader(data))
+	if _, err := d.ReadValue(); err != nil {
+		return fmt.Errorf("not valid I-JSON: %w", err)
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return fmt.Errorf("not valid I-JSON: data after the top-level value")
+	}
+	return nil
+}
+
+// checkSubject refuses a body whose tenant, session or method disagrees with
+// the subject it was published to. The subject is what NATS permissions bind
+// to a credential; the body alone is never trusted for routing.
+func checkSubject(r acs.Route, req *acs.Request) *acs.Error {
+	var vs []acs.Violation
+	if tok := acs.HookToken(req.Method); tok != r.Hook {
+		vs = append(vs, acs.Violation{Pointer: "/method", Message: fmt.Sprintf("method %s belongs on subject token %q, not %q", req.Method, tok, r.Hook)})
+	}
+	if sid := req.Params.Metadata.SessionID; sid != r.SessionID {
+		vs = append(vs, acs.Violation{Pointer: "/params/metadata/session_id", Message: fmt.Sprintf("session_id %s, but the subject names session %s", sid, r.SessionID)})
+	}
+	if t := req.Params.TenantID; t != "" && t != r.Tenant {
+		vs = append(vs, acs.Violation{Pointer: "/params/tenant_id", Message: fmt.Sprintf("tenant_id %q, but the subject names tenant %q", t, r.Tenant)})
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	return &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonSubjectMismatch, Message: "envelope body disagrees with its subject", Violations: vs}
+}
+
+// decodePayload decodes the payloads whose fields drive turn transitions.
+func decodePayload(e *envelope) error {
+	var target any
+	switch e.spec.Method {
+	case "steps/turnStart":
+		e.step.TurnStart = new(acs.TurnStartPayload)
+		target = e.step.TurnStart
+	case "steps/turnEnd":
+		e.step.TurnEnd = new(acs.TurnEndPayload)
+		target = e.step.TurnEnd
+	case "steps/subagentStart":
+		e.step.SubagentStart = new(acs.SubagentStartPayload)
+		target = e.step.SubagentStart
+	case "steps/sessionEnd":
+		e.step.SessionEnd = new(acs.SessionEndPayload)
+		target = e.step.SessionEnd
+	default:
+		return nil
+	}
+	if err := json.Unmarshal(e.req.Params.Payload, target); err != nil {
+		return fmt.Errorf("payload of %s: %w", e.spec.Method, err)
+	}
+	return nil
+}
+
+// readKnown picks the request's identity out of a decoded object that may
+// not be a valid envelope. Only values of the right shape are taken.
+func readKnown(obj map[string]any) known {
+	var k known
+	switch id := obj["id"].(type) {
+	case string, json.Number:
+		k.id, _ = json.Marshal(id)
+	}
+	k.method, _ = obj["method"].(string)
+	params, _ := obj["params"].(map[string]any)
+	if rid, _ := params["request_id"].(string); isUUID(rid) {
+		k.requestID = rid
+	}
+	if md, ok := params["metadata"].(map[string]any); ok {
+		k.turnID, _ = md["turn_id"].(string)
+	}
+	return k
+}
+
+func asRefusal(err error) *acs.Error {
+	if e, ok := err.(*acs.Error); ok {
+		return e
+	}
+	return &acs.Error{Code: acs.CodeInternalError, Reason: "validation_failed", Message: err.Error()}
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// isUUID reports whether s has the 8-4-4-4-12 hex form the schemas' uuid
+// format requires.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

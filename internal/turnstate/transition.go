@@ -1,0 +1,254 @@
+package turnstate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/acs"
+)
+
+// Step is what the state machine needs to know about one valid envelope.
+// Exactly the payload pointer matching Method is set for turnStart, turnEnd,
+// subagentStart and sessionEnd.
+type Step struct {
+	Seq       uint64
+	Time      time.Time
+	Method    *acs.MethodSpec
+	RequestID string
+	AgentID   string
+	// TurnID and ParentTurnID are the envelope's metadata values.
+	TurnID       string
+	ParentTurnID string
+
+	TurnStart     *acs.TurnStartPayload
+	TurnEnd       *acs.TurnEndPayload
+	SubagentStart *acs.SubagentStartPayload
+	SessionEnd    *acs.SessionEndPayload
+}
+
+// Result is what applying one step did.
+type Result struct {
+	Violations []Violation
+	// Turn is a copy of the turn the step belongs to after the step (the
+	// turn it opened, closed, or was counted in), or nil.
+	Turn *Turn
+	// Spawned is the initial state of a subagent session announced by
+	// subagentStart, linked to this session's spawning turn.
+	Spawned *Session
+}
+
+func (r *Result) add(name, format string, args ...any) {
+	r.Violations = append(r.Violations, Violation{Name: name, Severity: severityOf(name), Message: fmt.Sprintf(format, args...)})
+}
+
+// Apply applies one envelope to the session and reports the protocol
+// violations it found. It is pure: no clock, no I/O. Callers skip envelopes
+// for which Applied(seq) is true before calling it.
+func (s *Session) Apply(st Step) Result {
+	var r Result
+	first := s.Envelopes == 0
+	if first {
+		s.FirstSeq, s.FirstTime = st.Seq, st.Time
+	}
+	s.Envelopes++
+	s.LastSeq, s.LastTime = st.Seq, st.Time
+	defer s.count(&r)
+
+	if slices.Contains(s.RecentRequestIDs, st.RequestID) {
+		r.add(RequestReplayed, "request_id %s was already seen in this session", st.RequestID)
+		return r
+	}
+	s.RecentRequestIDs = remember(s.RecentRequestIDs, st.RequestID, MaxRecentRequestIDs)
+	if s.Status == StatusClosed {
+		r.add(SessionClosed, "%s after sessionEnd", st.Method.Method)
+		return r
+	}
+	switch {
+	case s.AgentID == "":
+		s.AgentID = st.AgentID
+	case st.AgentID != s.AgentID:
+		r.add(AgentIDMismatch, "agent_id %q, but the session belongs to %q", st.AgentID, s.AgentID)
+	}
+	if first && st.Method.Method != "steps/sessionStart" {
+		r.add(SessionStartMissing, "the session's first envelope is %s, not steps/sessionStart", st.Method.Method)
+	}
+
+	switch {
+	case st.SessionEnd != nil:
+		s.endSession(st, &r)
+	case st.Method.Method == "steps/sessionStart":
+		if s.Started {
+			r.add(SessionAlreadyOpened, "the session already has a sessionStart")
+		}
+		s.Started = true
+	case st.TurnStart != nil:
+		s.startTurn(st, &r)
+	case st.TurnEnd != nil:
+		s.endTurn(st, &r)
+	case st.Method.Scope == acs.TurnStep:
+		s.countStep(st, &r)
+	}
+	if p := st.SubagentStart; p != nil && p.SubagentSessionID != s.SessionID {
+		r.Spawned = New(s.Tenant, p.SubagentSessionID)
+		r.Spawned.Parent = &ParentLink{SessionID: s.SessionID, TurnID: st.TurnID, RequestID: st.RequestID}
+	}
+	return r
+}
+
+// RecordDecision records the decision taken on an applied step. A denied
+// turnStart leaves its turn open but marked denied, so that the turnEnd the
+// framework still sends (outcome denied_at_start) matches it, and any step
+// run inside it anyway is reported.
+func (s *Session) RecordDecision(st Step, d acs.Disposition) {
+	if s.Decisions == nil {
+		s.Decisions = map[acs.Disposition]uint64{}
+	}
+	s.Decisions[d]++
+	if d == acs.Deny && st.TurnStart != nil {
+		if t := s.OpenTurn(st.TurnStart.TurnID); t != nil && t.StartSeq == st.Seq {
+			t.Denied = true
+		}
+	}
+}
+
+func (s *Session) count(r *Result) {
+	if len(r.Violations) == 0 {
+		return
+	}
+	if s.Violations == nil {
+		s.Violations = map[string]uint64{}
+	}
+	for _, v := range r.Violations {
+		s.Violations[v.Name]++
+	}
+}
+
+func (s *Session) startTurn(st Step, r *Result) {
+	p := st.TurnStart
+	switch st.TurnID {
+	case "":
+		r.add(TurnIDMissing, "turnStart carries no metadata.turn_id (the payload says %q)", p.TurnID)
+	case p.TurnID:
+	default:
+		r.add(TurnIDMismatch, "turnStart metadata.turn_id %q differs from payload turn_id %q", st.TurnID, p.TurnID)
+	}
+	if p.TurnID != st.RequestID {
+		r.add(TurnIDNotRequestID, "turn_id %q is not the envelope's request_id %s", p.TurnID, st.RequestID)
+	}
+	if s.OpenTurn(p.TurnID) != nil {
+		r.add(TurnIDReused, "turn %q is already open", p.TurnID)
+		return
+	}
+	if slices.Contains(s.RecentTurnIDs, p.TurnID) {
+		r.add(TurnIDReused, "turn %q was already used in this session", p.TurnID)
+	}
+	switch {
+	case p.ParentTurnID != "":
+		spawnedBy := s.TurnsStarted == 0 && s.Parent != nil && s.Parent.TurnID == p.ParentTurnID
+		if s.OpenTurn(p.ParentTurnID) == nil && !spawnedBy {
+			r.add(ParentTurnUnknown, "parent_turn_id %q names no open turn", p.ParentTurnID)
+		}
+	case len(s.OpenTurns) > 0:
+		r.add(TurnOverlap, "turn %q starts while turn %q is open and names no parent_turn_id", p.TurnID, s.OpenTurns[len(s.OpenTurns)-1].TurnID)
+	}
+	if len(s.OpenTurns) >= MaxOpenTurns {
+		r.add(TurnDepthExceeded, "turn %q would be open turn number %d; at most %d may be open", p.TurnID, len(s.OpenTurns)+1, MaxOpenTurns)
+		return
+	}
+	s.TurnsStarted++
+	s.OpenTurns = append(s.OpenTurns, Turn{
+		TurnID: p.TurnID, Index: s.TurnsStarted, ParentTurnID: p.ParentTurnID, TriggeredBy: p.TriggeredBy,
+		ExpectedInputs: p.ExpectedInputs, StartSeq: st.Seq, StartTime: st.Time,
+	})
+	s.RecentTurnIDs = remember(s.RecentTurnIDs, p.TurnID, MaxRecentTurnIDs)
+	t := s.OpenTurns[len(s.OpenTurns)-1]
+	r.Turn = &t
+}
+
+func (s *Session) endTurn(st Step, r *Result) {
+	p := st.TurnEnd
+	switch st.TurnID {
+	case "":
+		r.add(TurnIDMissing, "turnEnd carries no metadata.turn_id (the payload says %q)", p.TurnID)
+	case p.TurnID:
+	default:
+		r.add(TurnIDMismatch, "turnEnd metadata.turn_id %q differs from payload turn_id %q", st.TurnID, p.TurnID)
+	}
+	i := s.openTurnIndex(p.TurnID)
+	if i < 0 {
+		r.add(TurnEndUnmatched, "turnEnd names turn %q, which is not open", p.TurnID)
+		return
+	}
+	t := s.OpenTurns[i]
+	if p.StepCount != nil && *p.StepCount != t.Steps {
+		r.add(TurnStepCountWrong, "turn %q: step_count %d, turnguard saw %d steps", t.TurnID, *p.StepCount, t.Steps)
+	}
+	if p.ToolCallCount != nil && *p.ToolCallCount != t.ToolCalls {
+		r.add(TurnStepCountWrong, "turn %q: tool_call_count %d, turnguard saw %d tool calls", t.TurnID, *p.ToolCallCount, t.ToolCalls)
+	}
+	// The turn ends, and with it every open turn nested inside it.
+	closing := map[string]bool{t.TurnID: true}
+	kept := make([]Turn, 0, len(s.OpenTurns))
+	for _, o := range s.OpenTurns {
+		switch {
+		case o.TurnID == t.TurnID:
+		case closing[o.ParentTurnID]:
+			closing[o.TurnID] = true
+			r.add(TurnLeftOpen, "turn %q was still open when its enclosing turn %q ended", o.TurnID, t.TurnID)
+		default:
+			kept = append(kept, o)
+		}
+	}
+	s.OpenTurns = kept
+	s.LastClosedTurn = &ClosedTurn{TurnID: t.TurnID, Index: t.Index, Outcome: p.Outcome, Steps: t.Steps, ToolCalls: t.ToolCalls, EndSeq: st.Seq, EndTime: st.Time}
+	r.Turn = &t
+}
+
+func (s *Session) countStep(st Step, r *Result) {
+	if len(s.OpenTurns) == 0 {
+		if st.TurnID != "" {
+			r.add(TurnIDMismatch, "metadata.turn_id %q names no open turn", st.TurnID)
+		}
+		return
+	}
+	if st.TurnID == "" {
+		r.add(TurnIDMissing, "%s inside open turn %q carries no metadata.turn_id", st.Method.Hook, s.OpenTurns[len(s.OpenTurns)-1].TurnID)
+		return
+	}
+	t := s.OpenTurn(st.TurnID)
+	if t == nil {
+		r.add(TurnIDMismatch, "metadata.turn_id %q names no open turn", st.TurnID)
+		return
+	}
+	t.Steps++
+	if st.Method.Method == "steps/toolCallRequest" {
+		t.ToolCalls++
+	}
+	if t.Denied {
+		r.add(TurnDenied, "%s inside turn %q, whose turnStart was denied", st.Method.Hook, t.TurnID)
+	}
+	if len(t.ExpectedInputs) > 0 && !slices.Contains(t.ExpectedInputs, st.Method.Hook) {
+		r.add(UnexpectedInput, "%s is not among turn %q's expected_inputs %v", st.Method.Hook, t.TurnID, t.ExpectedInputs)
+	}
+	c := *t
+	r.Turn = &c
+}
+
+func (s *Session) endSession(st Step, r *Result) {
+	for _, o := range s.OpenTurns {
+		r.add(TurnLeftOpen, "turn %q was still open at sessionEnd", o.TurnID)
+	}
+	s.OpenTurns = s.OpenTurns[:0]
+	s.Status = StatusClosed
+	s.EndReason = st.SessionEnd.EffectiveReason()
+}
+
+// remember appends id to a bounded most-recent-last list.
+func remember(list []string, id string, limit int) []string {
+	list = append(list, id)
+	if len(list) > limit {
+		list = slices.Delete(list, 0, len(list)-limit)
+	}
+	return list
+}
