@@ -1,0 +1,50 @@
+// Package natstest starts real NATS JetStream servers for tests: in-process,
+// with their store in the test's temporary directory, stopped when the test
+// ends.
+package natstest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// RunServer starts an in-process single-node JetStream server without a
+// client listener; connect to it with Connect.
+func RunServer(t testing.TB) *server.Server {
+	t.Helper()
+	return RunServerIn(t, t.TempDir())
+}
+
+// RunServerIn starts a server on an existing store directory, so a test can
+// restart "the same" server.
+func RunServerIn(t testing.TB, storeDir string) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{JetStream: true, StoreDir: storeDir, DontListen: true,
+		NoSigs: true, NoLog: true, MaxPayload: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// Connect opens an in-process connection, closed when the test ends.
+func Connect(t testing.TB, s *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect("", nats.InProcessServer(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}

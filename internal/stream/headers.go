@@ -1,0 +1,24 @@
+package stream
+
+// Headers turnguard sets on the messages it publishes (README "External
+// contract").
+const (
+	HdrMsgID          = "Nats-Msg-Id"
+	HdrRequestID      = "Acs-Request-Id"
+	HdrMethod         = "Acs-Method"
+	HdrHook           = "Acs-Hook"
+	HdrTurnID         = "Acs-Turn-Id"
+	HdrStreamSeq      = "Acs-Stream-Seq"
+	HdrDecision       = "Acs-Decision"
+	HdrErrorCode      = "Acs-Error-Code"
+	HdrErrorName      = "Acs-Error-Name"
+	HdrErrorReason    = "Acs-Error-Reason"
+	HdrErrorMessage   = "Acs-Error-Message"
+	HdrOriginalSubj   = "Acs-Original-Subject"
+	HdrOriginalSeq    = "Acs-Original-Seq"
+	HdrOriginalStream = "Acs-Original-Stream"
+	HdrOriginalMsgID  = "Acs-Original-Msg-Id"
+)
+
+// maxHeaderValue bounds header values built from error text.
+const maxHeaderValue = 2048

@@ -1,0 +1,133 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Config configures a Processor.
+type Config struct {
+	Topology Topology
+	// BatchSize is the most messages a partition worker decides and
+	// acknowledges together.
+	BatchSize int
+	// CacheSize is how many session states each partition worker keeps.
+	CacheSize int
+}
+
+// DefaultConfig is the processor's default configuration.
+func DefaultConfig() Config {
+	return Config{Topology: DefaultTopology(), BatchSize: 256, CacheSize: 4096}
+}
+
+// Stats counts what a Processor did. Fields are safe to read while it runs.
+type Stats struct {
+	// Processed counts inbound messages whose effects were made durable
+	// and which were acknowledged (redeliveries included).
+	Processed atomic.Uint64
+	// Skipped counts redeliveries found already applied.
+	Skipped atomic.Uint64
+	// DeadLettered counts refusals sent to ACS_DLQ (a retried batch may
+	// count one twice; the stream keeps one).
+	DeadLettered atomic.Uint64
+	// Recovered counts messages read back from the stream after a restart
+	// or a delivery gap.
+	Recovered atomic.Uint64
+	Conflicts atomic.Uint64
+	Retries   atomic.Uint64
+}
+
+// Processor consumes ACS_HOOKS with one worker per partition and publishes
+// decisions, dead letters and session state.
+type Processor struct {
+	js       jetstream.JetStream
+	guardian *guardian.Guardian
+	cfg      Config
+	log      zerolog.Logger
+	stats    Stats
+}
+
+// New returns a Processor publishing through nc.
+func New(nc *nats.Conn, g *guardian.Guardian, cfg Config, log zerolog.Logger) (*Processor, error) {
+	if cfg.BatchSize < 1 || cfg.CacheSize < 1 {
+		return nil, fmt.Errorf("batch size and cache size must be positive (got %d, %d)", cfg.BatchSize, cfg.CacheSize)
+	}
+	if err := cfg.Topology.Validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4*cfg.BatchSize))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Processor{js: js, guardian: g, cfg: cfg, log: log}, nil
+}
+
+// Stats returns the processor's live counters.
+func (p *Processor) Stats() *Stats { return &p.stats }
+
+// Run makes sure the streams, bucket and consumers exist and are
+// compatible, then processes until ctx ends. On return every worker has
+// finished its in-flight batch.
+func (p *Processor) Run(ctx context.Context) error {
+	if err := Ensure(ctx, p.js, p.cfg.Topology); err != nil {
+		return err
+	}
+	hooks, err := p.js.Stream(ctx, HooksStream)
+	if err != nil {
+		return fmt.Errorf("open stream %s: %w", HooksStream, err)
+	}
+	decisions, err := p.js.Stream(ctx, DecisionsStream)
+	if err != nil {
+		return fmt.Errorf("open stream %s: %w", DecisionsStream, err)
+	}
+	kv, err := p.js.KeyValue(ctx, StateBucket)
+	if err != nil {
+		return fmt.Errorf("open KV bucket %s: %w", StateBucket, err)
+	}
+	store := turnstate.NewStore(kv)
+	var workers []*worker
+	add := func(consumer, filter string, routed bool) error {
+		c, err := hooks.Consumer(ctx, consumer)
+		if err != nil {
+			return fmt.Errorf("open consumer %s: %w", consumer, err)
+		}
+		workers = append(workers, &worker{
+			consumer: consumer, filter: filter, routed: routed,
+			cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian,
+			cache: newStateCache(p.cfg.CacheSize), stats: &p.stats,
+			log:       p.log.With().Str("consumer", consumer).Logger(),
+			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait,
+		})
+		return nil
+	}
+	for i := range p.cfg.Topology.Partitions {
+		if err := add(PartitionConsumer(i), acs.PartitionFilter(i), true); err != nil {
+			return err
+		}
+	}
+	if err := add(UnroutedConsumer, acs.InboundPrefix+".>", false); err != nil {
+		return err
+	}
+	p.log.Info().Int("partitions", p.cfg.Topology.Partitions).Int("batch", p.cfg.BatchSize).Msg("processing")
+	wctx, fatal := context.WithCancelCause(ctx)
+	defer fatal(nil)
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.supervise(wctx, fatal) })
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		return context.Cause(wctx)
+	}
+	return nil
+}

@@ -1,0 +1,499 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/scenario"
+	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/schema"
+)
+
+const waitFor = 15 * time.Second
+
+func testConfig() stream.Config {
+	cfg := stream.DefaultConfig()
+	cfg.Topology.Partitions = 4
+	cfg.BatchSize = 32
+	return cfg
+}
+
+// running is a processor running in a goroutine on its own connection.
+type running struct {
+	p    *stream.Processor
+	nc   *nats.Conn
+	stop func()
+}
+
+func startProcessor(t *testing.T, srv *server.Server, cfg stream.Config) *running {
+	t.Helper()
+	v, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	r := &running{p: p, nc: nc}
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				// A test that closes the connection underneath the
+				// processor expects it to stop with that error.
+				if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+					t.Errorf("processor: %v", err)
+				}
+			case <-time.After(waitFor):
+				t.Error("processor did not stop")
+			}
+			_ = nc.Drain()
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// watcher collects decisions and dead letters by the inbound stream
+// sequence their headers name.
+type watcher struct {
+	mu        sync.Mutex
+	decisions map[uint64][]*nats.Msg
+	dlq       map[uint64][]*nats.Msg
+}
+
+func watch(t *testing.T, nc *nats.Conn) *watcher {
+	t.Helper()
+	w := &watcher{decisions: map[uint64][]*nats.Msg{}, dlq: map[uint64][]*nats.Msg{}}
+	sub := func(subject, hdr string, into map[uint64][]*nats.Msg) {
+		s, err := nc.Subscribe(subject, func(m *nats.Msg) {
+			seq, _ := strconv.ParseUint(m.Header.Get(hdr), 10, 64)
+			w.mu.Lock()
+			into[seq] = append(into[seq], m)
+			w.mu.Unlock()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Unsubscribe() })
+	}
+	sub(acs.DecisionsPrefix+".>", stream.HdrStreamSeq, w.decisions)
+	sub(acs.DLQPrefix+".>", stream.HdrOriginalSeq, w.dlq)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// await waits until the message at seq got its decision and/or dead letter.
+func (w *watcher) await(t *testing.T, seq uint64, decision, dlq bool) (*nats.Msg, *nats.Msg) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		d, l := w.decisions[seq], w.dlq[seq]
+		w.mu.Unlock()
+		if (!decision || len(d) > 0) && (!dlq || len(l) > 0) {
+			var dm, lm *nats.Msg
+			if len(d) > 0 {
+				dm = d[0]
+			}
+			if len(l) > 0 {
+				lm = l[0]
+			}
+			return dm, lm
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("seq %d: no decision/dead letter within %s", seq, waitFor)
+	return nil, nil
+}
+
+// observe turns what arrived on NATS into the scenario's terms.
+func observe(t *testing.T, decision, dead *nats.Msg) scenario.Observed {
+	t.Helper()
+	o := scenario.Observed{Decision: "none", DeadLetter: dead != nil}
+	if dead != nil {
+		o.Code, _ = strconv.Atoi(dead.Header.Get(stream.HdrErrorCode))
+	}
+	if decision == nil {
+		return o
+	}
+	var resp struct {
+		Result *struct {
+			Decision    string   `json:"decision"`
+			ReasonCodes []string `json:"reason_codes"`
+			PolicyData  struct {
+				Turnguard struct {
+					Violations []struct{ Name string } `json:"violations"`
+				} `json:"turnguard"`
+			} `json:"policy_data"`
+		} `json:"result"`
+		Error *struct{ Code int } `json:"error"`
+	}
+	if err := json.Unmarshal(decision.Data, &resp); err != nil {
+		t.Fatalf("decision is not JSON: %v", err)
+	}
+	switch {
+	case resp.Error != nil:
+		o.Decision, o.Code = "error", resp.Error.Code
+	case resp.Result != nil:
+		o.Decision, o.ReasonCodes = resp.Result.Decision, resp.Result.ReasonCodes
+		for _, v := range resp.Result.PolicyData.Turnguard.Violations {
+			o.Violations = append(o.Violations, v.Name)
+		}
+	}
+	return o
+}
+
+// publish puts one message into ACS_HOOKS the way `nats pub` does, and
+// returns its stream sequence.
+func publish(t *testing.T, js jetstream.JetStream, subject string, data []byte) uint64 {
+	t.Helper()
+	ack, err := js.Publish(context.Background(), subject, data)
+	if err != nil {
+		t.Fatalf("publish %s: %v", subject, err)
+	}
+	return ack.Sequence
+}
+
+func loadScenario(t *testing.T, name string) (*scenario.Scenario, scenario.Built) {
+	t.Helper()
+	sc, err := scenario.Load(filepath.Join("..", "..", "testdata", "scenarios", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc, built
+}
+
+// TestScenariosEndToEnd runs every scenario through a real processor on a
+// real JetStream server, one envelope at a time as a framework waiting for
+// each decision would, and checks every decision, every dead letter, the
+// stream counts and the session states in KV.
+func TestScenariosEndToEnd(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
+	if len(paths) < 4 {
+		t.Fatalf("found %d scenarios", len(paths))
+	}
+	for _, p := range paths {
+		name := filepath.Base(p[:len(p)-len(".yaml")])
+		t.Run(name, func(t *testing.T) {
+			_, built := loadScenario(t, name)
+			srv := natstest.RunServer(t)
+			nc := natstest.Connect(t, srv)
+			js, _ := jetstream.New(nc)
+			w := watch(t, nc)
+			startProcessor(t, srv, testConfig())
+			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
+			wantDecisions, wantDLQ := 0, 0
+			for i, m := range built.Messages {
+				seq := publish(t, js, m.Subject, m.Data)
+				decided := m.Expect.Decision != "none"
+				dm, lm := w.await(t, seq, decided, m.Expect.DeadLetter)
+				if decided {
+					wantDecisions++
+					if got := dm.Header.Get(stream.HdrRequestID); m.Expect.Decision != "error" && got != m.RequestID {
+						t.Errorf("step %d: decision for request %q, want %q", i+1, got, m.RequestID)
+					}
+				}
+				if m.Expect.DeadLetter {
+					wantDLQ++
+					if string(lm.Data) != string(m.Data) || lm.Header.Get(stream.HdrOriginalSubj) != m.Subject {
+						t.Errorf("step %d: dead letter does not hold the original bytes and subject", i+1)
+					}
+				}
+				if err := m.Expect.Check(observe(t, dm, lm)); err != nil {
+					t.Errorf("step %d (%s): %v", i+1, m.Subject, err)
+				}
+			}
+			checkStreamCount(t, js, stream.DecisionsStream, wantDecisions)
+			checkStreamCount(t, js, stream.DLQStream, wantDLQ)
+			checkStates(t, js, built.States)
+		})
+	}
+}
+
+// TestRestartMidSession stops the processor in the middle of a session and
+// starts a new one: the session continues with its state intact and every
+// envelope gets exactly one decision.
+func TestRestartMidSession(t *testing.T) {
+	_, built := loadScenario(t, "full-session")
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	w := watch(t, nc)
+	first := startProcessor(t, srv, testConfig())
+	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
+	half := len(built.Messages) / 2
+	for _, m := range built.Messages[:half] {
+		w.await(t, publish(t, js, m.Subject, m.Data), true, false)
+	}
+	first.stop()
+	// Published while no processor runs: decided after the restart.
+	var seqs []uint64
+	for _, m := range built.Messages[half : half+2] {
+		seqs = append(seqs, publish(t, js, m.Subject, m.Data))
+	}
+	startProcessor(t, srv, testConfig())
+	for _, seq := range seqs {
+		w.await(t, seq, true, false)
+	}
+	for _, m := range built.Messages[half+2:] {
+		dm, _ := w.await(t, publish(t, js, m.Subject, m.Data), true, false)
+		if err := m.Expect.Check(observe(t, dm, nil)); err != nil {
+			t.Errorf("after restart: %v", err)
+		}
+	}
+	checkStreamCount(t, js, stream.DecisionsStream, len(built.Messages))
+	checkExactlyOnce(t, js, len(built.Messages))
+	checkStates(t, js, built.States)
+}
+
+// TestConnectionLossIsExactlyOnce kills the processor's connection while
+// it is busy — acks, decisions and state writes in flight are lost at an
+// arbitrary point — then starts a new processor. Every envelope must end up
+// with exactly one decision and every session with exact counters.
+func TestConnectionLossIsExactlyOnce(t *testing.T) {
+	const sessions = 24
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	cfg := testConfig()
+	cfg.BatchSize = 8
+	cfg.Topology.AckWait = 2 * time.Second
+	first := startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, cfg.Topology.Partitions+1)
+	total := 0
+	var states []scenario.ExpectedState
+	for i := range sessions {
+		sc, _ := loadScenario(t, "full-session")
+		sc.Name = fmt.Sprintf("full-session-%d", i)
+		built, err := sc.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range built.States {
+			// Stream sequences interleave across sessions here.
+			delete(st.Fields, "first_seq")
+			delete(st.Fields, "last_seq")
+			delete(st.Fields, "last_closed_turn")
+			states = append(states, st)
+		}
+		for _, m := range built.Messages {
+			if _, err := js.PublishAsync(m.Subject, m.Data); err != nil {
+				t.Fatal(err)
+			}
+			total++
+		}
+		if i == sessions/3 {
+			// Mid-stream: drop the processor's connection without a
+			// goodbye, as a crash would.
+			time.Sleep(20 * time.Millisecond)
+			first.nc.Close()
+		}
+	}
+	<-js.PublishAsyncComplete()
+	first.stop()
+	if decided := countMsgs(t, js, stream.DecisionsStream); decided >= total {
+		t.Fatalf("the connection was closed after all %d envelopes were decided; the test proves nothing", total)
+	}
+	second := startProcessor(t, srv, cfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for countMsgs(t, js, stream.DecisionsStream) < total && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkExactlyOnce(t, js, total)
+	checkStates(t, js, states)
+	st := second.p.Stats()
+	t.Logf("after the restart: %d processed, %d recovered from the stream, %d redeliveries skipped", st.Processed.Load(), st.Recovered.Load(), st.Skipped.Load())
+}
+
+func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	eight := stream.DefaultTopology()
+	eight.Partitions = 8
+	if err := stream.Ensure(ctx, js, eight); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := js.Stream(ctx, stream.HooksStream)
+	sixteen := stream.DefaultTopology()
+	err := stream.Ensure(ctx, js, sixteen)
+	var ie *stream.IncompatibleError
+	if !errors.As(err, &ie) || ie.Asset != "stream "+stream.HooksStream {
+		t.Fatalf("want an IncompatibleError for %s, got %v", stream.HooksStream, err)
+	}
+	after, _ := js.Stream(ctx, stream.HooksStream)
+	if *after.CachedInfo().Config.SubjectTransform != *before.CachedInfo().Config.SubjectTransform {
+		t.Fatal("Ensure changed the existing stream")
+	}
+	// A compatible topology is accepted as is, again and again.
+	if err := stream.Ensure(ctx, js, eight); err != nil {
+		t.Fatalf("re-ensuring the same topology: %v", err)
+	}
+	ttl := eight
+	ttl.SessionTTL = time.Hour
+	if err := stream.Ensure(ctx, js, ttl); !errors.As(err, &ie) || ie.Asset != "KV bucket "+stream.StateBucket {
+		t.Fatalf("a different session TTL must be refused, got %v", err)
+	}
+}
+
+// The partition transform sends every session to one partition, and
+// malformed subjects stay under acs.hooks.> for the unrouted consumer.
+func TestPartitionTransform(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := js.Stream(ctx, stream.HooksStream)
+	partitionOf := map[string]int{}
+	for i := range 64 {
+		session := fmt.Sprintf("s%02d", i%16)
+		seq := publish(t, js, acs.InboundSubject("default", session, "turnStart"), []byte("{}"))
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := acs.ParsePartitioned(m.Subject)
+		if err != nil {
+			t.Fatalf("stored subject %q: %v", m.Subject, err)
+		}
+		if p, seen := partitionOf[session]; seen && p != r.Partition {
+			t.Fatalf("session %s in partitions %d and %d", session, p, r.Partition)
+		}
+		partitionOf[session] = r.Partition
+		if r.Tenant != "default" || r.SessionID != session || r.Hook != "turnStart" || r.Partition >= 16 {
+			t.Fatalf("route %+v", r)
+		}
+	}
+	seq := publish(t, js, "acs.hooks.default.too.many.tokens", []byte("{}"))
+	if m, _ := s.GetMsg(ctx, seq); m.Subject != "acs.hooks.default.too.many.tokens" {
+		t.Fatalf("malformed subject stored as %q", m.Subject)
+	}
+	if _, err := js.Publish(ctx, acs.PartitionedPrefix+".3.default.s.turnStart", []byte("{}")); err == nil {
+		t.Fatal("a publisher could write to a partition subject directly")
+	}
+}
+
+func waitForConsumers(t *testing.T, js jetstream.JetStream, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		s, err := js.Stream(context.Background(), stream.HooksStream)
+		if err == nil {
+			if info, err := s.Info(context.Background()); err == nil && info.State.Consumers == n {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("processor did not create its %d consumers", n)
+}
+
+func countMsgs(t *testing.T, js jetstream.JetStream, name string) int {
+	t.Helper()
+	s, err := js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(info.State.Msgs)
+}
+
+// checkStreamCount waits a moment for stragglers, then requires exactly n.
+func checkStreamCount(t *testing.T, js jetstream.JetStream, name string, n int) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	if got := countMsgs(t, js, name); got != n {
+		t.Errorf("%s holds %d messages, want %d", name, got, n)
+	}
+}
+
+// checkExactlyOnce reads every decision from ACS_DECISIONS and requires one
+// per inbound stream sequence 1..n.
+func checkExactlyOnce(t *testing.T, js jetstream.JetStream, n int) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := js.OrderedConsumer(ctx, stream.DecisionsStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]int{}
+	total := countMsgs(t, js, stream.DecisionsStream)
+	for range total {
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, _ := strconv.ParseUint(m.Headers().Get(stream.HdrStreamSeq), 10, 64)
+		seen[seq]++
+	}
+	var missing, doubled []uint64
+	for seq := uint64(1); seq <= uint64(n); seq++ {
+		switch seen[seq] {
+		case 0:
+			missing = append(missing, seq)
+		case 1:
+		default:
+			doubled = append(doubled, seq)
+		}
+	}
+	if len(missing) > 0 || len(doubled) > 0 || total != n {
+		t.Fatalf("%d decisions for %d envelopes; missing %v, decided twice %v", total, n, missing, doubled)
+	}
+}
+
+func checkStates(t *testing.T, js jetstream.JetStream, states []scenario.ExpectedState) {
+	t.Helper()
+	kv, err := js.KeyValue(context.Background(), stream.StateBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range states {
+		e, err := kv.Get(context.Background(), acs.SessionKey(want.Tenant, want.SessionID))
+		if err != nil {
+			t.Errorf("session %s: %v", want.Alias, err)
+			continue
+		}
+		if err := scenario.CheckState(want.Alias, e.Value(), want.Fields); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+)
+
+// Names of turnguard's JetStream assets (README "External contract").
+const (
+	HooksStream     = "ACS_HOOKS"
+	DecisionsStream = "ACS_DECISIONS"
+	AlertsStream    = "ACS_ALERTS"
+	DLQStream       = "ACS_DLQ"
+	StateBucket     = "ACS_TURNSTATE"
+	// UnroutedConsumer takes messages under acs.hooks.> that the partition
+	// transform did not rewrite because their subject has the wrong shape.
+	UnroutedConsumer = "turnguard-unrouted"
+)
+
+// HooksMaxMsgSize is the ACS_HOOKS stream's per-message limit.
+const HooksMaxMsgSize = 1 << 20
+
+// Topology is the shape of the streams, bucket and consumers turnguard
+// needs. Ensure creates what is missing and refuses what is incompatible.
+type Topology struct {
+	Partitions int
+	Replicas   int
+	// SessionTTL drops a session's state after this long without an
+	// envelope.
+	SessionTTL time.Duration
+	// DecisionDedupWindow is ACS_DECISIONS' duplicate window; it must
+	// outlast the time a redelivered envelope can take to come back.
+	DecisionDedupWindow time.Duration
+	// AckWait is how long a partition consumer waits for an ack before it
+	// redelivers.
+	AckWait time.Duration
+	// MaxAckPending bounds each partition's unacknowledged messages.
+	MaxAckPending int
+}
+
+// DefaultTopology is what the processor runs with unless told otherwise.
+func DefaultTopology() Topology {
+	return Topology{
+		Partitions:          16,
+		Replicas:            1,
+		SessionTTL:          24 * time.Hour,
+		DecisionDedupWindow: 10 * time.Minute,
+		AckWait:             30 * time.Second,
+		MaxAckPending:       1024,
+	}
+}
+
+// Validate checks the topology's values.
+func (t Topology) Validate() error {
+	var errs []error
+	if t.Partitions < 1 || t.Partitions > 1024 {
+		errs = append(errs, fmt.Errorf("partitions must be 1..1024, not %d", t.Partitions))
+	}
+	if t.Replicas < 1 || t.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas must be 1..5, not %d", t.Replicas))
+	}
+	if t.SessionTTL < time.Minute {
+		errs = append(errs, fmt.Errorf("session TTL must be at least 1m, not %s", t.SessionTTL))
+	}
+	if t.AckWait < time.Second {
+		errs = append(errs, fmt.Errorf("ack wait must be at least 1s, not %s", t.AckWait))
+	}
+	if t.MaxAckPending < 1 {
+		errs = append(errs, fmt.Errorf("max ack pending must be positive, not %d", t.MaxAckPending))
+	}
+	return errors.Join(errs...)
+}
+
+// PartitionConsumer is the durable consumer name of partition p.
+func PartitionConsumer(p int) string { return fmt.Sprintf("turnguard-p%03d", p) }
+
+// PartitionTransform is the ACS_HOOKS subject transform: it moves
+// acs.hooks.<tenant>.<session>.<hook> to acs.part.<p>.<tenant>.<session>.<hook>,
+// p computed by NATS from tenant and session. The destination lies outside
+// acs.hooks.>, so nothing published directly can pose as partitioned, and
+// everything left under acs.hooks.> is a malformed subject.
+func PartitionTransform(partitions int) *jetstream.SubjectTransformConfig {
+	return &jetstream.SubjectTransformConfig{
+		Source:      acs.InboundPrefix + ".*.*.*",
+		Destination: acs.PartitionedPrefix + ".{{partition(" + strconv.Itoa(partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",
+	}
+}
+
+func (t Topology) streams() []jetstream.StreamConfig {
+	base := func(name, desc, subject string) jetstream.StreamConfig {
+		// MaxMsgSize -1 (unlimited) is what the server stores for "not set".
+		return jetstream.StreamConfig{Name: name, Description: desc, Subjects: []string{subject + ".>"},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: t.Replicas, MaxMsgSize: -1}
+	}
+	hooks := base(HooksStream, "turnguard: inbound ACS hook envelopes", acs.InboundPrefix)
+	hooks.SubjectTransform = PartitionTransform(t.Partitions)
+	hooks.MaxMsgSize = HooksMaxMsgSize
+	hooks.Duplicates = 2 * time.Minute
+	decisions := base(DecisionsStream, "turnguard: ACS response envelopes, one per inbound envelope", acs.DecisionsPrefix)
+	decisions.Duplicates = t.DecisionDedupWindow
+	alerts := base(AlertsStream, "turnguard: alerts (OCSF Detection Findings)", acs.AlertsPrefix)
+	alerts.Duplicates = t.DecisionDedupWindow
+	dlq := base(DLQStream, "turnguard: refused input, original bytes", acs.DLQPrefix)
+	dlq.Duplicates = 24 * time.Hour
+	return []jetstream.StreamConfig{hooks, decisions, alerts, dlq}
+}
+
+func (t Topology) bucket() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: StateBucket, Description: "turnguard: ACS session and turn state",
+		History: 1, TTL: t.SessionTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas}
+}
+
+func (t Topology) consumers() []jetstream.ConsumerConfig {
+	var cs []jetstream.ConsumerConfig
+	mk := func(name, filter, desc string) jetstream.ConsumerConfig {
+		// MaxDeliver stays unlimited: an envelope is never dropped after a
+		// number of attempts; bad input is dead-lettered by the processor.
+		return jetstream.ConsumerConfig{Durable: name, Description: desc, FilterSubject: filter,
+			AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckWait: t.AckWait, MaxAckPending: t.MaxAckPending, MaxDeliver: -1, Replicas: t.Replicas}
+	}
+	for p := range t.Partitions {
+		cs = append(cs, mk(PartitionConsumer(p), acs.PartitionFilter(p), fmt.Sprintf("turnguard: partition %d of %d", p, t.Partitions)))
+	}
+	cs = append(cs, mk(UnroutedConsumer, acs.InboundPrefix+".>", "turnguard: malformed subjects, dead-lettered"))
+	return cs
+}
+
+// IncompatibleError lists how an existing stream, bucket or consumer differs
+// from what turnguard needs. turnguard never edits an existing asset.
+type IncompatibleError struct {
+	Asset       string
+	Differences []string
+}
+
+func (e *IncompatibleError) Error() string {
+	return fmt.Sprintf("%s exists with an incompatible configuration: %s (turnguard does not change existing assets; edit or delete it, or start turnguard with matching flags)",
+		e.Asset, strings.Join(e.Differences, "; "))
+}
+
+// Ensure creates the streams, KV bucket and consumers that do not exist and
+// checks the ones that do. An incompatible asset is an *IncompatibleError.
+func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, want := range t.streams() {
+		s, err := js.Stream(ctx, want.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			if _, err := js.CreateStream(ctx, want); err != nil {
+				errs = append(errs, fmt.Errorf("create stream %s: %w", want.Name, err))
+			}
+		case err != nil:
+			errs = append(errs, fmt.Errorf("look up stream %s: %w", want.Name, err))
+		default:
+			errs = append(errs, compareStream(want, s.CachedInfo().Config))
+		}
+	}
+	errs = append(errs, ensureBucket(ctx, js, t.bucket()))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	hooks, err := js.Stream(ctx, HooksStream)
+	if err != nil {
+		return fmt.Errorf("look up stream %s: %w", HooksStream, err)
+	}
+	for _, want := range t.consumers() {
+		c, err := hooks.Consumer(ctx, want.Durable)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			if _, err := hooks.CreateConsumer(ctx, want); err != nil {
+				errs = append(errs, fmt.Errorf("create consumer %s: %w", want.Durable, err))
+			}
+		case err != nil:
+			errs = append(errs, fmt.Errorf("look up consumer %s: %w", want.Durable, err))
+		default:
+			errs = append(errs, compareConsumer(want, c.CachedInfo().Config))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) error {
+	kv, err := js.KeyValue(ctx, want.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		if _, err := js.CreateKeyValue(ctx, want); err != nil {
+			return fmt.Errorf("create KV bucket %s: %w", want.Bucket, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("look up KV bucket %s: %w", want.Bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("KV bucket %s status: %w", want.Bucket, err)
+	}
+	var diffs []string
+	diffs = differ(diffs, "history", want.History, uint8(st.History()))
+	diffs = differ(diffs, "ttl", want.TTL, st.TTL())
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		diffs = differ(diffs, "replicas", want.Replicas, bs.StreamInfo().Config.Replicas)
+	}
+	return incompatible("KV bucket "+want.Bucket, diffs)
+}
+
+func compareStream(want, have jetstream.StreamConfig) error {
+	var diffs []string
+	if !slices.Equal(want.Subjects, have.Subjects) {
+		diffs = append(diffs, fmt.Sprintf("subjects %v, need %v", have.Subjects, want.Subjects))
+	}
+	switch {
+	case want.SubjectTransform == nil && have.SubjectTransform != nil:
+		diffs = append(diffs, fmt.Sprintf("subject transform %s → %s, need none", have.SubjectTransform.Source, have.SubjectTransform.Destination))
+	case want.SubjectTransform != nil && (have.SubjectTransform == nil || *have.SubjectTransform != *want.SubjectTransform):
+		h := "none"
+		if have.SubjectTransform != nil {
+			h = have.SubjectTransform.Source + " → " + have.SubjectTransform.Destination
+		}
+		diffs = append(diffs, fmt.Sprintf("subject transform %s, need %s → %s (is --partitions the one the stream was created with?)", h, want.SubjectTransform.Source, want.SubjectTransform.Destination))
+	}
+	diffs = differ(diffs, "retention", want.Retention, have.Retention)
+	diffs = differ(diffs, "max message size", want.MaxMsgSize, have.MaxMsgSize)
+	diffs = differ(diffs, "replicas", want.Replicas, have.Replicas)
+	if have.Duplicates < want.Duplicates {
+		diffs = append(diffs, fmt.Sprintf("duplicate window %s, need at least %s", have.Duplicates, want.Duplicates))
+	}
+	return incompatible("stream "+want.Name, diffs)
+}
+
+func compareConsumer(want, have jetstream.ConsumerConfig) error {
+	var diffs []string
+	diffs = differ(diffs, "filter subject", want.FilterSubject, have.FilterSubject)
+	diffs = differ(diffs, "ack policy", want.AckPolicy, have.AckPolicy)
+	diffs = differ(diffs, "deliver policy", want.DeliverPolicy, have.DeliverPolicy)
+	diffs = differ(diffs, "max deliver", want.MaxDeliver, have.MaxDeliver)
+	return incompatible("consumer "+HooksStream+"/"+want.Durable, diffs)
+}
+
+func differ[T comparable](diffs []string, what string, want, have T) []string {
+	if want != have {
+		diffs = append(diffs, fmt.Sprintf("%s %v, need %v", what, have, want))
+	}
+	return diffs
+}
+
+func incompatible(asset string, diffs []string) error {
+	if len(diffs) == 0 {
+		return nil
+	}
+	return &IncompatibleError{Asset: asset, Differences: diffs}
+}

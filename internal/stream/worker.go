@@ -1,0 +1,503 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// attemptTimeout bounds one attempt at making a batch's effects durable.
+const attemptTimeout = 10 * time.Second
+
+// errConflict marks an attempt that lost a KV revision race; the batch is
+// decided again against the re-read state.
+var errConflict = errors.New("session state changed underneath the batch")
+
+// inbound is one message of the hooks stream on its way through a worker.
+type inbound struct {
+	msg      guardian.Message
+	route    acs.Route
+	routeErr error
+	header   nats.Header
+	// js is the delivery to acknowledge; nil for messages read straight
+	// from the stream during recovery (their delivery is acked when the
+	// server redelivers them and they are found already applied).
+	js jetstream.Msg
+}
+
+// worker owns one consumer of ACS_HOOKS and processes its messages in
+// stream order, one batch at a time: decide every message, publish the
+// decisions and dead letters, save every touched session with
+// compare-and-set, and only then acknowledge the batch.
+type worker struct {
+	consumer string
+	filter   string
+	// routed is false for the worker of malformed subjects, whose messages
+	// can only be dead-lettered.
+	routed bool
+
+	cons      jetstream.Consumer
+	hooks     jetstream.Stream
+	decisions jetstream.Stream
+	js        jetstream.JetStream
+	store     *turnstate.Store
+	guardian  *guardian.Guardian
+	cache     *stateCache
+	stats     *Stats
+	log       zerolog.Logger
+
+	batchSize int
+	ackWait   time.Duration
+	// lastConsumerSeq is the consumer sequence of the last delivery seen;
+	// deliveries are numbered without gaps, so a gap means deliveries were
+	// lost in transit and must be read back from the stream first.
+	lastConsumerSeq uint64
+}
+
+// supervise runs the worker until ctx ends, restarting it after failures.
+// Every (re)start begins with recovery, so ordering survives restarts. A
+// closed connection will not come back: it stops the whole processor.
+func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := w.run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			fatal(fmt.Errorf("%s: %w", w.consumer, err))
+			return
+		}
+		w.log.Error().Err(err).Dur("retry_in", backoff).Msg("partition worker failed; restarting")
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (w *worker) run(ctx context.Context) error {
+	w.lastConsumerSeq = 0
+	if err := w.recover(ctx, 0); err != nil {
+		return fmt.Errorf("recover %s: %w", w.consumer, err)
+	}
+	deliveries := make(chan jetstream.Msg, w.batchSize)
+	cc, err := w.cons.Consume(func(m jetstream.Msg) {
+		select {
+		case deliveries <- m:
+		case <-ctx.Done():
+			// Not acked: redelivered to whoever consumes next.
+		}
+	}, jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		w.log.Warn().Err(err).Msg("consume")
+	}))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", w.consumer, err)
+	}
+	defer cc.Stop()
+	for {
+		var batch []jetstream.Msg
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-deliveries:
+			batch = append(batch, m)
+		}
+	fill:
+		for len(batch) < w.batchSize {
+			select {
+			case m := <-deliveries:
+				batch = append(batch, m)
+			default:
+				break fill
+			}
+		}
+		if err := w.handle(ctx, batch); err != nil {
+			return err
+		}
+	}
+}
+
+// handle processes one batch of deliveries, first reading back from the
+// stream anything a gap in the delivery numbering says was lost.
+func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
+	ins := make([]inbound, 0, len(batch))
+	for _, m := range batch {
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("delivery without JetStream metadata on %s: %w", m.Subject(), err)
+		}
+		if w.lastConsumerSeq != 0 && md.Sequence.Consumer != w.lastConsumerSeq+1 {
+			w.log.Warn().Uint64("expected", w.lastConsumerSeq+1).Uint64("got", md.Sequence.Consumer).Msg("delivery gap; reading the missing messages from the stream")
+			if err := w.process(ctx, ins, false); err != nil {
+				return err
+			}
+			ins = ins[:0]
+			if err := w.recover(ctx, md.Sequence.Stream-1); err != nil {
+				return fmt.Errorf("recover after delivery gap: %w", err)
+			}
+		}
+		w.lastConsumerSeq = md.Sequence.Consumer
+		ins = append(ins, w.inbound(m.Subject(), m.Data(), m.Headers(), md.Sequence.Stream, md.Timestamp, m))
+	}
+	return w.process(ctx, ins, false)
+}
+
+// recover processes, in stream order, every message of this worker's filter
+// from the consumer's ack floor up to upper (0: the last delivered one).
+// These are the messages whose effects may or may not have happened: those
+// already applied are skipped, the rest are decided now, before anything
+// newer. Their deliveries are acknowledged when the server redelivers them.
+func (w *worker) recover(ctx context.Context, upper uint64) error {
+	info, err := w.cons.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if upper == 0 {
+		upper = info.Delivered.Stream
+	}
+	from := info.AckFloor.Stream + 1
+	if from > upper {
+		return nil
+	}
+	w.log.Info().Uint64("from_seq", from).Uint64("to_seq", upper).Msg("recovering unacknowledged messages from the stream")
+	var ins []inbound
+	for seq := from; seq <= upper; {
+		raw, err := w.hooks.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(w.filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read %s from seq %d: %w", w.filter, seq, err)
+		}
+		if raw.Sequence > upper {
+			break
+		}
+		ins = append(ins, w.inbound(raw.Subject, raw.Data, raw.Header, raw.Sequence, raw.Time, nil))
+		w.stats.Recovered.Add(1)
+		if len(ins) == w.batchSize {
+			if err := w.process(ctx, ins, true); err != nil {
+				return err
+			}
+			ins = nil
+		}
+		seq = raw.Sequence + 1
+	}
+	return w.process(ctx, ins, true)
+}
+
+func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64, ts time.Time, m jetstream.Msg) inbound {
+	in := inbound{msg: guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts}, header: h, js: m}
+	if w.routed {
+		in.route, in.routeErr = acs.ParsePartitioned(subject)
+	} else {
+		in.routeErr = fmt.Errorf("subject %q is not %s.<tenant>.<session_id>.<hook>", subject, acs.InboundPrefix)
+	}
+	return in
+}
+
+// process makes a batch's effects durable, retrying until they are or ctx
+// ends, then acknowledges the batch. The messages stay in hand the whole
+// time, so nothing newer of the partition can overtake them.
+func (w *worker) process(ctx context.Context, ins []inbound, recovering bool) error {
+	if len(ins) == 0 {
+		return nil
+	}
+	backoff := 100 * time.Millisecond
+	lastProgress := time.Now()
+	for {
+		err := w.apply(ctx, ins, recovering)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, errConflict) {
+			w.stats.Conflicts.Add(1)
+			continue
+		}
+		if ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
+			// Shutting down, or the connection is gone for good: the
+			// unacknowledged batch is redelivered and recovered by whoever
+			// consumes the partition next.
+			return errors.Join(err, ctx.Err())
+		}
+		w.stats.Retries.Add(1)
+		w.log.Warn().Err(err).Int("batch", len(ins)).Dur("retry_in", backoff).Msg("batch effects failed; retrying")
+		if time.Since(lastProgress) > w.ackWait/3 {
+			for _, in := range ins {
+				if in.js != nil {
+					_ = in.js.InProgress()
+				}
+			}
+			lastProgress = time.Now()
+		}
+		if !sleep(ctx, backoff) {
+			return ctx.Err()
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	for _, in := range ins {
+		if in.js != nil {
+			if err := in.js.Ack(); err != nil {
+				w.log.Warn().Err(err).Uint64("seq", in.msg.Seq).Msg("ack")
+			}
+		}
+	}
+	return nil
+}
+
+// pending is a session touched by the batch being applied.
+type pending struct {
+	state *turnstate.Session
+	rev   uint64
+	dirty bool
+}
+
+// apply decides every message of the batch against the committed session
+// states, publishes the decisions and dead letters, and saves each touched
+// session once. Deciding is deterministic and every publication carries a
+// deterministic Nats-Msg-Id, so a repeated attempt repeats nothing visible.
+func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+	defer cancel()
+	sessions := map[string]*pending{}
+	var spawned []*turnstate.Session
+	var outbox []*nats.Msg
+	for i := range ins {
+		in := &ins[i]
+		if in.routeErr != nil {
+			out := w.guardian.Unroutable(in.routeErr)
+			outbox = append(outbox, w.deadLetter(in, out))
+			continue
+		}
+		key := in.route.SessionKey()
+		p, ok := sessions[key]
+		if !ok {
+			c, err := w.load(ctx, key)
+			if err != nil {
+				return err
+			}
+			p = &pending{rev: c.rev}
+			if c.state != nil {
+				p.state = c.state.Clone()
+			}
+			sessions[key] = p
+		}
+		out := w.guardian.Decide(p.state, in.route, in.msg)
+		if out.Skipped {
+			w.stats.Skipped.Add(1)
+			continue
+		}
+		if out.State != nil {
+			p.state, p.dirty = out.State, true
+		}
+		if out.Spawned != nil {
+			spawned = append(spawned, out.Spawned)
+		}
+		if out.Refusal != nil {
+			outbox = append(outbox, w.deadLetter(in, out))
+		}
+		if out.Response == nil {
+			continue
+		}
+		if recovering {
+			done, err := w.alreadyDecided(ctx, in)
+			if err != nil {
+				return err
+			}
+			if done {
+				continue
+			}
+		}
+		m, err := decisionMsg(in, out)
+		if err != nil {
+			return err
+		}
+		outbox = append(outbox, m)
+	}
+	if err := w.publish(ctx, outbox); err != nil {
+		return err
+	}
+	conflict := false
+	for key, p := range sessions {
+		if !p.dirty {
+			continue
+		}
+		rev, err := w.store.Save(ctx, p.state, p.rev)
+		if errors.Is(err, turnstate.ErrConflict) {
+			w.log.Warn().Str("session", key).Msg("session state changed underneath; re-reading it")
+			w.cache.drop(key)
+			conflict = true
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		w.cache.put(cached{key: key, state: p.state, rev: rev})
+	}
+	for _, s := range spawned {
+		created, err := w.store.CreateIfAbsent(ctx, s)
+		if err != nil {
+			return err
+		}
+		if created {
+			w.cache.drop(s.Key())
+		}
+	}
+	if conflict {
+		return errConflict
+	}
+	w.count(ins)
+	return nil
+}
+
+// load returns a session's committed state from the cache or the bucket.
+func (w *worker) load(ctx context.Context, key string) (cached, error) {
+	if c, ok := w.cache.get(key); ok {
+		return c, nil
+	}
+	s, rev, err := w.store.Load(ctx, key)
+	if err != nil {
+		return cached{}, err
+	}
+	c := cached{key: key, state: s, rev: rev}
+	w.cache.put(c)
+	return c, nil
+}
+
+// alreadyDecided reports whether the decision for a recovered message was
+// published before the crash. A session's decisions are published in stream
+// order, so the session's newest decision tells.
+func (w *worker) alreadyDecided(ctx context.Context, in *inbound) (bool, error) {
+	last, err := w.decisions.GetLastMsgForSubject(ctx, acs.DecisionSubject(in.route.Tenant, in.route.SessionID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up last decision of %s: %w", in.route.SessionKey(), err)
+	}
+	seq, err := strconv.ParseUint(last.Header.Get(HdrStreamSeq), 10, 64)
+	return err == nil && seq >= in.msg.Seq, nil
+}
+
+func (w *worker) publish(ctx context.Context, msgs []*nats.Msg) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, m := range msgs {
+		f, err := w.js.PublishMsgAsync(m)
+		if err != nil {
+			return fmt.Errorf("publish to %s: %w", m.Subject, err)
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("publish to %s: %w", f.Msg().Subject, err)
+		case <-ctx.Done():
+			return fmt.Errorf("publish to %s: %w", f.Msg().Subject, ctx.Err())
+		}
+	}
+	return nil
+}
+
+func (w *worker) count(ins []inbound) {
+	w.stats.Processed.Add(uint64(len(ins)))
+}
+
+// DecisionMsgID is the Nats-Msg-Id of the decision on the envelope at stream
+// sequence seq: derived from the request id, and unique per inbound message
+// so that a replayed request id gets its own (refusing) decision.
+func DecisionMsgID(requestID string, seq uint64) string {
+	return requestID + ":" + strconv.FormatUint(seq, 10)
+}
+
+func decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, error) {
+	data, err := json.Marshal(out.Response)
+	if err != nil {
+		return nil, fmt.Errorf("encode decision on seq %d: %w", in.msg.Seq, err)
+	}
+	m := nats.NewMsg(acs.DecisionSubject(in.route.Tenant, in.route.SessionID))
+	m.Data = data
+	m.Header.Set(HdrMsgID, DecisionMsgID(out.RequestID, in.msg.Seq))
+	m.Header.Set(HdrStreamSeq, strconv.FormatUint(in.msg.Seq, 10))
+	m.Header.Set(HdrHook, in.route.Hook)
+	setIf(m.Header, HdrRequestID, out.RequestID)
+	setIf(m.Header, HdrMethod, out.Method)
+	setIf(m.Header, HdrTurnID, out.TurnID)
+	if r := out.Response.Result; r != nil {
+		m.Header.Set(HdrDecision, string(r.Decision))
+	} else {
+		m.Header.Set(HdrDecision, "error")
+	}
+	if out.Refusal != nil {
+		m.Header.Set(HdrErrorCode, strconv.Itoa(int(out.Refusal.Code)))
+		m.Header.Set(HdrErrorReason, out.Refusal.Reason)
+	}
+	return m, nil
+}
+
+// deadLetter keeps a refused message: the original bytes untouched, the
+// reason in headers.
+func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
+	ref := out.Refusal
+	w.stats.DeadLettered.Add(1)
+	w.log.Warn().Uint64("seq", in.msg.Seq).Str("subject", acs.InboundOf(in.msg.Subject)).
+		Int("code", int(ref.Code)).Str("reason", ref.Reason).Str("error", ref.Message).Msg("dead-lettered")
+	m := nats.NewMsg(acs.DLQSubject(acs.TenantOf(in.msg.Subject)))
+	m.Data = in.msg.Data
+	m.Header.Set(HdrMsgID, "dlq:"+strconv.FormatUint(in.msg.Seq, 10))
+	m.Header.Set(HdrErrorCode, strconv.Itoa(int(ref.Code)))
+	m.Header.Set(HdrErrorName, ref.Code.String())
+	m.Header.Set(HdrErrorReason, ref.Reason)
+	m.Header.Set(HdrErrorMessage, headerValue(ref.Error()))
+	m.Header.Set(HdrOriginalSubj, acs.InboundOf(in.msg.Subject))
+	m.Header.Set(HdrOriginalSeq, strconv.FormatUint(in.msg.Seq, 10))
+	m.Header.Set(HdrOriginalStream, HooksStream)
+	setIf(m.Header, HdrOriginalMsgID, in.header.Get(HdrMsgID))
+	setIf(m.Header, HdrRequestID, out.RequestID)
+	return m
+}
+
+func setIf(h nats.Header, k, v string) {
+	if v != "" {
+		h.Set(k, headerValue(v))
+	}
+}
+
+// headerValue makes text safe for a NATS header: one line, bounded.
+func headerValue(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > maxHeaderValue {
+		s = s[:maxHeaderValue] + "…"
+	}
+	return s
+}
+
+// sleep waits d or until ctx ends; it reports whether the full wait passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
