@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/logging"
+	"github.com/turnguard/turnguard/internal/stream"
+)
+
+// envPrefix is the prefix of the environment variables that stand in for
+// flags: --nats-url is TURNGUARD_NATS_URL.
+const envPrefix = "TURNGUARD_"
+
+type config struct {
+	natsURL   string
+	natsCreds string
+	listen    string
+	dataDir   string
+	logLevel  string
+	logFormat string
+	maxBytes  int
+	processor stream.Config
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	c := config{processor: stream.DefaultConfig()}
+	fs := flag.NewFlagSet("processor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server or cluster URL(s), comma-separated; empty runs an embedded NATS JetStream server")
+	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:4222", "client address of the embedded NATS server (\"none\": in-process only)")
+	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory of the embedded server's JetStream store")
+	fs.IntVar(&c.processor.Topology.Partitions, "partitions", c.processor.Topology.Partitions, "partitions of ACS_HOOKS, one durable consumer and worker each (fixed once the stream exists)")
+	fs.IntVar(&c.processor.Topology.Replicas, "replicas", c.processor.Topology.Replicas, "replicas of the streams, bucket and consumers created (clusters: 3)")
+	fs.DurationVar(&c.processor.Topology.SessionTTL, "session-ttl", c.processor.Topology.SessionTTL, "drop a session's state after this long without envelopes")
+	fs.IntVar(&c.processor.BatchSize, "batch-size", c.processor.BatchSize, "most envelopes a partition worker decides and acknowledges together")
+	fs.IntVar(&c.maxBytes, "max-envelope-bytes", guardian.DefaultMaxEnvelopeBytes, "refuse (and dead-letter) envelopes larger than this")
+	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", envPrefix, envPrefix)
+		fs.PrintDefaults()
+	}
+	if err := applyEnv(fs); err != nil {
+		return c, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if c.listen == "none" {
+		c.listen = ""
+	}
+	if c.maxBytes < 1024 || c.maxBytes > stream.HooksMaxMsgSize {
+		return c, fmt.Errorf("--max-envelope-bytes must be between 1024 and %d (the ACS_HOOKS message limit)", stream.HooksMaxMsgSize)
+	}
+	if c.processor.Topology.SessionTTL <= 0 {
+		return c, errors.New("--session-ttl must be positive")
+	}
+	return c, c.processor.Topology.Validate()
+}
+
+// applyEnv sets every flag that has a TURNGUARD_* variable, before the
+// command line is parsed so that flags override the environment.
+func applyEnv(fs *flag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// version is the module version the binary was built from.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return "turnguard " + bi.Main.Version
+	}
+	return "turnguard (devel)"
+}

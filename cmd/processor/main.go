@@ -1,0 +1,42 @@
+// Command processor runs turnguard: the streaming ACS Guardian on NATS
+// JetStream. Without --nats-url it starts an embedded NATS JetStream server
+// with its data under --data-dir and a client port on --listen.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Fprintln(stdout, version())
+		return 0
+	}
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "processor:", err)
+		return 2
+	}
+	if err := serve(ctx, cfg, stderr); err != nil {
+		fmt.Fprintln(stderr, "processor:", err)
+		return 1
+	}
+	return 0
+}
