@@ -66,6 +66,7 @@ const (
 	ReasonEnvelopeInvalid = "envelope_invalid"
 	ReasonPayloadInvalid  = "payload_invalid"
 	ReasonUnknownMethod   = "method_not_supported"
+	ReasonVersion         = "unsupported_version"
 	ReasonSubjectMismatch = "subject_mismatch"
 	ReasonBadSubject      = "subject_invalid"
 )

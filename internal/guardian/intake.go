@@ -65,7 +65,7 @@ func (g *Guardian) intake(route acs.Route, data []byte) (*envelope, known, *acs.
 		return nil, k, ref
 	}
 	if major, _, _ := strings.Cut(e.req.Params.ACSVersion, "."); major != "0" {
-		return nil, k, &acs.Error{Code: acs.CodeUnsupportedVersion, Reason: "unsupported_version",
+		return nil, k, &acs.Error{Code: acs.CodeUnsupportedVersion, Reason: acs.ReasonVersion,
 			Message: fmt.Sprintf("acs_version %s does not share a major version with %s", e.req.Params.ACSVersion, acs.Version)}
 	}
 	e.spec = acs.LookupMethod(e.req.Method)

@@ -40,7 +40,7 @@ type running struct {
 	stop func()
 }
 
-func startProcessor(t *testing.T, srv *server.Server, cfg stream.Config) *running {
+func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *running {
 	t.Helper()
 	v, err := schema.New()
 	if err != nil {
@@ -50,7 +50,11 @@ func startProcessor(t *testing.T, srv *server.Server, cfg stream.Config) *runnin
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	if _, bench := t.(*testing.B); bench {
+		log = zerolog.Nop()
+	}
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +428,7 @@ func waitForConsumers(t *testing.T, js jetstream.JetStream, n int) {
 	t.Fatalf("processor did not create its %d consumers", n)
 }
 
-func countMsgs(t *testing.T, js jetstream.JetStream, name string) int {
+func countMsgs(t testing.TB, js jetstream.JetStream, name string) int {
 	t.Helper()
 	s, err := js.Stream(context.Background(), name)
 	if err != nil {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		check   func(config) bool
+		wantErr string
+	}{
+		{"defaults", nil, nil, func(c config) bool {
+			return c.natsURL == "" && c.listen == "127.0.0.1:4222" && c.dataDir == "./data" &&
+				c.processor.Topology.Partitions == 16 && c.processor.Topology.SessionTTL == 24*time.Hour && c.logFormat == "auto"
+		}, ""},
+		{"environment", map[string]string{"TURNGUARD_NATS_URL": "nats://n1:4222", "TURNGUARD_PARTITIONS": "8", "TURNGUARD_SESSION_TTL": "2h"}, nil,
+			func(c config) bool {
+				return c.natsURL == "nats://n1:4222" && c.processor.Topology.Partitions == 8 && c.processor.Topology.SessionTTL == 2*time.Hour
+			}, ""},
+		{"flag beats environment", map[string]string{"TURNGUARD_PARTITIONS": "8"}, []string{"--partitions", "4"},
+			func(c config) bool { return c.processor.Topology.Partitions == 4 }, ""},
+		{"listen none", nil, []string{"--listen", "none"}, func(c config) bool { return c.listen == "" }, ""},
+		{"bad environment value", map[string]string{"TURNGUARD_PARTITIONS": "many"}, nil, nil, "TURNGUARD_PARTITIONS"},
+		{"zero partitions", nil, []string{"--partitions", "0"}, nil, "partitions must be 1..1024"},
+		{"envelope limit above the stream limit", nil, []string{"--max-envelope-bytes", "2000000"}, nil, "--max-envelope-bytes"},
+		{"stray argument", nil, []string{"serve"}, nil, `unexpected argument "serve"`},
+		{"unknown flag", nil, []string{"--nats"}, nil, "flag provided but not defined"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			c, err := parseFlags(tc.args, &bytes.Buffer{})
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one mentioning %q", err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.check != nil && !tc.check(c):
+				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "turnguard") {
+		t.Fatalf("version: exit %d, output %q", code, out.String())
+	}
+	if code := run(context.Background(), []string{"--partitions", "x"}, &out, &errOut); code != 2 {
+		t.Fatalf("bad flag: exit %d, want 2", code)
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"--nats-url", "nats://127.0.0.1:1", "--log-format", "json"}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "connect to NATS nats://127.0.0.1:1") {
+		t.Fatalf("unreachable server: exit %d, stderr %q", code, errOut.String())
+	}
+}
