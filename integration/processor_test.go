@@ -1,0 +1,302 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const exampleSession = "7f3c2a9e-4b1d-4e8a-9c6f-2d5e8a1b3c70"
+
+type envelope struct {
+	subject string
+	data    []byte
+}
+
+// examples returns the README's example session (examples/session), moved
+// to another session id.
+func examples(t *testing.T, sid string) []envelope {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "examples", "session", "[0-9][0-9]-*.json"))
+	if err != nil || len(files) != 8 {
+		t.Fatalf("example session: %d files (%v)", len(files), err)
+	}
+	var out []envelope
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook := strings.TrimSuffix(filepath.Base(f)[3:], ".json")
+		out = append(out, envelope{
+			subject: "acs.hooks.default." + sid + "." + hook,
+			data:    []byte(strings.ReplaceAll(string(raw), exampleSession, sid)),
+		})
+	}
+	return out
+}
+
+func sessionID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+
+// startProcessor runs the processor binary and waits until it processes.
+func startProcessor(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4"}, args...)...)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.out.String(), `"message":"processing"`) {
+		select {
+		case <-p.done:
+			t.Fatalf("processor exited: %v\n%s", p.err, p.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processor not processing after 30s\n%s", p.out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p
+}
+
+func count(t *testing.T, js jetstream.JetStream, stream string) int {
+	t.Helper()
+	s, err := js.Stream(withTimeout(t, 5*time.Second), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(withTimeout(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(info.State.Msgs)
+}
+
+func awaitCount(t *testing.T, js jetstream.JetStream, stream string, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for count(t, js, stream) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d messages after %s, want %d", stream, count(t, js, stream), within, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// decisionsBySeq reads all of ACS_DECISIONS and groups them by the inbound
+// stream sequence they answer.
+func decisionsBySeq(t *testing.T, js jetstream.JetStream) map[uint64][]jetstream.Msg {
+	t.Helper()
+	c, err := js.OrderedConsumer(withTimeout(t, 5*time.Second), "ACS_DECISIONS", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint64][]jetstream.Msg{}
+	for range count(t, js, "ACS_DECISIONS") {
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, _ := strconv.ParseUint(m.Headers().Get("Acs-Stream-Seq"), 10, 64)
+		out[seq] = append(out[seq], m)
+	}
+	return out
+}
+
+type sessionState struct {
+	Status       string            `json:"status"`
+	TurnsStarted int               `json:"turns_started"`
+	Envelopes    int               `json:"envelopes"`
+	Decisions    map[string]int    `json:"decisions"`
+	Violations   map[string]uint64 `json:"violations"`
+}
+
+func state(t *testing.T, js jetstream.JetStream, sid string) sessionState {
+	t.Helper()
+	kv, err := js.KeyValue(withTimeout(t, 5*time.Second), "ACS_TURNSTATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(withTimeout(t, 5*time.Second), "default."+sid)
+	if err != nil {
+		t.Fatalf("state of %s: %v", sid, err)
+	}
+	var s sessionState
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkCompleteSession requires the example session's final state.
+func checkCompleteSession(t *testing.T, js jetstream.JetStream, sid string) {
+	t.Helper()
+	s := state(t, js, sid)
+	if s.Status != "closed" || s.TurnsStarted != 1 || s.Envelopes != 8 || s.Decisions["allow"] != 8 || len(s.Violations) != 0 {
+		t.Errorf("session %s: %+v; want closed, 1 turn, 8 envelopes, 8 allows, no violations", sid, s)
+	}
+}
+
+// checkExactlyOnce requires one decision for each inbound sequence 1..n.
+func checkExactlyOnce(t *testing.T, js jetstream.JetStream, n int) {
+	t.Helper()
+	by := decisionsBySeq(t, js)
+	var missing, twice []uint64
+	for seq := uint64(1); seq <= uint64(n); seq++ {
+		switch len(by[seq]) {
+		case 0:
+			missing = append(missing, seq)
+		case 1:
+		default:
+			twice = append(twice, seq)
+		}
+	}
+	if len(missing)+len(twice) > 0 || len(by) != n {
+		t.Fatalf("%d envelopes: missing decisions %v, decided twice %v, answered sequences %d", n, missing, twice, len(by))
+	}
+}
+
+// TestAgainstExternalServer is the README walkthrough against a separate
+// nats-server: the processor creates what it needs, decides each envelope of
+// the example session, and keeps the session's state in KV.
+func TestAgainstExternalServer(t *testing.T) {
+	url, _ := natsServer(t, t.TempDir())
+	p := startProcessor(t, "--nats-url", url)
+	nc := connect(t, url)
+	js, _ := jetstream.New(nc)
+	for _, e := range examples(t, exampleSession) {
+		if err := nc.Publish(e.subject, e.data); err != nil { // as `nats pub` does
+			t.Fatal(err)
+		}
+	}
+	awaitCount(t, js, "ACS_DECISIONS", 8, 20*time.Second)
+	by := decisionsBySeq(t, js)
+	for seq := uint64(1); seq <= 8; seq++ {
+		var resp struct {
+			Result struct {
+				RequestID string `json:"request_id"`
+				Decision  string `json:"decision"`
+			} `json:"result"`
+		}
+		if len(by[seq]) != 1 {
+			t.Fatalf("seq %d has %d decisions", seq, len(by[seq]))
+		}
+		m := by[seq][0]
+		_ = json.Unmarshal(m.Data(), &resp)
+		want := fmt.Sprintf("a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c%02d", seq)
+		if resp.Result.Decision != "allow" || resp.Result.RequestID != want || m.Subject() != "acs.decisions.default."+exampleSession {
+			t.Errorf("seq %d: %s on %s, want allow for %s", seq, m.Data(), m.Subject(), want)
+		}
+	}
+	checkCompleteSession(t, js, exampleSession)
+	p.stop(t)
+	if !regexp.MustCompile(`"message":"turnguard stopped"`).MatchString(p.out.String()) {
+		t.Errorf("no clean stop in the log:\n%s", p.out)
+	}
+}
+
+// TestKill9 kills the processor with SIGKILL twice while sessions stream in,
+// restarting it each time. Every envelope still gets exactly one decision
+// and every session ends with exact counters.
+func TestKill9(t *testing.T) {
+	const sessions = 150
+	url, _ := natsServer(t, t.TempDir())
+	nc := connect(t, url)
+	js, _ := jetstream.New(nc)
+	p := startProcessor(t, "--nats-url", url, "--batch-size", "16")
+	published := make(chan error, 1)
+	go func() {
+		pjs, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(64))
+		for i := range sessions {
+			for _, e := range examples(t, sessionID(i)) {
+				if _, err := pjs.PublishMsgAsync(&nats.Msg{Subject: e.subject, Data: e.data}); err != nil {
+					published <- err
+					return
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		<-pjs.PublishAsyncComplete()
+		published <- nil
+	}()
+	total := sessions * 8
+	for kill := 1; kill <= 2; kill++ {
+		awaitCount(t, js, "ACS_DECISIONS", kill*total/3, 60*time.Second)
+		p.kill()
+		at := count(t, js, "ACS_DECISIONS")
+		t.Logf("SIGKILL %d with %d of %d envelopes decided", kill, at, total)
+		if at >= total {
+			t.Fatal("killed after everything was decided; the test proves nothing")
+		}
+		p = startProcessor(t, "--nats-url", url, "--batch-size", "16")
+	}
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	awaitCount(t, js, "ACS_DECISIONS", total, 90*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	checkExactlyOnce(t, js, total)
+	for i := range sessions {
+		checkCompleteSession(t, js, sessionID(i))
+	}
+	p.stop(t)
+}
+
+// TestEmbeddedServer is the quick start: no NATS installed, the processor
+// starts its own server on a loopback port with its data under --data-dir,
+// and the state survives a restart.
+func TestEmbeddedServer(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startProcessor(t, "--data-dir", data, "--listen", listen)
+	nc := connect(t, "nats://"+listen)
+	js, _ := jetstream.New(nc)
+	for _, e := range examples(t, exampleSession) {
+		if err := nc.Publish(e.subject, e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitCount(t, js, "ACS_DECISIONS", 8, 20*time.Second)
+	nc.Close()
+	p.stop(t)
+	if _, err := os.Stat(filepath.Join(data, "jetstream")); err != nil {
+		t.Fatalf("no JetStream store under --data-dir: %v", err)
+	}
+
+	startProcessor(t, "--data-dir", data, "--listen", listen)
+	nc = connect(t, "nats://"+listen)
+	js, _ = jetstream.New(nc)
+	checkCompleteSession(t, js, exampleSession)
+	// The session ended before the restart; a late step is refused.
+	late := examples(t, exampleSession)[2]
+	late.data = []byte(strings.ReplaceAll(string(late.data), "a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c03", "a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c99"))
+	if err := nc.Publish(late.subject, late.data); err != nil {
+		t.Fatal(err)
+	}
+	awaitCount(t, js, "ACS_DECISIONS", 9, 20*time.Second)
+	if m := decisionsBySeq(t, js)[9]; len(m) != 1 || !strings.Contains(string(m[0].Data()), `"reason_codes":["session_closed"]`) {
+		t.Fatalf("late step: %v", m)
+	}
+}
+
+// TestIncompatibleExistingStream: an existing stream that does not match
+// the flags is a clear startup error, and nothing is changed.
+func TestIncompatibleExistingStream(t *testing.T) {
+	url, _ := natsServer(t, t.TempDir())
+	startProcessor(t, "--nats-url", url).stop(t)
+	p := start(t, "processor", "--nats-url", url, "--partitions", "8")
+	if code := p.wait(t, 30*time.Second); code != 1 {
+		t.Fatalf("exit code %d, want 1\n%s", code, p.out)
+	}
+	if out := p.out.String(); !strings.Contains(out, "ACS_HOOKS exists with an incompatible configuration") || !strings.Contains(out, "--partitions") {
+		t.Fatalf("startup error does not say what is wrong:\n%s", out)
+	}
+	startProcessor(t, "--nats-url", url).stop(t)
+}

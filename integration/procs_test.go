@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// proc is a child process whose output is kept for failure messages.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.out)
+		}
+	})
+	return p
+}
+
+// kill sends SIGKILL: no cleanup, no flush, as a crash.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+	default:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", p.err, p.out)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no exit within 20s of SIGTERM\n%s", p.out)
+	}
+}
+
+// wait waits for the process to exit on its own and returns its exit code.
+func (p *proc) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(within):
+		t.Fatalf("still running after %s\n%s", within, p.out)
+		return -1
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// natsServer starts a single JetStream nats-server process on loopback.
+func natsServer(t *testing.T, storeDir string) (url string, p *proc) {
+	t.Helper()
+	port := freePort(t)
+	p = start(t, "nats-server", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", storeDir)
+	url = fmt.Sprintf("nats://127.0.0.1:%d", port)
+	connect(t, url).Close()
+	return url, p
+}
+
+// connect retries until the server at url answers.
+func connect(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		nc, err := nats.Connect(url, nats.Timeout(time.Second))
+		if err == nil {
+			t.Cleanup(nc.Close)
+			return nc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connect %s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func withTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
