@@ -13,34 +13,23 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/examples"
 )
 
-const exampleSession = "7f3c2a9e-4b1d-4e8a-9c6f-2d5e8a1b3c70"
+const exampleSession = examples.SessionID
 
 type envelope struct {
 	subject string
 	data    []byte
 }
 
-// examples returns the README's example session (examples/session), moved
-// to another session id.
-func examples(t *testing.T, sid string) []envelope {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "examples", "session", "[0-9][0-9]-*.json"))
-	if err != nil || len(files) != 8 {
-		t.Fatalf("example session: %d files (%v)", len(files), err)
-	}
+// exampleEnvelopes returns the README's example session (examples/session),
+// moved to another session id.
+func exampleEnvelopes(sid string) []envelope {
 	var out []envelope
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hook := strings.TrimSuffix(filepath.Base(f)[3:], ".json")
-		out = append(out, envelope{
-			subject: "acs.hooks.default." + sid + "." + hook,
-			data:    []byte(strings.ReplaceAll(string(raw), exampleSession, sid)),
-		})
+	for _, e := range examples.Session(sid) {
+		out = append(out, envelope{subject: e.Subject("default", sid), data: e.Data})
 	}
 	return out
 }
@@ -171,7 +160,7 @@ func TestAgainstExternalServer(t *testing.T) {
 	p := startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
 	js, _ := jetstream.New(nc)
-	for _, e := range examples(t, exampleSession) {
+	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil { // as `nats pub` does
 			t.Fatal(err)
 		}
@@ -215,7 +204,7 @@ func TestKill9(t *testing.T) {
 	go func() {
 		pjs, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(64))
 		for i := range sessions {
-			for _, e := range examples(t, sessionID(i)) {
+			for _, e := range exampleEnvelopes(sessionID(i)) {
 				if _, err := pjs.PublishMsgAsync(&nats.Msg{Subject: e.subject, Data: e.data}); err != nil {
 					published <- err
 					return
@@ -258,7 +247,7 @@ func TestEmbeddedServer(t *testing.T) {
 	p := startProcessor(t, "--data-dir", data, "--listen", listen)
 	nc := connect(t, "nats://"+listen)
 	js, _ := jetstream.New(nc)
-	for _, e := range examples(t, exampleSession) {
+	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +264,7 @@ func TestEmbeddedServer(t *testing.T) {
 	js, _ = jetstream.New(nc)
 	checkCompleteSession(t, js, exampleSession)
 	// The session ended before the restart; a late step is refused.
-	late := examples(t, exampleSession)[2]
+	late := exampleEnvelopes(exampleSession)[2]
 	late.data = []byte(strings.ReplaceAll(string(late.data), "a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c03", "a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c99"))
 	if err := nc.Publish(late.subject, late.data); err != nil {
 		t.Fatal(err)

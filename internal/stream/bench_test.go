@@ -3,14 +3,12 @@ package stream_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
 )
@@ -20,18 +18,6 @@ import (
 // ACS_HOOKS first, then a processor with the default configuration decides
 // them all. ns/op is the wall time per decided envelope, publishing excluded.
 func BenchmarkProcessorBacklog(b *testing.B) {
-	files, _ := filepath.Glob("../../examples/session/[0-9][0-9]-*.json")
-	var bodies []string
-	var hooks []string
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bodies = append(bodies, string(raw))
-		hooks = append(hooks, strings.TrimSuffix(filepath.Base(f)[3:], ".json"))
-	}
-	const sid = "7f3c2a9e-4b1d-4e8a-9c6f-2d5e8a1b3c70"
 	srv := natstest.RunServer(b)
 	nc := natstest.Connect(b, srv)
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
@@ -39,12 +25,17 @@ func BenchmarkProcessorBacklog(b *testing.B) {
 	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
 		b.Fatal(err)
 	}
+	var envs []examples.Envelope
+	session := ""
 	for i := range b.N {
-		session := fmt.Sprintf("00000000-0000-4000-8000-%012d", i/len(bodies))
-		k := i % len(bodies)
-		if _, err := js.PublishAsync("acs.hooks.default."+session+"."+hooks[k], []byte(strings.ReplaceAll(bodies[k], sid, session))); err != nil {
+		if len(envs) == 0 {
+			session = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+			envs = examples.Session(session)
+		}
+		if _, err := js.PublishAsync(envs[0].Subject("default", session), envs[0].Data); err != nil {
 			b.Fatal(err)
 		}
+		envs = envs[1:]
 	}
 	<-js.PublishAsyncComplete()
 	b.ResetTimer()

@@ -59,7 +59,9 @@ type Session struct {
 	FirstSeq  uint64    `json:"first_seq"`
 	LastSeq   uint64    `json:"last_seq"`
 	FirstTime time.Time `json:"first_time"`
-	LastTime  time.Time `json:"last_time"`
+	// LastTime is the latest envelope time seen (envelopes may carry
+	// earlier times than their predecessors).
+	LastTime time.Time `json:"last_time"`
 
 	RecentRequestIDs []string `json:"recent_request_ids"`
 	RecentTurnIDs    []string `json:"recent_turn_ids,omitempty"`

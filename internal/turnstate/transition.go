@@ -52,7 +52,10 @@ func (s *Session) Apply(st Step) Result {
 		s.FirstSeq, s.FirstTime = st.Seq, st.Time
 	}
 	s.Envelopes++
-	s.LastSeq, s.LastTime = st.Seq, st.Time
+	s.LastSeq = st.Seq
+	if st.Time.After(s.LastTime) {
+		s.LastTime = st.Time
+	}
 	defer s.count(&r)
 
 	if slices.Contains(s.RecentRequestIDs, st.RequestID) {
@@ -126,13 +129,7 @@ func (s *Session) count(r *Result) {
 
 func (s *Session) startTurn(st Step, r *Result) {
 	p := st.TurnStart
-	switch st.TurnID {
-	case "":
-		r.add(TurnIDMissing, "turnStart carries no metadata.turn_id (the payload says %q)", p.TurnID)
-	case p.TurnID:
-	default:
-		r.add(TurnIDMismatch, "turnStart metadata.turn_id %q differs from payload turn_id %q", st.TurnID, p.TurnID)
-	}
+	checkTurnIDs(st, p.TurnID, r)
 	if p.TurnID != st.RequestID {
 		r.add(TurnIDNotRequestID, "turn_id %q is not the envelope's request_id %s", p.TurnID, st.RequestID)
 	}
@@ -166,15 +163,21 @@ func (s *Session) startTurn(st Step, r *Result) {
 	r.Turn = &t
 }
 
-func (s *Session) endTurn(st Step, r *Result) {
-	p := st.TurnEnd
+// checkTurnIDs checks that a turnStart or turnEnd carries metadata.turn_id
+// and that it equals the payload's turn_id.
+func checkTurnIDs(st Step, payloadTurnID string, r *Result) {
 	switch st.TurnID {
 	case "":
-		r.add(TurnIDMissing, "turnEnd carries no metadata.turn_id (the payload says %q)", p.TurnID)
-	case p.TurnID:
+		r.add(TurnIDMissing, "%s carries no metadata.turn_id (the payload says %q)", st.Method.Hook, payloadTurnID)
+	case payloadTurnID:
 	default:
-		r.add(TurnIDMismatch, "turnEnd metadata.turn_id %q differs from payload turn_id %q", st.TurnID, p.TurnID)
+		r.add(TurnIDMismatch, "%s metadata.turn_id %q differs from payload turn_id %q", st.Method.Hook, st.TurnID, payloadTurnID)
 	}
+}
+
+func (s *Session) endTurn(st Step, r *Result) {
+	p := st.TurnEnd
+	checkTurnIDs(st, p.TurnID, r)
 	i := s.openTurnIndex(p.TurnID)
 	if i < 0 {
 		r.add(TurnEndUnmatched, "turnEnd names turn %q, which is not open", p.TurnID)
