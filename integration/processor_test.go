@@ -289,3 +289,38 @@ func TestIncompatibleExistingStream(t *testing.T) {
 	}
 	startProcessor(t, "--nats-url", url).stop(t)
 }
+
+// TestNearLimitMessageOnDefaultServer: on a server with the default 1 MiB
+// max_payload, a refused message close to ACS_HOOKS' 1 MiB limit cannot be
+// copied into the dead-letter stream with its headers. The dead letter then
+// points at the original in ACS_HOOKS instead, and the partition goes on.
+func TestNearLimitMessageOnDefaultServer(t *testing.T) {
+	url, _ := natsServer(t, t.TempDir())
+	startProcessor(t, "--nats-url", url)
+	nc := connect(t, url)
+	js, _ := jetstream.New(nc)
+	subject := "acs.hooks.default." + exampleSession + ".userMessage"
+	big := []byte(strings.Repeat("x", 1_048_400))
+	if _, err := js.Publish(withTimeout(t, 10*time.Second), subject, big); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exampleEnvelopes(exampleSession) {
+		if err := nc.Publish(e.subject, e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitCount(t, js, "ACS_DECISIONS", 9, 30*time.Second)
+	awaitCount(t, js, "ACS_DLQ", 1, 10*time.Second)
+	dlq, err := js.Stream(withTimeout(t, 5*time.Second), "ACS_DLQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dlq.GetMsg(withTimeout(t, 5*time.Second), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Data) != 0 || !strings.Contains(m.Header.Get("Acs-Body-Omitted"), "ACS_HOOKS sequence 1") || m.Header.Get("Acs-Error-Reason") != "envelope_too_large" {
+		t.Fatalf("dead letter: %d bytes, headers %v", len(m.Data), m.Header)
+	}
+	checkCompleteSession(t, js, exampleSession)
+}

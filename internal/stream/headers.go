@@ -18,6 +18,7 @@ const (
 	HdrOriginalSeq    = "Acs-Original-Seq"
 	HdrOriginalStream = "Acs-Original-Stream"
 	HdrOriginalMsgID  = "Acs-Original-Msg-Id"
+	HdrBodyOmitted    = "Acs-Body-Omitted"
 )
 
 // maxHeaderValue bounds header values built from error text.

@@ -467,7 +467,25 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 	m.Header.Set(HdrOriginalStream, HooksStream)
 	setIf(m.Header, HdrOriginalMsgID, in.header.Get(HdrMsgID))
 	setIf(m.Header, HdrRequestID, out.RequestID)
+	// A server whose max_payload is not above ACS_HOOKS' message limit
+	// cannot take a near-limit message plus headers. The original stays in
+	// ACS_HOOKS at its sequence; the dead letter says so rather than block
+	// the partition on a publish that can never succeed.
+	if limit := w.js.Conn().MaxPayload(); limit > 0 && int64(len(m.Data)+headerSize(m.Header)) > limit {
+		m.Header.Set(HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, HooksStream, in.msg.Seq))
+		m.Data = nil
+	}
 	return m
+}
+
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }
 
 func setIf(h nats.Header, k, v string) {
