@@ -210,7 +210,8 @@ func TestKill9(t *testing.T) {
 					return
 				}
 			}
-			time.Sleep(2 * time.Millisecond)
+			// Paced, so the kills below land while envelopes still arrive.
+			time.Sleep(10 * time.Millisecond)
 		}
 		<-pjs.PublishAsyncComplete()
 		published <- nil

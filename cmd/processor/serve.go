@@ -49,11 +49,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			srv.WaitForShutdown()
 		}()
 		opts = append(opts, nats.InProcessServer(srv))
-		listen := cfg.listen
-		if listen == "" {
-			listen = "in-process only"
+		clientURL := "none (in-process only)"
+		if cfg.listen != "" {
+			clientURL = "nats://" + cfg.listen
 		}
-		log.Info().Str("data_dir", cfg.dataDir).Str("client_url", clientURL(listen)).Msg("embedded NATS JetStream server started")
+		log.Info().Str("data_dir", cfg.dataDir).Str("client_url", clientURL).Msg("embedded NATS JetStream server started")
 	} else if cfg.natsCreds != "" {
 		opts = append(opts, nats.UserCredentials(cfg.natsCreds))
 	}
@@ -84,11 +84,4 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	st := p.Stats()
 	log.Info().Uint64("processed", st.Processed.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("turnguard stopped")
 	return nil
-}
-
-func clientURL(listen string) string {
-	if listen == "in-process only" {
-		return listen
-	}
-	return "nats://" + listen
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -358,7 +359,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 	if conflict {
 		return errConflict
 	}
-	w.count(ins)
+	w.stats.Processed.Add(uint64(len(ins)))
 	return nil
 }
 
@@ -410,10 +411,6 @@ func (w *worker) publish(ctx context.Context, msgs []*nats.Msg) error {
 		}
 	}
 	return nil
-}
-
-func (w *worker) count(ins []inbound) {
-	w.stats.Processed.Add(uint64(len(ins)))
 }
 
 // DecisionMsgID is the Nats-Msg-Id of the decision on the envelope at stream
@@ -503,7 +500,12 @@ func headerValue(s string) string {
 		return r
 	}, s)
 	if len(s) > maxHeaderValue {
-		s = s[:maxHeaderValue] + "…"
+		// Cut on a rune boundary so the value stays valid UTF-8.
+		cut := maxHeaderValue
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }
