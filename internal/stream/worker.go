@@ -218,14 +218,20 @@ func (w *worker) process(ctx context.Context, ins []inbound, recovering bool) er
 	}
 	backoff := 100 * time.Millisecond
 	lastProgress := time.Now()
+	conflicts := 0
 	for {
 		err := w.apply(ctx, ins, recovering)
 		if err == nil {
 			break
 		}
 		if errors.Is(err, errConflict) {
+			// Re-decide at once against the re-read state; only a writer
+			// that keeps winning (another instance on this partition)
+			// earns a pause.
 			w.stats.Conflicts.Add(1)
-			continue
+			if conflicts++; conflicts <= 3 {
+				continue
+			}
 		}
 		if ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
 			// Shutting down, or the connection is gone for good: the
