@@ -12,6 +12,7 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
 	"github.com/turnguard/turnguard/internal/stream"
+	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // envPrefix is the prefix of the environment variables that stand in for
@@ -19,14 +20,16 @@ import (
 const envPrefix = "TURNGUARD_"
 
 type config struct {
-	natsURL   string
-	natsCreds string
-	listen    string
-	dataDir   string
-	logLevel  string
-	logFormat string
-	maxBytes  int
-	processor stream.Config
+	rules       []string
+	onRuleError string
+	natsURL     string
+	natsCreds   string
+	listen      string
+	dataDir     string
+	logLevel    string
+	logFormat   string
+	maxBytes    int
+	processor   stream.Config
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -42,10 +45,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.processor.Topology.SessionTTL, "session-ttl", c.processor.Topology.SessionTTL, "drop a session's state after this long without envelopes")
 	fs.IntVar(&c.processor.BatchSize, "batch-size", c.processor.BatchSize, "most envelopes a partition worker decides and acknowledges together")
 	fs.IntVar(&c.maxBytes, "max-envelope-bytes", guardian.DefaultMaxEnvelopeBytes, "refuse (and dead-letter) envelopes larger than this")
+	fs.Var((*listFlag)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
+	fs.StringVar(&c.onRuleError, "on-rule-error", "deny", "decision when a rule condition fails to evaluate: deny or allow")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", envPrefix, envPrefix)
+		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", envPrefix, envPrefix)
 		fs.PrintDefaults()
 	}
 	if err := applyEnv(fs); err != nil {
@@ -62,6 +67,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.maxBytes < 1024 || c.maxBytes > stream.HooksMaxMsgSize {
 		return c, fmt.Errorf("--max-envelope-bytes must be between 1024 and %d (the ACS_HOOKS message limit)", stream.HooksMaxMsgSize)
+	}
+	if len(c.rules) == 0 {
+		c.rules = []string{rulepack.DefaultPath}
+	}
+	if c.onRuleError != "deny" && c.onRuleError != "allow" {
+		return c, fmt.Errorf("--on-rule-error %q: want deny or allow", c.onRuleError)
 	}
 	if c.processor.Topology.SessionTTL <= 0 {
 		return c, errors.New("--session-ttl must be positive")
@@ -82,6 +93,21 @@ func applyEnv(fs *flag.FlagSet) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// listFlag is a repeatable flag; each value may also hold several
+// comma-separated entries.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }
 
 // version is the module version the binary was built from.

@@ -22,9 +22,14 @@ func main() {
 
 // run executes the command line and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "version" {
-		fmt.Fprintln(stdout, version())
-		return 0
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			fmt.Fprintln(stdout, version())
+			return 0
+		case "rules":
+			return rulesCommand(args[1:], stdout, stderr)
+		}
 	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -2,15 +2,24 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
+	"github.com/turnguard/turnguard/internal/reload"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -27,7 +36,13 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g := guardian.New(v, guardian.Config{MaxEnvelopeBytes: cfg.maxBytes})
+	g := guardian.New(v, guardian.Config{MaxEnvelopeBytes: cfg.maxBytes, OnRuleError: acs.Disposition(cfg.onRuleError)})
+	rs, err := rules.LoadFiles(cfg.rules...)
+	if err != nil {
+		return fmt.Errorf("rules:\n%w", err)
+	}
+	source := stream.NewRuleSource(rs)
+	log.Info().Str("ruleset", rs.Name).Str("revision", rs.Revision).Int("rules", len(rs.Rules)).Strs("files", rs.Files).Msg("rules loaded")
 
 	var srv *server.Server
 	opts := []nats.Option{nats.Name("turnguard-processor"), nats.MaxReconnects(-1),
@@ -69,10 +84,20 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	p, err := stream.New(nc, g, cfg.processor, log)
+	p, err := stream.New(nc, g, source, cfg.processor, log)
 	if err != nil {
 		return err
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		err := reload.Run(ctx, reload.Config{Paths: cfg.rules, Source: source, Signals: hup, Log: log,
+			Failed: func(err error) { reportReloadFailure(nc, cfg.rules, err, log) }})
+		if err != nil {
+			log.Error().Err(err).Msg("rule reloading is off")
+		}
+	}()
 	where := nc.ConnectedUrlRedacted()
 	if srv != nil {
 		where = "embedded (in-process)"
@@ -84,4 +109,20 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	st := p.Stats()
 	log.Info().Uint64("processed", st.Processed.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("turnguard stopped")
 	return nil
+}
+
+// reportReloadFailure publishes an operational alert saying why a rule set
+// was refused. It is best effort: the failure is logged either way.
+func reportReloadFailure(nc *nats.Conn, files []string, err error, log zerolog.Logger) {
+	subject, f := alert.Operational("rules_reload_failed", "high", "Rule reload refused",
+		"the new rule set does not load; the last good one keeps running:\n"+err.Error(), time.Now(),
+		map[string]any{"files": files, "error": err.Error()})
+	data, merr := json.Marshal(f)
+	if merr != nil {
+		log.Error().Err(merr).Msg("encode reload alert")
+		return
+	}
+	if perr := nc.Publish(subject, data); perr != nil {
+		log.Error().Err(perr).Msg("publish reload alert")
+	}
 }

@@ -37,10 +37,29 @@ type Result struct {
 	PolicyReferences   []PolicyReference `json:"policy_references,omitempty"`
 	PolicyData         map[string]any    `json:"policy_data,omitempty"`
 	CitedProvenanceIDs []string          `json:"cited_provenance_ids,omitempty"`
+	AskDetails         *AskDetails       `json:"ask_details,omitempty"`
 	Payload            map[string]any    `json:"payload,omitempty"`
 	ChainHash          string            `json:"chain_hash,omitempty"`
 	Signature          *Signature        `json:"signature,omitempty"`
 	Metadata           *ResultMetadata   `json:"metadata,omitempty"`
+}
+
+// AskDetails routes an ask decision to an approver (ask-details.json).
+type AskDetails struct {
+	Approver       Approver `json:"approver"`
+	Question       string   `json:"question"`
+	Context        string   `json:"context,omitempty"`
+	Options        []string `json:"options,omitempty"`
+	TimeoutSeconds int      `json:"timeout_seconds"`
+	// TimeoutDisposition is allow or deny; absent means deny.
+	TimeoutDisposition string `json:"timeout_disposition,omitempty"`
+}
+
+// Approver identifies who resolves an ask decision.
+type Approver struct {
+	Type     string `json:"type"`
+	ID       string `json:"id"`
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // ResultTypeFinal is the only result type ACS v0.1 emits.

@@ -16,6 +16,7 @@ func BenchmarkDecide(b *testing.B) {
 	envs := examples.Session("")
 	envs = envs[:len(envs)-1] // without sessionEnd, so the session stays open
 	g := guardian.New(newValidator(b), guardian.Config{})
+	rs := defaultRules(b)
 	var state *turnstate.Session
 	var bytes int
 	for _, e := range envs {
@@ -31,7 +32,7 @@ func BenchmarkDecide(b *testing.B) {
 			state = nil
 		}
 		route := acs.Route{Tenant: "default", SessionID: examples.SessionID, Hook: e.Hook}
-		out := g.Decide(state, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
+		out := g.Decide(rs, state, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
 		if out.Refusal != nil || out.State == nil {
 			b.Fatalf("%s refused: %v", e.Hook, out.Refusal)
 		}

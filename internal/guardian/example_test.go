@@ -21,7 +21,7 @@ func TestExampleSessionIsClean(t *testing.T) {
 	var state *turnstate.Session
 	for i, e := range envs {
 		route := acs.Route{Tenant: "default", SessionID: examples.SessionID, Hook: e.Hook}
-		out := g.Decide(state, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
+		out := g.Decide(defaultRules(t), state, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
 		if out.Refusal != nil || out.Response.Result == nil || out.Response.Result.Decision != acs.Allow || len(out.Violations) != 0 {
 			raw, _ := json.Marshal(out.Response)
 			t.Fatalf("%s: %v %s", e.Hook, out.Refusal, raw)

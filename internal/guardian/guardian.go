@@ -8,10 +8,10 @@ package guardian
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -34,6 +34,9 @@ type Config struct {
 	// MaxEnvelopeBytes refuses larger envelopes (default
 	// DefaultMaxEnvelopeBytes).
 	MaxEnvelopeBytes int
+	// OnRuleError is the decision a rule condition that fails to evaluate
+	// counts as: deny (the default; AARM allows no fail-open) or allow.
+	OnRuleError acs.Disposition
 }
 
 // Guardian decides on envelopes. It is safe for concurrent use.
@@ -46,6 +49,9 @@ type Guardian struct {
 func New(v *schema.Validator, cfg Config) *Guardian {
 	if cfg.MaxEnvelopeBytes <= 0 {
 		cfg.MaxEnvelopeBytes = DefaultMaxEnvelopeBytes
+	}
+	if cfg.OnRuleError != acs.Allow {
+		cfg.OnRuleError = acs.Deny
 	}
 	return &Guardian{validator: v, cfg: cfg}
 }
@@ -81,13 +87,18 @@ type Outcome struct {
 	// subagentStart.
 	State   *turnstate.Session
 	Spawned *turnstate.Session
+	// Hits are the rules that hit (enforcing and shadow); Alerts their
+	// findings.
+	Hits   []rules.Hit
+	Alerts []Alert
 }
 
-// Decide evaluates one message published to route. state is the session's
-// current state, or nil for a session nothing has been applied to. Decide
-// takes ownership of state: the returned Outcome.State may be the same
-// value, advanced.
-func (g *Guardian) Decide(state *turnstate.Session, route acs.Route, msg Message) Outcome {
+// Decide evaluates one message published to route against the rule set rs
+// (nil: no rules; protocol violations are then only recorded). state is the
+// session's current state, or nil for a session nothing has been applied
+// to. Decide takes ownership of state: the returned Outcome.State may be
+// the same value, advanced.
+func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, route acs.Route, msg Message) Outcome {
 	out := Outcome{Route: route}
 	if state != nil && state.Applied(msg.Seq) {
 		out.Skipped = true
@@ -110,14 +121,21 @@ func (g *Guardian) Decide(state *turnstate.Session, route acs.Route, msg Message
 	}
 	env.step.Seq = msg.Seq
 	applied := state.Apply(env.step)
-	d, reasoning := dispose(env.spec, applied.Violations)
-	state.RecordDecision(env.step, d)
+	var rr rules.Result
+	if rs != nil {
+		rr = rs.Evaluate(state, rules.Input{Spec: env.spec, Req: &env.req, Payload: env.payload, Seq: msg.Seq,
+			Time: env.step.Time, Violations: applied.Violations})
+	}
+	v := g.decide(rs, env, state, applied.Violations, rr)
+	state.RecordDecision(env.step, v.decision)
 	out.State = state
 	out.Violations = applied.Violations
-	if d != acs.Deny {
+	if v.decision != acs.Deny {
 		out.Spawned = applied.Spawned
 	}
-	out.Response = decisionResponse(env, d, reasoning, applied.Violations)
+	out.Response = &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: v.result}
+	out.Hits = rr.Hits
+	out.Alerts = v.alerts
 	return out
 }
 
@@ -125,43 +143,6 @@ func (g *Guardian) Decide(state *turnstate.Session, route acs.Route, msg Message
 // tenant/session/hook: it can only be dead-lettered.
 func (g *Guardian) Unroutable(subjectErr error) Outcome {
 	return Outcome{Refusal: &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonBadSubject, Message: subjectErr.Error()}}
-}
-
-// dispose picks the disposition for an applied step: deny when an
-// error-level violation hit a hook that can be denied, otherwise allow.
-func dispose(spec *acs.MethodSpec, vs []turnstate.Violation) (acs.Disposition, string) {
-	if len(vs) == 0 {
-		return acs.Allow, "no protocol violations"
-	}
-	msgs := make([]string, len(vs))
-	for i, v := range vs {
-		msgs[i] = v.Message
-	}
-	detail := strings.Join(msgs, "; ")
-	switch {
-	case turnstate.HasError(vs) && spec.DecisionEligible():
-		return acs.Deny, "ACS protocol violation: " + detail
-	case turnstate.HasError(vs):
-		return acs.Allow, fmt.Sprintf("recorded, %s cannot be denied: %s", spec.Hook, detail)
-	}
-	return acs.Allow, "allowed with protocol warnings: " + detail
-}
-
-func decisionResponse(env *envelope, d acs.Disposition, reasoning string, vs []turnstate.Violation) *acs.Response {
-	res := newResult(env.req.Params.RequestID, d, reasoning)
-	if len(vs) > 0 {
-		seen := map[string]bool{}
-		for _, v := range vs {
-			if seen[v.Name] {
-				continue
-			}
-			seen[v.Name] = true
-			res.ReasonCodes = append(res.ReasonCodes, v.Name)
-			res.PolicyReferences = append(res.PolicyReferences, acs.PolicyReference{PolicyID: ProtocolPolicyID, PolicyName: ProtocolPolicyName, RuleID: v.Name})
-		}
-		res.PolicyData = map[string]any{"turnguard": map[string]any{"violations": vs}}
-	}
-	return &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: res}
 }
 
 // refusalResponse answers bad input. With a readable request id and a known

@@ -22,6 +22,8 @@ type envelope struct {
 	req  acs.Request
 	spec *acs.MethodSpec
 	step turnstate.Step
+	// payload is the decoded payload, numbers kept exact.
+	payload any
 }
 
 // known is what could be read from a message that failed intake, so the
@@ -74,7 +76,8 @@ func (g *Guardian) intake(route acs.Route, data []byte) (*envelope, known, *acs.
 			Message: fmt.Sprintf("method %s is not evaluated by this Guardian", e.req.Method)}
 	}
 	params := obj["params"].(map[string]any)
-	if err := g.validator.ValidatePayload(e.req.Method, params["payload"]); err != nil {
+	e.payload = params["payload"]
+	if err := g.validator.ValidatePayload(e.req.Method, e.payload); err != nil {
 		return nil, k, asRefusal(err)
 	}
 	ts, err := time.Parse(time.RFC3339Nano, e.req.Params.Timestamp)

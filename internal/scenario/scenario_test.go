@@ -80,8 +80,17 @@ func TestBuildIsDeterministicAndLinksIDs(t *testing.T) {
 	}
 }
 
+func expectation(t *testing.T, strict bool, e scenario.Expect) scenario.Expect {
+	t.Helper()
+	sc := scenario.Scenario{Name: "x", Steps: []scenario.Step{{Hook: "turnStart", Expect: e}}}
+	if err := sc.Prepare(strict); err != nil {
+		t.Fatal(err)
+	}
+	return sc.Steps[0].Expect
+}
+
 func TestCheck(t *testing.T) {
-	e := scenario.Expect{Decision: "deny", Violations: []string{"turn_id_missing"}, ReasonCodes: []string{"turn_id_missing"}}
+	e := expectation(t, true, scenario.Expect{Decision: "deny", Violations: []string{"turn_id_missing"}, ReasonCodes: []string{"turn_id_missing"}})
 	if err := e.Check(scenario.Observed{Decision: "deny", Violations: []string{"turn_id_missing"}, ReasonCodes: []string{"turn_id_missing"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +99,17 @@ func TestCheck(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("mismatch report %v lacks %q", err, want)
 		}
+	}
+	// A lenient expectation (a rule file's test) checks only what it states.
+	l := expectation(t, false, scenario.Expect{Alerts: []string{"R-2", "R-1"}})
+	if err := l.Check(scenario.Observed{Decision: "deny", Violations: []string{"x"}, Alerts: []string{"R-1", "R-2"}, DeadLetter: true}); err != nil {
+		t.Fatalf("lenient check: %v", err)
+	}
+	if err := l.Check(scenario.Observed{Alerts: []string{"R-1"}}); err == nil || !strings.Contains(err.Error(), "alerts [R-1], want [R-2 R-1]") {
+		t.Fatalf("missing alert not reported: %v", err)
+	}
+	if err := (&scenario.Scenario{Name: "x", Steps: []scenario.Step{{Hook: "turnStart"}}}).Prepare(true); err == nil {
+		t.Fatal("a strict scenario step without a decision was accepted")
 	}
 	if err := scenario.CheckState("main", []byte(`{"status":"open","turns_started":2}`), map[string]any{"status": "closed", "turns_started": 2}); err == nil ||
 		!strings.Contains(err.Error(), `status is "open", want "closed"`) {

@@ -19,6 +19,7 @@ const (
 	HdrOriginalStream = "Acs-Original-Stream"
 	HdrOriginalMsgID  = "Acs-Original-Msg-Id"
 	HdrBodyOmitted    = "Acs-Body-Omitted"
+	HdrRuleID         = "Acs-Rule-Id"
 )
 
 // maxHeaderValue bounds header values built from error text.

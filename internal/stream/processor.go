@@ -48,17 +48,19 @@ type Stats struct {
 }
 
 // Processor consumes ACS_HOOKS with one worker per partition and publishes
-// decisions, dead letters and session state.
+// decisions, alerts, dead letters and session state.
 type Processor struct {
 	js       jetstream.JetStream
 	guardian *guardian.Guardian
+	rules    *RuleSource
 	cfg      Config
 	log      zerolog.Logger
 	stats    Stats
 }
 
-// New returns a Processor publishing through nc.
-func New(nc *nats.Conn, g *guardian.Guardian, cfg Config, log zerolog.Logger) (*Processor, error) {
+// New returns a Processor publishing through nc and deciding with the rule
+// set rules holds.
+func New(nc *nats.Conn, g *guardian.Guardian, rules *RuleSource, cfg Config, log zerolog.Logger) (*Processor, error) {
 	if cfg.BatchSize < 1 || cfg.CacheSize < 1 {
 		return nil, fmt.Errorf("batch size and cache size must be positive (got %d, %d)", cfg.BatchSize, cfg.CacheSize)
 	}
@@ -69,7 +71,7 @@ func New(nc *nats.Conn, g *guardian.Guardian, cfg Config, log zerolog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Processor{js: js, guardian: g, cfg: cfg, log: log}, nil
+	return &Processor{js: js, guardian: g, rules: rules, cfg: cfg, log: log}, nil
 }
 
 // Stats returns the processor's live counters.
@@ -103,7 +105,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		workers = append(workers, &worker{
 			consumer: consumer, filter: filter, routed: routed,
-			cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian,
+			cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
 			cache: newStateCache(p.cfg.CacheSize), stats: &p.stats,
 			log:       p.log.With().Str("consumer", consumer).Logger(),
 			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait,

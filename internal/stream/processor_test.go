@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/schema"
@@ -54,7 +55,11 @@ func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *runnin
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), cfg, log)
+	rs, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

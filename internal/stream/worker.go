@@ -55,6 +55,7 @@ type worker struct {
 	js        jetstream.JetStream
 	store     *turnstate.Store
 	guardian  *guardian.Guardian
+	rules     *RuleSource
 	cache     *stateCache
 	stats     *Stats
 	log       zerolog.Logger
@@ -281,6 +282,8 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 	sessions := map[string]*pending{}
 	var spawned []*turnstate.Session
 	var outbox []*nats.Msg
+	// One rule set for the whole batch, even if a reload lands meanwhile.
+	rs := w.rules.Current()
 	for i := range ins {
 		in := &ins[i]
 		if in.routeErr != nil {
@@ -301,7 +304,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 			}
 			sessions[key] = p
 		}
-		out := w.guardian.Decide(p.state, in.route, in.msg)
+		out := w.guardian.Decide(rs, p.state, in.route, in.msg)
 		if out.Skipped {
 			w.stats.Skipped.Add(1)
 			continue
@@ -315,23 +318,32 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 		if out.Refusal != nil {
 			outbox = append(outbox, w.deadLetter(in, out))
 		}
-		if out.Response == nil {
-			continue
+		if out.Response != nil {
+			done := false
+			if recovering {
+				var err error
+				if done, err = w.alreadyDecided(ctx, in); err != nil {
+					return err
+				}
+			}
+			if !done {
+				m, err := decisionMsg(in, out)
+				if err != nil {
+					return err
+				}
+				outbox = append(outbox, m)
+			}
 		}
-		if recovering {
-			done, err := w.alreadyDecided(ctx, in)
+		// Alerts follow their decision; after a crash between the two they
+		// are published again and the alert stream's duplicate window
+		// drops the repeats.
+		for _, a := range out.Alerts {
+			am, err := alertMsg(a)
 			if err != nil {
 				return err
 			}
-			if done {
-				continue
-			}
+			outbox = append(outbox, am)
 		}
-		m, err := decisionMsg(in, out)
-		if err != nil {
-			return err
-		}
-		outbox = append(outbox, m)
 	}
 	if err := w.publish(ctx, outbox); err != nil {
 		return err
@@ -448,6 +460,18 @@ func decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, error) {
 		m.Header.Set(HdrErrorCode, strconv.Itoa(int(out.Refusal.Code)))
 		m.Header.Set(HdrErrorReason, out.Refusal.Reason)
 	}
+	return m, nil
+}
+
+func alertMsg(a guardian.Alert) (*nats.Msg, error) {
+	data, err := json.Marshal(a.Finding)
+	if err != nil {
+		return nil, fmt.Errorf("encode alert of %s: %w", a.RuleID, err)
+	}
+	m := nats.NewMsg(a.Subject)
+	m.Data = data
+	m.Header.Set(HdrMsgID, a.MsgID)
+	m.Header.Set(HdrRuleID, a.RuleID)
 	return m, nil
 }
 

@@ -70,6 +70,13 @@ type Session struct {
 	// disposition.
 	Violations map[string]uint64          `json:"violations,omitempty"`
 	Decisions  map[acs.Disposition]uint64 `json:"decisions,omitempty"`
+
+	// Rule state (internal/rules): active taint labels by label, threshold
+	// counters by rule id, remembered provenance, and hits by rule id.
+	Taints     map[string]*Taint   `json:"taints,omitempty"`
+	Counters   map[string]*Counter `json:"counters,omitempty"`
+	Provenance *ProvenanceMemory   `json:"provenance,omitempty"`
+	RuleHits   map[string]uint64   `json:"rule_hits,omitempty"`
 }
 
 // Turn is an open turn.
@@ -158,5 +165,6 @@ func (s *Session) Clone() *Session {
 	c.RecentTurnIDs = slices.Clone(s.RecentTurnIDs)
 	c.Violations = maps.Clone(s.Violations)
 	c.Decisions = maps.Clone(s.Decisions)
+	cloneRuleState(&c, s)
 	return &c
 }

@@ -1,0 +1,247 @@
+package guardian
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Alert is a finding to publish, with where and under which id.
+type Alert struct {
+	Subject string
+	MsgID   string
+	RuleID  string
+	Finding alert.Finding
+}
+
+// verdict is the decision on an applied envelope and why.
+type verdict struct {
+	decision acs.Disposition
+	result   *acs.Result
+	alerts   []Alert
+}
+
+var rank = map[rules.Decision]int{rules.DecideNone: 0, rules.DecideAllow: 1, rules.DecideAsk: 2, rules.DecideDeny: 3}
+
+// decide combines the rule hits on an envelope into one decision: deny >
+// ask > allow among enforcing rules, limited to what the hook permits (an
+// ask the hook cannot take becomes a deny where it can, else an allow; a
+// deny becomes an allow on hooks that cannot be denied — those are
+// recorded, never blocked). An evaluation error counts as a hit of the
+// configured posture.
+func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, vs []turnstate.Violation, rr rules.Result) verdict {
+	type contributor struct {
+		decision rules.Decision
+		message  string
+		hit      *rules.Hit
+	}
+	var enforced []contributor
+	var shadow []map[string]any
+	res := newResult(env.req.Params.RequestID, acs.Allow, "")
+	td := map[string]any{}
+	for _, v := range vs {
+		res.ReasonCodes = appendUnique(res.ReasonCodes, v.Name)
+	}
+	if len(vs) > 0 {
+		td["violations"] = vs
+	}
+	var hits []map[string]any
+	for i := range rr.Hits {
+		h := &rr.Hits[i]
+		r := h.Rule
+		hits = append(hits, map[string]any{"rule_id": r.ID, "mode": r.Mode, "decision": r.Decision, "message": h.Message})
+		if r.Mode == rules.Shadow {
+			shadow = append(shadow, map[string]any{"rule_id": r.ID, "would": r.Decision, "message": h.Message})
+			continue
+		}
+		enforced = append(enforced, contributor{r.Decision, h.Message, h})
+		for _, c := range r.ReasonCodes {
+			res.ReasonCodes = appendUnique(res.ReasonCodes, c)
+		}
+		res.PolicyReferences = append(res.PolicyReferences, acs.PolicyReference{PolicyID: rs.Name, PolicyVersion: rs.Revision, PolicyName: r.Title, RuleID: r.ID})
+	}
+	var errs []string
+	for _, e := range rr.Errors {
+		errs = append(errs, e.Error())
+		if e.Rule != nil && e.Rule.Mode != rules.Enforce {
+			continue
+		}
+		enforced = append(enforced, contributor{rules.Decision(g.cfg.OnRuleError), "rule evaluation failed: " + e.Error(), nil})
+		res.ReasonCodes = appendUnique(res.ReasonCodes, "evaluation_failed")
+	}
+	want := rules.DecideAllow
+	for _, c := range enforced {
+		if rank[c.decision] > rank[want] {
+			want = c.decision
+		}
+	}
+	final := acs.Disposition(want)
+	if final == acs.Ask && !env.spec.Permits(acs.Ask) {
+		final = acs.Deny
+	}
+	if final == acs.Deny && !env.spec.Permits(acs.Deny) {
+		final = acs.Allow
+	}
+	res.Decision = final
+	var msgs []string
+	var winner *rules.Hit
+	for _, c := range enforced {
+		if acs.Disposition(c.decision) == acs.Disposition(want) && c.message != "" {
+			msgs = append(msgs, c.message)
+			if winner == nil {
+				winner = c.hit
+			}
+		}
+	}
+	switch {
+	case final == acs.Disposition(want) && len(msgs) > 0 && want != rules.DecideAllow:
+		res.Reasoning = strings.Join(msgs, "; ")
+	case final != acs.Disposition(want):
+		res.Reasoning = fmt.Sprintf("recorded, %s cannot return %s: %s", env.spec.Hook, want, strings.Join(msgs, "; "))
+	case len(vs) > 0:
+		res.Reasoning = "allowed with protocol findings: " + violationText(vs)
+	case len(msgs) > 0:
+		res.Reasoning = strings.Join(msgs, "; ")
+	default:
+		res.Reasoning = "no rule matched"
+	}
+	if final == acs.Ask && winner != nil {
+		ad := *winner.Rule.Ask
+		ad.Context = winner.Message
+		res.AskDetails = &ad
+	}
+	for _, c := range enforced {
+		if h := c.hit; h != nil && h.Taint != nil && acs.Disposition(c.decision) == acs.Disposition(want) {
+			for _, id := range append(slices.Clone(h.Taint.First.ProvenanceIDs), h.Taint.Last.ProvenanceIDs...) {
+				res.CitedProvenanceIDs = appendUnique(res.CitedProvenanceIDs, id)
+			}
+			if res.PolicyData == nil {
+				res.PolicyData = map[string]any{}
+			}
+			if _, done := res.PolicyData["aarm"]; !done {
+				res.PolicyData["aarm"] = aarmData(h, rr.Turn)
+			}
+		}
+	}
+	if rs != nil {
+		td["ruleset"] = map[string]any{"name": rs.Name, "revision": rs.Revision}
+	}
+	if len(hits) > 0 {
+		td["hits"] = hits
+	}
+	if len(shadow) > 0 {
+		td["shadow"] = shadow
+	}
+	if len(errs) > 0 {
+		td["evaluation_errors"] = errs
+	}
+	if len(vs) > 0 || len(hits) > 0 || len(errs) > 0 {
+		if res.PolicyData == nil {
+			res.PolicyData = map[string]any{}
+		}
+		res.PolicyData["turnguard"] = td
+	}
+	v := verdict{decision: final, result: res}
+	for i := range rr.Hits {
+		v.alerts = append(v.alerts, g.alertFor(env, st, &rr.Hits[i], rr.Turn, final))
+	}
+	return v
+}
+
+// aarmData is policy_data.aarm: the earliest policy-untrusted step of the
+// window and how many turns back it lies (ACS response-envelope.json).
+func aarmData(h *rules.Hit, turn int) map[string]any {
+	return map[string]any{
+		"taint":                      h.TaintLabel,
+		"earliest_untrusted_step_id": h.Taint.First.RequestID,
+		"earliest_untrusted_turn":    h.Taint.First.Turn,
+		"lookback_distance":          max(turn-h.Taint.First.Turn, 0),
+		"anchor_step_id":             h.Taint.Last.RequestID,
+		"anchor_turn":                h.Taint.Last.Turn,
+		"window_age_turns":           h.AgeTurns,
+	}
+}
+
+func violationText(vs []turnstate.Violation) string {
+	msgs := make([]string, len(vs))
+	for i, v := range vs {
+		msgs[i] = v.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func appendUnique(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// alertFor builds the OCSF Detection Finding of one rule hit.
+func (g *Guardian) alertFor(env *envelope, st *turnstate.Session, h *rules.Hit, turn int, final acs.Disposition) Alert {
+	r := h.Rule
+	sevID, sev := alert.SeverityID(r.Severity)
+	seq := env.step.Seq
+	ms := env.step.Time.UnixMilli()
+	action, actionID, disp, dispID := "Allowed", 1, "Allowed", 1
+	switch {
+	case r.Mode == rules.Shadow:
+		action, actionID, disp, dispID = "Observed", 99, "Logged", 17
+	case final == acs.Deny:
+		action, actionID, disp, dispID = "Denied", 2, "Blocked", 2
+	case final == acs.Ask:
+		action, actionID, disp, dispID = "Other", 99, "Approval Required", 99
+	case r.Decision == rules.DecideNone:
+		action, actionID, disp, dispID = "Observed", 99, "Detected", 15
+	}
+	md := env.req.Params.Metadata
+	trigger := map[string]any{"role": "trigger", "request_id": env.req.Params.RequestID, "stream_seq": seq, "hook": env.spec.Hook,
+		"method": env.spec.Method, "turn_id": md.TurnID, "turn_index": turn, "time": env.req.Params.Timestamp}
+	if tool := toolName(env); tool != "" {
+		trigger["tool"] = tool
+	}
+	evidences := []alert.Evidence{{Data: trigger}}
+	tg := map[string]any{"rule_id": r.ID, "severity": r.Severity, "tags": r.Tags, "mode": r.Mode, "rule_decision": r.Decision,
+		"decision": final, "tenant": st.Tenant, "session_id": st.SessionID, "agent_id": st.AgentID, "turn_id": md.TurnID,
+		"turn_index": turn, "request_id": env.req.Params.RequestID, "stream_seq": seq, "hook": env.spec.Hook}
+	if h.Taint != nil {
+		evidences = append(evidences,
+			alert.Evidence{Data: taintEvidence("taint_anchor", h.TaintLabel, h.Taint.Last, turn)},
+			alert.Evidence{Data: taintEvidence("taint_first", h.TaintLabel, h.Taint.First, turn)})
+		tg["taint"] = map[string]any{"label": h.TaintLabel, "turns_ago": h.AgeTurns, "hits": h.Taint.Hits}
+	}
+	if r.Threshold != nil {
+		tg["count"], tg["max"] = h.Count, r.Threshold.Max
+	}
+	f := alert.Finding{
+		ActivityID: 1, ActivityName: "Create", CategoryUID: alert.CategoryUID, CategoryName: "Findings",
+		ClassUID: alert.ClassUID, ClassName: "Detection Finding", TypeUID: alert.TypeCreate, TypeName: "Detection Finding: Create",
+		Time: ms, SeverityID: sevID, Severity: sev, StatusID: 1, Status: "New",
+		ActionID: actionID, Action: action, DispositionID: dispID, Disposition: disp, IsAlert: true, Message: h.Message,
+		FindingInfo: alert.FindingInfo{UID: alert.UID(r.ID, st.Tenant, st.SessionID, seq), Title: r.Title, Desc: r.Description,
+			Types: r.Tags, CreatedTime: ms, Analytic: alert.Analytic{UID: r.ID, Name: r.Title, TypeID: 1, Type: "Rule"}},
+		Metadata:  alert.Metadata{Version: alert.OCSFVersion, LogName: "acs.alerts", Product: alert.Product{Name: alert.ProductName, VendorName: alert.ProductName}},
+		Actor:     alert.Actor{User: alert.User{UID: st.AgentID, Name: md.AgentName, TypeID: 99, Type: "AI Agent"}, Session: alert.Session{UID: st.SessionID}},
+		Evidences: evidences,
+		Unmapped:  map[string]any{"turnguard": tg},
+	}
+	return Alert{Subject: alert.Subject(st.Tenant, r.Severity, r.ID), MsgID: alert.MsgID(r.ID, seq), RuleID: r.ID, Finding: f}
+}
+
+func taintEvidence(role, label string, h turnstate.TaintHit, turn int) map[string]any {
+	return map[string]any{"role": role, "taint": label, "request_id": h.RequestID, "stream_seq": h.Seq, "hook": h.Hook,
+		"tool": h.Tool, "turn_index": h.Turn, "turns_ago": max(turn-h.Turn, 0), "time": h.Time, "source": h.Source,
+		"provenance_ids": h.ProvenanceIDs, "origins": h.Origins, "source_ids": h.SourceIDs}
+}
+
+func toolName(env *envelope) string {
+	p, _ := env.payload.(map[string]any)
+	t, _ := p["tool"].(map[string]any)
+	name, _ := t["name"].(string)
+	return name
+}

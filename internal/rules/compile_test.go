@@ -1,0 +1,55 @@
+package rules_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/turnguard/turnguard/internal/rules"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestBrokenFiles: every file under testdata/broken is refused with
+// diagnostics at precise positions; testdata/broken/<name>.golden holds
+// exactly what `processor rules check` prints for it.
+func TestBrokenFiles(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "broken", "*.yaml"))
+	if len(paths) < 10 {
+		t.Fatalf("%d broken fixtures, want at least 10 kinds", len(paths))
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			_, err := rules.LoadFiles(p)
+			var ds rules.Diagnostics
+			if !errors.As(err, &ds) || len(ds) == 0 {
+				t.Fatalf("loaded without diagnostics (err %v)", err)
+			}
+			var got strings.Builder
+			for _, d := range ds {
+				if d.Pos.Line < 1 || d.Pos.Col < 1 {
+					t.Errorf("diagnostic without a position: %s", d)
+				}
+				fmt.Fprintln(&got, d)
+			}
+			golden := strings.TrimSuffix(p, ".yaml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test ./internal/rules -update writes it)", err)
+			}
+			if got.String() != string(want) {
+				t.Errorf("diagnostics differ from %s:\n--- want\n%s--- got\n%s", golden, want, got.String())
+			}
+		})
+	}
+}

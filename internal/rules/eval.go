@@ -1,0 +1,538 @@
+package rules
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"slices"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Hit is one rule that matched an envelope.
+type Hit struct {
+	Rule    *Rule
+	Message string
+	// Taint and TaintLabel are the label behind a guard's hit; AgeTurns is
+	// how many turns ago the window's anchor was set.
+	TaintLabel string
+	Taint      *turnstate.Taint
+	AgeTurns   int
+	// Count is a threshold rule's count including this event.
+	Count int
+}
+
+// EvalError is a condition that failed to evaluate. The caller applies
+// its evaluation-error posture: a rule set never fails open silently.
+type EvalError struct {
+	// Rule is the rule whose condition failed, nil for a taint condition.
+	Rule  *Rule
+	Where string
+	Err   error
+}
+
+func (e EvalError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
+
+// Result is what the rules concluded about one envelope.
+type Result struct {
+	Hits   []Hit
+	Errors []EvalError
+	// Turn is the index of the turn the envelope belongs to.
+	Turn       int
+	Provenance ProvenanceView
+}
+
+// Evaluate runs the rule set on one envelope already applied to sess. It
+// updates the session's rule state — provenance memory, taint labels,
+// threshold counters — in this order: taints are cleared and set first, so
+// a guard sees the taint its own envelope carries; then every rule of the
+// envelope's hook is evaluated. It reads nothing but its arguments.
+func (s *Set) Evaluate(sess *turnstate.Session, in Input) Result {
+	e := &evalCtx{set: s, sess: sess, in: in, hook: ruleHook(*in.Spec)}
+	e.turn = sess.CurrentTurn(in.Req.Params.Metadata.TurnID)
+	res := Result{Turn: e.turn}
+	e.prov = e.provenance()
+	res.Provenance = e.prov
+	e.updateTaints(&res)
+	e.taints = e.taintViews()
+	for _, r := range s.byHook[e.hook] {
+		if r.Mode == Off {
+			continue
+		}
+		if h, ok := e.rule(r, &res); ok {
+			res.Hits = append(res.Hits, h)
+			if sess.RuleHits == nil {
+				sess.RuleHits = map[string]uint64{}
+			}
+			sess.RuleHits[r.ID]++
+		}
+	}
+	e.pruneCounters()
+	return res
+}
+
+type evalCtx struct {
+	set  *Set
+	sess *turnstate.Session
+	in   Input
+	hook string
+	turn int
+	prov ProvenanceView
+
+	taints  map[string]TaintView
+	tool    *ToolView
+	payload map[string]any
+	content *string
+}
+
+// ResolveName gives CEL the envelope's variables, computing each on first
+// use.
+func (e *evalCtx) ResolveName(name string) (any, bool) {
+	switch name {
+	case "hook":
+		return e.hook, true
+	case "method":
+		return e.in.Spec.Method, true
+	case "tool":
+		return *e.toolView(), true
+	case "session":
+		return e.sessionView(), true
+	case "turn":
+		return e.turnView(), true
+	case "provenance":
+		return e.prov, true
+	case "violations":
+		vs := make([]ViolationView, len(e.in.Violations))
+		for i, v := range e.in.Violations {
+			vs[i] = ViolationView{Name: v.Name, Severity: string(v.Severity), Message: v.Message}
+		}
+		return vs, true
+	case "taints":
+		return e.taints, true
+	case "payload":
+		return e.payloadMap(), true
+	case "content":
+		if e.content == nil {
+			c := contentText(e.in.Payload)
+			e.content = &c
+		}
+		return *e.content, true
+	case "time":
+		return e.in.Time, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (e *evalCtx) Parent() interpreter.Activation { return nil }
+
+func (e *evalCtx) payloadMap() map[string]any {
+	if e.payload == nil {
+		e.payload, _ = plain(e.in.Payload).(map[string]any)
+		if e.payload == nil {
+			e.payload = map[string]any{}
+		}
+	}
+	return e.payload
+}
+
+func (e *evalCtx) toolView() *ToolView {
+	if e.tool != nil {
+		return e.tool
+	}
+	t := &ToolView{Classes: []string{}, Args: map[string]any{}}
+	p := e.payloadMap()
+	if tool, ok := p["tool"].(map[string]any); ok {
+		t.Name, _ = tool["name"].(string)
+		t.Version, _ = tool["version"].(string)
+		t.Provider, _ = tool["provider"].(string)
+	}
+	t.Operation, _ = p["operation"].(string)
+	t.Capability, _ = p["capability"].(string)
+	t.RawCommand, _ = p["raw_command"].(string)
+	t.ExitStatus, _ = p["exit_status"].(string)
+	if args, ok := p["arguments"].(map[string]any); ok {
+		for k, v := range args {
+			if a, ok := v.(map[string]any); ok {
+				t.Args[k] = a["value"]
+			}
+		}
+	}
+	t.Classes = e.set.ToolClasses(t.Name, t.Capability)
+	e.tool = t
+	return t
+}
+
+// ToolClasses returns the catalog's classes of a tool, by name and by
+// capability, sorted and without duplicates.
+func (s *Set) ToolClasses(name, capability string) []string {
+	classes := []string{}
+	for _, tc := range s.tools {
+		nameOK := tc.match == "" || name != "" && globMatch(tc.match, name)
+		capOK := tc.capability == "" || capability != "" && globMatch(tc.capability, capability)
+		if nameOK && capOK {
+			classes = append(classes, tc.classes...)
+		}
+	}
+	slices.Sort(classes)
+	return slices.Compact(classes)
+}
+
+func globMatch(pattern, s string) bool {
+	ok, _ := path.Match(pattern, s)
+	return ok
+}
+
+func (e *evalCtx) sessionView() SessionView {
+	s := e.sess
+	return SessionView{ID: s.SessionID, Tenant: s.Tenant, AgentID: s.AgentID, Started: s.Started,
+		Envelopes: int64(s.Envelopes), TurnsStarted: int64(s.TurnsStarted), OpenTurns: int64(len(s.OpenTurns)),
+		ProvenanceSeen: s.Provenance != nil && s.Provenance.Seen}
+}
+
+func (e *evalCtx) turnView() TurnView {
+	tv := TurnView{Index: int64(e.turn)}
+	id := e.in.Req.Params.Metadata.TurnID
+	t := e.sess.OpenTurn(id)
+	if t == nil && e.sess.LastClosedTurn != nil && e.sess.LastClosedTurn.TurnID == id && id != "" {
+		lc := e.sess.LastClosedTurn
+		return TurnView{ID: lc.TurnID, Index: int64(lc.Index), Steps: int64(lc.Steps), ToolCalls: int64(lc.ToolCalls)}
+	}
+	if t == nil {
+		return tv
+	}
+	depth := int64(0)
+	for p := t.ParentTurnID; p != ""; {
+		pt := e.sess.OpenTurn(p)
+		if pt == nil || depth > turnstate.MaxOpenTurns {
+			break
+		}
+		depth++
+		p = pt.ParentTurnID
+	}
+	return TurnView{ID: t.TurnID, Index: int64(t.Index), ParentID: t.ParentTurnID, TriggeredBy: t.TriggeredBy,
+		Steps: int64(t.Steps), ToolCalls: int64(t.ToolCalls), Depth: depth, Denied: t.Denied}
+}
+
+// provenance derives the trust of every provenance object the envelope
+// carries (ACS §7.2: agent_generated takes the minimum trust of its
+// lineage; lineage turnguard cannot resolve counts as untrusted) and
+// remembers it for later lineage lookups.
+func (e *evalCtx) provenance() ProvenanceView {
+	v := ProvenanceView{Origins: []string{}, IDs: []string{}, UntrustedIDs: []string{}, SourceIDs: []string{}}
+	ps := provenanceOf(e.in.Payload)
+	if len(ps) == 0 {
+		return v
+	}
+	if e.sess.Provenance == nil {
+		e.sess.Provenance = &turnstate.ProvenanceMemory{}
+	}
+	mem := e.sess.Provenance
+	mem.Seen = true
+	v.Present = true
+	local := map[string]bool{}
+	for _, p := range ps {
+		if p.Origin != "agent_generated" {
+			local[p.ProvenanceID] = untrustedOrigin(p.Origin)
+		}
+	}
+	for _, p := range ps {
+		untrusted := untrustedOrigin(p.Origin)
+		if p.Origin == "agent_generated" {
+			for _, id := range p.DerivedFrom {
+				u, ok := local[id]
+				if !ok {
+					u, ok = mem.Lookup(id)
+				}
+				untrusted = untrusted || u || !ok
+			}
+		}
+		if !slices.Contains(v.Origins, p.Origin) {
+			v.Origins = append(v.Origins, p.Origin)
+		}
+		if p.ProvenanceID != "" {
+			v.IDs = append(v.IDs, p.ProvenanceID)
+			mem.Remember(p.ProvenanceID, untrusted)
+		}
+		if untrusted {
+			v.Untrusted = true
+			if p.ProvenanceID != "" {
+				v.UntrustedIDs = append(v.UntrustedIDs, p.ProvenanceID)
+			}
+			if p.SourceID != "" && !slices.Contains(v.SourceIDs, p.SourceID) {
+				v.SourceIDs = append(v.SourceIDs, p.SourceID)
+			}
+		}
+	}
+	slices.Sort(v.Origins)
+	return v
+}
+
+// updateTaints clears the labels whose clearing condition holds, then sets
+// or refreshes the labels whose source matches.
+func (e *evalCtx) updateTaints(res *Result) {
+	for _, t := range e.set.Taints {
+		if _, set := e.sess.Taints[t.ID]; set && t.clearWhen != nil {
+			ok, err := e.eval(t.clearWhen)
+			if err != nil {
+				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " clear_when", Err: err})
+			} else if ok {
+				delete(e.sess.Taints, t.ID)
+			}
+		}
+		for _, src := range t.Sources {
+			ok, err := e.eval(src.when)
+			if err != nil {
+				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " source " + src.id, Err: err})
+				continue
+			}
+			if ok {
+				e.setTaint(t.ID, src.id)
+				break
+			}
+		}
+	}
+}
+
+func (e *evalCtx) setTaint(label, source string) {
+	hit := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: e.toolView().Name,
+		Turn: e.turn, TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source,
+		ProvenanceIDs: bounded(e.prov.UntrustedIDs), Origins: bounded(untrustedOrigins(e.prov.Origins)), SourceIDs: bounded(e.prov.SourceIDs)}
+	if e.sess.Taints == nil {
+		e.sess.Taints = map[string]*turnstate.Taint{}
+	}
+	if t, ok := e.sess.Taints[label]; ok {
+		t.Last = hit
+		t.Hits++
+		return
+	}
+	e.sess.Taints[label] = &turnstate.Taint{First: hit, Last: hit, Hits: 1}
+}
+
+func untrustedOrigins(origins []string) []string {
+	var out []string
+	for _, o := range origins {
+		if untrustedOrigin(o) || o == "agent_generated" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func bounded(s []string) []string {
+	if len(s) > turnstate.MaxTaintEvidence {
+		s = s[:turnstate.MaxTaintEvidence]
+	}
+	return slices.Clone(s)
+}
+
+// within reports whether the envelope is inside a window anchored at a
+// taint's newest hit: turns: N admits the anchor's turn and the next N
+// turns; duration: D admits envelope times up to anchor time + D. An
+// envelope in an enclosing turn older than the anchor's (nested turns)
+// counts as the anchor's turn.
+func (e *evalCtx) within(t *turnstate.Taint, w Window) (bool, int) {
+	age := max(e.turn-t.Last.Turn, 0)
+	if w.Turns != nil && age > *w.Turns {
+		return false, age
+	}
+	if w.Duration != nil && e.in.Time.Sub(t.Last.Time) > *w.Duration {
+		return false, age
+	}
+	return true, age
+}
+
+func (e *evalCtx) taintViews() map[string]TaintView {
+	views := make(map[string]TaintView, len(e.set.Taints))
+	for _, def := range e.set.Taints {
+		t, ok := e.sess.Taints[def.ID]
+		if !ok {
+			views[def.ID] = TaintView{Origins: []string{}, SourceIDs: []string{}}
+			continue
+		}
+		active, age := e.within(t, def.Window)
+		views[def.ID] = TaintView{Set: true, Active: active, AgeTurns: int64(age), Age: e.in.Time.Sub(t.Last.Time),
+			SinceTurn: int64(t.First.Turn), Hits: int64(t.Hits), Origins: slices.Clone(t.Last.Origins), SourceIDs: slices.Clone(t.Last.SourceIDs)}
+	}
+	return views
+}
+
+// rule evaluates one rule; it reports a hit and whether there was one.
+func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
+	ok, err := e.eval(r.when)
+	if err != nil {
+		res.Errors = append(res.Errors, EvalError{Rule: r, Where: "rule " + r.ID + " when", Err: err})
+		return Hit{}, false
+	}
+	if r.Threshold != nil && r.Threshold.Consecutive && !ok {
+		if c := e.sess.Counters[r.ID]; c != nil {
+			c.Count = 0
+		}
+	}
+	if !ok {
+		return Hit{}, false
+	}
+	for _, ex := range r.exceptions {
+		hit, err := e.eval(ex.when)
+		if err != nil {
+			res.Errors = append(res.Errors, EvalError{Rule: r, Where: "rule " + r.ID + " exception " + ex.name, Err: err})
+			continue
+		}
+		if hit {
+			return Hit{}, false
+		}
+	}
+	h := Hit{Rule: r}
+	if g := r.After; g != nil {
+		t, set := e.sess.Taints[g.Taint]
+		if !set {
+			return Hit{}, false
+		}
+		w := g.Within
+		if w.Turns == nil && w.Duration == nil {
+			w = e.set.taint(g.Taint).Window
+		}
+		in, age := e.within(t, w)
+		if !in {
+			return Hit{}, false
+		}
+		cp := *t
+		h.TaintLabel, h.Taint, h.AgeTurns = g.Taint, &cp, age
+	}
+	if th := r.Threshold; th != nil {
+		h.Count = e.count(r.ID, th)
+		if h.Count <= th.Max {
+			return Hit{}, false
+		}
+	}
+	h.Message = e.render(r, h)
+	return h, true
+}
+
+func (s *Set) taint(id string) *TaintLabel {
+	for _, t := range s.Taints {
+		if t.ID == id {
+			return t
+		}
+	}
+	return &TaintLabel{ID: id}
+}
+
+// count adds the envelope to a threshold rule's counter and returns the
+// count in the rule's scope, this envelope included.
+func (e *evalCtx) count(id string, th *Threshold) int {
+	if e.sess.Counters == nil {
+		e.sess.Counters = map[string]*turnstate.Counter{}
+	}
+	c := e.sess.Counters[id]
+	if c == nil {
+		c = &turnstate.Counter{}
+		e.sess.Counters[id] = c
+	}
+	switch {
+	case th.Consecutive, th.Per == "session":
+		c.Count++
+		return c.Count
+	case th.Per == "turn":
+		if c.Turn != e.turn {
+			c.Turn, c.Count = e.turn, 0
+		}
+		c.Count++
+		return c.Count
+	}
+	w := th.Within
+	if w.Duration != nil {
+		keep := c.Times[:0]
+		for _, t := range c.Times {
+			if e.in.Time.Sub(t) <= *w.Duration {
+				keep = append(keep, t)
+			}
+		}
+		c.Times = append(keep, e.in.Time)
+		c.Times = c.Times[max(0, len(c.Times)-min(th.Max+1, turnstate.MaxWindowEntries)):]
+	}
+	if w.Turns != nil {
+		keep := c.Turns[:0]
+		for _, t := range c.Turns {
+			if e.turn-t <= *w.Turns {
+				keep = append(keep, t)
+			}
+		}
+		c.Turns = append(keep, e.turn)
+		c.Turns = c.Turns[max(0, len(c.Turns)-min(th.Max+1, turnstate.MaxWindowEntries)):]
+	}
+	switch {
+	case w.Duration != nil && w.Turns != nil:
+		return min(len(c.Times), len(c.Turns))
+	case w.Duration != nil:
+		return len(c.Times)
+	}
+	return len(c.Turns)
+}
+
+// pruneCounters drops counters of rules no longer in the set, so a
+// reloaded rule set does not leave state behind forever.
+func (e *evalCtx) pruneCounters() {
+	for id := range e.sess.Counters {
+		if !slices.ContainsFunc(e.set.Rules, func(r *Rule) bool { return r.ID == id && r.Threshold != nil }) {
+			delete(e.sess.Counters, id)
+		}
+	}
+}
+
+func (e *evalCtx) eval(p cel.Program) (bool, error) {
+	out, _, err := p.Eval(e)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("condition returned %s, not bool", out.Type())
+	}
+	return bool(b), nil
+}
+
+// render fills a rule's message template; without one, the title.
+func (e *evalCtx) render(r *Rule, h Hit) string {
+	if r.message == nil {
+		return r.Title
+	}
+	data := map[string]any{
+		"rule":    map[string]any{"id": r.ID, "title": r.Title, "severity": r.Severity},
+		"hook":    e.hook,
+		"tool":    toolData(e.toolView()),
+		"session": map[string]any{"id": e.sess.SessionID, "tenant": e.sess.Tenant, "agent_id": e.sess.AgentID},
+		"turn":    map[string]any{"id": e.in.Req.Params.Metadata.TurnID, "index": e.turn},
+		"count":   h.Count,
+	}
+	if r.Threshold != nil {
+		data["max"] = r.Threshold.Max
+	}
+	if h.Taint != nil {
+		data["taint"] = map[string]any{"label": h.TaintLabel, "age_turns": h.AgeTurns, "hits": h.Taint.Hits,
+			"first": hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
+	}
+	var names []string
+	for _, v := range e.in.Violations {
+		names = append(names, v.Name)
+	}
+	data["violations"] = names
+	var b bytes.Buffer
+	if err := r.message.Execute(&b, data); err != nil {
+		return fmt.Sprintf("%s (message template failed: %v)", r.Title, err)
+	}
+	return b.String()
+}
+
+func toolData(t *ToolView) map[string]any {
+	return map[string]any{"name": t.Name, "capability": t.Capability, "operation": t.Operation, "classes": t.Classes, "args": t.Args}
+}
+
+func hitData(h turnstate.TaintHit) map[string]any {
+	return map[string]any{"request_id": h.RequestID, "hook": h.Hook, "tool": h.Tool, "turn": h.Turn, "seq": h.Seq,
+		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source}
+}

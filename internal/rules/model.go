@@ -1,0 +1,203 @@
+package rules
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// The types below are what rule conditions see. CEL type-checks field
+// access against them, so a misspelt field is a load error, not a silent
+// false at run time.
+
+// ToolView is the tool of a toolCallRequest or toolCallResult.
+type ToolView struct {
+	Name       string         `cel:"name"`
+	Version    string         `cel:"version"`
+	Provider   string         `cel:"provider"`
+	Operation  string         `cel:"operation"`
+	Capability string         `cel:"capability"`
+	RawCommand string         `cel:"raw_command"`
+	ExitStatus string         `cel:"exit_status"`
+	Classes    []string       `cel:"classes"`
+	Args       map[string]any `cel:"args"`
+}
+
+// SessionView is the session the envelope belongs to, after the envelope
+// was applied to it.
+type SessionView struct {
+	ID             string `cel:"id"`
+	Tenant         string `cel:"tenant"`
+	AgentID        string `cel:"agent_id"`
+	Started        bool   `cel:"started"`
+	Envelopes      int64  `cel:"envelopes"`
+	TurnsStarted   int64  `cel:"turns_started"`
+	OpenTurns      int64  `cel:"open_turns"`
+	ProvenanceSeen bool   `cel:"provenance_seen"`
+}
+
+// TurnView is the turn the envelope belongs to (or opened, or closed).
+type TurnView struct {
+	ID          string `cel:"id"`
+	Index       int64  `cel:"index"`
+	ParentID    string `cel:"parent_id"`
+	TriggeredBy string `cel:"triggered_by"`
+	Steps       int64  `cel:"steps"`
+	ToolCalls   int64  `cel:"tool_calls"`
+	Depth       int64  `cel:"depth"`
+	Denied      bool   `cel:"denied"`
+}
+
+// ProvenanceView summarises the provenance the envelope carries.
+type ProvenanceView struct {
+	Present bool `cel:"present"`
+	// Untrusted is set when any data-bearing field's effective trust is
+	// untrusted (ACS §7.2; agent_generated takes the minimum of its
+	// lineage).
+	Untrusted    bool     `cel:"untrusted"`
+	Origins      []string `cel:"origins"`
+	IDs          []string `cel:"ids"`
+	UntrustedIDs []string `cel:"untrusted_ids"`
+	SourceIDs    []string `cel:"source_ids"`
+}
+
+// ViolationView is a turn-state violation found in the envelope.
+type ViolationView struct {
+	Name     string `cel:"name"`
+	Severity string `cel:"severity"`
+	Message  string `cel:"message"`
+}
+
+// TaintView is a taint label as seen from the envelope being evaluated.
+type TaintView struct {
+	// Set: the label is on the session; Active: and its default window
+	// (if it has one) has not ended.
+	Set       bool          `cel:"set"`
+	Active    bool          `cel:"active"`
+	AgeTurns  int64         `cel:"age_turns"`
+	Age       time.Duration `cel:"age"`
+	SinceTurn int64         `cel:"since_turn"`
+	Hits      int64         `cel:"hits"`
+	Origins   []string      `cel:"origins"`
+	SourceIDs []string      `cel:"source_ids"`
+}
+
+// Input is one applied envelope as the rules engine needs it.
+type Input struct {
+	Spec *acs.MethodSpec
+	Req  *acs.Request
+	// Payload is the decoded payload (numbers as json.Number).
+	Payload    any
+	Seq        uint64
+	Time       time.Time
+	Violations []turnstate.Violation
+}
+
+// provenance walks a decoded payload for every provenance object attached
+// to a data-bearing field.
+func provenanceOf(payload any) []acs.Provenance {
+	var out []acs.Provenance
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			if p, ok := t["provenance"].(map[string]any); ok {
+				if pv, ok := asProvenance(p); ok {
+					out = append(out, pv)
+				}
+			}
+			for k, x := range t {
+				if k != "provenance" {
+					walk(x)
+				}
+			}
+		case []any:
+			for _, x := range t {
+				walk(x)
+			}
+		}
+	}
+	walk(payload)
+	return out
+}
+
+func asProvenance(m map[string]any) (acs.Provenance, bool) {
+	var p acs.Provenance
+	p.ProvenanceID, _ = m["provenance_id"].(string)
+	p.Origin, _ = m["origin"].(string)
+	p.SourceID, _ = m["source_id"].(string)
+	if d, ok := m["derived_from"].([]any); ok {
+		for _, x := range d {
+			if s, ok := x.(string); ok {
+				p.DerivedFrom = append(p.DerivedFrom, s)
+			}
+		}
+	}
+	return p, p.Origin != ""
+}
+
+// untrustedOrigin is the default trust mapping of ACS §7.2.
+func untrustedOrigin(origin string) bool {
+	switch origin {
+	case "tool_output", "retrieved", "a2a_inbound", "external":
+		return true
+	}
+	return false
+}
+
+// plain converts decoded JSON into values CEL and templates handle:
+// json.Number becomes int64 when integral, else float64.
+func plain(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i
+		}
+		f, _ := t.Float64()
+		return f
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = plain(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = plain(x)
+		}
+		return out
+	}
+	return v
+}
+
+// contentText joins the text a payload carries (message content, tool
+// outputs, retrieved results, memory) so a rule can search it.
+func contentText(payload any) string {
+	m, _ := payload.(map[string]any)
+	var parts []string
+	add := func(v any) {
+		if s, ok := v.(string); ok {
+			parts = append(parts, s)
+		}
+	}
+	for _, key := range []string{"content", "outputs", "results"} {
+		switch t := m[key].(type) {
+		case []any:
+			for _, item := range t {
+				if im, ok := item.(map[string]any); ok {
+					add(im["value"])
+				}
+			}
+		case map[string]any:
+			add(t["value"])
+		}
+	}
+	if s, ok := m["summary"].(map[string]any); ok {
+		add(s["value"])
+	}
+	return strings.Join(parts, "\n")
+}

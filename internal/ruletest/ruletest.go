@@ -1,0 +1,127 @@
+// Package ruletest runs scenarios — the test cases rule files carry and the
+// files under testdata/scenarios — through the pure decision core, exactly
+// as a processor on a fresh stream would see them.
+package ruletest
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/scenario"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Result is the outcome of one test case.
+type Result struct {
+	File     string
+	Pos      rules.Pos
+	Name     string
+	Failures []string
+	// Outcomes are the core's outcomes, one per step.
+	Outcomes []guardian.Outcome
+}
+
+// Passed reports whether the case passed.
+func (r Result) Passed() bool { return len(r.Failures) == 0 }
+
+// RunSet runs every test case a rule set's files carry against that set.
+func RunSet(g *guardian.Guardian, rs *rules.Set) []Result {
+	var out []Result
+	for _, tc := range rs.Tests {
+		r := Run(g, rs, tc.Spec)
+		r.File, r.Pos = tc.File, tc.Pos
+		out = append(out, r)
+	}
+	return out
+}
+
+// Run runs one scenario: stream sequence = position in the scenario, the
+// states kept the way the KV bucket keeps them.
+func Run(g *guardian.Guardian, rs *rules.Set, sc *scenario.Scenario) Result {
+	res := Result{Name: sc.Name}
+	built, err := sc.Build()
+	if err != nil {
+		res.Failures = append(res.Failures, err.Error())
+		return res
+	}
+	states := map[string]*turnstate.Session{}
+	for i, m := range built.Messages {
+		msg := guardian.Message{Subject: m.Subject, Data: m.Data, Seq: uint64(i + 1), Time: sc.Start.Add(time.Duration(i) * time.Second)}
+		out := Decide(g, rs, states, msg)
+		res.Outcomes = append(res.Outcomes, out)
+		if err := m.Expect.Check(Observe(out)); err != nil {
+			res.Failures = append(res.Failures, fmt.Sprintf("step %d (%s): %v", i+1, hookOf(m.Subject), err))
+		}
+	}
+	for _, want := range built.States {
+		got, ok := states[acs.SessionKey(want.Tenant, want.SessionID)]
+		if !ok {
+			res.Failures = append(res.Failures, fmt.Sprintf("session %s has no state", want.Alias))
+			continue
+		}
+		raw, _ := json.Marshal(got)
+		if err := scenario.CheckState(want.Alias, raw, want.Fields); err != nil {
+			res.Failures = append(res.Failures, err.Error())
+		}
+	}
+	return res
+}
+
+// Decide routes a message the way the stream and a partition worker do,
+// and keeps the states the way the KV bucket does.
+func Decide(g *guardian.Guardian, rs *rules.Set, states map[string]*turnstate.Session, msg guardian.Message) guardian.Outcome {
+	route, err := acs.ParseInbound(msg.Subject)
+	if err != nil {
+		return g.Unroutable(err)
+	}
+	out := g.Decide(rs, states[route.SessionKey()], route, msg)
+	if out.State != nil {
+		states[route.SessionKey()] = out.State
+	}
+	if s := out.Spawned; s != nil {
+		if _, exists := states[s.Key()]; !exists {
+			states[s.Key()] = s
+		}
+	}
+	return out
+}
+
+// Observe describes an outcome in the scenario's terms.
+func Observe(out guardian.Outcome) scenario.Observed {
+	o := scenario.Observed{Decision: "none", DeadLetter: out.Refusal != nil, Rules: []string{}, Alerts: []string{}, Shadow: []string{}}
+	if out.Refusal != nil {
+		o.Code = int(out.Refusal.Code)
+	}
+	for _, v := range out.Violations {
+		o.Violations = append(o.Violations, v.Name)
+	}
+	for _, h := range out.Hits {
+		if h.Rule.Mode == rules.Shadow {
+			o.Shadow = append(o.Shadow, h.Rule.ID)
+		} else {
+			o.Rules = append(o.Rules, h.Rule.ID)
+		}
+	}
+	for _, a := range out.Alerts {
+		o.Alerts = append(o.Alerts, a.RuleID)
+	}
+	switch r := out.Response; {
+	case r == nil:
+	case r.Error != nil:
+		o.Decision, o.Code = "error", r.Error.Code
+	default:
+		o.Decision, o.ReasonCodes = string(r.Result.Decision), r.Result.ReasonCodes
+	}
+	return o
+}
+
+func hookOf(subject string) string {
+	if r, err := acs.ParseInbound(subject); err == nil {
+		return r.Hook
+	}
+	return subject
+}

@@ -1,0 +1,135 @@
+package turnstate
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Bounds on the rule state a session carries.
+const (
+	// MaxTaintEvidence bounds the provenance ids, origins and sources kept
+	// per taint hit.
+	MaxTaintEvidence = 16
+	// MaxKnownProvenance is how many provenance ids (with their derived
+	// trust) a session remembers, so that agent_generated data can take the
+	// minimum trust of its lineage.
+	MaxKnownProvenance = 256
+	// MaxWindowEntries bounds a sliding-window counter's remembered hits.
+	MaxWindowEntries = 1024
+)
+
+// Taint is an active taint label of a session: set by a source hit,
+// refreshed by every newer hit, removed by its clearing condition.
+type Taint struct {
+	// First is the earliest hit since the label was set; Last the newest,
+	// from which windows are measured.
+	First TaintHit `json:"first"`
+	Last  TaintHit `json:"last"`
+	Hits  int      `json:"hits"`
+}
+
+// TaintHit is the evidence of one envelope that set or refreshed a taint.
+type TaintHit struct {
+	Seq       uint64    `json:"seq"`
+	RequestID string    `json:"request_id"`
+	Hook      string    `json:"hook"`
+	Tool      string    `json:"tool,omitempty"`
+	Turn      int       `json:"turn"`
+	TurnID    string    `json:"turn_id,omitempty"`
+	Time      time.Time `json:"time"`
+	// Source is the ruleset's id of the source condition that matched.
+	Source string `json:"source"`
+	// ProvenanceIDs, Origins and SourceIDs describe the untrusted data the
+	// envelope carried (provenance_id, origin, source_id).
+	ProvenanceIDs []string `json:"provenance_ids,omitempty"`
+	Origins       []string `json:"origins,omitempty"`
+	SourceIDs     []string `json:"source_ids,omitempty"`
+}
+
+// Counter is a threshold rule's count for a session.
+type Counter struct {
+	Count int `json:"count,omitempty"`
+	// Turn is the turn index Count belongs to, for per-turn counts.
+	Turn int `json:"turn,omitempty"`
+	// Times and Turns remember recent hits of sliding windows.
+	Times []time.Time `json:"times,omitempty"`
+	Turns []int       `json:"turns,omitempty"`
+}
+
+// ProvenanceMemory is what a session remembers of the provenance it saw.
+type ProvenanceMemory struct {
+	// Seen is set once any envelope of the session carried provenance.
+	Seen bool `json:"seen"`
+	// Known lists recent provenance ids with their derived trust, newest
+	// last.
+	Known []KnownProvenance `json:"known,omitempty"`
+}
+
+// KnownProvenance is one remembered provenance id.
+type KnownProvenance struct {
+	ID        string `json:"id"`
+	Untrusted bool   `json:"untrusted"`
+}
+
+// Lookup returns the derived trust of a remembered provenance id.
+func (p *ProvenanceMemory) Lookup(id string) (untrusted, known bool) {
+	for i := len(p.Known) - 1; i >= 0; i-- {
+		if p.Known[i].ID == id {
+			return p.Known[i].Untrusted, true
+		}
+	}
+	return false, false
+}
+
+// Remember records a provenance id's derived trust.
+func (p *ProvenanceMemory) Remember(id string, untrusted bool) {
+	p.Known = append(p.Known, KnownProvenance{ID: id, Untrusted: untrusted})
+	if len(p.Known) > MaxKnownProvenance {
+		p.Known = slices.Delete(p.Known, 0, len(p.Known)-MaxKnownProvenance)
+	}
+}
+
+// CurrentTurn returns the index of the turn a step attributed to turnID
+// belongs to: that open turn's index, else the newest turn's index (0 when
+// no turn was ever started).
+func (s *Session) CurrentTurn(turnID string) int {
+	if t := s.OpenTurn(turnID); t != nil && turnID != "" {
+		return t.Index
+	}
+	return s.TurnsStarted
+}
+
+func cloneRuleState(c *Session, s *Session) {
+	if s.Taints != nil {
+		c.Taints = make(map[string]*Taint, len(s.Taints))
+		for k, t := range s.Taints {
+			cp := *t
+			cp.First = t.First.clone()
+			cp.Last = t.Last.clone()
+			c.Taints[k] = &cp
+		}
+	}
+	if s.Counters != nil {
+		c.Counters = make(map[string]*Counter, len(s.Counters))
+		for k, v := range s.Counters {
+			cp := *v
+			cp.Times = slices.Clone(v.Times)
+			cp.Turns = slices.Clone(v.Turns)
+			c.Counters[k] = &cp
+		}
+	}
+	if s.Provenance != nil {
+		p := *s.Provenance
+		p.Known = slices.Clone(s.Provenance.Known)
+		c.Provenance = &p
+	}
+	c.RuleHits = maps.Clone(s.RuleHits)
+}
+
+func (h TaintHit) clone() TaintHit {
+	h.ProvenanceIDs = slices.Clone(h.ProvenanceIDs)
+	h.Origins = slices.Clone(h.Origins)
+	h.SourceIDs = slices.Clone(h.SourceIDs)
+	return h
+}
