@@ -114,7 +114,7 @@ func Observe(out guardian.Outcome) scenario.Observed {
 	case r.Error != nil:
 		o.Decision, o.Code = "error", r.Error.Code
 	default:
-		o.Decision, o.ReasonCodes = string(r.Result.Decision), r.Result.ReasonCodes
+		o.Decision, o.ReasonCodes, o.Cited = string(r.Result.Decision), r.Result.ReasonCodes, r.Result.CitedProvenanceIDs
 	}
 	return o
 }

@@ -92,6 +92,8 @@ type Expect struct {
 	Rules  []string `yaml:"rules"`
 	Alerts []string `yaml:"alerts"`
 	Shadow []string `yaml:"shadow"`
+	// Cited, when given, must equal the decision's cited_provenance_ids.
+	Cited []string `yaml:"cited"`
 	// ReasonCodes, when given, must equal the decision's reason codes.
 	ReasonCodes []string `yaml:"reason_codes"`
 	// Code, when non-zero, is the refusal's ACS/JSON-RPC error code.
@@ -405,6 +407,7 @@ type Observed struct {
 	Rules      []string
 	Alerts     []string
 	Shadow     []string
+	Cited      []string
 	Code       int
 	DeadLetter bool
 }
@@ -421,7 +424,7 @@ func (e Expect) Check(o Observed) error {
 	for _, c := range []struct {
 		what      string
 		got, want []string
-	}{{"rules", o.Rules, e.Rules}, {"alerts", o.Alerts, e.Alerts}, {"shadow rules", o.Shadow, e.Shadow}} {
+	}{{"rules", o.Rules, e.Rules}, {"alerts", o.Alerts, e.Alerts}, {"shadow rules", o.Shadow, e.Shadow}, {"cited provenance ids", o.Cited, e.Cited}} {
 		if c.want != nil && !slices.Equal(slices.Sorted(slices.Values(c.got)), slices.Sorted(slices.Values(c.want))) {
 			errs = append(errs, fmt.Errorf("%s %v, want %v", c.what, c.got, c.want))
 		}

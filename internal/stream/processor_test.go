@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/schema"
@@ -55,11 +58,7 @@ func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *runnin
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	rs, err := rules.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, log)
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(defaultRules(t)), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +93,12 @@ type watcher struct {
 	mu        sync.Mutex
 	decisions map[uint64][]*nats.Msg
 	dlq       map[uint64][]*nats.Msg
+	alerts    map[uint64][]*nats.Msg
 }
 
 func watch(t *testing.T, nc *nats.Conn) *watcher {
 	t.Helper()
-	w := &watcher{decisions: map[uint64][]*nats.Msg{}, dlq: map[uint64][]*nats.Msg{}}
+	w := &watcher{decisions: map[uint64][]*nats.Msg{}, dlq: map[uint64][]*nats.Msg{}, alerts: map[uint64][]*nats.Msg{}}
 	sub := func(subject, hdr string, into map[uint64][]*nats.Msg) {
 		s, err := nc.Subscribe(subject, func(m *nats.Msg) {
 			seq, _ := strconv.ParseUint(m.Header.Get(hdr), 10, 64)
@@ -113,6 +113,7 @@ func watch(t *testing.T, nc *nats.Conn) *watcher {
 	}
 	sub(acs.DecisionsPrefix+".>", stream.HdrStreamSeq, w.decisions)
 	sub(acs.DLQPrefix+".>", stream.HdrOriginalSeq, w.dlq)
+	sub(acs.AlertsPrefix+".>", stream.HdrStreamSeq, w.alerts)
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +144,21 @@ func (w *watcher) await(t *testing.T, seq uint64, decision, dlq bool) (*nats.Msg
 	return nil, nil
 }
 
+// alertsFor returns the rule ids of the alerts that arrived for seq.
+func (w *watcher) alertsFor(seq uint64) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := []string{}
+	for _, m := range w.alerts[seq] {
+		ids = append(ids, m.Header.Get(stream.HdrRuleID))
+	}
+	return ids
+}
+
 // observe turns what arrived on NATS into the scenario's terms.
-func observe(t *testing.T, decision, dead *nats.Msg) scenario.Observed {
+func observe(t *testing.T, decision, dead *nats.Msg, alerts []string) scenario.Observed {
 	t.Helper()
-	o := scenario.Observed{Decision: "none", DeadLetter: dead != nil}
+	o := scenario.Observed{Decision: "none", DeadLetter: dead != nil, Alerts: alerts, Rules: []string{}, Shadow: []string{}}
 	if dead != nil {
 		o.Code, _ = strconv.Atoi(dead.Header.Get(stream.HdrErrorCode))
 	}
@@ -155,11 +167,19 @@ func observe(t *testing.T, decision, dead *nats.Msg) scenario.Observed {
 	}
 	var resp struct {
 		Result *struct {
-			Decision    string   `json:"decision"`
-			ReasonCodes []string `json:"reason_codes"`
-			PolicyData  struct {
+			Decision         string   `json:"decision"`
+			ReasonCodes      []string `json:"reason_codes"`
+			Cited            []string `json:"cited_provenance_ids"`
+			PolicyReferences []struct {
+				PolicyID string `json:"policy_id"`
+				RuleID   string `json:"rule_id"`
+			} `json:"policy_references"`
+			PolicyData struct {
 				Turnguard struct {
 					Violations []struct{ Name string } `json:"violations"`
+					Shadow     []struct {
+						RuleID string `json:"rule_id"`
+					} `json:"shadow"`
 				} `json:"turnguard"`
 			} `json:"policy_data"`
 		} `json:"result"`
@@ -172,9 +192,17 @@ func observe(t *testing.T, decision, dead *nats.Msg) scenario.Observed {
 	case resp.Error != nil:
 		o.Decision, o.Code = "error", resp.Error.Code
 	case resp.Result != nil:
-		o.Decision, o.ReasonCodes = resp.Result.Decision, resp.Result.ReasonCodes
+		o.Decision, o.ReasonCodes, o.Cited = resp.Result.Decision, resp.Result.ReasonCodes, resp.Result.Cited
 		for _, v := range resp.Result.PolicyData.Turnguard.Violations {
 			o.Violations = append(o.Violations, v.Name)
+		}
+		for _, r := range resp.Result.PolicyReferences {
+			if r.PolicyID != guardian.ProtocolPolicyID {
+				o.Rules = append(o.Rules, r.RuleID)
+			}
+		}
+		for _, s := range resp.Result.PolicyData.Turnguard.Shadow {
+			o.Shadow = append(o.Shadow, s.RuleID)
 		}
 	}
 	return o
@@ -206,8 +234,10 @@ func loadScenario(t *testing.T, name string) (*scenario.Scenario, scenario.Built
 
 // TestScenariosEndToEnd runs every scenario through a real processor on a
 // real JetStream server, one envelope at a time as a framework waiting for
-// each decision would, and checks every decision, every dead letter, the
-// stream counts and the session states in KV.
+// each decision would, and checks every decision, dead letter and alert,
+// the stream counts and the session states in KV. The decisions must be
+// byte for byte the ones the pure core gives on the same scenario: the
+// stream adds nothing and loses nothing.
 func TestScenariosEndToEnd(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
 	if len(paths) < 4 {
@@ -216,22 +246,28 @@ func TestScenariosEndToEnd(t *testing.T) {
 	for _, p := range paths {
 		name := filepath.Base(p[:len(p)-len(".yaml")])
 		t.Run(name, func(t *testing.T) {
-			_, built := loadScenario(t, name)
+			sc, built := loadScenario(t, name)
+			pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
 			js, _ := jetstream.New(nc)
 			w := watch(t, nc)
 			startProcessor(t, srv, testConfig())
 			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
-			wantDecisions, wantDLQ := 0, 0
+			wantDecisions, wantDLQ, wantAlerts := 0, 0, 0
 			for i, m := range built.Messages {
 				seq := publish(t, js, m.Subject, m.Data)
 				decided := m.Expect.Decision != "none"
 				dm, lm := w.await(t, seq, decided, m.Expect.DeadLetter)
+				want := pure.Outcomes[i]
+				wantAlerts += len(want.Alerts)
 				if decided {
 					wantDecisions++
 					if got := dm.Header.Get(stream.HdrRequestID); m.Expect.Decision != "error" && got != m.RequestID {
 						t.Errorf("step %d: decision for request %q, want %q", i+1, got, m.RequestID)
+					}
+					if raw, _ := json.Marshal(want.Response); !strings.HasSuffix(m.Subject, ".system") && string(raw) != string(dm.Data) {
+						t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, dm.Data, raw)
 					}
 				}
 				if m.Expect.DeadLetter {
@@ -240,51 +276,150 @@ func TestScenariosEndToEnd(t *testing.T) {
 						t.Errorf("step %d: dead letter does not hold the original bytes and subject", i+1)
 					}
 				}
-				if err := m.Expect.Check(observe(t, dm, lm)); err != nil {
+				w.awaitAlerts(t, seq, len(want.Alerts))
+				if name == "taint-window" && m.Expect.Decision == "deny" {
+					checkTaintAlert(t, w, seq, m)
+				}
+				if err := m.Expect.Check(observe(t, dm, lm, w.alertsFor(seq))); err != nil {
 					t.Errorf("step %d (%s): %v", i+1, m.Subject, err)
 				}
 			}
 			checkStreamCount(t, js, stream.DecisionsStream, wantDecisions)
 			checkStreamCount(t, js, stream.DLQStream, wantDLQ)
+			checkStreamCount(t, js, stream.AlertsStream, wantAlerts)
 			checkStates(t, js, built.States)
 		})
 	}
 }
 
-// TestRestartMidSession stops the processor in the middle of a session and
-// starts a new one: the session continues with its state intact and every
-// envelope gets exactly one decision.
-func TestRestartMidSession(t *testing.T) {
-	_, built := loadScenario(t, "full-session")
-	srv := natstest.RunServer(t)
-	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
-	w := watch(t, nc)
-	first := startProcessor(t, srv, testConfig())
-	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
-	half := len(built.Messages) / 2
-	for _, m := range built.Messages[:half] {
-		w.await(t, publish(t, js, m.Subject, m.Data), true, false)
+// checkTaintAlert reads the taint guard's alert as a SIEM would: an OCSF
+// Detection Finding naming the rule, session, agent, turn, the triggering
+// request and stream sequence, and the envelope that tainted the session.
+func checkTaintAlert(t *testing.T, w *watcher, seq uint64, m scenario.Message) {
+	t.Helper()
+	w.mu.Lock()
+	msgs := w.alerts[seq]
+	w.mu.Unlock()
+	if len(msgs) != 1 || msgs[0].Subject != "acs.alerts.default.high.TG-TAINT-001" {
+		t.Fatalf("want one alert on acs.alerts.default.high.TG-TAINT-001, got %d (%v)", len(msgs), msgs)
 	}
-	first.stop()
-	// Published while no processor runs: decided after the restart.
-	var seqs []uint64
-	for _, m := range built.Messages[half : half+2] {
-		seqs = append(seqs, publish(t, js, m.Subject, m.Data))
+	var f struct {
+		ClassUID    int    `json:"class_uid"`
+		SeverityID  int    `json:"severity_id"`
+		Action      string `json:"action"`
+		FindingInfo struct {
+			Title    string   `json:"title"`
+			Types    []string `json:"types"`
+			Analytic struct {
+				UID string `json:"uid"`
+			} `json:"analytic"`
+		} `json:"finding_info"`
+		Actor struct {
+			User    struct{ UID string } `json:"user"`
+			Session struct{ UID string } `json:"session"`
+		} `json:"actor"`
+		Evidences []struct {
+			Data map[string]any `json:"data"`
+		} `json:"evidences"`
+		Unmapped struct {
+			Turnguard map[string]any `json:"turnguard"`
+		} `json:"unmapped"`
 	}
-	startProcessor(t, srv, testConfig())
-	for _, seq := range seqs {
-		w.await(t, seq, true, false)
+	if err := json.Unmarshal(msgs[0].Data, &f); err != nil {
+		t.Fatal(err)
 	}
-	for _, m := range built.Messages[half+2:] {
-		dm, _ := w.await(t, publish(t, js, m.Subject, m.Data), true, false)
-		if err := m.Expect.Check(observe(t, dm, nil)); err != nil {
-			t.Errorf("after restart: %v", err)
+	tg := f.Unmapped.Turnguard
+	if f.ClassUID != 2004 || f.SeverityID != 4 || f.Action != "Denied" || f.FindingInfo.Analytic.UID != "TG-TAINT-001" ||
+		!slices.Contains(f.FindingInfo.Types, "aarm") || f.Actor.Session.UID != m.SessionID || f.Actor.User.UID != "scenario-agent" ||
+		tg["request_id"] != m.RequestID || tg["stream_seq"] != float64(seq) || tg["turn_id"] == "" || tg["turn_index"] != float64(2) {
+		t.Errorf("alert does not describe the hit: %s", msgs[0].Data)
+	}
+	var anchor map[string]any
+	for _, e := range f.Evidences {
+		if e.Data["role"] == "taint_anchor" {
+			anchor = e.Data
 		}
 	}
-	checkStreamCount(t, js, stream.DecisionsStream, len(built.Messages))
-	checkExactlyOnce(t, js, len(built.Messages))
-	checkStates(t, js, built.States)
+	if anchor == nil || fmt.Sprint(anchor["provenance_ids"]) != "[p-web-1]" || fmt.Sprint(anchor["origins"]) != "[retrieved]" ||
+		fmt.Sprint(anchor["source_ids"]) != "[https://example.net/post]" || anchor["turns_ago"] != float64(1) || anchor["hook"] != "toolCallResult" {
+		t.Errorf("alert evidence does not name the tainting envelope: %v", anchor)
+	}
+}
+
+// awaitAlerts waits until n alerts arrived for seq.
+func (w *watcher) awaitAlerts(t *testing.T, seq uint64, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for len(w.alertsFor(seq)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("seq %d: %d alerts within %s, want %d", seq, len(w.alertsFor(seq)), waitFor, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func pureGuardian(t testing.TB) *guardian.Guardian {
+	t.Helper()
+	v, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return guardian.New(v, guardian.Config{})
+}
+
+func defaultRules(t testing.TB) *rules.Set {
+	t.Helper()
+	rs, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// TestRestartMidSession stops the processor in the middle of a session and
+// starts a new one: the session continues with its state — turns, taint
+// labels — intact, and every envelope gets exactly one decision.
+func TestRestartMidSession(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		// stopAfter envelopes the processor stops; the next two are
+		// published while none runs.
+		stopAfter int
+	}{{"full-session", 6}, {"taint-window", 8}} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			_, built := loadScenario(t, tc.scenario)
+			srv := natstest.RunServer(t)
+			nc := natstest.Connect(t, srv)
+			js, _ := jetstream.New(nc)
+			w := watch(t, nc)
+			first := startProcessor(t, srv, testConfig())
+			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
+			check := func(i int, seq uint64) {
+				m := built.Messages[i]
+				dm, _ := w.await(t, seq, true, false)
+				if err := m.Expect.Check(observe(t, dm, nil, w.alertsFor(seq))); err != nil {
+					t.Errorf("step %d: %v", i+1, err)
+				}
+			}
+			for i, m := range built.Messages[:tc.stopAfter] {
+				check(i, publish(t, js, m.Subject, m.Data))
+			}
+			first.stop()
+			var seqs []uint64
+			for _, m := range built.Messages[tc.stopAfter : tc.stopAfter+2] {
+				seqs = append(seqs, publish(t, js, m.Subject, m.Data))
+			}
+			startProcessor(t, srv, testConfig())
+			for k, seq := range seqs {
+				check(tc.stopAfter+k, seq)
+			}
+			for i := tc.stopAfter + 2; i < len(built.Messages); i++ {
+				check(i, publish(t, js, built.Messages[i].Subject, built.Messages[i].Data))
+			}
+			checkExactlyOnce(t, js, len(built.Messages))
+			checkStates(t, js, built.States)
+		})
+	}
 }
 
 // TestConnectionLossIsExactlyOnce kills the processor's connection while

@@ -338,7 +338,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 		// are published again and the alert stream's duplicate window
 		// drops the repeats.
 		for _, a := range out.Alerts {
-			am, err := alertMsg(a)
+			am, err := alertMsg(a, in.msg.Seq)
 			if err != nil {
 				return err
 			}
@@ -463,7 +463,7 @@ func decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, error) {
 	return m, nil
 }
 
-func alertMsg(a guardian.Alert) (*nats.Msg, error) {
+func alertMsg(a guardian.Alert, seq uint64) (*nats.Msg, error) {
 	data, err := json.Marshal(a.Finding)
 	if err != nil {
 		return nil, fmt.Errorf("encode alert of %s: %w", a.RuleID, err)
@@ -472,6 +472,7 @@ func alertMsg(a guardian.Alert) (*nats.Msg, error) {
 	m.Data = data
 	m.Header.Set(HdrMsgID, a.MsgID)
 	m.Header.Set(HdrRuleID, a.RuleID)
+	m.Header.Set(HdrStreamSeq, strconv.FormatUint(seq, 10))
 	return m, nil
 }
 
