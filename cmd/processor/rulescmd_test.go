@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRulesCommand(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		out, error []string
+	}{
+		{"check the default pack", []string{"rules", "check"}, 0, []string{"ok: turnguard-default (sha256:", "6 rules"}, nil},
+		{"check a broken file", []string{"rules", "check", "../../internal/rules/testdata/broken/cel-type-error.yaml"}, 1, nil,
+			[]string{"cel-type-error.yaml:9:22: when: found no matching overload for '_==_' applied to '(string, int)'", "1 problem(s)"}},
+		{"check several broken files at once", []string{"rules", "check", "../../internal/rules/testdata/broken/unknown-hook.yaml", "../../internal/rules/testdata/broken/bad-enums.yaml"}, 1, nil,
+			[]string{"unknown-hook.yaml:8:27:", `bad-enums.yaml:5:9: rule "R1" is declared twice`, "bad-enums.yaml:7:15:", "5 problem(s)"}},
+		{"test the default pack", []string{"rules", "test"}, 0, []string{"PASS builtin:default:", "6 passed, 0 failed"}, nil},
+		{"test the window edge cases", []string{"rules", "test", "../../internal/ruletest/testdata/windows.yaml"}, 0, []string{"PASS", "10 passed, 0 failed"}, nil},
+		{"a failing case", []string{"rules", "test", "testdata/failing-test.yaml"}, 1,
+			[]string{"PASS testdata/failing-test.yaml:12: shell is denied", "FAIL testdata/failing-test.yaml:15: this expectation is wrong on purpose", "decision deny, want allow", "1 passed, 1 failed"}, nil},
+		{"a missing file", []string{"rules", "check", "nope.yaml"}, 1, nil, []string{"nope.yaml"}},
+		{"an unknown subcommand", []string{"rules", "lint"}, 2, nil, []string{`unknown rules command "lint"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), tc.args, &out, &errOut)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out.String(), errOut.String())
+			}
+			for _, want := range tc.out {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out.String())
+				}
+			}
+			for _, want := range tc.error {
+				if !strings.Contains(errOut.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+				}
+			}
+		})
+	}
+}
