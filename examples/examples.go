@@ -1,6 +1,6 @@
-// Package examples embeds the example session of the README walkthrough
-// (session/*.json), so that tests and benchmarks publish exactly the files a
-// user publishes with the nats CLI.
+// Package examples embeds the example sessions of the README walkthrough
+// (session/*.json, taint/*.json), so that tests and benchmarks publish
+// exactly the files a user publishes with the nats CLI.
 package examples
 
 import (
@@ -12,10 +12,14 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 )
 
-// SessionID is the session id the example files carry.
-const SessionID = "7f3c2a9e-4b1d-4e8a-9c6f-2d5e8a1b3c70"
+// SessionID and TaintSessionID are the session ids the example files of
+// session/ and taint/ carry.
+const (
+	SessionID      = "7f3c2a9e-4b1d-4e8a-9c6f-2d5e8a1b3c70"
+	TaintSessionID = "3b9d6f2e-8c41-4e7a-b5d0-9a2c4e6f8b13"
+)
 
-//go:embed session/*.json
+//go:embed session/*.json taint/*.json
 var files embed.FS
 
 // Envelope is one example file: the hook token of its subject and its bytes.
@@ -27,8 +31,14 @@ type Envelope struct {
 // Session returns the example session in publishing order, moved to
 // sessionID ("" keeps SessionID). Request ids only need to be unique within
 // a session, so the same files make any number of sessions.
-func Session(sessionID string) []Envelope {
-	names, err := fs.Glob(files, "session/[0-9][0-9]-*.json")
+func Session(sessionID string) []Envelope { return load("session", SessionID, sessionID) }
+
+// Taint returns the taint example: web content with untrusted provenance
+// in turn 1, then in turn 2 a shell command derived from it.
+func Taint(sessionID string) []Envelope { return load("taint", TaintSessionID, sessionID) }
+
+func load(dir, own, sessionID string) []Envelope {
+	names, err := fs.Glob(files, dir+"/[0-9][0-9]-*.json")
 	if err != nil {
 		panic(err) // the pattern is a constant
 	}
@@ -39,7 +49,7 @@ func Session(sessionID string) []Envelope {
 			panic(err) // embedded files are always readable
 		}
 		if sessionID != "" {
-			raw = []byte(strings.ReplaceAll(string(raw), SessionID, sessionID))
+			raw = []byte(strings.ReplaceAll(string(raw), own, sessionID))
 		}
 		hook := strings.TrimSuffix(path.Base(name)[len("01-"):], ".json")
 		out = append(out, Envelope{Hook: hook, Data: raw})
@@ -47,10 +57,8 @@ func Session(sessionID string) []Envelope {
 	return out
 }
 
-// Subject is the inbound subject of an example envelope for a tenant.
+// Subject is the inbound subject of an example envelope for a tenant and
+// session.
 func (e Envelope) Subject(tenant, sessionID string) string {
-	if sessionID == "" {
-		sessionID = SessionID
-	}
 	return acs.InboundSubject(tenant, sessionID, e.Hook)
 }

@@ -3,11 +3,13 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -324,4 +326,113 @@ func TestNearLimitMessageOnDefaultServer(t *testing.T) {
 		t.Fatalf("dead letter: %d bytes, headers %v", len(m.Data), m.Header)
 	}
 	checkCompleteSession(t, js, exampleSession)
+}
+
+// TestRulesReload changes the rule file under a running processor: the new
+// rules apply without a restart; a broken file is refused whole, the last
+// good rules keep deciding, and an operational alert says why; SIGHUP
+// reloads too.
+func TestRulesReload(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rules.yaml")
+	writeRules := func(tool string) {
+		t.Helper()
+		src := fmt.Sprintf(`apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: reload-test}
+rules:
+  - id: NO-TOOL
+    title: No %[1]s
+    severity: high
+    on: [toolCallRequest]
+    when: tool.name == "%[1]s"
+    decision: deny
+`, tool)
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeRules("shell")
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--rules", file)
+	nc := connect(t, "nats://"+listen)
+	js, _ := jetstream.New(nc)
+	ops, err := nc.SubscribeSync("acs.alerts._system.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := sessionID(42)
+	n := 0
+	decide := func(tool string) string {
+		t.Helper()
+		n++
+		env := fmt.Sprintf(`{"jsonrpc":"2.0","method":"steps/toolCallRequest","id":%d,"params":{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-%012d","timestamp":"2026-12-02T10:00:00Z","metadata":{"agent_id":"a","session_id":"%s"},"payload":{"tool":{"name":"%s"},"arguments":{}}}}`, n, n, sid, tool)
+		if err := nc.Publish("acs.hooks.default."+sid+".toolCallRequest", []byte(env)); err != nil {
+			t.Fatal(err)
+		}
+		awaitCount(t, js, "ACS_DECISIONS", n, 20*time.Second)
+		m := decisionsBySeq(t, js)[uint64(n)]
+		if len(m) != 1 {
+			t.Fatalf("seq %d: %d decisions", n, len(m))
+		}
+		return m[0].Headers().Get("Acs-Decision")
+	}
+	awaitLog := func(what string, times int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for strings.Count(p.out.String(), what) < times {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log:\n%s", what, p.out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if d := decide("shell"); d != "deny" {
+		t.Fatalf("shell under the first rules: %s", d)
+	}
+	writeRules("python")
+	awaitLog(`"message":"rules reloaded"`, 1)
+	if d1, d2 := decide("shell"), decide("python"); d1 != "allow" || d2 != "deny" {
+		t.Fatalf("after the change: shell %s, python %s; want allow, deny", d1, d2)
+	}
+	if err := os.WriteFile(file, []byte("apiVersion: turnguard/v1\nkind: RuleSet\nmetadata: {name: reload-test}\nrules:\n  - id: NO-TOOL\n    whn: oops\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	awaitLog(`"message":"rule set refused; the last good one keeps running"`, 1)
+	m, err := ops.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no operational alert: %v", err)
+	}
+	if m.Subject != "acs.alerts._system.high.rules_reload_failed" || !strings.Contains(string(m.Data), `unknown field \"whn\"`) || !strings.Contains(string(m.Data), "rules.yaml:6:5") {
+		t.Fatalf("operational alert on %s: %s", m.Subject, m.Data)
+	}
+	if d := decide("python"); d != "deny" {
+		t.Fatalf("the last good rules must keep deciding: python %s", d)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	awaitLog(`"message":"SIGHUP: reloading rules"`, 1)
+	awaitLog(`"message":"rule set refused; the last good one keeps running"`, 2)
+	writeRules("ruby")
+	awaitLog(`"message":"rules reloaded"`, 2)
+	if d := decide("ruby"); d != "deny" {
+		t.Fatalf("after fixing the file: ruby %s", d)
+	}
+	p.stop(t)
+}
+
+// TestEmbeddedPortInUse: when the client port is taken the processor says
+// so and exits, rather than run unreachable while the nats CLI talks to
+// whatever holds the port.
+func TestEmbeddedPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := start(t, "processor", "--data-dir", t.TempDir(), "--listen", l.Addr().String())
+	if code := p.wait(t, 15*time.Second); code != 1 || !strings.Contains(p.out.String(), "address already in use") {
+		t.Fatalf("exit %d:\n%s", code, p.out)
+	}
 }

@@ -180,6 +180,9 @@ func Compile(files []*File) (*Set, error) {
 		for _, f := range files {
 			c.compileFile(f)
 		}
+		for _, f := range files {
+			c.override(f)
+		}
 	}
 	if len(c.diags) > 0 {
 		slices.SortStableFunc(c.diags, func(a, b Diagnostic) int {
@@ -454,6 +457,23 @@ func (c *compiler) compileFile(f *File) {
 			continue
 		}
 		c.set.Tests = append(c.set.Tests, TestCase{File: f.Path, Pos: pos, Spec: &f.Tests[i]})
+	}
+}
+
+// override applies a file's overrides to rules of any file.
+func (c *compiler) override(f *File) {
+	for _, o := range f.Overrides {
+		i := slices.IndexFunc(c.set.Rules, func(r *Rule) bool { return r.ID == o.Rule.Value })
+		if i < 0 {
+			c.errf(f, o.Rule.Pos, "override: no rule %q in the rule set", o.Rule.Value)
+			continue
+		}
+		switch m := Mode(o.Mode.Value); m {
+		case Enforce, Shadow, Off:
+			c.set.Rules[i].Mode = m
+		default:
+			c.errf(f, posOr(o.Mode, o.Rule), "override of %s: mode %q: want enforce, shadow or off", o.Rule.Value, o.Mode.Value)
+		}
 	}
 }
 

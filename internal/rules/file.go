@@ -28,6 +28,7 @@ type File struct {
 	Tools      []ToolClassDef      `yaml:"tools"`
 	Taints     []TaintDef          `yaml:"taints"`
 	Rules      []RuleDef           `yaml:"rules"`
+	Overrides  []OverrideDef       `yaml:"overrides"`
 	Tests      []scenario.Scenario `yaml:"tests"`
 
 	// Path is where the file was read from; Source its bytes.
@@ -122,6 +123,14 @@ type AskDef struct {
 	TimeoutSeconds     Int      `yaml:"timeout_seconds"`
 	TimeoutDisposition Str      `yaml:"timeout_disposition"`
 	Options            []string `yaml:"options"`
+}
+
+// OverrideDef changes the mode of a rule declared in another file, so a
+// deployment can put a rule of the default pack in shadow mode or turn it
+// off without copying the pack.
+type OverrideDef struct {
+	Rule Str `yaml:"rule"`
+	Mode Str `yaml:"mode"`
 }
 
 // ExceptionDef suppresses a rule's hit when its condition holds.

@@ -54,22 +54,44 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
-	s.SetLoggerV2(serverLogger{cfg.Logger.With().Str("component", "nats-server").Logger()}, false, false, false)
+	fatal := make(chan string, 1)
+	s.SetLoggerV2(serverLogger{log: cfg.Logger.With().Str("component", "nats-server").Logger(), fatal: fatal}, false, false, false)
 	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
+	ready := make(chan bool, 1)
+	go func() { ready <- s.ReadyForConnections(30 * time.Second) }()
+	select {
+	case msg := <-fatal:
+		// e.g. the client port is taken: without this the server would run
+		// on in-process and the nats CLI would reach whatever holds the port.
 		s.Shutdown()
-		return nil, fmt.Errorf("embedded NATS server did not become ready (store %s, listen %q)", opts.StoreDir, cfg.Listen)
+		return nil, fmt.Errorf("embedded NATS server: %s (choose another --listen, or --listen none)", msg)
+	case ok := <-ready:
+		if !ok {
+			s.Shutdown()
+			return nil, fmt.Errorf("embedded NATS server did not become ready (store %s, listen %q)", opts.StoreDir, cfg.Listen)
+		}
 	}
 	return s, nil
 }
 
 // serverLogger routes nats-server's log lines into zerolog. The server's
-// notices are routine, so they go out at debug level.
-type serverLogger struct{ log zerolog.Logger }
+// notices are routine, so they go out at debug level; a fatal error is also
+// handed to StartEmbedded.
+type serverLogger struct {
+	log   zerolog.Logger
+	fatal chan<- string
+}
 
 func (l serverLogger) Noticef(format string, v ...any) { l.log.Debug().Msgf(format, v...) }
 func (l serverLogger) Warnf(format string, v ...any)   { l.log.Warn().Msgf(format, v...) }
-func (l serverLogger) Fatalf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
-func (l serverLogger) Errorf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
-func (l serverLogger) Debugf(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }
-func (l serverLogger) Tracef(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }
+func (l serverLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error().Msg(msg)
+	select {
+	case l.fatal <- msg:
+	default:
+	}
+}
+func (l serverLogger) Errorf(format string, v ...any) { l.log.Error().Msgf(format, v...) }
+func (l serverLogger) Debugf(format string, v ...any) { l.log.Trace().Msgf(format, v...) }
+func (l serverLogger) Tracef(format string, v ...any) { l.log.Trace().Msgf(format, v...) }

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Publishes an example session to a running turnguard processor with the
+# stock nats CLI, one envelope per hook subject, in file order.
+#
+#   examples/publish.sh DIR [SESSION_ID] [TENANT]
+#
+# DIR is examples/session (a clean session) or examples/taint (web content,
+# then a consequential call that the default rules deny). Without SESSION_ID
+# the files' own session id is used; another id makes a new session from
+# the same files (request ids need only be unique within a session).
+# NATS_URL selects the server (default nats://127.0.0.1:4222).
+set -eu
+dir=${1:?usage: examples/publish.sh DIR [SESSION_ID] [TENANT]}
+first=$(ls "$dir"/[0-9][0-9]-*.json | head -n 1)
+file_sid=$(sed -n 's/.*"session_id": "\([^"]*\)".*/\1/p' "$first" | head -n 1)
+sid=${2:-$file_sid}
+tenant=${3:-default}
+for f in "$dir"/[0-9][0-9]-*.json; do
+	hook=${f##*/[0-9][0-9]-}
+	hook=${hook%.json}
+	nats pub "acs.hooks.$tenant.$sid.$hook" "$(sed "s/$file_sid/$sid/g" "$f")"
+done
