@@ -515,7 +515,7 @@ func (e *evalCtx) render(r *Rule, h Hit) string {
 	if h.Taint != nil {
 		data["taint"] = map[string]any{"label": h.TaintLabel, "age_turns": h.AgeTurns, "hits": h.Taint.Hits,
 			"lookback_turns": max(e.turn-h.Taint.First.Turn, 0),
-			"first": hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
+			"first":          hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
 	}
 	var names []string
 	for _, v := range e.in.Violations {
