@@ -32,7 +32,7 @@ func BenchmarkDecide(b *testing.B) {
 			state = nil
 		}
 		route := acs.Route{Tenant: "default", SessionID: examples.SessionID, Hook: e.Hook}
-		out := g.Decide(rs, state, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
+		out := g.Decide(rs, state, nil, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
 		if out.Refusal != nil || out.State == nil {
 			b.Fatalf("%s refused: %v", e.Hook, out.Refusal)
 		}

@@ -23,7 +23,7 @@ func TestExampleSessionIsClean(t *testing.T) {
 	var state *turnstate.Session
 	for i, e := range envs {
 		route := acs.Route{Tenant: "default", SessionID: examples.SessionID, Hook: e.Hook}
-		out := g.Decide(defaultRules(t), state, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
+		out := g.Decide(defaultRules(t), state, nil, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
 		if out.Refusal != nil || out.Response.Result == nil || out.Response.Result.Decision != acs.Allow || len(out.Violations) != 0 {
 			raw, _ := json.Marshal(out.Response)
 			t.Fatalf("%s: %v %s", e.Hook, out.Refusal, raw)
@@ -46,7 +46,7 @@ func TestTaintExampleIsDenied(t *testing.T) {
 	var out guardian.Outcome
 	for i, e := range envs {
 		route := acs.Route{Tenant: "default", SessionID: examples.TaintSessionID, Hook: e.Hook}
-		out = g.Decide(rs, state, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
+		out = g.Decide(rs, state, nil, route, guardian.Message{Data: e.Data, Seq: uint64(i + 1)})
 		if out.Refusal != nil {
 			t.Fatalf("%s refused: %v", e.Hook, out.Refusal)
 		}

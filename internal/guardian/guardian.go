@@ -87,6 +87,9 @@ type Outcome struct {
 	// subagentStart.
 	State   *turnstate.Session
 	Spawned *turnstate.Session
+	// Agent is the agent's shared state when an agent-keyed rule counted
+	// the envelope (it must be saved), else nil.
+	Agent *turnstate.Agent
 	// Hits are the rules that hit (enforcing and shadow); Alerts their
 	// findings.
 	Hits   []rules.Hit
@@ -96,9 +99,10 @@ type Outcome struct {
 // Decide evaluates one message published to route against the rule set rs
 // (nil: no rules; protocol violations are then only recorded). state is the
 // session's current state, or nil for a session nothing has been applied
-// to. Decide takes ownership of state: the returned Outcome.State may be
-// the same value, advanced.
-func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, route acs.Route, msg Message) Outcome {
+// to; agent is the shared state of the envelope's agent (see AgentOf),
+// needed only when rs.AgentKeyed(). Decide takes ownership of both: the
+// returned Outcome.State and Outcome.Agent may be the same values, advanced.
+func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnstate.Agent, route acs.Route, msg Message) Outcome {
 	out := Outcome{Route: route}
 	if state != nil && state.Applied(msg.Seq) {
 		out.Skipped = true
@@ -123,8 +127,16 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, route acs.Rou
 	applied := state.Apply(env.step)
 	var rr rules.Result
 	if rs != nil {
-		rr = rs.Evaluate(state, rules.Input{Spec: env.spec, Req: &env.req, Payload: env.payload, Seq: msg.Seq,
-			Time: env.step.Time, Violations: applied.Violations})
+		if agent != nil && agent.AgentID != env.req.Params.Metadata.AgentID {
+			// Not this envelope's agent: agent-keyed rules get no state and
+			// fail, and the error posture decides.
+			agent = nil
+		}
+		rr = rs.Evaluate(state, agent, rules.Input{Spec: env.spec, Req: &env.req, Payload: env.payload, Seq: msg.Seq,
+			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition})
+		if rr.AgentChanged {
+			out.Agent = agent
+		}
 	}
 	v := g.decide(rs, env, state, applied.Violations, rr)
 	state.RecordDecision(env.step, v.decision)
@@ -137,6 +149,22 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, route acs.Rou
 	out.Hits = rr.Hits
 	out.Alerts = v.alerts
 	return out
+}
+
+// AgentOf reads the agent id of an inbound message without deciding it, so
+// a caller can fetch the agent's shared state first. "" when unreadable.
+func AgentOf(data []byte) string {
+	var env struct {
+		Params struct {
+			Metadata struct {
+				AgentID string `json:"agent_id"`
+			} `json:"metadata"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(data, &env) != nil {
+		return ""
+	}
+	return env.Params.Metadata.AgentID
 }
 
 // Unroutable is the outcome for a message whose subject names no usable

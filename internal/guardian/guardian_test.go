@@ -40,11 +40,11 @@ func TestDecideSkipsAppliedMessages(t *testing.T) {
 	g := guardian.New(newValidator(t), guardian.Config{})
 	state := turnstate.New("default", testSession)
 	state.LastSeq = 9
-	out := g.Decide(defaultRules(t), state, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 9})
+	out := g.Decide(defaultRules(t), state, nil, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 9})
 	if !out.Skipped || out.Response != nil || out.State != nil || out.Refusal != nil {
 		t.Fatalf("redelivery of seq 9 was not skipped: %+v", out)
 	}
-	out = g.Decide(defaultRules(t), state, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 10})
+	out = g.Decide(defaultRules(t), state, nil, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 10})
 	if out.Skipped || out.State == nil || out.State.LastSeq != 10 {
 		t.Fatalf("seq 10 was not applied: %+v", out)
 	}
@@ -53,7 +53,7 @@ func TestDecideSkipsAppliedMessages(t *testing.T) {
 func TestRefusalLeavesStateAlone(t *testing.T) {
 	g := guardian.New(newValidator(t), guardian.Config{})
 	state := turnstate.New("default", testSession)
-	out := g.Decide(defaultRules(t), state, routeFor("steps/turnStart"), guardian.Message{Data: envelope("steps/turnStart", `{"turn_id":"x","triggered_by":"whim"}`), Seq: 1})
+	out := g.Decide(defaultRules(t), state, nil, routeFor("steps/turnStart"), guardian.Message{Data: envelope("steps/turnStart", `{"turn_id":"x","triggered_by":"whim"}`), Seq: 1})
 	if out.Refusal == nil || out.Refusal.Code != acs.CodeInvalidParams || out.State != nil {
 		t.Fatalf("want a -32602 refusal without a state change, got %+v", out)
 	}
@@ -76,7 +76,7 @@ func TestRefusalLeavesStateAlone(t *testing.T) {
 func TestPingIsAnsweredWithoutState(t *testing.T) {
 	g := guardian.New(newValidator(t), guardian.Config{})
 	at := time.Date(2026, 12, 2, 8, 0, 0, 123, time.UTC)
-	out := g.Decide(defaultRules(t), nil, routeFor("system/ping"), guardian.Message{Data: envelope("system/ping", `{"echo":"hi"}`), Seq: 3, Time: at})
+	out := g.Decide(defaultRules(t), nil, nil, routeFor("system/ping"), guardian.Message{Data: envelope("system/ping", `{"echo":"hi"}`), Seq: 3, Time: at})
 	if out.State != nil || out.Refusal != nil || out.Response == nil || out.Response.Result == nil {
 		t.Fatalf("ping outcome %+v", out)
 	}
@@ -92,12 +92,12 @@ func TestDeniedSubagentStartSpawnsNothing(t *testing.T) {
 	closed.Status = turnstate.StatusClosed
 	closed.Envelopes, closed.LastSeq = 3, 3
 	payload := `{"subagent_session_id":"bf9b906b-a7a5-4cd4-89ce-82d223b09586","parent_session_id":"` + testSession + `","parent_step_id":"s","intent_derivation":"fresh"}`
-	out := g.Decide(defaultRules(t), closed, routeFor("steps/subagentStart"), guardian.Message{Data: envelope("steps/subagentStart", payload), Seq: 4})
+	out := g.Decide(defaultRules(t), closed, nil, routeFor("steps/subagentStart"), guardian.Message{Data: envelope("steps/subagentStart", payload), Seq: 4})
 	if out.Response.Result.Decision != acs.Deny || out.Spawned != nil {
 		t.Fatalf("subagentStart on a closed session: decision %s, spawned %+v", out.Response.Result.Decision, out.Spawned)
 	}
 	open := turnstate.New("default", testSession)
-	out = g.Decide(defaultRules(t), open, routeFor("steps/subagentStart"), guardian.Message{Data: envelope("steps/subagentStart", payload), Seq: 1})
+	out = g.Decide(defaultRules(t), open, nil, routeFor("steps/subagentStart"), guardian.Message{Data: envelope("steps/subagentStart", payload), Seq: 1})
 	if out.Spawned == nil || out.Spawned.SessionID != "bf9b906b-a7a5-4cd4-89ce-82d223b09586" {
 		t.Fatalf("allowed subagentStart spawned %+v", out.Spawned)
 	}
@@ -106,7 +106,7 @@ func TestDeniedSubagentStartSpawnsNothing(t *testing.T) {
 func TestOversizeIsRefusedUnread(t *testing.T) {
 	g := guardian.New(newValidator(t), guardian.Config{MaxEnvelopeBytes: 2048})
 	big := envelope("steps/userMessage", `{"content":[{"type":"text","value":"`+strings.Repeat("a", 4096)+`"}]}`)
-	out := g.Decide(defaultRules(t), nil, routeFor("steps/userMessage"), guardian.Message{Data: big, Seq: 1})
+	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: big, Seq: 1})
 	if !errors.Is(out.Refusal, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge}) {
 		t.Fatalf("want envelope_too_large, got %v", out.Refusal)
 	}
@@ -138,7 +138,7 @@ func TestDecideIsDeterministic(t *testing.T) {
 		_ = json.Unmarshal(data, &env)
 		route := acs.Route{Tenant: "default", SessionID: env.Params.Metadata.SessionID, Hook: acs.HookToken(env.Method)}
 		run := func() []byte {
-			out := g.Decide(defaultRules(t), nil, route, guardian.Message{Data: data, Seq: 42, Time: time.Unix(0, 0)})
+			out := g.Decide(defaultRules(t), nil, nil, route, guardian.Message{Data: data, Seq: 42, Time: time.Unix(0, 0)})
 			b, _ := json.Marshal(out)
 			return b
 		}
@@ -165,7 +165,7 @@ func FuzzDecide(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, hook string) {
 		route := acs.Route{Tenant: "default", SessionID: "59d80ff6-ce6f-4a67-992d-f8fba22c6164", Hook: hook}
 		state := turnstate.New(route.Tenant, route.SessionID)
-		out := g.Decide(rs, state, route, guardian.Message{Data: data, Seq: 1})
+		out := g.Decide(rs, state, nil, route, guardian.Message{Data: data, Seq: 1})
 		if out.Response == nil {
 			t.Fatalf("no response for %q", data)
 		}

@@ -74,7 +74,7 @@ func BenchmarkEvaluateDefaultPack(b *testing.B) {
 			carried = turnstate.Session{}
 		}
 		s.state.Taints, s.state.Counters, s.state.Provenance, s.state.RuleHits = carried.Taints, carried.Counters, carried.Provenance, carried.RuleHits
-		for _, h := range rs.Evaluate(s.state, s.in).Hits {
+		for _, h := range rs.Evaluate(s.state, nil, s.in).Hits {
 			if h.Rule.ID == "TG-TAINT-001" {
 				guardHits++
 			}

@@ -100,6 +100,9 @@ type Threshold struct {
 	Per         string
 	Within      *Window
 	Consecutive bool
+	// ByAgent counts across all sessions of the envelope's agent instead
+	// of within its session.
+	ByAgent bool
 }
 
 type exception struct {
@@ -232,6 +235,12 @@ func LoadFiles(paths ...string) (*Set, error) {
 		return nil, diags
 	}
 	return Compile(files)
+}
+
+// AgentKeyed reports whether any evaluated rule counts per agent, so that
+// the caller must supply the agent's state.
+func (s *Set) AgentKeyed() bool {
+	return slices.ContainsFunc(s.Rules, func(r *Rule) bool { return r.Mode != Off && r.Threshold != nil && r.Threshold.ByAgent })
 }
 
 // Default compiles the embedded default pack.
@@ -657,9 +666,12 @@ func (c *compiler) threshold(f *File, id string, t *ThresholdDef) *Threshold {
 	switch t.Key.Value {
 	case "", "session":
 	case "agent":
-		c.errf(f, t.Key.Pos, "rule %s: threshold.key agent is not supported: partitions follow sessions, so no worker sees all of an agent's sessions in order", id)
+		th.ByAgent = true
+		if t.Within == nil || t.Within.Duration == nil || t.Within.Turns != nil || th.Per != "" || th.Consecutive {
+			c.errf(f, t.Key.Pos, "rule %s: an agent-keyed threshold counts within a duration (within: {duration: …}): turns belong to sessions", id)
+		}
 	default:
-		c.errf(f, t.Key.Pos, "rule %s: threshold.key %q: want session", id, t.Key.Value)
+		c.errf(f, t.Key.Pos, "rule %s: threshold.key %q: want session or agent", id, t.Key.Value)
 	}
 	scopes := 0
 	if th.Per != "" {

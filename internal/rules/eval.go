@@ -2,9 +2,11 @@ package rules
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -41,6 +43,9 @@ func (e EvalError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err)
 type Result struct {
 	Hits   []Hit
 	Errors []EvalError
+	// AgentChanged is set when an agent-keyed threshold counted the
+	// envelope: the agent's state must be saved.
+	AgentChanged bool
 	// Turn is the index of the turn the envelope belongs to.
 	Turn       int
 	Provenance ProvenanceView
@@ -50,9 +55,10 @@ type Result struct {
 // updates the session's rule state — provenance memory, taint labels,
 // threshold counters — in this order: taints are cleared and set first, so
 // a guard sees the taint its own envelope carries; then every rule of the
-// envelope's hook is evaluated. It reads nothing but its arguments.
-func (s *Set) Evaluate(sess *turnstate.Session, in Input) Result {
-	e := &evalCtx{set: s, sess: sess, in: in, hook: ruleHook(*in.Spec)}
+// envelope's hook is evaluated. agent is the envelope's agent's shared
+// state, needed only when AgentKeyed. It reads nothing but its arguments.
+func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input) Result {
+	e := &evalCtx{set: s, sess: sess, agent: agent, in: in, hook: ruleHook(*in.Spec)}
 	e.turn = sess.CurrentTurn(in.Req.Params.Metadata.TurnID)
 	res := Result{Turn: e.turn}
 	e.prov = e.provenance()
@@ -72,13 +78,23 @@ func (s *Set) Evaluate(sess *turnstate.Session, in Input) Result {
 		}
 	}
 	e.pruneCounters()
+	if e.agentCounted {
+		if agent.Applied == nil {
+			agent.Applied = map[string]uint64{}
+		}
+		agent.Applied[strconv.Itoa(in.Partition)] = in.Seq
+		res.AgentChanged = true
+	}
 	return res
 }
 
 type evalCtx struct {
-	set  *Set
-	sess *turnstate.Session
-	in   Input
+	set   *Set
+	sess  *turnstate.Session
+	agent *turnstate.Agent
+	in    Input
+	// agentCounted is set once an agent-keyed counter took the envelope.
+	agentCounted bool
 	hook string
 	turn int
 	prov ProvenanceView
@@ -404,7 +420,15 @@ func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
 		h.TaintLabel, h.Taint, h.AgeTurns = g.Taint, &cp, age
 	}
 	if th := r.Threshold; th != nil {
-		h.Count = e.count(r.ID, th)
+		if th.ByAgent {
+			if e.agent == nil {
+				res.Errors = append(res.Errors, EvalError{Rule: r, Where: "rule " + r.ID + " threshold", Err: errNoAgent})
+				return Hit{}, false
+			}
+			h.Count = e.countAgent(r.ID, th)
+		} else {
+			h.Count = e.count(r.ID, th)
+		}
 		if h.Count <= th.Max {
 			return Hit{}, false
 		}
@@ -472,6 +496,37 @@ func (e *evalCtx) count(id string, th *Threshold) int {
 		return len(c.Times)
 	}
 	return len(c.Turns)
+}
+
+var errNoAgent = errors.New("the agent's shared state was not supplied")
+
+// countAgent counts the envelope in an agent-keyed sliding window, unless
+// this partition already counted it (a redelivery decided again), and
+// returns the count in the window.
+func (e *evalCtx) countAgent(id string, th *Threshold) int {
+	if e.agent.Counters == nil {
+		e.agent.Counters = map[string]*turnstate.Counter{}
+	}
+	c := e.agent.Counters[id]
+	if c == nil {
+		c = &turnstate.Counter{}
+		e.agent.Counters[id] = c
+	}
+	d := *th.Within.Duration
+	keep := c.Times[:0]
+	for _, t := range c.Times {
+		// Sessions interleave: entries later than this envelope stay.
+		if e.in.Time.Sub(t) <= d {
+			keep = append(keep, t)
+		}
+	}
+	c.Times = keep
+	if e.in.Seq > e.agent.Applied[strconv.Itoa(e.in.Partition)] {
+		c.Times = append(c.Times, e.in.Time)
+		c.Times = c.Times[max(0, len(c.Times)-min(th.Max+1, turnstate.MaxWindowEntries)):]
+		e.agentCounted = true
+	}
+	return len(c.Times)
 }
 
 // pruneCounters drops counters of rules no longer in the set, so a

@@ -94,6 +94,9 @@ type Input struct {
 	Seq        uint64
 	Time       time.Time
 	Violations []turnstate.Violation
+	// Partition is the partition the envelope was consumed from: agent
+	// counts remember per partition what they already counted.
+	Partition int
 }
 
 // provenance walks a decoded payload for every provenance object attached

@@ -56,3 +56,19 @@ func TestWindowEdges(t *testing.T) {
 		})
 	}
 }
+
+// An agent-keyed threshold counts across the agent's sessions.
+func TestAgentThreshold(t *testing.T) {
+	rs, err := rules.LoadFiles("testdata/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rs.AgentKeyed() {
+		t.Fatal("the set does not report its agent-keyed rule")
+	}
+	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
+		for _, f := range r.Failures {
+			t.Errorf("%s: %s", r.Name, f)
+		}
+	}
+}

@@ -1,42 +1,38 @@
 package stream
 
-import (
-	"container/list"
+import "container/list"
 
-	"github.com/turnguard/turnguard/internal/turnstate"
-)
-
-// cached is a session's committed state and the KV revision it was read or
-// written at (0: not in KV yet).
-type cached struct {
+// cached is a committed state and the KV revision it was read or written at
+// (0: not in KV yet).
+type cached[T any] struct {
 	key   string
-	state *turnstate.Session
+	state *T
 	rev   uint64
 }
 
-// stateCache keeps the most recently used committed session states of one
-// partition worker, so a busy session costs no KV read per envelope. Only
-// its worker touches it.
-type stateCache struct {
+// stateCache keeps the most recently used committed states of one
+// partition worker — sessions, agents — so a busy key costs no KV read per
+// envelope. Only its worker touches it.
+type stateCache[T any] struct {
 	max   int
 	order *list.List // front = most recently used
 	byKey map[string]*list.Element
 }
 
-func newStateCache(max int) *stateCache {
-	return &stateCache{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+func newStateCache[T any](max int) *stateCache[T] {
+	return &stateCache[T]{max: max, order: list.New(), byKey: map[string]*list.Element{}}
 }
 
-func (c *stateCache) get(key string) (cached, bool) {
+func (c *stateCache[T]) get(key string) (cached[T], bool) {
 	el, ok := c.byKey[key]
 	if !ok {
-		return cached{}, false
+		return cached[T]{}, false
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(cached), true
+	return el.Value.(cached[T]), true
 }
 
-func (c *stateCache) put(v cached) {
+func (c *stateCache[T]) put(v cached[T]) {
 	if el, ok := c.byKey[v.key]; ok {
 		el.Value = v
 		c.order.MoveToFront(el)
@@ -46,11 +42,11 @@ func (c *stateCache) put(v cached) {
 	for c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.byKey, last.Value.(cached).key)
+		delete(c.byKey, last.Value.(cached[T]).key)
 	}
 }
 
-func (c *stateCache) drop(key string) {
+func (c *stateCache[T]) drop(key string) {
 	if el, ok := c.byKey[key]; ok {
 		c.order.Remove(el)
 		delete(c.byKey, key)

@@ -106,7 +106,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		workers = append(workers, &worker{
 			consumer: consumer, filter: filter, routed: routed,
 			cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
-			cache: newStateCache(p.cfg.CacheSize), stats: &p.stats,
+			cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 			log:       p.log.With().Str("consumer", consumer).Logger(),
 			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait,
 		})

@@ -25,6 +25,7 @@ import (
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -46,6 +47,11 @@ type running struct {
 
 func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *running {
 	t.Helper()
+	return startProcessorWith(t, srv, cfg, defaultRules(t))
+}
+
+func startProcessorWith(t testing.TB, srv *server.Server, cfg stream.Config, rs *rules.Set) *running {
+	t.Helper()
 	v, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +64,7 @@ func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *runnin
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(defaultRules(t)), cfg, log)
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,5 +645,57 @@ func checkStates(t *testing.T, js jetstream.JetStream, states []scenario.Expecte
 		if err := scenario.CheckState(want.Alias, e.Value(), want.Fields); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestAgentThresholdAcrossPartitions: an agent-keyed count is shared by the
+// agent's sessions although their envelopes are decided by different
+// partition workers; the count lives in KV under the agent's key.
+func TestAgentThresholdAcrossPartitions(t *testing.T) {
+	rs, err := rules.LoadFiles("../ruletest/testdata/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	w := watch(t, nc)
+	startProcessorWith(t, srv, testConfig(), rs)
+	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
+	ctx := context.Background()
+	hooks, _ := js.Stream(ctx, stream.HooksStream)
+	partitions := map[int]bool{}
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		sid := fmt.Sprintf("00000000-0000-4000-8000-0000000000%02d", i)
+		env := fmt.Sprintf(`{"jsonrpc":"2.0","method":"steps/toolCallRequest","id":1,"params":{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-00000000aa%02d","timestamp":%q,"metadata":{"agent_id":"shared-agent","session_id":%q},"payload":{"tool":{"name":"t"},"arguments":{}}}}`,
+			i, t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339), sid)
+		seq := publish(t, js, acs.InboundSubject("default", sid, "toolCallRequest"), []byte(env))
+		dm, _ := w.await(t, seq, true, false)
+		want := "allow"
+		if i >= 3 {
+			want = "deny"
+		}
+		if got := dm.Header.Get(stream.HdrDecision); got != want {
+			t.Errorf("call %d: %s, want %s", i+1, got, want)
+		}
+		stored, err := hooks.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := acs.ParsePartitioned(stored.Subject)
+		partitions[r.Partition] = true
+	}
+	if len(partitions) < 2 {
+		t.Fatalf("the sessions all landed in one partition (%v); the test proves nothing", partitions)
+	}
+	kv, _ := js.KeyValue(ctx, stream.StateBucket)
+	e, err := kv.Get(ctx, turnstate.AgentKey("default", "shared-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agent turnstate.Agent
+	if err := json.Unmarshal(e.Value(), &agent); err != nil || agent.AgentID != "shared-agent" || len(agent.Counters["AGENT-RATE"].Times) == 0 {
+		t.Fatalf("agent state %s (%v)", e.Value(), err)
 	}
 }

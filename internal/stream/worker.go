@@ -56,7 +56,8 @@ type worker struct {
 	store     *turnstate.Store
 	guardian  *guardian.Guardian
 	rules     *RuleSource
-	cache     *stateCache
+	cache     *stateCache[turnstate.Session]
+	agents    *stateCache[turnstate.Agent]
 	stats     *Stats
 	log       zerolog.Logger
 
@@ -265,9 +266,9 @@ func (w *worker) process(ctx context.Context, ins []inbound, recovering bool) er
 	return nil
 }
 
-// pending is a session touched by the batch being applied.
-type pending struct {
-	state *turnstate.Session
+// pending is a state touched by the batch being applied.
+type pending[T any] struct {
+	state *T
 	rev   uint64
 	dirty bool
 }
@@ -279,11 +280,13 @@ type pending struct {
 func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 	defer cancel()
-	sessions := map[string]*pending{}
+	sessions := map[string]*pending[turnstate.Session]{}
+	agents := map[string]*pending[turnstate.Agent]{}
 	var spawned []*turnstate.Session
 	var outbox []*nats.Msg
 	// One rule set for the whole batch, even if a reload lands meanwhile.
 	rs := w.rules.Current()
+	byAgent := rs != nil && rs.AgentKeyed()
 	for i := range ins {
 		in := &ins[i]
 		if in.routeErr != nil {
@@ -294,23 +297,47 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 		key := in.route.SessionKey()
 		p, ok := sessions[key]
 		if !ok {
-			c, err := w.load(ctx, key)
+			c, err := load(ctx, w.cache, key, w.store.Load)
 			if err != nil {
 				return err
 			}
-			p = &pending{rev: c.rev}
+			p = &pending[turnstate.Session]{rev: c.rev}
 			if c.state != nil {
 				p.state = c.state.Clone()
 			}
 			sessions[key] = p
 		}
-		out := w.guardian.Decide(rs, p.state, in.route, in.msg)
+		var pa *pending[turnstate.Agent]
+		if byAgent {
+			if id := guardian.AgentOf(in.msg.Data); id != "" {
+				akey := turnstate.AgentKey(in.route.Tenant, id)
+				if pa = agents[akey]; pa == nil {
+					c, err := load(ctx, w.agents, akey, w.store.LoadAgent)
+					if err != nil {
+						return err
+					}
+					pa = &pending[turnstate.Agent]{rev: c.rev, state: turnstate.NewAgent(in.route.Tenant, id)}
+					if c.state != nil {
+						pa.state = c.state.Clone()
+					}
+					agents[akey] = pa
+				}
+			}
+		}
+		var agent *turnstate.Agent
+		if pa != nil {
+			agent = pa.state
+		}
+		out := w.guardian.Decide(rs, p.state, agent, in.route, in.msg)
 		if out.Skipped {
 			w.stats.Skipped.Add(1)
 			continue
 		}
 		if out.State != nil {
 			p.state, p.dirty = out.State, true
+		}
+		if out.Agent != nil && pa != nil {
+			pa.state, pa.dirty = out.Agent, true
 		}
 		if out.Spawned != nil {
 			spawned = append(spawned, out.Spawned)
@@ -345,10 +372,32 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 			outbox = append(outbox, am)
 		}
 	}
+	// Agents are shared across partitions, so their counts are made
+	// durable before any decision that depends on them is published: a lost
+	// race re-decides the batch with nothing out yet, and an envelope
+	// decided again after a crash is not counted twice (Agent.Applied).
+	conflict := false
+	for key, pa := range agents {
+		if !pa.dirty {
+			continue
+		}
+		rev, err := w.store.SaveAgent(ctx, pa.state, pa.rev)
+		if errors.Is(err, turnstate.ErrConflict) {
+			w.agents.drop(key)
+			conflict = true
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		w.agents.put(cached[turnstate.Agent]{key: key, state: pa.state, rev: rev})
+	}
+	if conflict {
+		return errConflict
+	}
 	if err := w.publish(ctx, outbox); err != nil {
 		return err
 	}
-	conflict := false
 	for key, p := range sessions {
 		if !p.dirty {
 			continue
@@ -363,7 +412,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 		if err != nil {
 			return err
 		}
-		w.cache.put(cached{key: key, state: p.state, rev: rev})
+		w.cache.put(cached[turnstate.Session]{key: key, state: p.state, rev: rev})
 	}
 	for _, s := range spawned {
 		created, err := w.store.CreateIfAbsent(ctx, s)
@@ -381,17 +430,17 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 	return nil
 }
 
-// load returns a session's committed state from the cache or the bucket.
-func (w *worker) load(ctx context.Context, key string) (cached, error) {
-	if c, ok := w.cache.get(key); ok {
+// load returns a committed state from the cache or the bucket.
+func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV func(context.Context, string) (*T, uint64, error)) (cached[T], error) {
+	if c, ok := cache.get(key); ok {
 		return c, nil
 	}
-	s, rev, err := w.store.Load(ctx, key)
+	s, rev, err := fromKV(ctx, key)
 	if err != nil {
-		return cached{}, err
+		return cached[T]{}, err
 	}
-	c := cached{key: key, state: s, rev: rev}
-	w.cache.put(c)
+	c := cached[T]{key: key, state: s, rev: rev}
+	cache.put(c)
 	return c, nil
 }
 

@@ -28,40 +28,68 @@ func NewStore(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
 // that does not exist (never written, or expired by the bucket's TTL) is
 // (nil, 0, nil).
 func (s *Store) Load(ctx context.Context, key string) (*Session, uint64, error) {
-	e, err := s.kv.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		return nil, 0, nil
-	case err != nil:
-		return nil, 0, fmt.Errorf("load session %s: %w", key, err)
-	}
 	var sess Session
-	if err := json.Unmarshal(e.Value(), &sess); err != nil {
-		return nil, 0, fmt.Errorf("decode session %s at revision %d: %w", key, e.Revision(), err)
+	rev, found, err := s.load(ctx, "session", key, &sess)
+	if !found {
+		return nil, 0, err
 	}
-	return &sess, e.Revision(), nil
+	return &sess, rev, nil
 }
 
 // Save writes the session if its stored revision is still rev (0: the key
 // must not exist yet) and returns the new revision. A moved revision is
 // ErrConflict.
 func (s *Store) Save(ctx context.Context, sess *Session, rev uint64) (uint64, error) {
-	val, err := json.Marshal(sess)
+	return s.save(ctx, "session", sess.Key(), sess, rev)
+}
+
+// LoadAgent returns an agent's shared state and its revision, or
+// (nil, 0, nil) when there is none.
+func (s *Store) LoadAgent(ctx context.Context, key string) (*Agent, uint64, error) {
+	var a Agent
+	rev, found, err := s.load(ctx, "agent", key, &a)
+	if !found {
+		return nil, 0, err
+	}
+	return &a, rev, nil
+}
+
+// SaveAgent writes an agent's state with compare-and-set, as Save does.
+func (s *Store) SaveAgent(ctx context.Context, a *Agent, rev uint64) (uint64, error) {
+	return s.save(ctx, "agent", a.Key(), a, rev)
+}
+
+func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, found bool, err error) {
+	e, err := s.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("load %s %s: %w", what, key, err)
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return 0, false, fmt.Errorf("decode %s %s at revision %d: %w", what, key, e.Revision(), err)
+	}
+	return e.Revision(), true, nil
+}
+
+func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (uint64, error) {
+	val, err := json.Marshal(v)
 	if err != nil {
-		return 0, fmt.Errorf("encode session %s: %w", sess.Key(), err)
+		return 0, fmt.Errorf("encode %s %s: %w", what, key, err)
 	}
 	var next uint64
 	if rev == 0 {
-		next, err = s.kv.Create(ctx, sess.Key(), val)
+		next, err = s.kv.Create(ctx, key, val)
 	} else {
-		next, err = s.kv.Update(ctx, sess.Key(), val, rev)
+		next, err = s.kv.Update(ctx, key, val, rev)
 	}
 	switch {
 	case rev == 0 && errors.Is(err, jetstream.ErrKeyExists),
 		errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-		return 0, fmt.Errorf("save session %s at revision %d: %w", sess.Key(), rev, ErrConflict)
+		return 0, fmt.Errorf("save %s %s at revision %d: %w", what, key, rev, ErrConflict)
 	case err != nil:
-		return 0, fmt.Errorf("save session %s: %w", sess.Key(), err)
+		return 0, fmt.Errorf("save %s %s: %w", what, key, err)
 	}
 	return next, nil
 }
