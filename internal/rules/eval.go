@@ -95,9 +95,9 @@ type evalCtx struct {
 	in    Input
 	// agentCounted is set once an agent-keyed counter took the envelope.
 	agentCounted bool
-	hook string
-	turn int
-	prov ProvenanceView
+	hook         string
+	turn         int
+	prov         ProvenanceView
 
 	taints  map[string]TaintView
 	tool    *ToolView
