@@ -128,6 +128,7 @@ func TestUnroutable(t *testing.T) {
 // responses and states.
 func TestDecideIsDeterministic(t *testing.T) {
 	g := guardian.New(newValidator(t), guardian.Config{})
+	rs := defaultRules(t)
 	paths, _ := filepath.Glob("../../schema/testdata/envelopes/*/*.json")
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -138,7 +139,7 @@ func TestDecideIsDeterministic(t *testing.T) {
 		_ = json.Unmarshal(data, &env)
 		route := acs.Route{Tenant: "default", SessionID: env.Params.Metadata.SessionID, Hook: acs.HookToken(env.Method)}
 		run := func() []byte {
-			out := g.Decide(defaultRules(t), nil, nil, route, guardian.Message{Data: data, Seq: 42, Time: time.Unix(0, 0)})
+			out := g.Decide(rs, nil, nil, route, guardian.Message{Data: data, Seq: 42, Time: time.Unix(0, 0)})
 			b, _ := json.Marshal(out)
 			return b
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/rules"
 )
@@ -52,4 +53,44 @@ func TestBrokenFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCompile feeds arbitrary bytes to the rule file parser and compiler:
+// nothing may panic, and a refusal is always Diagnostics with positions.
+func FuzzCompile(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "broken", "*.yaml"))
+	paths = append(paths, filepath.Join("..", "ruletest", "testdata", "windows.yaml"), filepath.Join("..", "..", "rules", "default.yaml"))
+	for _, p := range paths {
+		if raw, err := os.ReadFile(p); err == nil {
+			f.Add(raw)
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		done := make(chan error, 1)
+		go func() {
+			file, err := rules.ParseFile("fuzz.yaml", src)
+			if err == nil {
+				_, err = rules.Compile([]*rules.File{file})
+			}
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no answer within 5s for %q", src)
+		}
+		if err == nil {
+			return
+		}
+		var ds rules.Diagnostics
+		if !errors.As(err, &ds) || len(ds) == 0 {
+			t.Fatalf("refusal is %T, not Diagnostics: %v", err, err)
+		}
+		for _, d := range ds {
+			if d.Pos.Line < 1 || d.Pos.Col < 1 {
+				t.Fatalf("diagnostic without position: %s", d)
+			}
+		}
+	})
 }
