@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -449,14 +450,7 @@ func (s *Set) taint(id string) *TaintLabel {
 // count adds the envelope to a threshold rule's counter and returns the
 // count in the rule's scope, this envelope included.
 func (e *evalCtx) count(id string, th *Threshold) int {
-	if e.sess.Counters == nil {
-		e.sess.Counters = map[string]*turnstate.Counter{}
-	}
-	c := e.sess.Counters[id]
-	if c == nil {
-		c = &turnstate.Counter{}
-		e.sess.Counters[id] = c
-	}
+	c := counter(&e.sess.Counters, id)
 	switch {
 	case th.Consecutive, th.Per == "session":
 		c.Count++
@@ -468,26 +462,16 @@ func (e *evalCtx) count(id string, th *Threshold) int {
 		c.Count++
 		return c.Count
 	}
+	// A sliding window. Entries of a session are in time and turn order, so
+	// both lists are suffixes of the same hits and the shorter one is the
+	// count within both bounds.
 	w := th.Within
+	bound := min(th.Max+1, turnstate.MaxWindowEntries)
 	if w.Duration != nil {
-		keep := c.Times[:0]
-		for _, t := range c.Times {
-			if e.in.Time.Sub(t) <= *w.Duration {
-				keep = append(keep, t)
-			}
-		}
-		c.Times = append(keep, e.in.Time)
-		c.Times = c.Times[max(0, len(c.Times)-min(th.Max+1, turnstate.MaxWindowEntries)):]
+		c.Times = slide(c.Times, e.in.Time, func(t time.Time) bool { return e.in.Time.Sub(t) <= *w.Duration }, true, bound)
 	}
 	if w.Turns != nil {
-		keep := c.Turns[:0]
-		for _, t := range c.Turns {
-			if e.turn-t <= *w.Turns {
-				keep = append(keep, t)
-			}
-		}
-		c.Turns = append(keep, e.turn)
-		c.Turns = c.Turns[max(0, len(c.Turns)-min(th.Max+1, turnstate.MaxWindowEntries)):]
+		c.Turns = slide(c.Turns, e.turn, func(t int) bool { return e.turn-t <= *w.Turns }, true, bound)
 	}
 	switch {
 	case w.Duration != nil && w.Turns != nil:
@@ -504,29 +488,41 @@ var errNoAgent = errors.New("the agent's shared state was not supplied")
 // this partition already counted it (a redelivery decided again), and
 // returns the count in the window.
 func (e *evalCtx) countAgent(id string, th *Threshold) int {
-	if e.agent.Counters == nil {
-		e.agent.Counters = map[string]*turnstate.Counter{}
+	c := counter(&e.agent.Counters, id)
+	add := e.in.Seq > e.agent.Applied[strconv.Itoa(e.in.Partition)]
+	// Sessions interleave, so entries later than this envelope may exist;
+	// they stay.
+	c.Times = slide(c.Times, e.in.Time, func(t time.Time) bool { return e.in.Time.Sub(t) <= *th.Within.Duration }, add, min(th.Max+1, turnstate.MaxWindowEntries))
+	e.agentCounted = e.agentCounted || add
+	return len(c.Times)
+}
+
+// counter returns a rule's counter in a counter map, creating both.
+func counter(m *map[string]*turnstate.Counter, id string) *turnstate.Counter {
+	if *m == nil {
+		*m = map[string]*turnstate.Counter{}
 	}
-	c := e.agent.Counters[id]
+	c := (*m)[id]
 	if c == nil {
 		c = &turnstate.Counter{}
-		e.agent.Counters[id] = c
+		(*m)[id] = c
 	}
-	d := *th.Within.Duration
-	keep := c.Times[:0]
-	for _, t := range c.Times {
-		// Sessions interleave: entries later than this envelope stay.
-		if e.in.Time.Sub(t) <= d {
-			keep = append(keep, t)
+	return c
+}
+
+// slide keeps the window entries still inside, adds the new one when add,
+// and keeps at most bound of the newest.
+func slide[T any](entries []T, now T, inside func(T) bool, add bool, bound int) []T {
+	keep := entries[:0]
+	for _, x := range entries {
+		if inside(x) {
+			keep = append(keep, x)
 		}
 	}
-	c.Times = keep
-	if e.in.Seq > e.agent.Applied[strconv.Itoa(e.in.Partition)] {
-		c.Times = append(c.Times, e.in.Time)
-		c.Times = c.Times[max(0, len(c.Times)-min(th.Max+1, turnstate.MaxWindowEntries)):]
-		e.agentCounted = true
+	if add {
+		keep = append(keep, now)
 	}
-	return len(c.Times)
+	return keep[max(0, len(keep)-bound):]
 }
 
 // pruneCounters drops counters of rules no longer in the set, so a

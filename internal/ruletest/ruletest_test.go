@@ -72,3 +72,21 @@ func TestAgentThreshold(t *testing.T) {
 		}
 	}
 }
+
+// Every threshold scope: per turn, per session, within turns, within a
+// duration, consecutive.
+func TestThresholdScopes(t *testing.T) {
+	rs, err := rules.LoadFiles("testdata/thresholds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := ruletest.RunSet(newGuardian(t), rs)
+	if len(results) != 4 {
+		t.Fatalf("%d cases", len(results))
+	}
+	for _, r := range results {
+		for _, f := range r.Failures {
+			t.Errorf("%s: %s", r.Name, f)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
-	"slices"
 
 	"github.com/turnguard/turnguard/internal/acs"
 )
@@ -37,15 +36,7 @@ func (a *Agent) Key() string { return AgentKey(a.Tenant, a.AgentID) }
 // Clone returns a deep copy.
 func (a *Agent) Clone() *Agent {
 	c := *a
-	if a.Counters != nil {
-		c.Counters = make(map[string]*Counter, len(a.Counters))
-		for k, v := range a.Counters {
-			cp := *v
-			cp.Times = slices.Clone(v.Times)
-			cp.Turns = slices.Clone(v.Turns)
-			c.Counters[k] = &cp
-		}
-	}
+	c.Counters = cloneCounters(a.Counters)
 	c.Applied = maps.Clone(a.Applied)
 	return &c
 }

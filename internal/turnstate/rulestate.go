@@ -110,15 +110,7 @@ func cloneRuleState(c *Session, s *Session) {
 			c.Taints[k] = &cp
 		}
 	}
-	if s.Counters != nil {
-		c.Counters = make(map[string]*Counter, len(s.Counters))
-		for k, v := range s.Counters {
-			cp := *v
-			cp.Times = slices.Clone(v.Times)
-			cp.Turns = slices.Clone(v.Turns)
-			c.Counters[k] = &cp
-		}
-	}
+	c.Counters = cloneCounters(s.Counters)
 	if s.Provenance != nil {
 		p := *s.Provenance
 		p.Known = slices.Clone(s.Provenance.Known)
@@ -132,4 +124,19 @@ func (h TaintHit) clone() TaintHit {
 	h.Origins = slices.Clone(h.Origins)
 	h.SourceIDs = slices.Clone(h.SourceIDs)
 	return h
+}
+
+// cloneCounters deep-copies a counter map (nil stays nil).
+func cloneCounters(m map[string]*Counter) map[string]*Counter {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*Counter, len(m))
+	for k, v := range m {
+		cp := *v
+		cp.Times = slices.Clone(v.Times)
+		cp.Turns = slices.Clone(v.Turns)
+		out[k] = &cp
+	}
+	return out
 }
