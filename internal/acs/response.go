@@ -84,12 +84,17 @@ type RPCError struct {
 	Code    int         `json:"code"`
 	Message string      `json:"message"`
 	Data    *RPCErrData `json:"data,omitempty"`
+	// Signature signs an error as the Go reference does (ACS leaves it
+	// undefined).
+	Signature *Signature `json:"signature,omitempty"`
 }
 
 // RPCErrData is the data member of the errors turnguard emits (ACS §17.1:
 // a machine-readable reason plus per-code fields).
 type RPCErrData struct {
-	Reason     string      `json:"reason"`
-	Method     string      `json:"method,omitempty"`
-	Violations []Violation `json:"violations,omitempty"`
+	Reason            string      `json:"reason"`
+	Method            string      `json:"method,omitempty"`
+	SupportedVersions []string    `json:"supported_versions,omitempty"`
+	SkewWindowMS      int64       `json:"skew_window_ms,omitempty"`
+	Violations        []Violation `json:"violations,omitempty"`
 }

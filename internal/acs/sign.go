@@ -1,0 +1,225 @@
+package acs
+
+import (
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// AlgHMACSHA256 is the ACS baseline signature algorithm, the one turnguard
+// verifies and signs with.
+const AlgHMACSHA256 = "HMAC-SHA256"
+
+// MinKeyBytes is the least input keying material a key may have (the Go
+// reference's bound).
+const MinKeyBytes = 32
+
+// Keyring holds the deployment's HMAC keys by key_id. Each session signs
+// with its own key, derived by HKDF-SHA256 (no salt, info = session_id,
+// 32 bytes) as the ACS Go reference does.
+type Keyring struct {
+	keys map[string][]byte
+	// Default is the key_id responses are signed with when the request
+	// named none.
+	Default string
+}
+
+// NewKeyring returns a keyring of the given keys; def names the default.
+func NewKeyring(keys map[string][]byte, def string) (*Keyring, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("a keyring needs at least one key")
+	}
+	for id, k := range keys {
+		if len(k) < MinKeyBytes {
+			return nil, fmt.Errorf("key %q has %d bytes; at least %d are required", id, len(k), MinKeyBytes)
+		}
+	}
+	if def == "" {
+		ids := make([]string, 0, len(keys))
+		for id := range keys {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		def = ids[0]
+	}
+	if _, ok := keys[def]; !ok {
+		return nil, fmt.Errorf("default key %q is not in the keyring", def)
+	}
+	return &Keyring{keys: keys, Default: def}, nil
+}
+
+// keysFile is the keys file format:
+//
+//	default: k1
+//	keys:
+//	  - {id: k1, secret: "hex:000102…"}     # or "base64:…"
+type keysFile struct {
+	Default string `yaml:"default"`
+	Keys    []struct {
+		ID     string `yaml:"id"`
+		Secret string `yaml:"secret"`
+	} `yaml:"keys"`
+}
+
+// LoadKeyring reads a keys file.
+func LoadKeyring(path string) (*Keyring, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("keys file: %w", err)
+	}
+	var f keysFile
+	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("keys file %s: %w", path, err)
+	}
+	keys := map[string][]byte{}
+	for _, k := range f.Keys {
+		if k.ID == "" {
+			return nil, fmt.Errorf("keys file %s: a key without id", path)
+		}
+		if _, dup := keys[k.ID]; dup {
+			return nil, fmt.Errorf("keys file %s: key %q twice", path, k.ID)
+		}
+		secret, err := decodeSecret(k.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("keys file %s: key %q: %w", path, k.ID, err)
+		}
+		keys[k.ID] = secret
+	}
+	kr, err := NewKeyring(keys, f.Default)
+	if err != nil {
+		return nil, fmt.Errorf("keys file %s: %w", path, err)
+	}
+	return kr, nil
+}
+
+func decodeSecret(s string) ([]byte, error) {
+	switch {
+	case strings.HasPrefix(s, "hex:"):
+		return hex.DecodeString(strings.TrimPrefix(s, "hex:"))
+	case strings.HasPrefix(s, "base64:"):
+		return base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "base64:"))
+	}
+	return nil, errors.New(`a secret is "hex:…" or "base64:…"`)
+}
+
+// Has reports whether the keyring has a key_id.
+func (k *Keyring) Has(keyID string) bool {
+	_, ok := k.keys[keyID]
+	return ok
+}
+
+// SessionKey derives the session's signing key for a key_id.
+func (k *Keyring) SessionKey(keyID, sessionID string) ([]byte, error) {
+	ikm, ok := k.keys[keyID]
+	if !ok {
+		return nil, fmt.Errorf("unknown key_id %q", keyID)
+	}
+	return DeriveSessionKey(ikm, sessionID)
+}
+
+// DeriveSessionKey derives a session key from input keying material:
+// HKDF-SHA256, no salt, info = the session id, 32 bytes.
+func DeriveSessionKey(ikm []byte, sessionID string) ([]byte, error) {
+	return hkdf.Key(sha256.New, ikm, nil, sessionID, 32)
+}
+
+// Sign signs a signing input with the session key of keyID.
+func (k *Keyring) Sign(keyID, sessionID string, input []byte) (*Signature, error) {
+	key, err := k.SessionKey(keyID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(input)
+	return &Signature{Algorithm: AlgHMACSHA256, KeyID: keyID, Value: base64.StdEncoding.EncodeToString(m.Sum(nil))}, nil
+}
+
+// Verify checks a signature over a signing input.
+func (k *Keyring) Verify(sig *Signature, sessionID string, input []byte) error {
+	if sig.Algorithm != AlgHMACSHA256 {
+		return fmt.Errorf("signature algorithm %s is not supported (want %s)", sig.Algorithm, AlgHMACSHA256)
+	}
+	key, err := k.SessionKey(sig.KeyID, sessionID)
+	if err != nil {
+		return err
+	}
+	got, err := base64.StdEncoding.DecodeString(sig.Value)
+	if err != nil {
+		return fmt.Errorf("signature value is not base64: %w", err)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(input)
+	if !hmac.Equal(got, m.Sum(nil)) {
+		return errors.New("signature does not match the envelope")
+	}
+	return nil
+}
+
+// SigningInput is the canonical form of an envelope without its signature
+// (ACS §10): params.signature of a request, result.signature or
+// error.signature of a response. doc is the decoded envelope; it is not
+// modified.
+func SigningInput(doc map[string]any) ([]byte, error) {
+	out := make(map[string]any, len(doc))
+	for k, v := range doc {
+		out[k] = v
+	}
+	for _, member := range []string{"params", "result", "error"} {
+		inner, ok := out[member].(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, signed := inner["signature"]; signed {
+			cp := make(map[string]any, len(inner))
+			for k, v := range inner {
+				if k != "signature" {
+					cp[k] = v
+				}
+			}
+			out[member] = cp
+		}
+	}
+	return Canonical(out)
+}
+
+// SignResponse signs a response envelope in place: result.signature or
+// error.signature.
+func (k *Keyring) SignResponse(r *Response, keyID, sessionID string) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	input, err := SigningInput(doc)
+	if err != nil {
+		return err
+	}
+	sig, err := k.Sign(keyID, sessionID, input)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.Result != nil:
+		r.Result.Signature = sig
+	case r.Error != nil:
+		r.Error.Signature = sig
+	}
+	return nil
+}
