@@ -67,6 +67,8 @@ const (
 	ReasonPayloadInvalid  = "payload_invalid"
 	ReasonUnknownMethod   = "method_not_supported"
 	ReasonVersion         = "unsupported_version"
+	ReasonSignature       = "signature_invalid"
+	ReasonSkew            = "timestamp_out_of_window"
 	ReasonSubjectMismatch = "subject_mismatch"
 	ReasonBadSubject      = "subject_invalid"
 )
@@ -85,6 +87,10 @@ type Error struct {
 	Reason     string
 	Message    string
 	Violations []Violation
+	// SupportedVersions (-32001) and SkewWindowMS (-32006) are the per-code
+	// data ACS §17.1 asks for.
+	SupportedVersions []string
+	SkewWindowMS      int64
 }
 
 func (e *Error) Error() string {
@@ -111,6 +117,7 @@ func (e *Error) RPC(method string) *RPCError {
 	return &RPCError{
 		Code:    int(e.Code),
 		Message: e.Message,
-		Data:    &RPCErrData{Reason: e.Reason, Method: method, Violations: e.Violations},
+		Data: &RPCErrData{Reason: e.Reason, Method: method, Violations: e.Violations,
+			SupportedVersions: e.SupportedVersions, SkewWindowMS: e.SkewWindowMS},
 	}
 }

@@ -3,6 +3,7 @@ package acs
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -25,4 +26,13 @@ func CanonicalRaw(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("canonical form: %w", err)
 	}
 	return v, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -98,3 +98,14 @@ type RPCErrData struct {
 	SkewWindowMS      int64       `json:"skew_window_ms,omitempty"`
 	Violations        []Violation `json:"violations,omitempty"`
 }
+
+// Sig returns the response's signature: the result's or the error's.
+func (r *Response) Sig() *Signature {
+	switch {
+	case r.Result != nil:
+		return r.Result.Signature
+	case r.Error != nil:
+		return r.Error.Signature
+	}
+	return nil
+}

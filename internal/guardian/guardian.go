@@ -8,9 +8,11 @@ package guardian
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
@@ -37,7 +39,20 @@ type Config struct {
 	// OnRuleError is the decision a rule condition that fails to evaluate
 	// counts as: deny (the default; AARM allows no fail-open) or allow.
 	OnRuleError acs.Disposition
+	// Keys verifies request signatures and signs responses; nil: requests
+	// are not verified and responses not signed.
+	Keys *acs.Keyring
+	// RequireSignatures refuses unsigned requests (-32004).
+	RequireSignatures bool
+	// SkewWindow refuses signed requests whose timestamp is further than
+	// this from the stream's receive time (-32006); 0 disables the check.
+	SkewWindow time.Duration
+	// Receipts signs every response with the processor's Ed25519 key.
+	Receipts *receipt.Signer
 }
+
+// DefaultSkewWindow is ACS's default skew_window_ms.
+const DefaultSkewWindow = 300 * time.Second
 
 // Guardian decides on envelopes. It is safe for concurrent use.
 type Guardian struct {
@@ -94,6 +109,8 @@ type Outcome struct {
 	// findings.
 	Hits   []rules.Hit
 	Alerts []Alert
+	// Receipt is the Ed25519 receipt of Response, when receipts are on.
+	Receipt string
 }
 
 // Decide evaluates one message published to route against the rule set rs
@@ -108,16 +125,18 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		out.Skipped = true
 		return out
 	}
-	env, k, ref := g.intake(route, msg.Data)
+	env, k, ref := g.intake(route, msg)
 	if ref != nil {
 		out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
 		out.Refusal = ref
 		out.Response = refusalResponse(k, ref)
+		g.seal(&out, "", route.SessionID)
 		return out
 	}
 	out.Method, out.RequestID, out.TurnID = env.req.Method, env.req.Params.RequestID, env.req.Params.Metadata.TurnID
 	if env.spec.Scope == acs.Liveness {
 		out.Response = pingResponse(env, msg.Time)
+		g.seal(&out, env.signedWith, route.SessionID)
 		return out
 	}
 	if state == nil {
@@ -125,6 +144,13 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	}
 	env.step.Seq = msg.Seq
 	applied := state.Apply(env.step)
+	// The entry goes on the chain before the decision, as the Go reference
+	// does, so denied steps are on the chain too.
+	if err := appendEntry(state, env); err != nil {
+		out.Refusal = &acs.Error{Code: acs.CodeInternalError, Reason: "chain_failed", Message: err.Error()}
+		out.Response = refusalResponse(known{id: env.req.ID, method: env.req.Method, requestID: env.req.Params.RequestID}, out.Refusal)
+		return out
+	}
 	var rr rules.Result
 	if rs != nil {
 		if agent != nil && agent.AgentID != env.req.Params.Metadata.AgentID {
@@ -145,10 +171,44 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	if v.decision != acs.Deny {
 		out.Spawned = applied.Spawned
 	}
+	v.result.ChainHash = state.ChainHead
 	out.Response = &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: v.result}
 	out.Hits = rr.Hits
 	out.Alerts = v.alerts
+	g.seal(&out, env.signedWith, route.SessionID)
 	return out
+}
+
+// appendEntry appends the envelope's ContextEntry to the session's chain.
+func appendEntry(s *turnstate.Session, env *envelope) error {
+	e := acs.ContextEntry{EntryID: strconv.FormatUint(s.ChainLength+1, 10), StepID: env.req.Params.RequestID, StepType: env.req.Method,
+		RequestHash: env.requestHash, Timestamp: env.req.Params.Timestamp, TurnID: env.req.Params.Metadata.TurnID,
+		ProvenanceSummary: acs.Summarize(acs.ProvenanceOf(env.payload))}
+	h, err := acs.EntryHash(e, s.ChainHead)
+	if err != nil {
+		return fmt.Errorf("chain entry %s: %w", e.EntryID, err)
+	}
+	s.ChainHead, s.ChainLength = h, s.ChainLength+1
+	return nil
+}
+
+// seal signs the response with the session key of keyID (the request's
+// verified key, else the keyring's default) and adds the receipt.
+func (g *Guardian) seal(out *Outcome, keyID, sessionID string) {
+	r := out.Response
+	if r == nil {
+		return
+	}
+	if kr := g.cfg.Keys; kr != nil && sessionID != "" {
+		if keyID == "" {
+			keyID = kr.Default
+		}
+		// Signing only fails on an unknown key, which keyID cannot be.
+		_ = kr.SignResponse(r, keyID, sessionID)
+	}
+	if g.cfg.Receipts != nil {
+		out.Receipt, _ = g.cfg.Receipts.Sign(r)
+	}
 }
 
 // AgentOf reads the agent id of an inbound message without deciding it, so
@@ -173,6 +233,18 @@ func (g *Guardian) Unroutable(subjectErr error) Outcome {
 	return Outcome{Refusal: &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonBadSubject, Message: subjectErr.Error()}}
 }
 
+// answeredWithError reports the refusals ACS answers with its own error
+// codes (a client fails closed on them, whatever its posture); the others
+// get a decision, deny where the hook permits it.
+func answeredWithError(c acs.Code) bool {
+	switch c {
+	case acs.CodeUnsupportedVersion, acs.CodeCapabilityNotNegotiated, acs.CodeSignatureInvalid,
+		acs.CodeReplayDetected, acs.CodeTimestampOutOfWindow, acs.CodeInternalError:
+		return true
+	}
+	return false
+}
+
 // refusalResponse answers bad input. With a readable request id and a known
 // method the answer is a decision — deny where the hook permits it, so that a
 // framework on the default fail-open posture does not proceed — otherwise a
@@ -183,7 +255,7 @@ func refusalResponse(k known, ref *acs.Error) *acs.Response {
 		id = acs.NullID
 	}
 	spec := acs.LookupMethod(k.method)
-	if k.requestID == "" || spec == nil || ref.Code == acs.CodeCapabilityNotNegotiated {
+	if k.requestID == "" || spec == nil || answeredWithError(ref.Code) {
 		return &acs.Response{JSONRPC: "2.0", ID: id, Error: ref.RPC(k.method)}
 	}
 	d := acs.Allow

@@ -2,6 +2,8 @@ package guardian
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +26,10 @@ type envelope struct {
 	step turnstate.Step
 	// payload is the decoded payload, numbers kept exact.
 	payload any
+	// requestHash is the SHA-256 of the canonical params (ContextEntry).
+	requestHash string
+	// signedWith is the key_id of a verified request signature.
+	signedWith string
 }
 
 // known is what could be read from a message that failed intake, so the
@@ -37,7 +43,8 @@ type known struct {
 
 // intake parses and validates one inbound message. On failure it returns the
 // refusal and whatever it could learn about the request.
-func (g *Guardian) intake(route acs.Route, data []byte) (*envelope, known, *acs.Error) {
+func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.Error) {
+	data := msg.Data
 	var k known
 	if len(data) > g.cfg.MaxEnvelopeBytes {
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge,
@@ -67,8 +74,11 @@ func (g *Guardian) intake(route acs.Route, data []byte) (*envelope, known, *acs.
 		return nil, k, ref
 	}
 	if major, _, _ := strings.Cut(e.req.Params.ACSVersion, "."); major != "0" {
-		return nil, k, &acs.Error{Code: acs.CodeUnsupportedVersion, Reason: acs.ReasonVersion,
+		return nil, k, &acs.Error{Code: acs.CodeUnsupportedVersion, Reason: acs.ReasonVersion, SupportedVersions: []string{acs.Version},
 			Message: fmt.Sprintf("acs_version %s does not share a major version with %s", e.req.Params.ACSVersion, acs.Version)}
+	}
+	if ref := g.checkSignature(obj, &e, msg); ref != nil {
+		return nil, k, ref
 	}
 	e.spec = acs.LookupMethod(e.req.Method)
 	if e.spec == nil {
@@ -77,6 +87,9 @@ func (g *Guardian) intake(route acs.Route, data []byte) (*envelope, known, *acs.
 	}
 	params := obj["params"].(map[string]any)
 	e.payload = params["payload"]
+	if e.requestHash, err = requestHash(params); err != nil {
+		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
+	}
 	if err := g.validator.ValidatePayload(e.req.Method, e.payload); err != nil {
 		return nil, k, asRefusal(err)
 	}
@@ -91,6 +104,54 @@ func (g *Guardian) intake(route acs.Route, data []byte) (*envelope, known, *acs.
 		return nil, k, &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()}
 	}
 	return &e, k, nil
+}
+
+// checkSignature verifies a request's signature when keys are configured,
+// refuses an unsigned request when signatures are required, and refuses a
+// signed request whose timestamp is outside the skew window around the
+// stream's receive time (ACS §10, §12). system/ping needs no signature.
+func (g *Guardian) checkSignature(doc map[string]any, e *envelope, msg Message) *acs.Error {
+	sig := e.req.Params.Signature
+	kr := g.cfg.Keys
+	switch {
+	case e.req.Method == "system/ping":
+		return nil
+	case sig == nil && g.cfg.RequireSignatures:
+		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: "this Guardian requires signed requests; params.signature is missing"}
+	case sig == nil || kr == nil:
+		// Unsigned, or nothing to verify with: the envelope is taken as is
+		// and its timestamp, unauthenticated, proves nothing.
+		return nil
+	case !kr.Has(sig.KeyID):
+		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: fmt.Sprintf("unknown key_id %q", sig.KeyID)}
+	}
+	input, err := acs.SigningInput(doc)
+	if err == nil {
+		err = kr.Verify(sig, e.req.Params.Metadata.SessionID, input)
+	}
+	if err != nil {
+		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: err.Error()}
+	}
+	e.signedWith = sig.KeyID
+	if w := g.cfg.SkewWindow; w > 0 && !msg.Time.IsZero() {
+		ts, err := time.Parse(time.RFC3339Nano, e.req.Params.Timestamp)
+		if err != nil || ts.Sub(msg.Time).Abs() > w {
+			return &acs.Error{Code: acs.CodeTimestampOutOfWindow, Reason: acs.ReasonSkew, SkewWindowMS: w.Milliseconds(),
+				Message: fmt.Sprintf("timestamp %s is more than %s from the time turnguard received the envelope (%s)", e.req.Params.Timestamp, w, msg.Time.UTC().Format(time.RFC3339Nano))}
+		}
+	}
+	return nil
+}
+
+// requestHash is the ContextEntry request_hash: SHA-256 of the canonical
+// params, as received (signature included).
+func requestHash(params map[string]any) (string, error) {
+	c, err := acs.Canonical(params)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // checkIJSON enforces I-JSON (RFC 7493) before anything else reads the

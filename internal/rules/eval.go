@@ -13,6 +13,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -241,7 +242,7 @@ func (e *evalCtx) turnView() TurnView {
 // remembers it for later lineage lookups.
 func (e *evalCtx) provenance() ProvenanceView {
 	v := ProvenanceView{Origins: []string{}, IDs: []string{}, UntrustedIDs: []string{}, SourceIDs: []string{}}
-	ps := provenanceOf(e.in.Payload)
+	ps := acs.ProvenanceOf(e.in.Payload)
 	if len(ps) == 0 {
 		return v
 	}

@@ -99,49 +99,6 @@ type Input struct {
 	Partition int
 }
 
-// provenance walks a decoded payload for every provenance object attached
-// to a data-bearing field.
-func provenanceOf(payload any) []acs.Provenance {
-	var out []acs.Provenance
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			if p, ok := t["provenance"].(map[string]any); ok {
-				if pv, ok := asProvenance(p); ok {
-					out = append(out, pv)
-				}
-			}
-			for k, x := range t {
-				if k != "provenance" {
-					walk(x)
-				}
-			}
-		case []any:
-			for _, x := range t {
-				walk(x)
-			}
-		}
-	}
-	walk(payload)
-	return out
-}
-
-func asProvenance(m map[string]any) (acs.Provenance, bool) {
-	var p acs.Provenance
-	p.ProvenanceID, _ = m["provenance_id"].(string)
-	p.Origin, _ = m["origin"].(string)
-	p.SourceID, _ = m["source_id"].(string)
-	if d, ok := m["derived_from"].([]any); ok {
-		for _, x := range d {
-			if s, ok := x.(string); ok {
-				p.DerivedFrom = append(p.DerivedFrom, s)
-			}
-		}
-	}
-	return p, p.Origin != ""
-}
-
 // untrustedOrigin is the default trust mapping of ACS §7.2.
 func untrustedOrigin(origin string) bool {
 	switch origin {

@@ -63,6 +63,11 @@ type Session struct {
 	// earlier times than their predecessors).
 	LastTime time.Time `json:"last_time"`
 
+	// ChainHead is the hash of the session's newest ContextEntry (ACS
+	// §8.2); ChainLength counts the entries.
+	ChainHead   string `json:"chain_head,omitempty"`
+	ChainLength uint64 `json:"chain_length,omitempty"`
+
 	RecentRequestIDs []string `json:"recent_request_ids"`
 	RecentTurnIDs    []string `json:"recent_turn_ids,omitempty"`
 
