@@ -126,9 +126,9 @@ func TestSignatureVectors(t *testing.T) {
 
 func TestSignResponseMatchesTheVector(t *testing.T) {
 	var v struct {
-		IKMHex    string       `json:"ikm_hex"`
-		KeyID     string       `json:"key_id"`
-		SessionID string       `json:"session_id"`
+		IKMHex    string                        `json:"ikm_hex"`
+		KeyID     string                        `json:"key_id"`
+		SessionID string                        `json:"session_id"`
 		Response  struct{ Signed acs.Response } `json:"response"`
 	}
 	readJSON(t, "testdata/envelope-vectors.json", &v)

@@ -117,7 +117,6 @@ func TestChainHashes(t *testing.T) {
 	}
 }
 
-
 func TestSignaturesAndSkew(t *testing.T) {
 	kr := testKeyring(t)
 	now := time.Date(2026, 9, 19, 10, 0, 30, 0, time.UTC) // 30 s after the envelopes' timestamp
