@@ -161,3 +161,12 @@ func InboundOf(stored string) string {
 	}
 	return InboundPrefix + "." + tail
 }
+
+// CheckSession reports whether s can name a session in a subject and a KV
+// key: letters, digits, '-', '_' and '='.
+func CheckSession(s string) error {
+	if !isKeyToken(s) {
+		return fmt.Errorf("session id %q may only hold letters, digits, '-', '_' and '='", s)
+	}
+	return nil
+}

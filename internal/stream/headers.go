@@ -20,6 +20,8 @@ const (
 	HdrOriginalMsgID  = "Acs-Original-Msg-Id"
 	HdrBodyOmitted    = "Acs-Body-Omitted"
 	HdrRuleID         = "Acs-Rule-Id"
+	HdrReceipt        = "Acs-Receipt"
+	HdrReceiptKey     = "Acs-Receipt-Key"
 )
 
 // maxHeaderValue bounds header values built from error text.

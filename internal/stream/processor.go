@@ -23,6 +23,9 @@ type Config struct {
 	BatchSize int
 	// CacheSize is how many session states each partition worker keeps.
 	CacheSize int
+	// ReceiptKeyID names the key of the decisions' receipts (header
+	// Acs-Receipt-Key).
+	ReceiptKeyID string
 }
 
 // DefaultConfig is the processor's default configuration.
@@ -108,7 +111,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
 			cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 			log:       p.log.With().Str("consumer", consumer).Logger(),
-			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait,
+			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, receiptKey: p.cfg.ReceiptKeyID,
 		})
 		return nil
 	}

@@ -63,6 +63,8 @@ type worker struct {
 
 	batchSize int
 	ackWait   time.Duration
+	// receiptKey names the key receipts are signed with.
+	receiptKey string
 	// lastConsumerSeq is the consumer sequence of the last delivery seen;
 	// deliveries are numbered without gaps, so a gap means deliveries were
 	// lost in transit and must be read back from the stream first.
@@ -354,7 +356,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 				}
 			}
 			if !done {
-				m, err := decisionMsg(in, out)
+				m, err := w.decisionMsg(in, out)
 				if err != nil {
 					return err
 				}
@@ -487,19 +489,26 @@ func DecisionMsgID(requestID string, seq uint64) string {
 	return requestID + ":" + strconv.FormatUint(seq, 10)
 }
 
-func decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, error) {
+func (w *worker) decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, error) {
 	data, err := json.Marshal(out.Response)
 	if err != nil {
 		return nil, fmt.Errorf("encode decision on seq %d: %w", in.msg.Seq, err)
 	}
 	m := nats.NewMsg(acs.DecisionSubject(in.route.Tenant, in.route.SessionID))
 	m.Data = data
+	if out.Receipt != "" {
+		m.Header.Set(HdrReceiptKey, w.receiptKey)
+	}
 	m.Header.Set(HdrMsgID, DecisionMsgID(out.RequestID, in.msg.Seq))
 	m.Header.Set(HdrStreamSeq, strconv.FormatUint(in.msg.Seq, 10))
 	m.Header.Set(HdrHook, in.route.Hook)
 	setIf(m.Header, HdrRequestID, out.RequestID)
 	setIf(m.Header, HdrMethod, out.Method)
 	setIf(m.Header, HdrTurnID, out.TurnID)
+	// The publisher's Nats-Msg-Id (its request id) correlates refusals
+	// whose body named no readable request id.
+	setIf(m.Header, HdrOriginalMsgID, in.header.Get(HdrMsgID))
+	setIf(m.Header, HdrReceipt, out.Receipt)
 	if r := out.Response.Result; r != nil {
 		m.Header.Set(HdrDecision, string(r.Decision))
 	} else {

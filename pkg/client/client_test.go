@@ -1,0 +1,194 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/pkg/client"
+	"github.com/turnguard/turnguard/schema"
+)
+
+// runProcessor runs a processor on srv until the returned stop is called.
+func runProcessor(t *testing.T, srv *server.Server) (stop func()) {
+	t.Helper()
+	v, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := natstest.Connect(t, srv)
+	cfg := stream.DefaultConfig()
+	cfg.Topology.Partitions = 4
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := p.Run(ctx); err != nil {
+			t.Errorf("processor: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func newClient(t *testing.T, nc *nats.Conn, opt client.Options) *client.Client {
+	t.Helper()
+	c, err := client.New(nc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestDecideASession(t *testing.T) {
+	srv := natstest.RunServer(t)
+	runProcessor(t, srv)
+	c := newClient(t, natstest.Connect(t, srv), client.Options{Timeout: 10 * time.Second})
+	for i, e := range examples.Taint("") {
+		d, err := c.Decide(context.Background(), e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "allow"
+		if i == 5 {
+			want = "deny"
+		}
+		if d.FromPosture || d.Decision != want || d.RequestID == "" || !strings.Contains(string(d.Response), d.RequestID) {
+			t.Fatalf("%s: %+v", e.Hook, d)
+		}
+		if want == "deny" && (len(d.ReasonCodes) == 0 || !strings.Contains(d.Reasoning, "untrusted content")) {
+			t.Fatalf("the deny does not say why: %+v", d)
+		}
+	}
+}
+
+// Many concurrent calls over a few sessions each get their own decision;
+// calls of one session share one subscription.
+func TestConcurrentCallsShareSubscriptions(t *testing.T) {
+	const sessions = 6
+	srv := natstest.RunServer(t)
+	runProcessor(t, srv)
+	nc := natstest.Connect(t, srv)
+	c := newClient(t, nc, client.Options{Timeout: 20 * time.Second})
+	var wg sync.WaitGroup
+	var maxSubs int
+	var mu sync.Mutex
+	errs := make(chan error, sessions*20)
+	for s := range sessions {
+		sid := fmt.Sprintf("00000000-0000-4000-8000-%012d", s)
+		envs := examples.Session(sid)
+		// Each session in order; within a session, the three steps that do
+		// not depend on each other are sent at once.
+		wg.Go(func() {
+			for _, batch := range [][]examples.Envelope{envs[:2], envs[2:5], envs[5:]} {
+				var inner sync.WaitGroup
+				for _, e := range batch {
+					inner.Go(func() {
+						d, err := c.Decide(context.Background(), e.Data)
+						switch {
+						case err != nil:
+							errs <- err
+						case d.FromPosture || d.Decision == "":
+							errs <- fmt.Errorf("%s %s: %+v", sid, e.Hook, d)
+						}
+						mu.Lock()
+						maxSubs = max(maxSubs, c.OpenSubscriptions())
+						mu.Unlock()
+					})
+				}
+				inner.Wait()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if maxSubs > sessions {
+		t.Fatalf("%d subscriptions for %d sessions", maxSubs, sessions)
+	}
+	if n := c.OpenSubscriptions(); n != 0 {
+		t.Fatalf("%d subscriptions left after the calls", n)
+	}
+}
+
+// With the processor down, Decide returns within its deadline with the
+// caller's posture; the envelope waits in the stream and is decided when
+// the processor is back — asking again then returns the real decision.
+func TestTimeoutPostureAndNothingLost(t *testing.T) {
+	srv := natstest.RunServer(t)
+	stop := runProcessor(t, srv)
+	nc := natstest.Connect(t, srv)
+	deny := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond, Posture: client.Deny})
+	proceed := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond})
+	envs := examples.Session("")
+	if d, err := deny.Decide(context.Background(), envs[0].Data); err != nil || d.FromPosture {
+		t.Fatalf("with the processor up: %+v, %v", d, err)
+	}
+	stop()
+	for _, tc := range []struct {
+		c    *client.Client
+		env  examples.Envelope
+		want string
+	}{{deny, envs[1], "deny"}, {proceed, envs[2], "allow"}} {
+		start := time.Now()
+		d, err := tc.c.Decide(context.Background(), tc.env.Data)
+		if err != nil || !d.FromPosture || d.Decision != tc.want || !errors.Is(d.Failure, client.ErrTimeout) {
+			t.Fatalf("with the processor down: %+v, %v", d, err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("Decide took %s with a 300ms timeout", took)
+		}
+	}
+	runProcessor(t, srv)
+	patient := newClient(t, nc, client.Options{Timeout: 15 * time.Second})
+	for _, e := range envs[1:3] {
+		d, err := patient.Decide(context.Background(), e.Data)
+		if err != nil || d.FromPosture || d.Decision != "allow" {
+			t.Fatalf("%s after the restart: %+v, %v", e.Hook, d, err)
+		}
+	}
+	// Asking again for decided envelopes finds their decisions in the
+	// stream rather than deciding them twice.
+	d, err := patient.Decide(context.Background(), envs[0].Data)
+	if err != nil || d.FromPosture || d.Decision != "allow" || !d.Replayed {
+		t.Fatalf("asking again: %+v, %v", d, err)
+	}
+}
+
+func TestMalformedEnvelopeIsAnError(t *testing.T) {
+	srv := natstest.RunServer(t)
+	c := newClient(t, natstest.Connect(t, srv), client.Options{})
+	for _, bad := range []string{`not json`, `{"method":"steps/turnStart","params":{}}`} {
+		if _, err := c.Decide(context.Background(), []byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	if _, err := client.New(natstest.Connect(t, srv), client.Options{Posture: "maybe"}); err == nil {
+		t.Error("an unknown posture was accepted")
+	}
+}
