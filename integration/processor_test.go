@@ -41,7 +41,9 @@ func sessionID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d
 // startProcessor runs the processor binary and waits until it processes.
 func startProcessor(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4"}, args...)...)
+	// A data dir of the test's own, for the receipt key; a --data-dir in
+	// args comes later and wins.
+	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4", "--data-dir", t.TempDir()}, args...)...)
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(p.out.String(), `"message":"processing"`) {
 		select {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
@@ -22,14 +24,23 @@ const envPrefix = "TURNGUARD_"
 type config struct {
 	rules       []string
 	onRuleError string
-	natsURL     string
-	natsCreds   string
-	listen      string
-	dataDir     string
-	logLevel    string
-	logFormat   string
-	maxBytes    int
-	processor   stream.Config
+	// The synchronous Guardian and integrity.
+	httpAddr          string
+	httpTenant        string
+	decisionTimeout   time.Duration
+	onDecisionFailure string
+	keysFile          string
+	requireSignatures bool
+	skewWindow        time.Duration
+	receiptKey        string
+	natsURL           string
+	natsCreds         string
+	listen            string
+	dataDir           string
+	logLevel          string
+	logFormat         string
+	maxBytes          int
+	processor         stream.Config
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -47,6 +58,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxBytes, "max-envelope-bytes", guardian.DefaultMaxEnvelopeBytes, "refuse (and dead-letter) envelopes larger than this")
 	fs.Var((*listFlag)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
 	fs.StringVar(&c.onRuleError, "on-rule-error", "deny", "decision when a rule condition fails to evaluate: deny or allow")
+	fs.StringVar(&c.httpAddr, "http", "", "serve the ACS JSON-RPC endpoint (POST /acs) on this address, e.g. 127.0.0.1:8787")
+	fs.StringVar(&c.httpTenant, "http-tenant", "default", "tenant of the envelopes received over HTTP")
+	fs.DurationVar(&c.decisionTimeout, "decision-timeout", 5*time.Second, "how long an HTTP call waits for its decision (advertised as timeout_config.default_ms)")
+	fs.StringVar(&c.onDecisionFailure, "on-decision-failure", "deny", "posture advertised in the ServerHello: deny (fail closed) or proceed")
+	fs.StringVar(&c.keysFile, "keys", "", "HMAC keys file: verify request signatures, sign responses")
+	fs.BoolVar(&c.requireSignatures, "require-signatures", false, "refuse unsigned requests (-32004); needs --keys")
+	fs.DurationVar(&c.skewWindow, "skew-window", guardian.DefaultSkewWindow, "refuse signed requests whose timestamp is further than this from their arrival (-32006); 0 disables")
+	fs.StringVar(&c.receiptKey, "receipt-key", "", "Ed25519 key (PEM) signing every decision as a receipt; default <data-dir>/receipt-key.pem, created on first start")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {
@@ -73,6 +92,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.onRuleError != "deny" && c.onRuleError != "allow" {
 		return c, fmt.Errorf("--on-rule-error %q: want deny or allow", c.onRuleError)
+	}
+	if c.onDecisionFailure != "deny" && c.onDecisionFailure != "proceed" {
+		return c, fmt.Errorf("--on-decision-failure %q: want deny or proceed", c.onDecisionFailure)
+	}
+	if c.requireSignatures && c.keysFile == "" {
+		return c, errors.New("--require-signatures needs --keys")
+	}
+	if c.decisionTimeout <= 0 || c.skewWindow < 0 {
+		return c, errors.New("--decision-timeout must be positive and --skew-window not negative")
+	}
+	if c.receiptKey == "" {
+		c.receiptKey = filepath.Join(c.dataDir, "receipt-key.pem")
 	}
 	if c.processor.Topology.SessionTTL <= 0 {
 		return c, errors.New("--session-ttl must be positive")

@@ -60,7 +60,7 @@ func TestRunExitCodes(t *testing.T) {
 		t.Fatalf("bad flag: exit %d, want 2", code)
 	}
 	errOut.Reset()
-	if code := run(context.Background(), []string{"--nats-url", "nats://127.0.0.1:1", "--log-format", "json"}, &out, &errOut); code != 1 ||
+	if code := run(context.Background(), []string{"--nats-url", "nats://127.0.0.1:1", "--log-format", "json", "--data-dir", t.TempDir()}, &out, &errOut); code != 1 ||
 		!strings.Contains(errOut.String(), "connect to NATS nats://127.0.0.1:1") {
 		t.Fatalf("unreachable server: exit %d, stderr %q", code, errOut.String())
 	}

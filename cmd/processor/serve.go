@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,8 +20,10 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/reload"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
@@ -36,7 +42,22 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g := guardian.New(v, guardian.Config{MaxEnvelopeBytes: cfg.maxBytes, OnRuleError: acs.Disposition(cfg.onRuleError)})
+	gcfg := guardian.Config{MaxEnvelopeBytes: cfg.maxBytes, OnRuleError: acs.Disposition(cfg.onRuleError),
+		RequireSignatures: cfg.requireSignatures, SkewWindow: cfg.skewWindow}
+	if cfg.keysFile != "" {
+		if gcfg.Keys, err = acs.LoadKeyring(cfg.keysFile); err != nil {
+			return err
+		}
+	}
+	signer, created, err := receipt.LoadOrCreate(cfg.receiptKey)
+	if err != nil {
+		return err
+	}
+	gcfg.Receipts = signer
+	cfg.processor.ReceiptKeyID = signer.KeyID
+	log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
+		Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
+	g := guardian.New(v, gcfg)
 	rs, err := rules.LoadFiles(cfg.rules...)
 	if err != nil {
 		return fmt.Errorf("rules:\n%w", err)
@@ -88,6 +109,18 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.httpAddr != "" {
+		gw, err := gateway.New(nc, v, gateway.Config{Tenant: cfg.httpTenant, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
+			Signing: gcfg.Keys != nil, SkewWindow: cfg.skewWindow, Receipts: signer, Ready: p.Ready}, log)
+		if err != nil {
+			return err
+		}
+		stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, gw.Handler(), log)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -125,4 +158,25 @@ func reportReloadFailure(nc *nats.Conn, files []string, err error, log zerolog.L
 	if perr := nc.Publish(subject, data); perr != nil {
 		log.Error().Err(perr).Msg("publish reload alert")
 	}
+}
+
+// serveHTTP serves the gateway until ctx ends; the returned stop waits for
+// in-flight requests (bounded) before returning.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, log zerolog.Logger) (func(), error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("HTTP endpoint stopped")
+		}
+	}()
+	log.Info().Str("url", "http://"+l.Addr().String()+"/acs").Msg("ACS JSON-RPC endpoint listening")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
 }

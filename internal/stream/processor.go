@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,15 @@ type Processor struct {
 	cfg      Config
 	log      zerolog.Logger
 	stats    Stats
+	running  atomic.Bool
+}
+
+// Ready reports whether the processor's workers are consuming.
+func (p *Processor) Ready() error {
+	if !p.running.Load() {
+		return errors.New("the processor is not consuming")
+	}
+	return nil
 }
 
 // New returns a Processor publishing through nc and deciding with the rule
@@ -130,7 +140,9 @@ func (p *Processor) Run(ctx context.Context) error {
 	for _, w := range workers {
 		wg.Go(func() { w.supervise(wctx, fatal) })
 	}
+	p.running.Store(true)
 	wg.Wait()
+	p.running.Store(false)
 	if ctx.Err() == nil {
 		return context.Cause(wctx)
 	}

@@ -1,0 +1,75 @@
+// Command client is a runnable example of pkg/client: it sends the taint
+// example session (examples/taint) to a running processor, one envelope at
+// a time, waiting for each decision as an agent framework would before
+// running the step.
+//
+//	go run ./cmd/processor                       # in one terminal
+//	go run ./examples/client                     # in another
+//	go run ./examples/client -posture deny -timeout 500ms
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/pkg/client"
+)
+
+func main() {
+	url := flag.String("nats-url", nats.DefaultURL, "NATS server")
+	posture := flag.String("posture", "deny", "what to do when no decision arrives in time: deny or proceed")
+	timeout := flag.Duration("timeout", 5*time.Second, "how long to wait for each decision")
+	session := flag.String("session", "", "session id (default: a new one each run)")
+	flag.Parse()
+	if err := run(*url, client.Posture(*posture), *timeout, *session); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		os.Exit(1)
+	}
+}
+
+func run(url string, posture client.Posture, timeout time.Duration, session string) error {
+	nc, err := nats.Connect(url, nats.Name("turnguard-example-client"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	c, err := client.New(nc, client.Options{Posture: posture, Timeout: timeout})
+	if err != nil {
+		return err
+	}
+	if session == "" {
+		session = newUUID()
+	}
+	fmt.Printf("session %s\n", session)
+	for _, e := range examples.Taint(session) {
+		d, err := c.Decide(context.Background(), e.Data)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.FromPosture:
+			fmt.Printf("%-16s %-5s  (no decision: %v; posture %s)\n", e.Hook, d.Decision, d.Failure, posture)
+		case d.Error != nil:
+			fmt.Printf("%-16s error %d: %s\n", e.Hook, d.Error.Code, d.Error.Message)
+		default:
+			fmt.Printf("%-16s %-5s  %s\n", e.Hook, d.Decision, d.Reasoning)
+		}
+	}
+	return nil
+}
+
+// newUUID returns a random version-4 UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
