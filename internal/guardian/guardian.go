@@ -277,10 +277,11 @@ func refusalResponse(k known, ref *acs.Error) *acs.Response {
 // pingResponse answers system/ping: always allow, never recorded (ACS §13).
 func pingResponse(env *envelope, at time.Time) *acs.Response {
 	res := newResult(env.req.Params.RequestID, acs.Allow, "")
-	var p acs.PingPayload
 	payload := map[string]any{"status": "ok", "server_timestamp": at.UTC().Format(time.RFC3339Nano)}
-	if json.Unmarshal(env.req.Params.Payload, &p) == nil && p.Echo != nil {
-		payload["echo"] = *p.Echo
+	if p, ok := env.payload.(map[string]any); ok {
+		if echo, ok := p["echo"].(string); ok {
+			payload["echo"] = echo
+		}
 	}
 	res.Payload = payload
 	return &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: res}

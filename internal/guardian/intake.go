@@ -2,8 +2,6 @@ package guardian
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,7 +48,8 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge,
 			Message: fmt.Sprintf("envelope is %d bytes; the limit is %d", len(data), g.cfg.MaxEnvelopeBytes)}
 	}
-	if err := checkIJSON(data); err != nil {
+	rawParams, err := scanIJSON(data)
+	if err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}
 	}
 	doc, err := schema.Decode(data)
@@ -66,10 +65,8 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 	if err := g.validator.ValidateRequest(doc); err != nil {
 		return nil, k, asRefusal(err)
 	}
-	var e envelope
-	if err := json.Unmarshal(data, &e.req); err != nil {
-		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
-	}
+	// The envelope validated: every field read below has its type.
+	e := envelope{req: requestFrom(obj)}
 	if ref := checkSubject(route, &e.req); ref != nil {
 		return nil, k, ref
 	}
@@ -85,9 +82,8 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonUnknownMethod,
 			Message: fmt.Sprintf("method %s is not evaluated by this Guardian", e.req.Method)}
 	}
-	params := obj["params"].(map[string]any)
-	e.payload = params["payload"]
-	if e.requestHash, err = requestHash(params); err != nil {
+	e.payload = obj["params"].(map[string]any)["payload"]
+	if e.requestHash, err = acs.RequestHash(json.RawMessage(rawParams)); err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
 	}
 	if err := g.validator.ValidatePayload(e.req.Method, e.payload); err != nil {
@@ -143,30 +139,63 @@ func (g *Guardian) checkSignature(doc map[string]any, e *envelope, msg Message) 
 	return nil
 }
 
-// requestHash is the ContextEntry request_hash: SHA-256 of the canonical
-// params, as received (signature included).
-func requestHash(params map[string]any) (string, error) {
-	c, err := acs.Canonical(params)
-	if err != nil {
-		return "", err
+// requestFrom reads the typed envelope out of its validated decoded form,
+// so the body is parsed once.
+func requestFrom(obj map[string]any) acs.Request {
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	var r acs.Request
+	r.JSONRPC, r.Method = str(obj, "jsonrpc"), str(obj, "method")
+	r.ID, _ = json.Marshal(obj["id"])
+	params, _ := obj["params"].(map[string]any)
+	p := &r.Params
+	p.ACSVersion, p.RequestID, p.Timestamp = str(params, "acs_version"), str(params, "request_id"), str(params, "timestamp")
+	p.Nonce, p.TenantID = str(params, "nonce"), str(params, "tenant_id")
+	md, _ := params["metadata"].(map[string]any)
+	p.Metadata = acs.Metadata{AgentID: str(md, "agent_id"), AgentName: str(md, "agent_name"), SessionID: str(md, "session_id"),
+		TurnID: str(md, "turn_id"), ParentTurnID: str(md, "parent_turn_id")}
+	if sig, ok := params["signature"].(map[string]any); ok {
+		p.Signature = &acs.Signature{Algorithm: str(sig, "algorithm"), Value: str(sig, "value"), KeyID: str(sig, "key_id")}
 	}
-	sum := sha256.Sum256(c)
-	return hex.EncodeToString(sum[:]), nil
+	return r
 }
 
-// checkIJSON enforces I-JSON (RFC 7493) before anything else reads the
-// bytes: one value, valid UTF-8, no duplicate member names. encoding/json
+// scanIJSON enforces I-JSON (RFC 7493) before anything else reads the
+// bytes — one value, valid UTF-8, no duplicate member names — and returns
+// the raw params member, whose canonical form the chain hashes. encoding/json
 // would silently keep the last of two duplicate names, which lets a body say
 // one thing to a validator and another to a policy.
-func checkIJSON(data []byte) error {
+func scanIJSON(data []byte) (jsontext.Value, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(data))
-	if _, err := d.ReadValue(); err != nil {
-		return fmt.Errorf("not valid I-JSON: %w", err)
+	var params jsontext.Value
+	if d.PeekKind() == '{' {
+		if _, err := d.ReadToken(); err != nil {
+			return nil, fmt.Errorf("not valid I-JSON: %w", err)
+		}
+		for d.PeekKind() != '}' {
+			name, err := d.ReadToken()
+			if err != nil {
+				return nil, fmt.Errorf("not valid I-JSON: %w", err)
+			}
+			// A token is only valid until the next read.
+			isParams := name.String() == "params"
+			v, err := d.ReadValue()
+			if err != nil {
+				return nil, fmt.Errorf("not valid I-JSON: %w", err)
+			}
+			if isParams {
+				params = v.Clone()
+			}
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return nil, fmt.Errorf("not valid I-JSON: %w", err)
+		}
+	} else if _, err := d.ReadValue(); err != nil {
+		return nil, fmt.Errorf("not valid I-JSON: %w", err)
 	}
 	if _, err := d.ReadToken(); err != io.EOF {
-		return fmt.Errorf("not valid I-JSON: data after the top-level value")
+		return nil, fmt.Errorf("not valid I-JSON: data after the top-level value")
 	}
-	return nil
+	return params, nil
 }
 
 // checkSubject refuses a body whose tenant, session or method disagrees with
@@ -189,27 +218,41 @@ func checkSubject(r acs.Route, req *acs.Request) *acs.Error {
 	return &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonSubjectMismatch, Message: "envelope body disagrees with its subject", Violations: vs}
 }
 
-// decodePayload decodes the payloads whose fields drive turn transitions.
+// decodePayload reads the payload fields that drive turn transitions,
+// from the validated decoded payload.
 func decodePayload(e *envelope) error {
-	var target any
+	p, _ := e.payload.(map[string]any)
+	str := func(k string) string { s, _ := p[k].(string); return s }
+	num := func(k string) *int {
+		n, ok := p[k].(json.Number)
+		if !ok {
+			return nil
+		}
+		i, err := n.Int64()
+		if err != nil {
+			return nil
+		}
+		v := int(i)
+		return &v
+	}
 	switch e.spec.Method {
 	case "steps/turnStart":
-		e.step.TurnStart = new(acs.TurnStartPayload)
-		target = e.step.TurnStart
+		ts := &acs.TurnStartPayload{TurnID: str("turn_id"), TriggeredBy: str("triggered_by"), ParentTurnID: str("parent_turn_id")}
+		if in, ok := p["expected_inputs"].([]any); ok {
+			for _, x := range in {
+				if s, ok := x.(string); ok {
+					ts.ExpectedInputs = append(ts.ExpectedInputs, s)
+				}
+			}
+		}
+		e.step.TurnStart = ts
 	case "steps/turnEnd":
-		e.step.TurnEnd = new(acs.TurnEndPayload)
-		target = e.step.TurnEnd
+		e.step.TurnEnd = &acs.TurnEndPayload{TurnID: str("turn_id"), Outcome: str("outcome"), StepCount: num("step_count"), ToolCallCount: num("tool_call_count")}
 	case "steps/subagentStart":
-		e.step.SubagentStart = new(acs.SubagentStartPayload)
-		target = e.step.SubagentStart
+		e.step.SubagentStart = &acs.SubagentStartPayload{SubagentSessionID: str("subagent_session_id"), ParentSessionID: str("parent_session_id"),
+			ParentStepID: str("parent_step_id"), IntentDerivation: str("intent_derivation")}
 	case "steps/sessionEnd":
-		e.step.SessionEnd = new(acs.SessionEndPayload)
-		target = e.step.SessionEnd
-	default:
-		return nil
-	}
-	if err := json.Unmarshal(e.req.Params.Payload, target); err != nil {
-		return fmt.Errorf("payload of %s: %w", e.spec.Method, err)
+		e.step.SessionEnd = &acs.SessionEndPayload{Reason: str("reason"), SessionReason: str("session_reason")}
 	}
 	return nil
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// DecisionsStream is where decisions of envelopes already in the
 	// stream are looked up (default ACS_DECISIONS).
 	DecisionsStream string
+	// Linger keeps a session's subscription after its last call, for the
+	// session's next step (default 30s; negative: unsubscribe at once).
+	Linger time.Duration
 }
 
 // Decision is turnguard's answer to one envelope.
@@ -101,10 +104,14 @@ type Client struct {
 }
 
 // session is one session's decision subscription and its waiting calls.
+// The subscription outlives its last call by Options.Linger, because an
+// agent's next step usually follows soon and subscribing costs a round
+// trip.
 type session struct {
 	sub     *nats.Subscription
 	refs    int
 	waiters map[string]chan *nats.Msg
+	linger  *time.Timer
 }
 
 // New returns a client publishing and subscribing through nc.
@@ -127,6 +134,9 @@ func New(nc *nats.Conn, opt Options) (*Client, error) {
 	}
 	if opt.DecisionsStream == "" {
 		opt.DecisionsStream = "ACS_DECISIONS"
+	}
+	if opt.Linger == 0 {
+		opt.Linger = 30 * time.Second
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -216,6 +226,10 @@ func (c *Client) await(subject, requestID string) (<-chan *nats.Msg, func(), err
 		s.sub = sub
 		c.sessions[subject] = s
 	}
+	if s.linger != nil {
+		s.linger.Stop()
+		s.linger = nil
+	}
 	ch := make(chan *nats.Msg, 1)
 	s.waiters[requestID] = ch
 	s.refs++
@@ -223,12 +237,40 @@ func (c *Client) await(subject, requestID string) (<-chan *nats.Msg, func(), err
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		delete(s.waiters, requestID)
-		if s.refs--; s.refs == 0 {
-			_ = s.sub.Unsubscribe()
-			delete(c.sessions, subject)
+		if s.refs--; s.refs > 0 {
+			return
 		}
+		if c.opt.Linger < 0 {
+			c.drop(subject, s)
+			return
+		}
+		s.linger = time.AfterFunc(c.opt.Linger, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if s.refs == 0 && c.sessions[subject] == s {
+				c.drop(subject, s)
+			}
+		})
 	}
 	return ch, release, nil
+}
+
+// drop unsubscribes a session; c.mu is held.
+func (c *Client) drop(subject string, s *session) {
+	_ = s.sub.Unsubscribe()
+	delete(c.sessions, subject)
+}
+
+// Close drops every session subscription.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for subject, s := range c.sessions {
+		if s.linger != nil {
+			s.linger.Stop()
+		}
+		c.drop(subject, s)
+	}
 }
 
 // MsgID is the Nats-Msg-Id an envelope is published with: its request id,
@@ -237,8 +279,8 @@ func (c *Client) await(subject, requestID string) (<-chan *nats.Msg, func(), err
 // taken by the stream for a retry of this one and dropped.
 func MsgID(sessionID, requestID string) string { return sessionID + ":" + requestID }
 
-// OpenSubscriptions is the number of session subscriptions held by calls in
-// progress.
+// OpenSubscriptions is the number of session subscriptions held, by calls
+// in progress or lingering.
 func (c *Client) OpenSubscriptions() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

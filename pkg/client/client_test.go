@@ -25,6 +25,11 @@ import (
 // runProcessor runs a processor on srv until the returned stop is called.
 func runProcessor(t *testing.T, srv *server.Server) (stop func()) {
 	t.Helper()
+	return runProcessorB(t, srv)
+}
+
+func runProcessorB(t testing.TB, srv *server.Server) (stop func()) {
+	t.Helper()
 	v, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +97,7 @@ func TestConcurrentCallsShareSubscriptions(t *testing.T) {
 	srv := natstest.RunServer(t)
 	runProcessor(t, srv)
 	nc := natstest.Connect(t, srv)
-	c := newClient(t, nc, client.Options{Timeout: 20 * time.Second})
+	c := newClient(t, nc, client.Options{Timeout: 20 * time.Second, Linger: 200 * time.Millisecond})
 	var wg sync.WaitGroup
 	var maxSubs int
 	var mu sync.Mutex
@@ -131,8 +136,12 @@ func TestConcurrentCallsShareSubscriptions(t *testing.T) {
 	if maxSubs > sessions {
 		t.Fatalf("%d subscriptions for %d sessions", maxSubs, sessions)
 	}
+	if n := c.OpenSubscriptions(); n == 0 || n > sessions {
+		t.Fatalf("%d subscriptions linger right after the calls, want 1..%d", n, sessions)
+	}
+	time.Sleep(400 * time.Millisecond)
 	if n := c.OpenSubscriptions(); n != 0 {
-		t.Fatalf("%d subscriptions left after the calls", n)
+		t.Fatalf("%d subscriptions left after the linger time", n)
 	}
 }
 

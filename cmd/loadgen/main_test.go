@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// A short sync run against the embedded target reports both phases, every
+// envelope decided, none from the posture.
+func TestSyncReport(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"sync", "--rate", "100", "--duration", "1s", "--sessions", "5", "--partitions", "4", "--json"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var rep syncReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	if rep.Raw.Count != 100 || rep.Decide.Count != 100 || rep.FromPosture != 0 || rep.Errors != 0 || rep.Decisions["allow"] != 100 ||
+		rep.Raw.P99 <= 0 || rep.Decide.P99 <= 0 || rep.P99Ratio <= 0 {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), nil, &out, &errOut); code != 2 {
+		t.Fatalf("no command: exit %d", code)
+	}
+	if code := run(context.Background(), []string{"sync", "--rate", "0"}, &out, &errOut); code != 1 {
+		t.Fatalf("zero rate: exit %d", code)
+	}
+}

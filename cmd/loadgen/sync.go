@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/pkg/client"
+)
+
+// syncReport is what `loadgen sync` prints (as JSON with --json).
+type syncReport struct {
+	Rate     float64   `json:"rate_per_s"`
+	Duration string    `json:"duration"`
+	Raw      latencies `json:"raw_jetstream_sync_publish"`
+	Decide   latencies `json:"sync_decision_round_trip"`
+	// P99Ratio is the decision round trip's p99 over the raw publish's.
+	P99Ratio float64 `json:"p99_ratio"`
+	// Decisions counts the answers by decision; FromPosture those that
+	// timed out.
+	Decisions   map[string]int `json:"decisions"`
+	FromPosture int            `json:"from_posture"`
+	Errors      int            `json:"errors"`
+}
+
+type latencies struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+func summarize(h *hdrhistogram.Histogram) latencies {
+	ms := func(v int64) float64 { return float64(v) / 1e3 }
+	return latencies{Count: h.TotalCount(), P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)), Max: ms(h.Max())}
+}
+
+func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadgen sync", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("nats-url", "", "NATS server a processor consumes from; empty: an embedded server and an in-process processor")
+	rate := fs.Float64("rate", 200, "requests per second, for both the baseline and the decisions")
+	duration := fs.Duration("duration", 10*time.Second, "how long each phase sends")
+	sessions := fs.Int("sessions", 50, "concurrent sessions the envelopes are spread over")
+	partitions := fs.Int("partitions", 16, "partitions of the embedded processor")
+	timeout := fs.Duration("timeout", 5*time.Second, "decision timeout (then the posture answers and the call counts as from_posture)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if *rate <= 0 || *duration <= 0 || *sessions < 1 {
+		return errors.New("--rate, --duration and --sessions must be positive")
+	}
+	t, err := connect(ctx, *url, *partitions)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	n := int(*rate * duration.Seconds())
+	interval := time.Duration(float64(time.Second) / *rate)
+	rep := syncReport{Rate: *rate, Duration: duration.String(), Decisions: map[string]int{}}
+
+	fmt.Fprintf(stderr, "raw JetStream synchronous publish: %d at %.0f/s …\n", n, *rate)
+	raw, err := rawPublish(ctx, t, n, interval)
+	if err != nil {
+		return err
+	}
+	rep.Raw = summarize(raw)
+
+	fmt.Fprintf(stderr, "synchronous decisions: %d at %.0f/s over %d sessions …\n", n, *rate, *sessions)
+	dec, err := decide(ctx, t, n, interval, *sessions, *timeout, &rep)
+	if err != nil {
+		return err
+	}
+	rep.Decide = summarize(dec)
+	if rep.Raw.P99 > 0 {
+		rep.P99Ratio = rep.Decide.P99 / rep.Raw.P99
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(stdout, "%-34s %7s %9s %9s %9s %9s\n", "", "count", "p50 ms", "p90 ms", "p99 ms", "max ms")
+	for _, row := range []struct {
+		name string
+		l    latencies
+	}{{"raw JetStream sync publish", rep.Raw}, {"sync decision round trip", rep.Decide}} {
+		fmt.Fprintf(stdout, "%-34s %7d %9.3f %9.3f %9.3f %9.3f\n", row.name, row.l.Count, row.l.P50, row.l.P90, row.l.P99, row.l.Max)
+	}
+	fmt.Fprintf(stdout, "p99 ratio (decision / raw publish): %.2f\ndecisions: %v, from posture: %d, errors: %d\n", rep.P99Ratio, rep.Decisions, rep.FromPosture, rep.Errors)
+	return nil
+}
+
+// schedule runs do(i) for i in [0, n) at start + i·interval, each in its
+// own goroutine (open loop: a slow answer does not delay later sends), and
+// records how long each took from its scheduled time.
+func schedule(ctx context.Context, n int, interval time.Duration, do func(i int) error) (*hdrhistogram.Histogram, int, error) {
+	h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	var mu sync.Mutex
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		at := start.Add(time.Duration(i) * interval)
+		if d := time.Until(at); d > 0 {
+			select {
+			case <-ctx.Done():
+				wg.Wait()
+				return h, int(failed.Load()), ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		wg.Go(func() {
+			if err := do(i); err != nil {
+				failed.Add(1)
+				return
+			}
+			took := time.Since(at)
+			mu.Lock()
+			_ = h.RecordValue(took.Microseconds())
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return h, int(failed.Load()), nil
+}
+
+func rawPublish(ctx context.Context, t *target, n int, interval time.Duration) (*hdrhistogram.Histogram, error) {
+	js, err := jetstream.New(t.nc)
+	if err != nil {
+		return nil, err
+	}
+	const name = "LOADGEN_BASELINE"
+	_ = js.DeleteStream(ctx, name)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"loadgen.baseline.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return nil, err
+	}
+	defer func() { _ = js.DeleteStream(context.WithoutCancel(ctx), name) }()
+	payload := examples.Session("")[3].Data // a toolCallRequest-sized message
+	h, failed, err := schedule(ctx, n, interval, func(i int) error {
+		_, err := js.Publish(ctx, fmt.Sprintf("loadgen.baseline.%d", i%64), payload, jetstream.WithMsgID(fmt.Sprintf("b-%d", i)))
+		return err
+	})
+	if failed > 0 {
+		return h, fmt.Errorf("%d baseline publishes failed", failed)
+	}
+	return h, err
+}
+
+// decide sends the example session over many sessions: step k of session s
+// is due at (k·sessions + s)·interval, and waits for step k-1 of its
+// session so each session stays in order.
+func decide(ctx context.Context, t *target, n int, interval time.Duration, sessions int, timeout time.Duration, rep *syncReport) (*hdrhistogram.Histogram, error) {
+	c, err := client.New(t.nc, client.Options{Timeout: timeout, Posture: client.Deny})
+	if err != nil {
+		return nil, err
+	}
+	type sess struct {
+		envs []examples.Envelope
+		done []chan struct{}
+	}
+	perSession := (n + sessions - 1) / sessions
+	steps := len(examples.Session(""))
+	all := make([]*sess, 0, sessions*((perSession+steps-1)/steps))
+	bySlot := make([]*sess, sessions)
+	newSession := func() *sess {
+		s := &sess{envs: examples.Session(fmt.Sprintf("%08x-0000-4000-8000-%012x", time.Now().UnixNano()&0xffffffff, len(all)))}
+		for range s.envs {
+			s.done = append(s.done, make(chan struct{}))
+		}
+		all = append(all, s)
+		return s
+	}
+	type job struct {
+		s *sess
+		k int
+	}
+	jobs := make([]job, n)
+	counts := make([]int, sessions)
+	for i := range n {
+		slot := i % sessions
+		if bySlot[slot] == nil || counts[slot] == steps {
+			bySlot[slot], counts[slot] = newSession(), 0
+		}
+		jobs[i] = job{bySlot[slot], counts[slot]}
+		counts[slot]++
+	}
+	var mu sync.Mutex
+	h, failed, err := schedule(ctx, n, interval, func(i int) error {
+		j := jobs[i]
+		defer close(j.s.done[j.k])
+		if j.k > 0 {
+			<-j.s.done[j.k-1]
+		}
+		d, err := c.Decide(ctx, j.s.envs[j.k].Data)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			rep.Errors++
+			return err
+		case d.FromPosture:
+			rep.FromPosture++
+			return errors.New("no decision")
+		case d.Error != nil:
+			rep.Decisions["error"]++
+		default:
+			rep.Decisions[d.Decision]++
+		}
+		return nil
+	})
+	_ = failed
+	return h, err
+}
