@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -437,4 +438,50 @@ func TestEmbeddedPortInUse(t *testing.T) {
 	if code := p.wait(t, 15*time.Second); code != 1 || !strings.Contains(p.out.String(), "address already in use") {
 		t.Fatalf("exit %d:\n%s", code, p.out)
 	}
+}
+
+// TestHTTPEndpoint runs the binary as an ACS Guardian over HTTP with keys
+// required: the handshake advertises signatures, an unsigned request is
+// refused -32004, and the receipt key is served and was logged at start.
+func TestHTTPEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.yaml")
+	if err := os.WriteFile(keys, []byte("keys:\n  - {id: k1, secret: \"hex:"+strings.Repeat("ab", 32)+"\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startProcessor(t, "--data-dir", dir, "--listen", "none", "--http", httpAddr, "--keys", keys, "--require-signatures")
+	post := func(body string) map[string]any {
+		t.Helper()
+		resp, err := http.Post("http://"+httpAddr+"/acs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("HTTP %d: %v", resp.StatusCode, err)
+		}
+		return out
+	}
+	hello := post(`{"jsonrpc":"2.0","method":"handshake/hello","id":1,"params":{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-000000000001","timestamp":"2026-12-02T10:00:00Z","metadata":{"agent_id":"a","session_id":"` + sessionID(1) + `"},"payload":{"acs_versions_supported":["0.1.0"],"methods_implemented":["steps/toolCallRequest"],"transports_supported":["http"],"provenance_producer":"none"}}}`)
+	if sh, _ := hello["result"].(map[string]any); fmt.Sprint(sh["signature_algorithms_supported"]) != "[HMAC-SHA256]" || sh["skew_window_ms"] != float64(300000) {
+		t.Fatalf("ServerHello %v", hello)
+	}
+	refused := post(string(exampleEnvelopes(sessionID(2))[0].data))
+	if e, _ := refused["error"].(map[string]any); e["code"] != float64(-32004) {
+		t.Fatalf("unsigned request: %v", refused)
+	}
+	resp, err := http.Get("http://" + httpAddr + "/receipt-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(p.out.String(), resp.Header.Get("Acs-Receipt-Key")) {
+		t.Fatalf("GET /receipt-key: %d %q", resp.StatusCode, resp.Header.Get("Acs-Receipt-Key"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "receipt-key.pem")); err != nil {
+		t.Fatalf("receipt key not created in the data dir: %v", err)
+	}
+	p.stop(t)
 }
