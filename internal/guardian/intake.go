@@ -12,7 +12,6 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/turnstate"
-	"github.com/turnguard/turnguard/schema"
 )
 
 // envelope is an inbound message that passed intake: valid JSON, a valid
@@ -48,11 +47,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge,
 			Message: fmt.Sprintf("envelope is %d bytes; the limit is %d", len(data), g.cfg.MaxEnvelopeBytes)}
 	}
-	rawParams, err := scanIJSON(data)
-	if err != nil {
-		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}
-	}
-	doc, err := schema.Decode(data)
+	doc, rawParams, err := decodeIJSON(data)
 	if err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}
 	}
@@ -159,43 +154,72 @@ func requestFrom(obj map[string]any) acs.Request {
 	return r
 }
 
-// scanIJSON enforces I-JSON (RFC 7493) before anything else reads the
-// bytes — one value, valid UTF-8, no duplicate member names — and returns
-// the raw params member, whose canonical form the chain hashes. encoding/json
-// would silently keep the last of two duplicate names, which lets a body say
-// one thing to a validator and another to a policy.
-func scanIJSON(data []byte) (jsontext.Value, error) {
+// decodeIJSON decodes a body in one pass that enforces I-JSON (RFC 7493):
+// one value, valid UTF-8, no duplicate member names. encoding/json would
+// silently keep the last of two duplicate names, which lets a body say one
+// thing to a validator and another to a policy. Numbers stay exact
+// (json.Number), as the schema validator expects. It also returns the raw
+// params member, whose canonical form the chain hashes.
+func decodeIJSON(data []byte) (any, []byte, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(data))
-	var params jsontext.Value
-	if d.PeekKind() == '{' {
-		if _, err := d.ReadToken(); err != nil {
-			return nil, fmt.Errorf("not valid I-JSON: %w", err)
-		}
+	var params []byte
+	v, err := decodeValue(d, data, &params)
+	if err != nil {
+		return nil, nil, fmt.Errorf("not valid I-JSON: %w", err)
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return nil, nil, fmt.Errorf("not valid I-JSON: data after the top-level value")
+	}
+	return v, params, nil
+}
+
+// decodeValue reads one value; at the top level (params != nil) it records
+// where the params member's value lies in data.
+func decodeValue(d *jsontext.Decoder, data []byte, params *[]byte) (any, error) {
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case '{':
+		obj := map[string]any{}
 		for d.PeekKind() != '}' {
 			name, err := d.ReadToken()
 			if err != nil {
-				return nil, fmt.Errorf("not valid I-JSON: %w", err)
+				return nil, err
 			}
-			// A token is only valid until the next read.
-			isParams := name.String() == "params"
-			v, err := d.ReadValue()
+			key := name.String()
+			start := d.InputOffset()
+			v, err := decodeValue(d, data, nil)
 			if err != nil {
-				return nil, fmt.Errorf("not valid I-JSON: %w", err)
+				return nil, err
 			}
-			if isParams {
-				params = v.Clone()
+			if params != nil && key == "params" {
+				*params = bytes.TrimLeft(data[start:d.InputOffset()], " \t\r\n:")
 			}
+			obj[key] = v
 		}
-		if _, err := d.ReadToken(); err != nil {
-			return nil, fmt.Errorf("not valid I-JSON: %w", err)
+		_, err := d.ReadToken()
+		return obj, err
+	case '[':
+		arr := []any{}
+		for d.PeekKind() != ']' {
+			v, err := decodeValue(d, data, nil)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
 		}
-	} else if _, err := d.ReadValue(); err != nil {
-		return nil, fmt.Errorf("not valid I-JSON: %w", err)
+		_, err := d.ReadToken()
+		return arr, err
+	case '"':
+		return tok.String(), nil
+	case '0':
+		return json.Number(tok.String()), nil
+	case 't', 'f':
+		return tok.Bool(), nil
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		return nil, fmt.Errorf("not valid I-JSON: data after the top-level value")
-	}
-	return params, nil
+	return nil, nil
 }
 
 // checkSubject refuses a body whose tenant, session or method disagrees with
