@@ -12,7 +12,6 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/scenario"
-	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // Result is the outcome of one test case.
@@ -48,17 +47,17 @@ func Run(g *guardian.Guardian, rs *rules.Set, sc *scenario.Scenario) Result {
 		res.Failures = append(res.Failures, err.Error())
 		return res
 	}
-	w := NewWorld()
+	mem := guardian.NewMemory()
 	for i, m := range built.Messages {
 		msg := guardian.Message{Subject: m.Subject, Data: m.Data, Seq: uint64(i + 1), Time: sc.Start.Add(time.Duration(i) * time.Second)}
-		out := w.Decide(g, rs, msg)
+		out := Decide(g, rs, mem, msg)
 		res.Outcomes = append(res.Outcomes, out)
 		if err := m.Expect.Check(Observe(out)); err != nil {
 			res.Failures = append(res.Failures, fmt.Sprintf("step %d (%s): %v", i+1, hookOf(m.Subject), err))
 		}
 	}
 	for _, want := range built.States {
-		got, ok := w.Sessions[acs.SessionKey(want.Tenant, want.SessionID)]
+		got, ok := mem.Sessions[acs.SessionKey(want.Tenant, want.SessionID)]
 		if !ok {
 			res.Failures = append(res.Failures, fmt.Sprintf("session %s has no state", want.Alias))
 			continue
@@ -71,47 +70,13 @@ func Run(g *guardian.Guardian, rs *rules.Set, sc *scenario.Scenario) Result {
 	return res
 }
 
-// World is what the KV bucket holds: session states and agents' shared
-// states, by key.
-type World struct {
-	Sessions map[string]*turnstate.Session
-	Agents   map[string]*turnstate.Agent
-}
-
-// NewWorld returns an empty bucket.
-func NewWorld() *World {
-	return &World{Sessions: map[string]*turnstate.Session{}, Agents: map[string]*turnstate.Agent{}}
-}
-
-// Decide routes a message the way the stream and a partition worker do,
-// and keeps the states the way the KV bucket does.
-func (w *World) Decide(g *guardian.Guardian, rs *rules.Set, msg guardian.Message) guardian.Outcome {
+// Decide routes a message the way the stream and a partition worker do.
+func Decide(g *guardian.Guardian, rs *rules.Set, mem *guardian.Memory, msg guardian.Message) guardian.Outcome {
 	route, err := acs.ParseInbound(msg.Subject)
 	if err != nil {
 		return g.Unroutable(err)
 	}
-	var agent *turnstate.Agent
-	if rs != nil && rs.AgentKeyed() {
-		if id := guardian.AgentOf(msg.Data); id != "" {
-			key := turnstate.AgentKey(route.Tenant, id)
-			if agent = w.Agents[key]; agent == nil {
-				agent = turnstate.NewAgent(route.Tenant, id)
-			}
-		}
-	}
-	out := g.Decide(rs, w.Sessions[route.SessionKey()], agent, route, msg)
-	if out.State != nil {
-		w.Sessions[route.SessionKey()] = out.State
-	}
-	if out.Agent != nil {
-		w.Agents[out.Agent.Key()] = out.Agent
-	}
-	if s := out.Spawned; s != nil {
-		if _, exists := w.Sessions[s.Key()]; !exists {
-			w.Sessions[s.Key()] = s
-		}
-	}
-	return out
+	return mem.Decide(g, rs, route, msg)
 }
 
 // Observe describes an outcome in the scenario's terms.

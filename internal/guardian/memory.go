@@ -1,0 +1,47 @@
+package guardian
+
+import (
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Memory keeps session and agent states the way the state bucket keeps
+// them, for running the core without NATS: rule tests, scenarios and
+// replay. It applies an Outcome's effects on state exactly as a partition
+// worker does.
+type Memory struct {
+	Sessions map[string]*turnstate.Session
+	Agents   map[string]*turnstate.Agent
+}
+
+// NewMemory returns an empty memory.
+func NewMemory() *Memory {
+	return &Memory{Sessions: map[string]*turnstate.Session{}, Agents: map[string]*turnstate.Agent{}}
+}
+
+// Decide decides one message published to route (the caller parsed the
+// subject; see Unroutable otherwise) and keeps its effects on state.
+func (m *Memory) Decide(g *Guardian, rs *rules.Set, route acs.Route, msg Message) Outcome {
+	var agent *turnstate.Agent
+	if rs != nil && rs.AgentKeyed() {
+		if id := AgentOf(msg.Data); id != "" {
+			if agent = m.Agents[turnstate.AgentKey(route.Tenant, id)]; agent == nil {
+				agent = turnstate.NewAgent(route.Tenant, id)
+			}
+		}
+	}
+	out := g.Decide(rs, m.Sessions[route.SessionKey()], agent, route, msg)
+	if out.State != nil {
+		m.Sessions[route.SessionKey()] = out.State
+	}
+	if out.Agent != nil {
+		m.Agents[out.Agent.Key()] = out.Agent
+	}
+	if s := out.Spawned; s != nil {
+		if _, exists := m.Sessions[s.Key()]; !exists {
+			m.Sessions[s.Key()] = s
+		}
+	}
+	return out
+}
