@@ -45,6 +45,9 @@ func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	// Relative defaults (./data) land in the test's own directory, never
+	// in the source tree.
+	p.cmd.Dir = t.TempDir()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
