@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/turnguard/turnguard/internal/cliflag"
 )
 
 func main() {
@@ -25,7 +27,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "version":
-			fmt.Fprintln(stdout, version())
+			fmt.Fprintln(stdout, cliflag.Version())
 			return 0
 		case "rules":
 			return rulesCommand(args[1:], stdout, stderr)

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
@@ -42,12 +42,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gcfg := guardian.Config{MaxEnvelopeBytes: cfg.maxBytes, OnRuleError: acs.Disposition(cfg.onRuleError),
-		RequireSignatures: cfg.requireSignatures, SkewWindow: cfg.skewWindow}
-	if cfg.keysFile != "" {
-		if gcfg.Keys, err = acs.LoadKeyring(cfg.keysFile); err != nil {
-			return err
-		}
+	gcfg, err := cfg.core.GuardianConfig()
+	if err != nil {
+		return err
 	}
 	signer, created, err := receipt.LoadOrCreate(cfg.receiptKey)
 	if err != nil {
@@ -111,7 +108,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	}
 	if cfg.httpAddr != "" {
 		gw, err := gateway.New(nc, v, gateway.Config{Tenant: cfg.httpTenant, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
-			Signing: gcfg.Keys != nil, SkewWindow: cfg.skewWindow, Receipts: signer, Ready: p.Ready}, log)
+			Signing: gcfg.Keys != nil, SkewWindow: cfg.core.SkewWindow, Receipts: signer, Ready: p.Ready}, log)
 		if err != nil {
 			return err
 		}
@@ -135,7 +132,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if srv != nil {
 		where = "embedded (in-process)"
 	}
-	log.Info().Str("version", version()).Str("nats", where).Msg("turnguard starting")
+	log.Info().Str("version", cliflag.Version()).Str("nats", where).Msg("turnguard starting")
 	if err := p.Run(ctx); err != nil {
 		return err
 	}

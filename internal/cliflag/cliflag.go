@@ -1,0 +1,61 @@
+// Package cliflag holds what turnguard's commands share on their command
+// lines: environment variables standing in for flags, and repeatable list
+// flags.
+package cliflag
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// EnvPrefix is the prefix of the environment variables that stand in for
+// flags: --nats-url is TURNGUARD_NATS_URL.
+const EnvPrefix = "TURNGUARD_"
+
+// EnvName is the environment variable standing in for a flag.
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ApplyEnv sets every flag of fs that has a TURNGUARD_* variable. Call it
+// before fs.Parse so that the command line overrides the environment.
+func ApplyEnv(fs *flag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := EnvName(f.Name)
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// List is a repeatable flag; each value may also hold several
+// comma-separated entries.
+type List []string
+
+func (l *List) String() string { return strings.Join(*l, ",") }
+
+// Set adds a value's entries.
+func (l *List) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// Version is the module version the running binary was built from.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return "turnguard " + bi.Main.Version
+	}
+	return "turnguard (devel)"
+}

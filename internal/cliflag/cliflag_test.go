@@ -1,0 +1,65 @@
+package cliflag_test
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/turnguard/turnguard/internal/cliflag"
+)
+
+func TestEnvThenFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantURL string
+		wantN   int
+		wantErr bool
+	}{
+		{name: "defaults", wantURL: "", wantN: 1},
+		{name: "from the environment", env: map[string]string{"TURNGUARD_NATS_URL": "nats://a:4222", "TURNGUARD_BATCH_SIZE": "7"}, wantURL: "nats://a:4222", wantN: 7},
+		{name: "the command line wins", env: map[string]string{"TURNGUARD_NATS_URL": "nats://a:4222"}, args: []string{"--nats-url", "nats://b:4222"}, wantURL: "nats://b:4222", wantN: 1},
+		{name: "bad value names the variable", env: map[string]string{"TURNGUARD_BATCH_SIZE": "many"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			url := fs.String("nats-url", "", "")
+			n := fs.Int("batch-size", 1, "")
+			err := cliflag.ApplyEnv(fs)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ApplyEnv: %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if *url != tt.wantURL || *n != tt.wantN {
+				t.Fatalf("url %q n %d, want %q %d", *url, *n, tt.wantURL, tt.wantN)
+			}
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	var l cliflag.List
+	for _, v := range []string{"a.yaml", "b.yaml, c.yaml", " ,"} {
+		if err := l.Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"a.yaml", "b.yaml", "c.yaml"}; !slices.Equal(l, want) {
+		t.Fatalf("got %v, want %v", l, want)
+	}
+	if l.String() != "a.yaml,b.yaml,c.yaml" {
+		t.Fatalf("String() = %q", l.String())
+	}
+}

@@ -1,0 +1,65 @@
+package cliflag
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/stream"
+)
+
+// Core is the decision core's settings. The processor and replay register
+// the same flags so that a replay decides with what the processor had:
+// a different size limit or signature policy would refuse other envelopes
+// and change the hash chain.
+type Core struct {
+	MaxEnvelopeBytes  int
+	OnRuleError       string
+	KeysFile          string
+	RequireSignatures bool
+	SkewWindow        time.Duration
+}
+
+// Register adds the core's flags to fs.
+func (c *Core) Register(fs *flag.FlagSet) {
+	fs.IntVar(&c.MaxEnvelopeBytes, "max-envelope-bytes", guardian.DefaultMaxEnvelopeBytes, "refuse (and dead-letter) envelopes larger than this")
+	fs.StringVar(&c.OnRuleError, "on-rule-error", "deny", "decision when a rule condition fails to evaluate: deny or allow")
+	fs.StringVar(&c.KeysFile, "keys", "", "HMAC keys file: verify request signatures, sign responses")
+	fs.BoolVar(&c.RequireSignatures, "require-signatures", false, "refuse unsigned requests (-32004); needs --keys")
+	fs.DurationVar(&c.SkewWindow, "skew-window", guardian.DefaultSkewWindow, "refuse signed requests whose timestamp is further than this from their arrival (-32006); 0 disables")
+}
+
+// Validate checks the values parsed.
+func (c *Core) Validate() error {
+	if c.MaxEnvelopeBytes < 1024 || c.MaxEnvelopeBytes > stream.HooksMaxMsgSize {
+		return fmt.Errorf("--max-envelope-bytes must be between 1024 and %d (the ACS_HOOKS message limit)", stream.HooksMaxMsgSize)
+	}
+	if c.OnRuleError != "deny" && c.OnRuleError != "allow" {
+		return fmt.Errorf("--on-rule-error %q: want deny or allow", c.OnRuleError)
+	}
+	if c.RequireSignatures && c.KeysFile == "" {
+		return errors.New("--require-signatures needs --keys")
+	}
+	if c.SkewWindow < 0 {
+		return errors.New("--skew-window must not be negative")
+	}
+	return nil
+}
+
+// GuardianConfig is the core's configuration, with the keyring loaded;
+// receipts are the caller's.
+func (c *Core) GuardianConfig() (guardian.Config, error) {
+	cfg := guardian.Config{MaxEnvelopeBytes: c.MaxEnvelopeBytes, OnRuleError: acs.Disposition(c.OnRuleError),
+		RequireSignatures: c.RequireSignatures, SkewWindow: c.SkewWindow}
+	if c.KeysFile != "" {
+		kr, err := acs.LoadKeyring(c.KeysFile)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Keys = kr
+	}
+	return cfg, nil
+}
