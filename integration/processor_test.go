@@ -281,6 +281,47 @@ func TestEmbeddedServer(t *testing.T) {
 	}
 }
 
+// TestDataDirIsExclusiveAndReplayable: while a processor runs on a data
+// directory, a second processor and replay refuse to open it (two servers
+// on one store would corrupt it); once it stops, replay reads the store.
+func TestDataDirIsExclusiveAndReplayable(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p := startProcessor(t, "--data-dir", data, "--listen", listen)
+	nc := connect(t, "nats://"+listen)
+	js, _ := jetstream.New(nc)
+	for _, e := range exampleEnvelopes(exampleSession) {
+		if err := nc.Publish(e.subject, e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitCount(t, js, "ACS_DECISIONS", 8, 20*time.Second)
+
+	second := start(t, "processor", "--data-dir", data, "--listen", "none")
+	if code := second.wait(t, 30*time.Second); code != 1 || !strings.Contains(second.out.String(), "data directory in use by another turnguard process") {
+		t.Fatalf("second processor on the same data dir: exit %d\n%s", code, second.out)
+	}
+	busy := start(t, "replay", "sessions", "--data-dir", data)
+	if code := busy.wait(t, 30*time.Second); code != 2 || !strings.Contains(busy.out.String(), "a processor is running on") {
+		t.Fatalf("replay on a store in use: exit %d\n%s", code, busy.out)
+	}
+	live := start(t, "replay", "timeline", "--nats-url", "nats://"+listen, "--session", exampleSession)
+	if code := live.wait(t, 30*time.Second); code != 0 || !strings.Contains(live.out.String(), "chain   intact (8 steps)") {
+		t.Fatalf("replay against the running processor: exit %d\n%s", code, live.out)
+	}
+	nc.Close()
+	p.stop(t)
+
+	sessions := start(t, "replay", "sessions", "--data-dir", data)
+	if code := sessions.wait(t, 30*time.Second); code != 0 || !strings.Contains(sessions.out.String(), exampleSession) {
+		t.Fatalf("replay sessions: exit %d\n%s", code, sessions.out)
+	}
+	verify := start(t, "replay", "verify", "--data-dir", data, "--session", exampleSession)
+	if code := verify.wait(t, 30*time.Second); code != 0 || !strings.Contains(verify.out.String(), "result     verified") {
+		t.Fatalf("replay verify: exit %d\n%s", code, verify.out)
+	}
+}
+
 // TestIncompatibleExistingStream: an existing stream that does not match
 // the flags is a clear startup error, and nothing is changed.
 func TestIncompatibleExistingStream(t *testing.T) {

@@ -49,6 +49,11 @@ type Config struct {
 	SkewWindow time.Duration
 	// Receipts signs every response with the processor's Ed25519 key.
 	Receipts *receipt.Signer
+	// Unsigned leaves responses without HMAC signature and receipt, with
+	// Keys still verifying requests. Replay decides this way: it compares
+	// decisions and never publishes them, and signing is half the cost of
+	// a decision. Nothing else about a decision changes.
+	Unsigned bool
 }
 
 // DefaultSkewWindow is ACS's default skew_window_ms.
@@ -196,7 +201,7 @@ func appendEntry(s *turnstate.Session, env *envelope) error {
 // verified key, else the keyring's default) and adds the receipt.
 func (g *Guardian) seal(out *Outcome, keyID, sessionID string) {
 	r := out.Response
-	if r == nil {
+	if r == nil || g.cfg.Unsigned {
 		return
 	}
 	if kr := g.cfg.Keys; kr != nil && sessionID != "" {

@@ -175,3 +175,38 @@ func TestReceipts(t *testing.T) {
 		t.Fatalf("receipt %q does not verify", out.Receipt)
 	}
 }
+
+// TestUnsignedDecidesTheSame checks that a core deciding without signing
+// (as replay does) gives the decision a signing core gives, only without
+// signature and receipt: requests are still verified.
+func TestUnsignedDecidesTheSame(t *testing.T) {
+	kr := testKeyring(t)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signing := guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv), RequireSignatures: true}
+	unsigned := signing
+	unsigned.Unsigned = true
+	plain := envelope("steps/sessionStart", `{}`)
+	for _, data := range [][]byte{sign(t, kr, "k1", plain), plain} {
+		full := guardian.New(newValidator(t), signing).Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
+		bare := guardian.New(newValidator(t), unsigned).Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
+		if full.Receipt == "" || full.Response.Sig() == nil {
+			t.Fatal("the signing core did not sign")
+		}
+		if bare.Receipt != "" || bare.Response.Sig() != nil {
+			t.Fatal("the unsigned core signed")
+		}
+		if (full.Refusal == nil) != (bare.Refusal == nil) {
+			t.Fatalf("refusals differ: %v vs %v", full.Refusal, bare.Refusal)
+		}
+		if full.Response.Result != nil {
+			full.Response.Result.Signature = nil
+		} else {
+			full.Response.Error.Signature = nil
+		}
+		a, _ := json.Marshal(full.Response)
+		b, _ := json.Marshal(bare.Response)
+		if string(a) != string(b) {
+			t.Fatalf("responses differ beyond the signature:\n%s\n%s", a, b)
+		}
+	}
+}

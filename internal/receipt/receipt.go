@@ -104,15 +104,23 @@ func LoadOrCreate(path string) (*Signer, bool, error) {
 	if block == nil {
 		return nil, false, fmt.Errorf("receipt key %s: not PEM", path)
 	}
-	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	priv, err := parsePrivate(block)
 	if err != nil {
 		return nil, false, fmt.Errorf("receipt key %s: %w", path, err)
 	}
+	return NewSigner(priv), false, nil
+}
+
+func parsePrivate(block *pem.Block) (ed25519.PrivateKey, error) {
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
 	priv, ok := k.(ed25519.PrivateKey)
 	if !ok {
-		return nil, false, fmt.Errorf("receipt key %s: a %T, not an Ed25519 key", path, k)
+		return nil, fmt.Errorf("a %T, not an Ed25519 key", k)
 	}
-	return NewSigner(priv), false, nil
+	return priv, nil
 }
 
 // ParsePublicPEM reads a public key as GET /receipt-key serves it.
@@ -130,4 +138,30 @@ func ParsePublicPEM(raw []byte) (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("a %T, not an Ed25519 key", k)
 	}
 	return pub, nil
+}
+
+// LoadPublic reads the public key to verify receipts with from a PEM file
+// holding either the public key (as GET /receipt-key serves it) or the
+// processor's private key.
+func LoadPublic(path string) (ed25519.PublicKey, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("receipt key: %w", err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		return nil, fmt.Errorf("receipt key %s: not PEM", path)
+	}
+	if block.Type != "PRIVATE KEY" {
+		pub, err := ParsePublicPEM(raw)
+		if err != nil {
+			return nil, fmt.Errorf("receipt key %s: %w", path, err)
+		}
+		return pub, nil
+	}
+	priv, err := parsePrivate(block)
+	if err != nil {
+		return nil, fmt.Errorf("receipt key %s: %w", path, err)
+	}
+	return priv.Public().(ed25519.PublicKey), nil
 }

@@ -46,3 +46,40 @@ func TestReceipts(t *testing.T) {
 		t.Fatal("receipts are not deterministic")
 	}
 }
+
+func TestLoadPublic(t *testing.T) {
+	dir := t.TempDir()
+	privPath := filepath.Join(dir, "receipt-key.pem")
+	s, _, err := receipt.LoadOrCreate(privPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubPath := filepath.Join(dir, "receipt-key.pub.pem")
+	if err := os.WriteFile(pubPath, s.PublicPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(notPEM, []byte("nope"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		wantErr    bool
+	}{
+		{"private key", privPath, false},
+		{"public key", pubPath, false},
+		{"not PEM", notPEM, true},
+		{"missing", filepath.Join(dir, "absent.pem"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pub, err := receipt.LoadPublic(tt.path)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && receipt.KeyID(pub) != s.KeyID {
+				t.Fatalf("key id %s, want %s", receipt.KeyID(pub), s.KeyID)
+			}
+		})
+	}
+}

@@ -50,10 +50,21 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		}
 		opts.Host, opts.Port = host, p
 	}
+	release, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
+	// The lock lives as long as the server: released once it has shut
+	// down, whoever shuts it down.
+	go func() {
+		s.WaitForShutdown()
+		release()
+	}()
 	fatal := make(chan string, 1)
 	s.SetLoggerV2(serverLogger{log: cfg.Logger.With().Str("component", "nats-server").Logger(), fatal: fatal}, false, false, false)
 	go s.Start()

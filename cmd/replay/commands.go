@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/rules"
+	rulepack "github.com/turnguard/turnguard/rules"
+	"github.com/turnguard/turnguard/schema"
+)
+
+func sessionsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var (
+		c             conn
+		rf            rangeFlags
+		tenant, agent string
+		format        string
+	)
+	fs := newFlagSet("sessions", "[--tenant T] [--since 24h | --from TIME --to TIME] [--agent A]", stderr)
+	c.register(fs)
+	rf.register(fs)
+	fs.StringVar(&tenant, "tenant", "default", "tenant")
+	fs.StringVar(&agent, "agent", "", "only sessions of this agent_id")
+	fs.StringVar(&format, "format", "table", "table or json")
+	if err := parse(fs, args); err != nil {
+		return exitError, err
+	}
+	if err := checkFormat(format, "table", "json"); err != nil {
+		return exitError, err
+	}
+	b, err := rf.bounds(time.Now())
+	if err != nil {
+		return exitError, err
+	}
+	src, closeFn, err := c.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer closeFn()
+	r, err := src.Resolve(ctx, b)
+	if err != nil {
+		return exitError, err
+	}
+	ss, err := src.Sessions(ctx, r, tenant, agent, stderr)
+	if err != nil {
+		return exitError, err
+	}
+	if format == "json" {
+		return exitOK, writeJSONLines(stdout, ss)
+	}
+	return exitOK, replay.WriteSessions(stdout, ss)
+}
+
+func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var (
+		c                       conn
+		core                    cliflag.Core
+		ruleFiles               cliflag.List
+		tenant, session, format string
+		output                  string
+	)
+	fs := newFlagSet("timeline", "--session S [--format table|json|html] [--output FILE]", stderr)
+	c.register(fs)
+	core.Register(fs)
+	fs.StringVar(&tenant, "tenant", "default", "tenant of the session")
+	fs.StringVar(&session, "session", "", "session id (required)")
+	fs.Var(&ruleFiles, "rules", "rules whose taint labels and windows to show, and to re-decide with (default builtin:default, the processor's default)")
+	fs.StringVar(&format, "format", "table", "table, json (JSON Lines: one object per step) or html (one self-contained file)")
+	fs.StringVar(&output, "output", "", "write to this file instead of standard output")
+	if err := parse(fs, args); err != nil {
+		return exitError, err
+	}
+	if session == "" {
+		return exitError, errors.New("--session is required")
+	}
+	if err := checkFormat(format, "table", "json", "html"); err != nil {
+		return exitError, err
+	}
+	g, _, err := newGuardian(core)
+	if err != nil {
+		return exitError, err
+	}
+	rs, err := loadRules(ruleFiles)
+	if err != nil {
+		return exitError, err
+	}
+	src, closeFn, err := c.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer closeFn()
+	r, err := src.Resolve(ctx, replay.Bounds{})
+	if err != nil {
+		return exitError, err
+	}
+	tl, err := replay.BuildTimeline(ctx, src, g, rs, r, tenant, session)
+	if err != nil {
+		return exitError, err
+	}
+	if len(tl.Steps) == 0 {
+		return exitError, fmt.Errorf("no envelopes of session %s (tenant %s)", session, tenant)
+	}
+	return exitOK, writeTo(output, stdout, func(w io.Writer) error {
+		switch format {
+		case "json":
+			return replay.WriteJSON(w, tl)
+		case "html":
+			return replay.WriteHTML(w, tl)
+		}
+		return replay.WriteTable(w, tl)
+	})
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var (
+		c                       conn
+		rf                      rangeFlags
+		core                    cliflag.Core
+		ruleFiles               cliflag.List
+		tenant, session, format string
+		diff, failOnDiff        bool
+		samples                 int
+	)
+	fs := newFlagSet("run", "--rules FILE... [--since D | --from T --to T | --session S] [--diff] [--fail-on-diff]", stderr)
+	c.register(fs)
+	rf.register(fs)
+	core.Register(fs)
+	fs.Var(&ruleFiles, "rules", "rule files to re-decide with; repeat or separate with commas (builtin:default is the embedded pack)")
+	fs.StringVar(&tenant, "tenant", "default", "tenant")
+	fs.StringVar(&session, "session", "", "only this session")
+	fs.BoolVar(&diff, "diff", false, "list every envelope whose decision or alerts change, with its evidence")
+	fs.BoolVar(&failOnDiff, "fail-on-diff", false, "exit 1 when anything changes (for CI gates on rule changes)")
+	fs.IntVar(&samples, "samples", 10, "changes listed as samples without --diff")
+	fs.StringVar(&format, "format", "table", "table or json (the whole report, every change included)")
+	if err := parse(fs, args); err != nil {
+		return exitError, err
+	}
+	if len(ruleFiles) == 0 {
+		return exitError, errors.New("--rules is required (builtin:default names the embedded pack)")
+	}
+	if err := checkFormat(format, "table", "json"); err != nil {
+		return exitError, err
+	}
+	b, err := rf.bounds(time.Now())
+	if err != nil {
+		return exitError, err
+	}
+	g, _, err := newGuardian(core)
+	if err != nil {
+		return exitError, err
+	}
+	rs, err := loadRules(ruleFiles)
+	if err != nil {
+		return exitError, err
+	}
+	src, closeFn, err := c.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer closeFn()
+	r, err := src.Resolve(ctx, b)
+	if err != nil {
+		return exitError, err
+	}
+	rep, err := replay.BackTest(ctx, src, g, rs, r, replay.Selection{Tenant: tenant, SessionID: session}, replay.Options{Progress: stderr})
+	if err != nil && !rep.Interrupted {
+		return exitError, err
+	}
+	if format == "json" {
+		if werr := writeJSON(stdout, rep); werr != nil {
+			return exitError, werr
+		}
+	} else {
+		if diff {
+			samples = len(rep.Changes)
+		}
+		if werr := replay.WriteReport(stdout, rep, samples); werr != nil {
+			return exitError, werr
+		}
+	}
+	if err != nil {
+		return exitInterrupted, err
+	}
+	if failOnDiff && rep.Differs() {
+		return exitDifferences, nil
+	}
+	return exitOK, nil
+}
+
+func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var (
+		c                       conn
+		core                    cliflag.Core
+		tenant, session, format string
+		receiptKey              string
+	)
+	fs := newFlagSet("verify", "--session S [--keys FILE] [--receipt-key PEM]", stderr)
+	c.register(fs)
+	core.Register(fs)
+	fs.StringVar(&tenant, "tenant", "default", "tenant of the session")
+	fs.StringVar(&session, "session", "", "session id (required)")
+	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM, public as GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pem when opening --data-dir")
+	fs.StringVar(&format, "format", "table", "table or json")
+	if err := parse(fs, args); err != nil {
+		return exitError, err
+	}
+	if session == "" {
+		return exitError, errors.New("--session is required")
+	}
+	if err := checkFormat(format, "table", "json"); err != nil {
+		return exitError, err
+	}
+	if receiptKey == "" && c.natsURL == "" {
+		if p := filepath.Join(c.dataDir, "receipt-key.pem"); fileExists(p) {
+			receiptKey = p
+		}
+	}
+	var pub ed25519.PublicKey
+	if receiptKey != "" {
+		var err error
+		if pub, err = receipt.LoadPublic(receiptKey); err != nil {
+			return exitError, err
+		}
+	}
+	// Rules do not enter the hash chain: verify decides with none.
+	g, gcfg, err := newGuardian(core)
+	if err != nil {
+		return exitError, err
+	}
+	src, closeFn, err := c.open(ctx)
+	if err != nil {
+		return exitError, err
+	}
+	defer closeFn()
+	r, err := src.Resolve(ctx, replay.Bounds{})
+	if err != nil {
+		return exitError, err
+	}
+	v, err := replay.Verify(ctx, src, g, gcfg.Keys, pub, r, tenant, session)
+	if err != nil {
+		return exitError, err
+	}
+	if len(v.Steps) == 0 {
+		return exitError, fmt.Errorf("no envelopes of session %s (tenant %s)", session, tenant)
+	}
+	if format == "json" {
+		err = writeJSON(stdout, v)
+	} else {
+		err = replay.WriteVerification(stdout, v)
+	}
+	if err != nil {
+		return exitError, err
+	}
+	if !v.OK() {
+		return exitDifferences, nil
+	}
+	return exitOK, nil
+}
+
+// newGuardian builds the decision core as the processor had it, minus
+// the signing of responses.
+func newGuardian(core cliflag.Core) (*guardian.Guardian, guardian.Config, error) {
+	if err := core.Validate(); err != nil {
+		return nil, guardian.Config{}, err
+	}
+	cfg, err := core.GuardianConfig()
+	if err != nil {
+		return nil, cfg, err
+	}
+	// Replay compares decisions and publishes none: signing them would
+	// only cost time.
+	cfg.Unsigned = true
+	v, err := schema.New()
+	if err != nil {
+		return nil, cfg, err
+	}
+	return guardian.New(v, cfg), cfg, nil
+}
+
+// loadRules loads the rule files, the embedded default pack when none.
+func loadRules(files []string) (*rules.Set, error) {
+	if len(files) == 0 {
+		files = []string{rulepack.DefaultPath}
+	}
+	rs, err := rules.LoadFiles(files...)
+	if err != nil {
+		return nil, fmt.Errorf("rules:\n%w", err)
+	}
+	return rs, nil
+}
+
+func checkFormat(format string, allowed ...string) error {
+	for _, a := range allowed {
+		if format == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("--format %q: want one of %v", format, allowed)
+}
+
+func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "" {
+		return write(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeJSONLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

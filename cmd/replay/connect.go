@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/stream"
+)
+
+// conn is where the recorded streams are read from.
+type conn struct {
+	natsURL   string
+	natsCreds string
+	dataDir   string
+}
+
+func (c *conn) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server or cluster URL(s) the processor records to; empty opens --data-dir")
+	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVar(&c.dataDir, "data-dir", "./data", "the embedded server's data directory, opened when no processor runs on it")
+}
+
+// open connects and opens the recorded streams; close releases what open
+// started.
+func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), err error) {
+	opts := []nats.Option{nats.Name("turnguard-replay")}
+	url := c.natsURL
+	var stopServer func()
+	if url == "" {
+		if _, err := os.Stat(filepath.Join(c.dataDir, "jetstream")); err != nil {
+			return nil, nil, fmt.Errorf("no turnguard store under %s (run the processor there first, or connect with --nats-url)", c.dataDir)
+		}
+		srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: c.dataDir, Logger: zerolog.Nop()})
+		if errors.Is(err, stream.ErrDataDirInUse) {
+			return nil, nil, fmt.Errorf("a processor is running on %s; connect to it instead, e.g. --nats-url nats://127.0.0.1:4222", c.dataDir)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		stopServer = func() {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+		}
+		opts = append(opts, nats.InProcessServer(srv))
+	} else if c.natsCreds != "" {
+		opts = append(opts, nats.UserCredentials(c.natsCreds))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		if stopServer != nil {
+			stopServer()
+		}
+		return nil, nil, fmt.Errorf("connect to NATS %s: %w", url, err)
+	}
+	closeFn = func() {
+		nc.Close()
+		if stopServer != nil {
+			stopServer()
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err == nil {
+		src, err = replay.Open(ctx, js)
+	}
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return src, closeFn, nil
+}
+
+// rangeFlags select envelopes by stream time.
+type rangeFlags struct {
+	since    time.Duration
+	from, to string
+}
+
+func (r *rangeFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&r.since, "since", 0, "only envelopes stored in this much time before now, e.g. 24h")
+	fs.StringVar(&r.from, "from", "", "only envelopes stored at or after this time (RFC 3339)")
+	fs.StringVar(&r.to, "to", "", "only envelopes stored at or before this time (RFC 3339)")
+}
+
+// bounds turns the flags into time bounds; the end is fixed now, so a run
+// is finite and repeatable.
+func (r *rangeFlags) bounds(now time.Time) (replay.Bounds, error) {
+	var b replay.Bounds
+	if r.since != 0 && r.from != "" {
+		return b, errors.New("--since and --from are alternatives")
+	}
+	if r.since < 0 {
+		return b, errors.New("--since must be positive")
+	}
+	if r.since > 0 {
+		b.From = now.Add(-r.since)
+	}
+	for _, f := range []struct {
+		name, value string
+		dst         *time.Time
+	}{{"--from", r.from, &b.From}, {"--to", r.to, &b.To}} {
+		if f.value == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, f.value)
+		if err != nil {
+			return b, fmt.Errorf("%s %q: want an RFC 3339 time like 2026-12-01T09:00:00Z", f.name, f.value)
+		}
+		*f.dst = t
+	}
+	if !b.From.IsZero() && !b.To.IsZero() && b.To.Before(b.From) {
+		return b, errors.New("--to is before the start of the range")
+	}
+	return b, nil
+}
+
+// newFlagSet returns a command's flag set, with TURNGUARD_* variables
+// applied after parsing's defaults and before the command line.
+func newFlagSet(name, synopsis string, stderr interface{ Write([]byte) (int, error) }) *flag.FlagSet {
+	fs := flag.NewFlagSet("replay "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: replay %s %s\n\nFlags (each can also be set as %s<FLAG_NAME>):\n", name, synopsis, cliflag.EnvPrefix)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse applies the environment, then the command line.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := cliflag.ApplyEnv(fs); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	return nil
+}

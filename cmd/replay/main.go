@@ -1,0 +1,92 @@
+// Command replay reads what turnguard recorded — ACS_HOOKS, ACS_DECISIONS
+// and ACS_ALERTS — for incident analysis and rule back-testing. It runs
+// the processor's pure decision core and never publishes.
+//
+//	replay sessions  [range] [--agent A]
+//	replay timeline  --session S [--format table|json|html] [--output FILE]
+//	replay run       --rules FILE... [range | --session S] [--diff] [--fail-on-diff]
+//	replay verify    --session S [--keys FILE] [--receipt-key PEM]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/turnguard/turnguard/internal/cliflag"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitDifferences = 1 // run --fail-on-diff found changes; verify found problems
+	exitError       = 2
+	exitInterrupted = 130
+)
+
+const usage = `Usage: replay COMMAND [flags]
+
+Commands:
+  sessions   the sessions in a time range: first/last time, agent, turns,
+             envelopes, denies, alerts, open/closed
+  timeline   one session step by step: turns, tools, decisions, taint,
+             alerts, violations and the hash-chain check (table, json, html)
+  run        re-decide history with other rules and report what changes
+  verify     recompute a session's hash chain and check every decision's
+             HMAC signature and Ed25519 receipt offline
+  version    print the version
+
+Connect with --nats-url (and --nats-creds), or open the embedded server's
+store with --data-dir (default ./data) when no processor runs on it.
+Run "replay COMMAND --help" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError
+	}
+	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) (int, error){
+		"sessions": sessionsCommand,
+		"timeline": timelineCommand,
+		"run":      runCommand,
+		"verify":   verifyCommand,
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "version":
+		fmt.Fprintln(stdout, cliflag.Version())
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "replay: unknown command %q\n\n%s", args[0], usage)
+		return exitError
+	}
+	code, err := cmd(ctx, args[1:], stdout, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "replay: interrupted")
+		return exitInterrupted
+	case err != nil:
+		fmt.Fprintf(stderr, "replay %s: %v\n", args[0], err)
+		return exitError
+	}
+	return code
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/stream"
+	rulepack "github.com/turnguard/turnguard/rules"
+	"github.com/turnguard/turnguard/schema"
+)
+
+// recordExamples runs a processor on an embedded server over dataDir, as
+// `processor --data-dir` does, and publishes the README's two example
+// sessions. It returns a function that stops processor and server.
+func recordExamples(t *testing.T, dataDir string) (stop func()) {
+	t.Helper()
+	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dataDir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _, err := receipt.LoadOrCreate(filepath.Join(dataDir, "receipt-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.DefaultConfig()
+	cfg.ReceiptKeyID = signer.KeyID
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: signer}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	js, _ := jetstream.New(nc)
+	n := uint64(0)
+	for _, s := range []struct {
+		id   string
+		envs []examples.Envelope
+	}{{examples.SessionID, examples.Session("")}, {examples.TaintSessionID, examples.Taint("")}} {
+		for _, e := range s.envs {
+			if _, err := js.Publish(ctx, acs.InboundPrefix+".default."+s.id+"."+e.Hook, e.Data); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for p.Stats().Processed.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatal("examples not processed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("processor: %v", err)
+		}
+		nc.Close()
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestReplayCommands(t *testing.T) {
+	data := t.TempDir()
+	stop := recordExamples(t, data)
+
+	// While the processor holds the store, replay must not open it.
+	code, _, stderr := runReplay(t, "sessions", "--data-dir", data)
+	if code != exitError || !strings.Contains(stderr, "a processor is running on") {
+		t.Fatalf("replay on a store in use: exit %d, %q", code, stderr)
+	}
+	stop()
+
+	shadow := filepath.Join(t.TempDir(), "shadow.yaml")
+	pack := strings.Replace(string(rulepack.Default()), "    on: [toolCallRequest]\n    when: $consequential_call\n",
+		"    mode: shadow\n    on: [toolCallRequest]\n    when: $consequential_call\n", 1)
+	if err := os.WriteFile(shadow, []byte(pack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(t.TempDir(), "report.html")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		// want are substrings of standard output, or of standard error
+		// when the command fails.
+		want []string
+	}{
+		{"sessions", []string{"sessions", "--data-dir", data}, exitOK,
+			[]string{examples.SessionID + "  acme-coder", examples.TaintSessionID, "closed", "open"}},
+		{"sessions of another agent", []string{"sessions", "--data-dir", data, "--agent", "nobody"}, exitOK,
+			[]string{"SESSION"}},
+		{"sessions as JSON", []string{"sessions", "--data-dir", data, "--format", "json"}, exitOK,
+			[]string{`"session_id":"` + examples.TaintSessionID + `"`, `"denies":1`}},
+		{"timeline", []string{"timeline", "--data-dir", data, "--session", examples.TaintSessionID}, exitOK,
+			[]string{"chain   intact", "toolCallRequest Bash", "deny", "TG-TAINT-001", "set untrusted_content by toolCallResult web_fetch until turn 3"}},
+		{"timeline as JSON", []string{"timeline", "--data-dir", data, "--session", examples.TaintSessionID, "--format", "json"}, exitOK,
+			[]string{`"hook":"toolCallRequest"`, `"decision":"deny"`}},
+		{"timeline as HTML", []string{"timeline", "--data-dir", data, "--session", examples.TaintSessionID, "--format", "html", "--output", report}, exitOK, nil},
+		{"unknown session", []string{"timeline", "--data-dir", data, "--session", "nope"}, exitError, []string{"no envelopes of session nope"}},
+		{"run with the live rules", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--fail-on-diff"}, exitOK,
+			[]string{"no differences", "compared  14 envelopes in 2 sessions"}},
+		{"run with the taint rule in shadow mode", []string{"run", "--data-dir", data, "--rules", shadow, "--diff", "--fail-on-diff"}, exitDifferences,
+			[]string{"deny→allow       1", "TG-TAINT-001  shadow  1", "decision deny → allow"}},
+		{"run without --fail-on-diff", []string{"run", "--data-dir", data, "--rules", shadow}, exitOK, []string{"1 envelope(s) differ"}},
+		{"run as JSON", []string{"run", "--data-dir", data, "--rules", shadow, "--format", "json"}, exitOK, []string{`"deny→allow": 1`}},
+		{"verify with the store's receipt key", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID}, exitOK,
+			[]string{"chain      intact: 6 entries", "result     verified"}},
+		{"run without rules", []string{"run", "--data-dir", data}, exitError, []string{"--rules is required"}},
+		{"bad format", []string{"timeline", "--data-dir", data, "--session", "x", "--format", "pdf"}, exitError, []string{`--format "pdf"`}},
+		{"bad time", []string{"sessions", "--data-dir", data, "--from", "yesterday"}, exitError, []string{"RFC 3339"}},
+		{"no store", []string{"sessions", "--data-dir", t.TempDir()}, exitError, []string{"no turnguard store under"}},
+		{"unknown command", []string{"rewind"}, exitError, []string{`unknown command "rewind"`}},
+		{"version", []string{"version"}, exitOK, []string{"turnguard"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runReplay(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			out := stdout
+			if code == exitError {
+				out = stderr
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	html, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(html), "Session "+examples.TaintSessionID) {
+		t.Fatalf("HTML report: %v", err)
+	}
+}
+
+func runReplay(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}

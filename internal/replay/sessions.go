@@ -1,0 +1,110 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+)
+
+// SessionSummary is one session as `replay sessions` lists it.
+type SessionSummary struct {
+	Tenant    string    `json:"tenant"`
+	SessionID string    `json:"session_id"`
+	Agent     string    `json:"agent"`
+	First     time.Time `json:"first"`
+	Last      time.Time `json:"last"`
+	Turns     int       `json:"turns"`
+	Envelopes int       `json:"envelopes"`
+	Denies    int       `json:"denies"`
+	Alerts    int       `json:"alerts"`
+	Closed    bool      `json:"closed"`
+}
+
+// Sessions summarizes the sessions with envelopes in r, of tenant and
+// (when set) agent, in order of their first envelope.
+func (s *Source) Sessions(ctx context.Context, r Range, tenant, agent string, progress io.Writer) ([]SessionSummary, error) {
+	if r.Empty() {
+		return nil, nil
+	}
+	byKey := map[string]*SessionSummary{}
+	seqSession := map[uint64]string{}
+	var order []string
+	var since time.Time
+	bar := NewProgress(progress, r.From, r.To)
+	err := s.Each(ctx, r, []string{acs.PartitionedPrefix + ".*." + tenant + ".*.*"}, func(e Envelope) error {
+		bar.At(e.Seq)
+		if e.RouteErr != nil {
+			return nil
+		}
+		if since.IsZero() {
+			since = e.Time
+		}
+		key := e.Route.SessionKey()
+		seqSession[e.Seq] = key
+		ss := byKey[key]
+		if ss == nil {
+			ss = &SessionSummary{Tenant: e.Route.Tenant, SessionID: e.Route.SessionID, First: e.Time}
+			byKey[key] = ss
+			order = append(order, key)
+		}
+		ss.Last = e.Time
+		ss.Envelopes++
+		switch e.Route.Hook {
+		case "turnStart":
+			ss.Turns++
+		case "sessionEnd":
+			ss.Closed = true
+		}
+		if ss.Agent == "" {
+			ss.Agent = guardian.AgentOf(e.Data)
+		}
+		return nil
+	})
+	bar.Done()
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.ReadRecorded(ctx, tenant, "", since.Add(-time.Minute), HeadersOnly)
+	if err != nil {
+		return nil, err
+	}
+	for seq, d := range rec.Decisions {
+		if ss := byKey[seqSession[seq]]; ss != nil && d.Kind() == string(acs.Deny) {
+			ss.Denies++
+		}
+	}
+	for seq, as := range rec.Alerts {
+		if ss := byKey[seqSession[seq]]; ss != nil {
+			ss.Alerts += len(as)
+		}
+	}
+	var out []SessionSummary
+	for _, k := range order {
+		if agent == "" || byKey[k].Agent == agent {
+			out = append(out, *byKey[k])
+		}
+	}
+	slices.SortStableFunc(out, func(a, b SessionSummary) int { return a.First.Compare(b.First) })
+	return out, nil
+}
+
+// WriteSessions prints sessions as a table.
+func WriteSessions(w io.Writer, ss []SessionSummary) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tAGENT\tFIRST\tLAST\tTURNS\tENVELOPES\tDENIES\tALERTS\tSTATUS")
+	for _, s := range ss {
+		status := "open"
+		if s.Closed {
+			status = "closed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.SessionID, s.Agent, s.First.UTC().Format(time.RFC3339),
+			s.Last.UTC().Format(time.RFC3339), s.Turns, s.Envelopes, s.Denies, s.Alerts, status)
+	}
+	return tw.Flush()
+}
