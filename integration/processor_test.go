@@ -244,14 +244,15 @@ func TestKill9(t *testing.T) {
 	p.stop(t)
 }
 
-// TestEmbeddedServer is the quick start: no NATS installed, the processor
-// starts its own server on a loopback port with its data under --data-dir,
-// and the state survives a restart.
-func TestEmbeddedServer(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--data-dir", data, "--listen", listen)
-	nc := connect(t, "nats://"+listen)
+// embeddedWithExample starts a processor with its embedded server on a
+// loopback port and a data directory of the test's own, and has it decide
+// the example session.
+func embeddedWithExample(t *testing.T) (dataDir, listen string, p *proc, nc *nats.Conn) {
+	t.Helper()
+	dataDir = filepath.Join(t.TempDir(), "data")
+	listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p = startProcessor(t, "--data-dir", dataDir, "--listen", listen)
+	nc = connect(t, "nats://"+listen)
 	js, _ := jetstream.New(nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil {
@@ -259,6 +260,14 @@ func TestEmbeddedServer(t *testing.T) {
 		}
 	}
 	awaitCount(t, js, "ACS_DECISIONS", 8, 20*time.Second)
+	return dataDir, listen, p, nc
+}
+
+// TestEmbeddedServer is the quick start: no NATS installed, the processor
+// starts its own server on a loopback port with its data under --data-dir,
+// and the state survives a restart.
+func TestEmbeddedServer(t *testing.T) {
+	data, listen, p, nc := embeddedWithExample(t)
 	nc.Close()
 	p.stop(t)
 	if _, err := os.Stat(filepath.Join(data, "jetstream")); err != nil {
@@ -267,7 +276,7 @@ func TestEmbeddedServer(t *testing.T) {
 
 	startProcessor(t, "--data-dir", data, "--listen", listen)
 	nc = connect(t, "nats://"+listen)
-	js, _ = jetstream.New(nc)
+	js, _ := jetstream.New(nc)
 	checkCompleteSession(t, js, exampleSession)
 	// The session ended before the restart; a late step is refused.
 	late := exampleEnvelopes(exampleSession)[2]
@@ -285,17 +294,7 @@ func TestEmbeddedServer(t *testing.T) {
 // directory, a second processor and replay refuse to open it (two servers
 // on one store would corrupt it); once it stops, replay reads the store.
 func TestDataDirIsExclusiveAndReplayable(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--data-dir", data, "--listen", listen)
-	nc := connect(t, "nats://"+listen)
-	js, _ := jetstream.New(nc)
-	for _, e := range exampleEnvelopes(exampleSession) {
-		if err := nc.Publish(e.subject, e.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	awaitCount(t, js, "ACS_DECISIONS", 8, 20*time.Second)
+	data, listen, p, nc := embeddedWithExample(t)
 
 	second := start(t, "processor", "--data-dir", data, "--listen", "none")
 	if code := second.wait(t, 30*time.Second); code != 1 || !strings.Contains(second.out.String(), "data directory in use by another turnguard process") {

@@ -43,15 +43,11 @@ func sessionsCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return exitError, err
 	}
-	src, closeFn, err := c.open(ctx)
+	src, r, closeFn, err := c.openRange(ctx, b)
 	if err != nil {
 		return exitError, err
 	}
 	defer closeFn()
-	r, err := src.Resolve(ctx, b)
-	if err != nil {
-		return exitError, err
-	}
 	ss, err := src.Sessions(ctx, r, tenant, agent, stderr)
 	if err != nil {
 		return exitError, err
@@ -87,23 +83,15 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if err := checkFormat(format, "table", "json", "html"); err != nil {
 		return exitError, err
 	}
-	g, _, err := newGuardian(core)
+	g, rs, err := guardianAndRules(core, ruleFiles)
 	if err != nil {
 		return exitError, err
 	}
-	rs, err := loadRules(ruleFiles)
-	if err != nil {
-		return exitError, err
-	}
-	src, closeFn, err := c.open(ctx)
+	src, r, closeFn, err := c.openRange(ctx, replay.Bounds{})
 	if err != nil {
 		return exitError, err
 	}
 	defer closeFn()
-	r, err := src.Resolve(ctx, replay.Bounds{})
-	if err != nil {
-		return exitError, err
-	}
 	tl, err := replay.BuildTimeline(ctx, src, g, rs, r, tenant, session)
 	if err != nil {
 		return exitError, err
@@ -156,23 +144,15 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err != nil {
 		return exitError, err
 	}
-	g, _, err := newGuardian(core)
+	g, rs, err := guardianAndRules(core, ruleFiles)
 	if err != nil {
 		return exitError, err
 	}
-	rs, err := loadRules(ruleFiles)
-	if err != nil {
-		return exitError, err
-	}
-	src, closeFn, err := c.open(ctx)
+	src, r, closeFn, err := c.openRange(ctx, b)
 	if err != nil {
 		return exitError, err
 	}
 	defer closeFn()
-	r, err := src.Resolve(ctx, b)
-	if err != nil {
-		return exitError, err
-	}
 	rep, err := replay.BackTest(ctx, src, g, rs, r, replay.Selection{Tenant: tenant, SessionID: session}, replay.Options{Progress: stderr})
 	if err != nil && !rep.Interrupted {
 		return exitError, err
@@ -238,15 +218,11 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return exitError, err
 	}
-	src, closeFn, err := c.open(ctx)
+	src, r, closeFn, err := c.openRange(ctx, replay.Bounds{})
 	if err != nil {
 		return exitError, err
 	}
 	defer closeFn()
-	r, err := src.Resolve(ctx, replay.Bounds{})
-	if err != nil {
-		return exitError, err
-	}
 	v, err := replay.Verify(ctx, src, g, gcfg.Keys, pub, r, tenant, session)
 	if err != nil {
 		return exitError, err
@@ -288,16 +264,21 @@ func newGuardian(core cliflag.Core) (*guardian.Guardian, guardian.Config, error)
 	return guardian.New(v, cfg), cfg, nil
 }
 
-// loadRules loads the rule files, the embedded default pack when none.
-func loadRules(files []string) (*rules.Set, error) {
+// guardianAndRules builds the core and loads the rule files, the embedded
+// default pack when none.
+func guardianAndRules(core cliflag.Core, files []string) (*guardian.Guardian, *rules.Set, error) {
+	g, _, err := newGuardian(core)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(files) == 0 {
 		files = []string{rulepack.DefaultPath}
 	}
 	rs, err := rules.LoadFiles(files...)
 	if err != nil {
-		return nil, fmt.Errorf("rules:\n%w", err)
+		return nil, nil, fmt.Errorf("rules:\n%w", err)
 	}
-	return rs, nil
+	return g, rs, nil
 }
 
 func checkFormat(format string, allowed ...string) error {

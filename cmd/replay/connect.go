@@ -80,6 +80,20 @@ func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), er
 	return src, closeFn, nil
 }
 
+// openRange opens the recorded streams and fixes the range of b now.
+func (c *conn) openRange(ctx context.Context, b replay.Bounds) (*replay.Source, replay.Range, func(), error) {
+	src, closeFn, err := c.open(ctx)
+	if err != nil {
+		return nil, replay.Range{}, nil, err
+	}
+	r, err := src.Resolve(ctx, b)
+	if err != nil {
+		closeFn()
+		return nil, replay.Range{}, nil, err
+	}
+	return src, r, closeFn, nil
+}
+
 // rangeFlags select envelopes by stream time.
 type rangeFlags struct {
 	since    time.Duration
