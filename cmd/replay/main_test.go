@@ -164,6 +164,10 @@ func TestReplayCommands(t *testing.T) {
 			}
 		})
 	}
+	// A range after the last envelope is empty, at once.
+	if code, stdout, stderr := runReplay(t, "sessions", "--data-dir", data, "--from", "2099-01-01T00:00:00Z", "--format", "json"); code != exitOK || stdout != "" {
+		t.Errorf("sessions after the last envelope: exit %d, %q %q", code, stdout, stderr)
+	}
 	html, err := os.ReadFile(report)
 	if err != nil || !strings.Contains(string(html), "Session "+examples.TaintSessionID) {
 		t.Fatalf("HTML report: %v", err)

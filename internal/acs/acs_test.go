@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/turnguard/turnguard/internal/acs"
 )
 
@@ -152,4 +154,27 @@ func FuzzParseSubject(f *testing.F) {
 			t.Fatalf("%q parsed to %+v but does not round-trip: %+v, %v", subject, r, back, err)
 		}
 	})
+}
+
+// TestStoredFilter checks the filters replay reads ACS_HOOKS with match the
+// subjects the partition transform stores, in any partition.
+func TestStoredFilter(t *testing.T) {
+	stored := "acs.part.3.default.s-1.turnStart"
+	tests := []struct {
+		tenant, session, hook string
+		match                 bool
+	}{
+		{"default", "s-1", "*", true},
+		{"default", "*", "*", true},
+		{"default", "*", "turnStart", true},
+		{"default", "*", "subagentStart", false},
+		{"default", "s-2", "*", false},
+		{"acme", "*", "*", false},
+	}
+	for _, tt := range tests {
+		filter := acs.StoredFilter(tt.tenant, tt.session, tt.hook)
+		if got := server.SubjectMatchesFilter(stored, filter); got != tt.match {
+			t.Errorf("%s matches %s: %v, want %v", filter, stored, got, tt.match)
+		}
+	}
 }

@@ -56,6 +56,12 @@ func PartitionFilter(p int) string {
 	return PartitionedPrefix + "." + strconv.Itoa(p) + ".*.*.*"
 }
 
+// StoredFilter is the filter subject of stored envelopes of a tenant,
+// session and hook in any partition; "*" stands for any of them.
+func StoredFilter(tenant, sessionID, hook string) string {
+	return PartitionedPrefix + ".*." + tenant + "." + sessionID + "." + hook
+}
+
 // ParsePartitioned parses a stored (partitioned) subject
 // acs.part.<p>.<tenant>.<session_id>.<hook>.
 func ParsePartitioned(subject string) (Route, error) {

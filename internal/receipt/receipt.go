@@ -129,6 +129,10 @@ func ParsePublicPEM(raw []byte) (ed25519.PublicKey, error) {
 	if block == nil {
 		return nil, errors.New("not PEM")
 	}
+	return parsePublic(block)
+}
+
+func parsePublic(block *pem.Block) (ed25519.PublicKey, error) {
 	k, err := x509.ParsePKIXPublicKey(block.Bytes)
 	if err != nil {
 		return nil, err
@@ -153,7 +157,7 @@ func LoadPublic(path string) (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("receipt key %s: not PEM", path)
 	}
 	if block.Type != "PRIVATE KEY" {
-		pub, err := ParsePublicPEM(raw)
+		pub, err := parsePublic(block)
 		if err != nil {
 			return nil, fmt.Errorf("receipt key %s: %w", path, err)
 		}

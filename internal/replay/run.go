@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,9 +30,9 @@ type Selection struct {
 
 func (s Selection) filter() []string {
 	if s.SessionID != "" {
-		return []string{SessionFilter(s.Tenant, s.SessionID)}
+		return []string{acs.StoredFilter(s.Tenant, s.SessionID, "*")}
 	}
-	return []string{acs.PartitionedPrefix + ".*." + s.Tenant + ".*.*"}
+	return []string{acs.StoredFilter(s.Tenant, "*", "*")}
 }
 
 // Report is what a back-test found: how the decisions and alerts of the
@@ -166,7 +167,7 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 	if rs != nil && rs.AgentKeyed() {
 		workers = 1
 	}
-	cmp := comparer{from: r.From, inRange: inRange, rec: rec}
+	against := comparer{from: r.From, inRange: inRange, rec: rec}
 	shards := make([]chan []Envelope, workers)
 	partial := make([]*Report, workers)
 	var wg sync.WaitGroup
@@ -177,7 +178,7 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 		wg.Go(func() {
 			for batch := range shards[i] {
 				for _, e := range batch {
-					cmp.observe(partial[i], e, eng.Decide(e))
+					against.observe(partial[i], e, eng.Decide(e))
 				}
 			}
 		})
@@ -189,7 +190,7 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 	bar := NewProgress(opts.Progress, warmFrom, r.To)
 	err = src.Each(ctx, Range{From: warmFrom, To: r.To, ToTime: r.ToTime}, filters, func(e Envelope) error {
 		bar.At(e.Seq)
-		if e.RouteErr == nil && cmp.in(e) {
+		if against.in(e) {
 			sessions[e.Route.SessionKey()] = true
 		}
 		i := shardOf(e, links, roots, workers)
@@ -212,7 +213,7 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 	for _, p := range partial {
 		rep.merge(p)
 	}
-	slices.SortFunc(rep.Changes, func(a, b Change) int { return cmpUint(a.Seq, b.Seq) })
+	slices.SortFunc(rep.Changes, func(a, b Change) int { return cmp.Compare(a.Seq, b.Seq) })
 	return rep, err
 }
 
@@ -240,16 +241,6 @@ func (r *Report) merge(p *Report) {
 		r.Hits[id] = rh
 	}
 	r.Changes = append(r.Changes, p.Changes...)
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // shardOf picks the worker of an envelope: by the root of its session's

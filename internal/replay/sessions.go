@@ -37,7 +37,7 @@ func (s *Source) Sessions(ctx context.Context, r Range, tenant, agent string, pr
 	var order []string
 	var since time.Time
 	bar := NewProgress(progress, r.From, r.To)
-	err := s.Each(ctx, r, []string{acs.PartitionedPrefix + ".*." + tenant + ".*.*"}, func(e Envelope) error {
+	err := s.Each(ctx, r, []string{acs.StoredFilter(tenant, "*", "*")}, func(e Envelope) error {
 		bar.At(e.Seq)
 		if e.RouteErr != nil {
 			return nil

@@ -68,7 +68,9 @@ func (s *Source) Resolve(ctx context.Context, b Bounds) (Range, error) {
 		return Range{}, err
 	}
 	r := Range{From: info.State.FirstSeq, To: info.State.LastSeq, ToTime: b.To}
-	if info.State.Msgs == 0 {
+	// Nothing stored at or after the start: say so without waiting for an
+	// envelope that is not there.
+	if info.State.Msgs == 0 || b.From.After(info.State.LastTime) {
 		return Range{}, nil
 	}
 	if !b.From.IsZero() {
@@ -110,11 +112,6 @@ type Envelope struct {
 	Header   nats.Header
 	Route    acs.Route
 	RouteErr error
-}
-
-// SessionFilter is the ACS_HOOKS subject filter of one session's envelopes.
-func SessionFilter(tenant, sessionID string) string {
-	return acs.PartitionedPrefix + ".*." + tenant + "." + sessionID + ".*"
 }
 
 // Each calls fn for the envelopes of r matching any of filters (none: all),
@@ -326,8 +323,7 @@ func (s *Source) readAll(ctx context.Context, st jetstream.Stream, name string, 
 // announcement wins, as in the state bucket).
 func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[string]string, error) {
 	links := map[string]string{}
-	filter := acs.PartitionedPrefix + ".*." + tenant + ".*.subagentStart"
-	err := s.Each(ctx, Range{From: 1, To: to}, []string{filter}, func(e Envelope) error {
+	err := s.Each(ctx, Range{From: 1, To: to}, []string{acs.StoredFilter(tenant, "*", "subagentStart")}, func(e Envelope) error {
 		if e.RouteErr != nil {
 			return nil
 		}
@@ -368,7 +364,7 @@ func sessionFilters(sessions map[string]bool) []string {
 	var out []string
 	for key := range sessions {
 		tenant, id, _ := strings.Cut(key, ".")
-		out = append(out, SessionFilter(tenant, id))
+		out = append(out, acs.StoredFilter(tenant, id, "*"))
 	}
 	slices.Sort(out)
 	return out

@@ -311,11 +311,7 @@ func joinRecorded(st *Step, out guardian.Outcome, rec Recorded, seq uint64) {
 		st.Alerts = append(st.Alerts, a.RuleID)
 	}
 	slices.Sort(st.Alerts)
-	replayed := responseKind(out.Response)
-	recomputed := ""
-	if out.Response != nil && out.Response.Result != nil {
-		recomputed = out.Response.Result.ChainHash
-	}
+	replayed, recomputed := responseKind(out.Response), chainHashOf(out.Response)
 	d, ok := rec.Decisions[seq]
 	if !ok {
 		st.Decision, st.Chain = "none", "unrecorded"
@@ -348,6 +344,15 @@ func joinRecorded(st *Step, out guardian.Outcome, rec Recorded, seq uint64) {
 	if replayed != st.Decision {
 		st.Replayed = replayed
 	}
+}
+
+// chainHashOf is a response's chain_hash ("" for errors, which are not
+// chained).
+func chainHashOf(r *acs.Response) string {
+	if r == nil || r.Result == nil {
+		return ""
+	}
+	return r.Result.ChainHash
 }
 
 // WriteTable prints a timeline for a terminal.

@@ -78,7 +78,7 @@ func Verify(ctx context.Context, src *Source, g *guardian.Guardian, keys *acs.Ke
 	}
 	v := &Verification{Tenant: tenant, SessionID: sessionID, Chain: ChainVerdict{Intact: true}}
 	eng := NewEngine(g, nil)
-	err = src.Each(ctx, Range{From: 1, To: r.To, ToTime: r.ToTime}, []string{SessionFilter(tenant, sessionID)}, func(e Envelope) error {
+	err = src.Each(ctx, Range{From: 1, To: r.To, ToTime: r.ToTime}, []string{acs.StoredFilter(tenant, sessionID, "*")}, func(e Envelope) error {
 		out := eng.Decide(e)
 		c := StepCheck{Seq: e.Seq, Hook: e.Route.Hook, RequestID: out.RequestID, Request: CheckNone, Chain: CheckNone, Signature: CheckNone, Receipt: CheckNone}
 		var problems []string
@@ -132,17 +132,10 @@ func checkRequest(out guardian.Outcome, d Decision, fail func(string, ...any)) s
 }
 
 // checkChain compares the recorded chain_hash with the recomputed one. The
-// first mismatch is the break; later steps are counted against the
-// recorded chain only once, since every hash after a break differs.
+// first mismatch is the break and the only one reported as a problem:
+// every hash after a break differs too.
 func (v *Verification) checkChain(e Envelope, out guardian.Outcome, d Decision, fail func(string, ...any)) string {
-	recorded := ""
-	if d.Response.Result != nil {
-		recorded = d.Response.Result.ChainHash
-	}
-	recomputed := ""
-	if out.Response != nil && out.Response.Result != nil {
-		recomputed = out.Response.Result.ChainHash
-	}
+	recorded, recomputed := chainHashOf(&d.Response), chainHashOf(out.Response)
 	if recorded == "" && recomputed == "" {
 		return CheckNone
 	}
