@@ -403,6 +403,9 @@ func TestRestartMidSession(t *testing.T) {
 			check := func(i int, seq uint64) {
 				m := built.Messages[i]
 				dm, _ := w.await(t, seq, true, false)
+				// Alerts are published beside the decision and may reach
+				// the watcher just after it.
+				w.awaitAlerts(t, seq, len(m.Expect.Alerts))
 				if err := m.Expect.Check(observe(t, dm, nil, w.alertsFor(seq))); err != nil {
 					t.Errorf("step %d: %v", i+1, err)
 				}
