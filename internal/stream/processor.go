@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
@@ -27,6 +31,9 @@ type Config struct {
 	// ReceiptKeyID names the key of the decisions' receipts (header
 	// Acs-Receipt-Key).
 	ReceiptKeyID string
+	// InstanceID names this instance among those sharing the partitions
+	// (its key in MembersBucket); empty: host, pid and a random suffix.
+	InstanceID string
 }
 
 // DefaultConfig is the processor's default configuration.
@@ -87,6 +94,26 @@ func New(nc *nats.Conn, g *guardian.Guardian, rules *RuleSource, cfg Config, log
 	return &Processor{js: js, guardian: g, rules: rules, cfg: cfg, log: log}, nil
 }
 
+// self describes this instance for MembersBucket.
+func (p *Processor) self() (Member, error) {
+	host, _ := os.Hostname()
+	id := p.cfg.InstanceID
+	if id == "" {
+		id = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), nuid.Next()[:8])
+	}
+	id = strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '=' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, id)
+	if id == "" {
+		return Member{}, errors.New("the instance id is empty")
+	}
+	// Started is for operators; nothing decides on it.
+	return Member{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC()}, nil
+}
+
 // Stats returns the processor's live counters.
 func (p *Processor) Stats() *Stats { return &p.stats }
 
@@ -109,37 +136,52 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open KV bucket %s: %w", StateBucket, err)
 	}
+	memberKV, err := p.js.KeyValue(ctx, MembersBucket)
+	if err != nil {
+		return fmt.Errorf("open KV bucket %s: %w", MembersBucket, err)
+	}
 	store := turnstate.NewStore(kv)
-	var workers []*worker
-	add := func(consumer, filter string, routed bool) error {
+	newWorker := func(consumer, filter string, routed bool) (*worker, error) {
 		c, err := hooks.Consumer(ctx, consumer)
 		if err != nil {
-			return fmt.Errorf("open consumer %s: %w", consumer, err)
+			return nil, fmt.Errorf("open consumer %s: %w", consumer, err)
 		}
-		workers = append(workers, &worker{
+		return &worker{
 			consumer: consumer, filter: filter, routed: routed,
 			cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
 			cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 			log:       p.log.With().Str("consumer", consumer).Logger(),
-			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, receiptKey: p.cfg.ReceiptKeyID,
-		})
-		return nil
+			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: p.cfg.ReceiptKeyID,
+			kick: make(chan struct{}, 1),
+		}, nil
 	}
-	for i := range p.cfg.Topology.Partitions {
-		if err := add(PartitionConsumer(i), acs.PartitionFilter(i), true); err != nil {
+	partitions := make([]*worker, p.cfg.Topology.Partitions)
+	for i := range partitions {
+		if partitions[i], err = newWorker(PartitionConsumer(i), acs.PartitionFilter(i), true); err != nil {
 			return err
 		}
 	}
-	if err := add(UnroutedConsumer, acs.InboundPrefix+".>", false); err != nil {
+	// Every instance takes malformed subjects: they are only ever
+	// dead-lettered, in any order, under a deterministic Nats-Msg-Id.
+	unrouted, err := newWorker(UnroutedConsumer, acs.InboundPrefix+".>", false)
+	if err != nil {
 		return err
 	}
-	p.log.Info().Int("partitions", p.cfg.Topology.Partitions).Int("batch", p.cfg.BatchSize).Msg("processing")
+	self, err := p.self()
+	if err != nil {
+		return err
+	}
+	own := &ownership{
+		self: self, members: members{kv: memberKV}, hooks: hooks, workers: partitions,
+		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
+		running: map[int]*running{}, suspect: map[int]string{},
+	}
+	p.log.Info().Str("instance", self.ID).Int("partitions", p.cfg.Topology.Partitions).Int("batch", p.cfg.BatchSize).Msg("processing")
 	wctx, fatal := context.WithCancelCause(ctx)
 	defer fatal(nil)
 	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Go(func() { w.supervise(wctx, fatal) })
-	}
+	wg.Go(func() { unrouted.supervise(wctx, fatal, true) })
+	wg.Go(func() { own.run(wctx, fatal) })
 	p.running.Store(true)
 	wg.Wait()
 	p.running.Store(false)

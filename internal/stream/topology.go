@@ -21,6 +21,12 @@ const (
 	AlertsStream    = "ACS_ALERTS"
 	DLQStream       = "ACS_DLQ"
 	StateBucket     = "ACS_TURNSTATE"
+	// MembersBucket holds one key per live processor instance, refreshed
+	// by its heartbeat and expired by the bucket's TTL when it stops.
+	MembersBucket = "ACS_PROCESSORS"
+	// PartitionGroup is the priority group every partition consumer pins
+	// one client of: the instance that owns the partition.
+	PartitionGroup = "turnguard"
 	// UnroutedConsumer takes messages under acs.hooks.> that the partition
 	// transform did not rewrite because their subject has the wrong shape.
 	UnroutedConsumer = "turnguard-unrouted"
@@ -45,6 +51,13 @@ type Topology struct {
 	AckWait time.Duration
 	// MaxAckPending bounds each partition's unacknowledged messages.
 	MaxAckPending int
+	// PinnedTTL is how long a partition consumer keeps its pinned client
+	// without a pull request from it before the server pins another
+	// instance: the last line of failover when an instance dies.
+	PinnedTTL time.Duration
+	// MemberTTL is how long an instance counts as live after its last
+	// heartbeat; partitions move away from it after that.
+	MemberTTL time.Duration
 }
 
 // DefaultTopology is what the processor runs with unless told otherwise.
@@ -56,6 +69,8 @@ func DefaultTopology() Topology {
 		DecisionDedupWindow: 10 * time.Minute,
 		AckWait:             30 * time.Second,
 		MaxAckPending:       1024,
+		PinnedTTL:           15 * time.Second,
+		MemberTTL:           5 * time.Second,
 	}
 }
 
@@ -73,6 +88,12 @@ func (t Topology) Validate() error {
 	}
 	if t.AckWait < time.Second {
 		errs = append(errs, fmt.Errorf("ack wait must be at least 1s, not %s", t.AckWait))
+	}
+	if t.PinnedTTL < time.Second {
+		errs = append(errs, fmt.Errorf("pinned TTL must be at least 1s, not %s", t.PinnedTTL))
+	}
+	if t.MemberTTL < time.Second {
+		errs = append(errs, fmt.Errorf("member TTL must be at least 1s, not %s", t.MemberTTL))
 	}
 	if t.MaxAckPending < 1 {
 		errs = append(errs, fmt.Errorf("max ack pending must be positive, not %d", t.MaxAckPending))
@@ -114,9 +135,14 @@ func (t Topology) streams() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{hooks, decisions, alerts, dlq}
 }
 
-func (t Topology) bucket() jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{Bucket: StateBucket, Description: "turnguard: ACS session and turn state",
-		History: 1, TTL: t.SessionTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas}
+func (t Topology) buckets() []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: StateBucket, Description: "turnguard: ACS session and turn state",
+			History: 1, TTL: t.SessionTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas},
+		// Memory storage: membership is only ever as old as MemberTTL.
+		{Bucket: MembersBucket, Description: "turnguard: live processor instances and the partitions they hold",
+			History: 1, TTL: t.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: t.Replicas},
+	}
 }
 
 func (t Topology) consumers() []jetstream.ConsumerConfig {
@@ -129,7 +155,14 @@ func (t Topology) consumers() []jetstream.ConsumerConfig {
 			AckWait: t.AckWait, MaxAckPending: t.MaxAckPending, MaxDeliver: -1, Replicas: t.Replicas}
 	}
 	for p := range t.Partitions {
-		cs = append(cs, mk(PartitionConsumer(p), acs.PartitionFilter(p), fmt.Sprintf("turnguard: partition %d of %d", p, t.Partitions)))
+		c := mk(PartitionConsumer(p), acs.PartitionFilter(p), fmt.Sprintf("turnguard: partition %d of %d", p, t.Partitions))
+		// One pinned client per partition: the server delivers to one
+		// instance at a time, which keeps a partition in stream order
+		// across instances; the KV revision check fences the rest.
+		c.PriorityPolicy = jetstream.PriorityPolicyPinned
+		c.PriorityGroups = []string{PartitionGroup}
+		c.PinnedTTL = t.PinnedTTL
+		cs = append(cs, c)
 	}
 	cs = append(cs, mk(UnroutedConsumer, acs.InboundPrefix+".>", "turnguard: malformed subjects, dead-lettered"))
 	return cs
@@ -167,7 +200,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
 			errs = append(errs, compareStream(want, s.CachedInfo().Config))
 		}
 	}
-	errs = append(errs, ensureBucket(ctx, js, t.bucket()))
+	for _, b := range t.buckets() {
+		errs = append(errs, ensureBucket(ctx, js, b))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -245,6 +280,10 @@ func compareConsumer(want, have jetstream.ConsumerConfig) error {
 	diffs = differ(diffs, "ack policy", want.AckPolicy, have.AckPolicy)
 	diffs = differ(diffs, "deliver policy", want.DeliverPolicy, have.DeliverPolicy)
 	diffs = differ(diffs, "max deliver", want.MaxDeliver, have.MaxDeliver)
+	diffs = differ(diffs, "priority policy", want.PriorityPolicy, have.PriorityPolicy)
+	if !slices.Equal(want.PriorityGroups, have.PriorityGroups) {
+		diffs = append(diffs, fmt.Sprintf("priority groups %v, need %v", have.PriorityGroups, want.PriorityGroups))
+	}
 	return incompatible("consumer "+HooksStream+"/"+want.Durable, diffs)
 }
 

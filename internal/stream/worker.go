@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -63,6 +64,15 @@ type worker struct {
 
 	batchSize int
 	ackWait   time.Duration
+	// pinnedTTL bounds the pull requests' expiry: the pinned client must
+	// ask again within it or lose the partition.
+	pinnedTTL time.Duration
+	// pin is the id the server pinned this worker's consumer to, learnt
+	// from the deliveries; empty until the first one.
+	pin atomic.Pointer[string]
+	// kick asks the worker to recover from the ack floor (a dead
+	// instance's pin was released).
+	kick chan struct{}
 	// receiptKey names the key receipts are signed with.
 	receiptKey string
 	// lastConsumerSeq is the consumer sequence of the last delivery seen;
@@ -71,13 +81,33 @@ type worker struct {
 	lastConsumerSeq uint64
 }
 
+// pinID is the pin the server gave this worker, or "".
+func (w *worker) pinID() string {
+	if p := w.pin.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// recoverSoon has the worker recover from the ack floor before its next
+// batch.
+func (w *worker) recoverSoon() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
 // supervise runs the worker until ctx ends, restarting it after failures.
-// Every (re)start begins with recovery, so ordering survives restarts. A
-// closed connection will not come back: it stops the whole processor.
-func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc) {
+// A start recovers from the ack floor at once when eager (nobody else can
+// be working on the partition), else with its first delivery; restarts
+// always do. A closed connection will not come back: it stops the whole
+// processor.
+func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc, eager bool) {
 	backoff := 100 * time.Millisecond
 	for {
-		err := w.run(ctx)
+		err := w.run(ctx, eager)
+		eager = true
 		if ctx.Err() != nil {
 			return
 		}
@@ -93,21 +123,35 @@ func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc) {
 	}
 }
 
-func (w *worker) run(ctx context.Context) error {
+func (w *worker) run(ctx context.Context, eager bool) error {
 	w.lastConsumerSeq = 0
-	if err := w.recover(ctx, 0); err != nil {
-		return fmt.Errorf("recover %s: %w", w.consumer, err)
+	w.pin.Store(nil)
+	if eager {
+		if err := w.recover(ctx, 0); err != nil {
+			return fmt.Errorf("recover %s: %w", w.consumer, err)
+		}
 	}
 	deliveries := make(chan jetstream.Msg, w.batchSize)
+	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrPinIDMismatch) {
+			w.log.Warn().Err(err).Msg("consume")
+			return
+		}
+		// Another instance was pinned: stop believing this one is.
+		w.pin.Store(nil)
+		w.log.Info().Msg("the partition was pinned to another instance")
+	})}
+	if w.routed {
+		// Ask again well within PinnedTTL, or an idle owner loses the pin.
+		opts = append(opts, jetstream.PullPriorityGroup(PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
+	}
 	cc, err := w.cons.Consume(func(m jetstream.Msg) {
 		select {
 		case deliveries <- m:
 		case <-ctx.Done():
 			// Not acked: redelivered to whoever consumes next.
 		}
-	}, jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		w.log.Warn().Err(err).Msg("consume")
-	}))
+	}, opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", w.consumer, err)
 	}
@@ -117,6 +161,11 @@ func (w *worker) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-w.kick:
+			if err := w.recover(ctx, 0); err != nil {
+				return fmt.Errorf("recover %s: %w", w.consumer, err)
+			}
+			continue
 		case m := <-deliveries:
 			batch = append(batch, m)
 		}
@@ -144,7 +193,18 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 		if err != nil {
 			return fmt.Errorf("delivery without JetStream metadata on %s: %w", m.Subject(), err)
 		}
-		if w.lastConsumerSeq != 0 && md.Sequence.Consumer != w.lastConsumerSeq+1 {
+		if pin := m.Headers().Get(hdrPinID); pin != "" && pin != w.pinID() {
+			w.pin.Store(&pin)
+		}
+		switch {
+		case w.lastConsumerSeq == 0:
+			// The first delivery since the start: whatever an earlier
+			// holder of the partition left unacknowledged below it comes
+			// first.
+			if err := w.recover(ctx, md.Sequence.Stream-1); err != nil {
+				return fmt.Errorf("recover before the first delivery: %w", err)
+			}
+		case md.Sequence.Consumer != w.lastConsumerSeq+1:
 			w.log.Warn().Uint64("expected", w.lastConsumerSeq+1).Uint64("got", md.Sequence.Consumer).Msg("delivery gap; reading the missing messages from the stream")
 			if err := w.process(ctx, ins, false); err != nil {
 				return err
@@ -397,24 +457,46 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 	if conflict {
 		return errConflict
 	}
-	if err := w.publish(ctx, outbox); err != nil {
+	sent, err := w.publish(ctx, outbox)
+	if err != nil {
 		return err
 	}
+	for i, r := range sent {
+		if r.err != nil {
+			return fmt.Errorf("publish to %s: %w", outbox[i].Subject, r.err)
+		}
+	}
+	// Decisions first, state second: a state saved without its decisions
+	// would make a crash skip them for good. Every touched session is
+	// written once, all writes in flight together.
+	var keys []string
+	var saves []*nats.Msg
 	for key, p := range sessions {
 		if !p.dirty {
 			continue
 		}
-		rev, err := w.store.Save(ctx, p.state, p.rev)
-		if errors.Is(err, turnstate.ErrConflict) {
+		m, err := w.store.SaveMsg(p.state, p.rev)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, key)
+		saves = append(saves, m)
+	}
+	acks, err := w.publish(ctx, saves)
+	if err != nil {
+		return err
+	}
+	for i, key := range keys {
+		if acks[i].err != nil {
+			if !turnstate.IsConflict(acks[i].err) {
+				return fmt.Errorf("save session %s: %w", key, acks[i].err)
+			}
 			w.log.Warn().Str("session", key).Msg("session state changed underneath; re-reading it")
 			w.cache.drop(key)
 			conflict = true
 			continue
 		}
-		if err != nil {
-			return err
-		}
-		w.cache.put(cached[turnstate.Session]{key: key, state: p.state, rev: rev})
+		w.cache.put(cached[turnstate.Session]{key: key, state: sessions[key].state, rev: acks[i].seq})
 	}
 	for _, s := range spawned {
 		created, err := w.store.CreateIfAbsent(ctx, s)
@@ -461,25 +543,42 @@ func (w *worker) alreadyDecided(ctx context.Context, in *inbound) (bool, error) 
 	return err == nil && seq >= in.msg.Seq, nil
 }
 
-func (w *worker) publish(ctx context.Context, msgs []*nats.Msg) error {
+// published is the outcome of one publication of a batch.
+type published struct {
+	seq uint64
+	err error
+}
+
+// publish sends msgs asynchronously and waits for every acknowledgement. A
+// refusal by the stream (a wrong expected sequence, say) is reported per
+// message, for the caller to judge; anything else — a timeout, a lost
+// connection, ctx ending — fails the whole call, since then nothing is
+// known about the rest.
+func (w *worker) publish(ctx context.Context, msgs []*nats.Msg) ([]published, error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
 	for _, m := range msgs {
 		f, err := w.js.PublishMsgAsync(m)
 		if err != nil {
-			return fmt.Errorf("publish to %s: %w", m.Subject, err)
+			return nil, fmt.Errorf("publish to %s: %w", m.Subject, err)
 		}
 		futures = append(futures, f)
 	}
-	for _, f := range futures {
+	out := make([]published, len(futures))
+	for i, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			out[i].seq = ack.Sequence
 		case err := <-f.Err():
-			return fmt.Errorf("publish to %s: %w", f.Msg().Subject, err)
+			var apiErr *jetstream.APIError
+			if !errors.As(err, &apiErr) {
+				return nil, fmt.Errorf("publish to %s: %w", f.Msg().Subject, err)
+			}
+			out[i].err = err
 		case <-ctx.Done():
-			return fmt.Errorf("publish to %s: %w", f.Msg().Subject, ctx.Err())
+			return nil, fmt.Errorf("publish to %s: %w", f.Msg().Subject, ctx.Err())
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // DecisionMsgID is the Nats-Msg-Id of the decision on the envelope at stream

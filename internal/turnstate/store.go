@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -92,6 +94,35 @@ func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (
 		return 0, fmt.Errorf("save %s %s: %w", what, key, err)
 	}
 	return next, nil
+}
+
+// SaveMsg returns the publication that writes the session if its stored
+// revision is still rev (0: the key must not exist): a JetStream publish to
+// the bucket's subject with the expected last sequence, as the KV API
+// sends it. Many of them can be in flight at once; the publish
+// acknowledgement's sequence is the new revision, and a refusal for which
+// IsConflict holds means the revision moved.
+func (s *Store) SaveMsg(sess *Session, rev uint64) (*nats.Msg, error) {
+	val, err := json.Marshal(sess)
+	if err != nil {
+		return nil, fmt.Errorf("encode session %s: %w", sess.Key(), err)
+	}
+	m := nats.NewMsg("$KV." + s.kv.Bucket() + "." + sess.Key())
+	m.Data = val
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	return m, nil
+}
+
+// IsConflict reports whether a publish of SaveMsg's message was refused
+// because the session's revision moved. Replicated buckets report it with
+// a different error code than single-replica ones.
+func IsConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // CreateIfAbsent writes a session only if its key does not exist. It

@@ -1,0 +1,183 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/scenario"
+	"github.com/turnguard/turnguard/internal/stream"
+)
+
+// owners reads who holds which partition from the member bucket.
+func owners(t *testing.T, js jetstream.JetStream) map[string][]int {
+	t.Helper()
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, stream.MembersBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil // not created yet
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]int{}
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var m stream.Member
+		if err := json.Unmarshal(e.Value(), &m); err != nil {
+			t.Fatal(err)
+		}
+		out[m.ID] = m.Owns
+	}
+	return out
+}
+
+// awaitOwners waits until the live members are exactly ids and their
+// partitions together are all of them, each once.
+func awaitOwners(t *testing.T, js jetstream.JetStream, partitions int, ids ...string) map[string][]int {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	var got map[string][]int
+	for time.Now().Before(deadline) {
+		got = owners(t, js)
+		var all []int
+		var members []string
+		for id, ps := range got {
+			members = append(members, id)
+			all = append(all, ps...)
+		}
+		slices.Sort(all)
+		slices.Sort(members)
+		if slices.Equal(members, ids) && len(all) == partitions && len(slices.Compact(all)) == partitions {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("partitions never settled over %v: %v", ids, got)
+	return nil
+}
+
+// TestInstancesSharePartitions runs two processors on one server: the
+// partitions spread over both, both decide, and when one dies without a
+// goodbye the other takes its partitions and what it left unacknowledged.
+// Every envelope gets exactly one decision and every session exact
+// counters.
+func TestInstancesSharePartitions(t *testing.T) {
+	const sessions = 40
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	cfg := testConfig()
+	cfg.Topology.Partitions = 8
+	cfg.BatchSize = 8
+	cfg.Topology.AckWait = 2 * time.Second
+	cfg.Topology.MemberTTL = 2 * time.Second
+	cfg.Topology.PinnedTTL = 4 * time.Second
+	a, b := cfg, cfg
+	a.InstanceID, b.InstanceID = "a", "b"
+	first := startProcessor(t, srv, a)
+	second := startProcessor(t, srv, b)
+	split := awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
+	if len(split["a"]) != 4 || len(split["b"]) != 4 {
+		t.Fatalf("8 partitions over 2 instances split %v", split)
+	}
+	total := 0
+	var states []scenario.ExpectedState
+	var killed time.Time
+	for i := range sessions {
+		sc, _ := loadScenario(t, "full-session")
+		sc.Name = fmt.Sprintf("shared-%d", i)
+		built, err := sc.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range built.States {
+			delete(st.Fields, "first_seq")
+			delete(st.Fields, "last_seq")
+			delete(st.Fields, "last_closed_turn")
+			states = append(states, st)
+		}
+		for _, m := range built.Messages {
+			if _, err := js.PublishAsync(m.Subject, m.Data); err != nil {
+				t.Fatal(err)
+			}
+			total++
+		}
+		if i == sessions/2 {
+			// Kill it while it is busy.
+			deadline := time.Now().Add(waitFor)
+			for second.p.Stats().Processed.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			// A crash: no goodbye, its heartbeat and pins just stop.
+			second.nc.Close()
+			killed = time.Now()
+		}
+	}
+	<-js.PublishAsyncComplete()
+	if second.p.Stats().Processed.Load() == 0 || first.p.Stats().Processed.Load() == 0 {
+		t.Fatalf("both instances should have decided: a %d, b %d", first.p.Stats().Processed.Load(), second.p.Stats().Processed.Load())
+	}
+	awaitOwners(t, js, cfg.Topology.Partitions, "a")
+	t.Logf("a took over after %s", time.Since(killed).Round(time.Millisecond))
+	deadline := time.Now().Add(30 * time.Second)
+	for countMsgs(t, js, stream.DecisionsStream) < total && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("all decided %s after the kill", time.Since(killed).Round(time.Millisecond))
+	checkExactlyOnce(t, js, total)
+	checkStates(t, js, states)
+	st := first.p.Stats()
+	t.Logf("a: %d processed, %d recovered, %d skipped, %d conflicts; b: %d processed before it died",
+		st.Processed.Load(), st.Recovered.Load(), st.Skipped.Load(), st.Conflicts.Load(), second.p.Stats().Processed.Load())
+}
+
+// TestGracefulLeaveHandsOver: an instance that stops on purpose leaves the
+// member set and releases its pins, so the other serves its partitions at
+// once rather than after the TTLs.
+func TestGracefulLeaveHandsOver(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	cfg := testConfig()
+	// TTLs far above the test's patience: only a handover can pass it.
+	cfg.Topology.MemberTTL = time.Minute
+	cfg.Topology.PinnedTTL = time.Minute
+	a, b := cfg, cfg
+	a.InstanceID, b.InstanceID = "a", "b"
+	startProcessor(t, srv, a)
+	second := startProcessor(t, srv, b)
+	awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
+	_, built := loadScenario(t, "full-session")
+	for _, m := range built.Messages[:3] {
+		publish(t, js, m.Subject, m.Data)
+	}
+	second.stop()
+	start := time.Now()
+	awaitOwners(t, js, cfg.Topology.Partitions, "a")
+	for _, m := range built.Messages[3:] {
+		publish(t, js, m.Subject, m.Data)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for countMsgs(t, js, stream.DecisionsStream) < len(built.Messages) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	checkExactlyOnce(t, js, len(built.Messages))
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the handover took %s", took)
+	}
+}

@@ -1,0 +1,179 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Member is what a processor instance says about itself in MembersBucket,
+// refreshed every heartbeat. Operators read it with
+// `nats kv get ACS_PROCESSORS <id>`.
+type Member struct {
+	ID      string    `json:"id"`
+	Host    string    `json:"host,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+	Started time.Time `json:"started"`
+	// Owns lists the partitions the instance consumes.
+	Owns []int `json:"owns"`
+	// Pins maps a partition consumer to the pin id the server gave this
+	// instance for it: a pin nobody live claims belongs to a dead instance
+	// and is released at once instead of after PinnedTTL.
+	Pins map[string]string `json:"pins,omitempty"`
+}
+
+// members reads and writes MembersBucket.
+type members struct {
+	kv jetstream.KeyValue
+}
+
+// heartbeat stores m under its id; the bucket's TTL forgets it unless the
+// next heartbeat comes in time.
+func (ms members) heartbeat(ctx context.Context, m Member) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode member %s: %w", m.ID, err)
+	}
+	if _, err := ms.kv.Put(ctx, m.ID, data); err != nil {
+		return fmt.Errorf("heartbeat of %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// live returns every instance whose heartbeat has not expired, by id.
+func (ms members) live(ctx context.Context) (map[string]Member, error) {
+	keys, err := ms.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", MembersBucket, err)
+	}
+	out := map[string]Member{}
+	for k := range keys.Keys() {
+		e, err := ms.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue // expired or left between the listing and the read
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read member %s: %w", k, err)
+		}
+		var m Member
+		if err := json.Unmarshal(e.Value(), &m); err != nil || m.ID != k {
+			// Not one of ours; an instance never writes such a value.
+			continue
+		}
+		out[k] = m
+	}
+	return out, nil
+}
+
+// leave removes the instance's key so the others take its partitions
+// without waiting for the TTL.
+func (ms members) leave(ctx context.Context, id string) error {
+	if err := ms.kv.Delete(ctx, id); err != nil {
+		return fmt.Errorf("leave %s: %w", MembersBucket, err)
+	}
+	return nil
+}
+
+// changes signals when an instance joins or leaves on purpose, so the
+// others reassign at once rather than at their next heartbeat. (An
+// instance that dies is only noticed when its key expires, which the
+// bucket does not announce.)
+func (ms members) changes(ctx context.Context, log zerolog.Logger) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	w, err := ms.kv.WatchAll(ctx, jetstream.MetaOnly())
+	if err != nil {
+		log.Warn().Err(err).Msg("cannot watch the member set; noticing changes at heartbeats only")
+		return out
+	}
+	go func() {
+		defer func() { _ = w.Stop() }()
+		known := map[string]bool{}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue // the end of the initial values
+				}
+				// Heartbeats of known members change nothing.
+				if gone := e.Operation() != jetstream.KeyValuePut; gone == known[e.Key()] {
+					if gone {
+						delete(known, e.Key())
+					} else {
+						known[e.Key()] = true
+					}
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// Assign maps each partition to one of the member ids. Every instance
+// computes it from the same member set, so they agree without talking to
+// each other. It is balanced (no member gets more than ceil(P/n)) and
+// stable: a partition's member is the highest-ranked one, by a hash of
+// member and partition, that still has room, so a member joining or
+// leaving moves few partitions.
+func Assign(partitions int, ids []string) []string {
+	if len(ids) == 0 {
+		return make([]string, partitions)
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	capacity := (partitions + len(ids) - 1) / len(ids)
+	load := map[string]int{}
+	out := make([]string, partitions)
+	ranked := make([]string, len(ids))
+	for p := range partitions {
+		copy(ranked, ids)
+		slices.SortStableFunc(ranked, func(a, b string) int {
+			ra, rb := rank(a, p), rank(b, p)
+			switch {
+			case ra > rb:
+				return -1
+			case ra < rb:
+				return 1
+			}
+			return 0
+		})
+		for _, id := range ranked {
+			if load[id] < capacity {
+				out[p] = id
+				load[id]++
+				break
+			}
+		}
+	}
+	return out
+}
+
+func rank(id string, partition int) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(partition)))
+	// FNV's low bits mix poorly for near-identical inputs; one round of a
+	// finaliser spreads them.
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
+}

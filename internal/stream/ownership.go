@@ -1,0 +1,212 @@
+package stream
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// ownership decides which partitions this instance consumes. Every
+// instance heartbeats into MembersBucket and computes the same Assign over
+// the live members; it consumes the partitions assigned to it and lets go
+// of the others. Who actually receives a partition's messages is decided
+// by the server — each partition consumer pins one client — and a stale
+// writer is stopped by the KV revision check, so a disagreement about
+// membership (a slow heartbeat, a split) costs wasted work, never a wrong
+// or repeated effect.
+type ownership struct {
+	self     Member
+	members  members
+	hooks    jetstream.Stream
+	workers  []*worker
+	interval time.Duration
+	log      zerolog.Logger
+
+	running map[int]*running
+	// suspect holds, per partition, a pin no live member claimed at the
+	// last tick; claimed by nobody at the next one too, it is released.
+	suspect map[int]string
+	// view is the member set of the last assignment, for logging changes.
+	view []string
+}
+
+// running is a partition worker this instance started.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (o *ownership) run(ctx context.Context, fatal context.CancelCauseFunc) {
+	defer o.shutdown()
+	t := time.NewTicker(o.interval)
+	defer t.Stop()
+	changed := o.members.changes(ctx, o.log)
+	for {
+		o.tick(ctx, fatal)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-changed:
+		}
+	}
+}
+
+func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
+	// The heartbeat goes out after the reassignment, so it tells what
+	// this instance holds now.
+	defer o.heartbeat(ctx)
+	live, err := o.members.live(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			o.log.Warn().Err(err).Msg("membership unreadable; keeping the partitions held")
+		}
+		return
+	}
+	// This instance is live whatever the bucket says right now.
+	live[o.self.ID] = o.self
+	ids := slices.Sorted(maps.Keys(live))
+	assignment := Assign(len(o.workers), ids)
+	claimed := map[string]bool{}
+	for _, m := range live {
+		for _, pin := range m.Pins {
+			claimed[pin] = true
+		}
+	}
+	for p, id := range assignment {
+		_, on := o.running[p]
+		switch {
+		case id == o.self.ID && !on:
+			o.start(ctx, p, claimed, fatal)
+		case id != o.self.ID && on:
+			o.stop(ctx, p)
+		case on:
+			o.releaseDeadPin(ctx, p, claimed)
+		}
+	}
+	if !slices.Equal(ids, o.view) {
+		o.view = ids
+		o.log.Info().Strs("members", ids).Ints("partitions", slices.Sorted(maps.Keys(o.running))).Msg("membership changed; partitions reassigned")
+	}
+}
+
+func (o *ownership) heartbeat(ctx context.Context) {
+	self := o.self
+	self.Pins = map[string]string{}
+	for p := range o.running {
+		self.Owns = append(self.Owns, p)
+		if pin := o.workers[p].pinID(); pin != "" {
+			self.Pins[o.workers[p].consumer] = pin
+		}
+	}
+	slices.Sort(self.Owns)
+	if err := o.members.heartbeat(ctx, self); err != nil && ctx.Err() == nil {
+		o.log.Warn().Err(err).Msg("membership heartbeat failed; keeping the partitions held")
+	}
+}
+
+// start consumes partition p. If its pin belongs to nobody live (a crashed
+// instance, or none at all), the unacknowledged messages are recovered
+// from the stream at once; if a live instance still holds it, that one is
+// finishing its batch and releases the pin, and this worker recovers when
+// its first delivery arrives.
+func (o *ownership) start(ctx context.Context, p int, claimed map[string]bool, fatal context.CancelCauseFunc) {
+	w := o.workers[p]
+	pin, err := o.currentPin(ctx, w)
+	if err != nil {
+		o.log.Warn().Err(err).Str("consumer", w.consumer).Msg("cannot read the partition's pin; trying next tick")
+		return
+	}
+	eager := pin == "" || !claimed[pin]
+	if pin != "" && !claimed[pin] {
+		o.unpin(ctx, w, pin)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	r := &running{cancel: cancel, done: make(chan struct{})}
+	o.running[p] = r
+	go func() {
+		defer close(r.done)
+		w.supervise(wctx, fatal, eager)
+	}()
+}
+
+// stop lets go of partition p: the worker finishes its batch, then the pin
+// is released so the partition's new owner is served at once.
+func (o *ownership) stop(ctx context.Context, p int) {
+	r := o.running[p]
+	delete(o.running, p)
+	delete(o.suspect, p)
+	w := o.workers[p]
+	held := w.pinID()
+	r.cancel()
+	<-r.done
+	if held == "" || ctx.Err() != nil {
+		return
+	}
+	if pin, err := o.currentPin(ctx, w); err == nil && pin == held {
+		o.unpin(ctx, w, pin)
+	}
+}
+
+// releaseDeadPin frees partition p when it is pinned to a client no live
+// member claims twice in a row (an instance that died holding it), and
+// has the worker recover what that one left unacknowledged.
+func (o *ownership) releaseDeadPin(ctx context.Context, p int, claimed map[string]bool) {
+	w := o.workers[p]
+	if w.pinID() != "" {
+		return // this instance has been served; the pin is ours
+	}
+	pin, err := o.currentPin(ctx, w)
+	if err != nil || pin == "" || claimed[pin] {
+		delete(o.suspect, p)
+		return
+	}
+	if o.suspect[p] != pin {
+		o.suspect[p] = pin
+		return
+	}
+	delete(o.suspect, p)
+	o.unpin(ctx, w, pin)
+	w.recoverSoon()
+}
+
+func (o *ownership) currentPin(ctx context.Context, w *worker) (string, error) {
+	info, err := w.cons.Info(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range info.PriorityGroups {
+		if g.Group == PartitionGroup {
+			return g.PinnedClientID, nil
+		}
+	}
+	return "", nil
+}
+
+func (o *ownership) unpin(ctx context.Context, w *worker, pin string) {
+	if err := o.hooks.UnpinConsumer(ctx, w.consumer, PartitionGroup); err != nil {
+		o.log.Warn().Err(err).Str("consumer", w.consumer).Msg("unpin")
+		return
+	}
+	o.log.Info().Str("consumer", w.consumer).Str("pin", pin).Msg("released the partition's pin")
+}
+
+// shutdown stops every worker, releases their pins and leaves the member
+// set, so the other instances take over without waiting for TTLs.
+func (o *ownership) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, r := range o.running {
+		r.cancel() // all finish their batches together
+	}
+	for _, p := range slices.Sorted(maps.Keys(o.running)) {
+		o.stop(ctx, p)
+	}
+	if err := o.members.leave(ctx, o.self.ID); err != nil {
+		o.log.Warn().Err(err).Msg("leaving the member set")
+	}
+}
