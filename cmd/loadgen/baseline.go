@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // baselineReport is raw JetStream on the same server in the same run: how
@@ -35,7 +35,8 @@ func baselines(ctx context.Context, nc *nats.Conn, size, replicas, maxMsgs int, 
 	if err != nil {
 		return rep, err
 	}
-	id := nuid.Next()
+	// A name of its own, so a baseline never touches another run's stream.
+	id := strconv.FormatInt(time.Now().UnixNano(), 36)
 	name := "LOADGEN_RAW_" + id
 	subject := "loadgen.raw." + id
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Storage: jetstream.FileStorage, Replicas: replicas})

@@ -118,7 +118,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Int64Var(&o.maxEnvelopes, "max-envelopes", 0, "stop after this many envelopes (0: no limit; --duration still applies)")
 	fs.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	fs.StringVar(&o.tenant, "tenant", "", "tenant to publish under; default a fresh one per run (lg-<seed>-<time>) so reconciliation sees only this run")
-	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait for outstanding decisions after publishing stops")
+	fs.DurationVar(&o.settle, "settle", time.Minute, "how long to wait for outstanding decisions after publishing stops")
 	fs.DurationVar(&o.grace, "reconcile-grace", 5*time.Second, "how long reconciliation re-reads while alerts and states trail their decisions")
 	fs.BoolVar(&o.baseline, "baseline", true, "measure raw JetStream publish and consume first (--baseline=false skips it)")
 	fs.IntVar(&o.baselineMax, "baseline-messages", 200000, "at most this many baseline messages")

@@ -24,7 +24,7 @@ func TestRunReport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	args := []string{"run", "--duration", "3s", "--sessions", "300", "--max-envelopes", "8000", "--partitions", "4", "--seed", "7",
+	args := []string{"run", "--duration", "10s", "--sessions", "300", "--max-envelopes", "6000", "--partitions", "4", "--seed", "7",
 		"--baseline-messages", "20000", "--baseline-time", "500ms", "--json"}
 	if code := run(ctx, args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
@@ -56,10 +56,11 @@ func TestRunReport(t *testing.T) {
 	}
 }
 
-// The text report of a bounded run without baseline.
+// The text report of a run bounded by its envelope count (the duration only
+// guards a slow machine), without baseline.
 func TestRunText(t *testing.T) {
 	var out, errOut bytes.Buffer
-	args := []string{"run", "--duration", "2s", "--sessions", "50", "--max-envelopes", "1000", "--partitions", "2", "--baseline=false", "--tenant", "text-test"}
+	args := []string{"run", "--duration", "20s", "--sessions", "50", "--max-envelopes", "1000", "--partitions", "2", "--baseline=false", "--tenant", "text-test"}
 	if code := run(context.Background(), args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
 	}

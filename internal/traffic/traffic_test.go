@@ -79,7 +79,7 @@ func (d *decider) run(t *testing.T, s *traffic.Session, k int) *turnstate.Sessio
 // decision and alerts, and the final state (and a mid-session state) the
 // expected counters. This is what makes loadgen's expected counts exact.
 func TestDecisionsMatchTheCore(t *testing.T) {
-	const sessions = 400
+	const sessions = 250
 	g := newGenerator(t, 42, "traffic-test")
 	d := newDecider(t)
 	var total traffic.Totals
