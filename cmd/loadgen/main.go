@@ -2,6 +2,10 @@
 // to raw JetStream baselines taken in the same run against the same server,
 // so every figure is also a ratio.
 //
+//	loadgen run [flags]    generated sessions (internal/traffic) as fast as
+//	                       possible or at a rate, decision latency, and an
+//	                       exact reconciliation from the streams; raw async
+//	                       publish / durable consume baselines
 //	loadgen sync [flags]   synchronous decisions (pkg/client) at a fixed
 //	                       rate vs. raw synchronous JetStream publishes
 //
@@ -28,9 +32,10 @@ func main() {
 }
 
 const usage = `Usage:
+  loadgen run [flags]     streaming load with expected decisions, reconciled from the streams
   loadgen sync [flags]    synchronous decision round trips at a fixed rate
 
-Run "loadgen sync -h" for its flags.
+Run "loadgen run -h" or "loadgen sync -h" for their flags.
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -40,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "run":
+		err = runRun(ctx, args[1:], stdout, stderr)
 	case "sync":
 		err = runSync(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -20,19 +20,38 @@ import (
 // target is what the load runs against: a NATS URL, or an embedded server
 // with an in-process processor that close tears down.
 type target struct {
-	nc    *nats.Conn
+	nc *nats.Conn
+	// dial opens another connection to the same target (named name).
+	dial  func(name string) (*nats.Conn, error)
 	close func()
+	// embedded says the target is the in-process server and processor.
+	embedded bool
 }
 
-// connect opens the target. An empty url starts the embedded one, with
-// partitions partitions.
+// clientOptions make a connection ride out a server or cluster node that
+// dies mid-run: reconnect forever, and buffer what is published meanwhile.
+func clientOptions(name string) []nats.Option {
+	return []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(64 << 20), nats.RetryOnFailedConnect(false)}
+}
+
+// connect opens the target. url may list several servers separated by
+// commas (a cluster); an empty url starts the embedded one, with partitions
+// partitions.
 func connect(ctx context.Context, url string, partitions int) (*target, error) {
 	if url != "" {
-		nc, err := nats.Connect(url, nats.Name("turnguard-loadgen"))
-		if err != nil {
-			return nil, fmt.Errorf("connect %s: %w", url, err)
+		dial := func(name string) (*nats.Conn, error) {
+			nc, err := nats.Connect(url, clientOptions(name)...)
+			if err != nil {
+				return nil, fmt.Errorf("connect %s: %w", url, err)
+			}
+			return nc, nil
 		}
-		return &target{nc: nc, close: nc.Close}, nil
+		nc, err := dial("turnguard-loadgen")
+		if err != nil {
+			return nil, err
+		}
+		return &target{nc: nc, dial: dial, close: nc.Close}, nil
 	}
 	dir, err := os.MkdirTemp("", "turnguard-loadgen-")
 	if err != nil {
@@ -53,13 +72,16 @@ func connect(ctx context.Context, url string, partitions int) (*target, error) {
 		teardown()
 		return nil, err
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Name("turnguard-loadgen"))
+	dial := func(name string) (*nats.Conn, error) {
+		return nats.Connect("", append(clientOptions(name), nats.InProcessServer(srv))...)
+	}
+	nc, err := dial("turnguard-loadgen")
 	if err != nil {
 		stopProcessor()
 		teardown()
 		return nil, err
 	}
-	return &target{nc: nc, close: func() { nc.Close(); stopProcessor(); teardown() }}, nil
+	return &target{nc: nc, dial: dial, embedded: true, close: func() { nc.Close(); stopProcessor(); teardown() }}, nil
 }
 
 func runProcessor(ctx context.Context, srv *server.Server, partitions int) (func(), error) {

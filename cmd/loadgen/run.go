@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/traffic"
+)
+
+const runHelp = `Usage: loadgen run [flags]
+
+Publishes generated ACS sessions (internal/traffic: clean sessions, taint
+windows hit and missed, runaway auto-continuation, nested turns, subagents)
+with JetStream async publishes, measures decision latency from publish to
+the decision on acs.decisions.<tenant>.>, and reconciles at the end from
+the streams: every published request id must have exactly one decision,
+equal to the expected one; every expected alert must be in ACS_ALERTS once;
+every session's state in ACS_TURNSTATE must show the expected counters.
+Exit status 1 when anything disagrees.
+
+Before the run (unless --baseline=false) it measures raw JetStream on the
+same server: async publish and durable pull consume of envelope-sized
+messages in a scratch stream, deleted afterwards.
+
+--json prints one object with these fields:
+  target, tenant, seed, sessions_concurrent, sessions_started,
+  sessions_completed, publish_seconds, envelopes_published,
+  publish_retries, publish_duplicates, published_per_s, decided_per_s,
+  decision_latency {count, p50_ms, p90_ms, p99_ms, max_ms},
+  observed and expected {decisions, denies, alerts, alerts_by_rule},
+  baseline {messages, message_bytes, replicas, publish_per_s,
+    consume_per_s, decided_vs_publish, decided_vs_consume} (when run),
+  reconcile {ok, mismatches, decisions_expected, decisions_read,
+    decisions_missing, decisions_duplicated, decisions_wrong,
+    decisions_unexpected, alerts_expected, alerts_read, alerts_by_rule,
+    alerts_missing, alerts_duplicated, alerts_unexpected, states_checked,
+    states_missing, state_mismatches, uncertain_envelopes, attempts,
+    seconds, first_mismatches}
+
+Flags:
+`
+
+// runReport is what `loadgen run` prints; runHelp documents the JSON.
+type runReport struct {
+	Target            string          `json:"target"`
+	Tenant            string          `json:"tenant"`
+	Seed              uint64          `json:"seed"`
+	Sessions          int             `json:"sessions_concurrent"`
+	SessionsStarted   int             `json:"sessions_started"`
+	SessionsCompleted int             `json:"sessions_completed"`
+	PublishSeconds    float64         `json:"publish_seconds"`
+	Published         int64           `json:"envelopes_published"`
+	Retries           int64           `json:"publish_retries"`
+	Duplicates        int64           `json:"publish_duplicates"`
+	PublishRate       float64         `json:"published_per_s"`
+	DecidedRate       float64         `json:"decided_per_s"`
+	Latency           latencies       `json:"decision_latency"`
+	Observed          tally           `json:"observed"`
+	Expected          tally           `json:"expected"`
+	Baseline          *baselineReport `json:"baseline,omitempty"`
+	Reconcile         reconcileReport `json:"reconcile"`
+}
+
+type tally struct {
+	Decisions    int64            `json:"decisions"`
+	Denies       int64            `json:"denies"`
+	Alerts       int64            `json:"alerts"`
+	AlertsByRule map[string]int64 `json:"alerts_by_rule"`
+}
+
+// runOptions are the flags of `loadgen run`.
+type runOptions struct {
+	url          string
+	rate         float64
+	duration     time.Duration
+	sessions     int
+	maxEnvelopes int64
+	seed         uint64
+	tenant       string
+	settle       time.Duration
+	grace        time.Duration
+	baseline     bool
+	baselineMax  int
+	baselineFor  time.Duration
+	replicas     int
+	partitions   int
+}
+
+// errMismatch makes the command exit 1 after printing its report.
+var errMismatch = errors.New("reconcile found mismatches")
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadgen run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), runHelp)
+		fs.PrintDefaults()
+	}
+	var o runOptions
+	fs.StringVar(&o.url, "nats-url", "", "NATS server(s) a processor consumes from, comma-separated for a cluster; empty: an embedded server and an in-process processor")
+	fs.Float64Var(&o.rate, "rate", 0, "envelopes per second over all sessions; 0: as fast as the server acknowledges")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to publish")
+	fs.IntVar(&o.sessions, "sessions", 200, "sessions in flight at once (each publishes its next envelope once the previous is stored)")
+	fs.Int64Var(&o.maxEnvelopes, "max-envelopes", 0, "stop after this many envelopes (0: no limit; --duration still applies)")
+	fs.Uint64Var(&o.seed, "seed", 1, "generator seed")
+	fs.StringVar(&o.tenant, "tenant", "", "tenant to publish under; default a fresh one per run (lg-<seed>-<time>) so reconciliation sees only this run")
+	fs.DurationVar(&o.settle, "settle", time.Minute, "how long to wait for outstanding decisions after publishing stops")
+	fs.DurationVar(&o.grace, "reconcile-grace", 5*time.Second, "how long reconciliation re-reads while alerts and states trail their decisions")
+	fs.BoolVar(&o.baseline, "baseline", true, "measure raw JetStream publish and consume first (--baseline=false skips it)")
+	fs.IntVar(&o.baselineMax, "baseline-messages", 200000, "at most this many baseline messages")
+	fs.DurationVar(&o.baselineFor, "baseline-time", 5*time.Second, "at most this long for each baseline phase")
+	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the baseline's scratch stream")
+	fs.IntVar(&o.partitions, "partitions", 16, "partitions of the embedded processor")
+	asJSON := fs.Bool("json", false, "print the report as JSON (fields in -h)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
+	logLevel := fs.String("log-level", "warn", "log level of loadgen's own messages (stderr)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.duration <= 0 || o.sessions < 1 || o.rate < 0 || o.maxEnvelopes < 0 || o.settle < 0 || o.replicas < 1 {
+		return errors.New("--duration and --sessions must be positive; --rate, --max-envelopes and --settle not negative; --replicas at least 1")
+	}
+	lvl, err := zerolog.ParseLevel(*logLevel)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).Level(lvl).With().Timestamp().Logger()
+	if o.tenant == "" {
+		// The generator stays deterministic for a given tenant; only the
+		// CLI's default tenant depends on the clock.
+		o.tenant = fmt.Sprintf("lg-%d-%x", o.seed, time.Now().UnixNano())
+	}
+	if err := acs.CheckTenant(o.tenant); err != nil {
+		return fmt.Errorf("--tenant: %w", err)
+	}
+	if *cpuProfile != "" {
+		stop, err := startProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	t, err := connect(ctx, o.url, o.partitions)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	rep, _, err := executeRun(ctx, t, o, log, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printRun(stdout, rep)
+	}
+	if !rep.Reconcile.OK {
+		return fmt.Errorf("%w: %d", errMismatch, rep.Reconcile.Mismatches)
+	}
+	return nil
+}
+
+// loadRun is one run's publisher state, kept for reconciling again (tests).
+type loadRun struct {
+	gen     *traffic.Generator
+	records []record
+	js      jetstream.JetStream
+}
+
+func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger, stderr io.Writer) (*runReport, *loadRun, error) {
+	gen, err := traffic.New(traffic.Config{Seed: o.seed, Tenant: o.tenant})
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := &runReport{Target: "embedded", Tenant: o.tenant, Seed: o.seed, Sessions: o.sessions}
+	if !t.embedded {
+		rep.Target = o.url
+	}
+	if o.baseline {
+		size := envelopeSize(gen)
+		fmt.Fprintf(stderr, "baseline: raw JetStream async publish and durable consume of %d-byte messages …\n", size)
+		b, err := baselines(ctx, t.nc, size, o.replicas, o.baselineMax, o.baselineFor)
+		if err != nil {
+			return nil, nil, fmt.Errorf("baseline: %w", err)
+		}
+		rep.Baseline = &b
+	}
+
+	// Decisions and alerts are watched on their own connection so their
+	// delivery does not queue behind the publishes.
+	onc, err := t.dial("turnguard-loadgen-observer")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer onc.Close()
+	obs := newObserver()
+	for subject, cb := range map[string]nats.MsgHandler{
+		acs.DecisionsPrefix + "." + o.tenant + ".>": obs.onDecision,
+		acs.AlertsPrefix + "." + o.tenant + ".>":    obs.onAlert,
+	} {
+		sub, err := onc.Subscribe(subject, cb)
+		if err != nil {
+			return nil, nil, fmt.Errorf("subscribe %s: %w", subject, err)
+		}
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := onc.Flush(); err != nil {
+		return nil, nil, err
+	}
+
+	js, err := jetstream.New(t.nc, jetstream.WithPublishAsyncMaxPending(max(4096, 2*o.sessions)), jetstream.WithPublishAsyncTimeout(5*time.Second))
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &loader{gen: gen, js: js, obs: obs, log: log, maxEnvelopes: o.maxEnvelopes, deadline: time.Now().Add(o.duration)}
+	if o.rate > 0 {
+		l.interval = time.Duration(float64(time.Second) / o.rate)
+	}
+	fmt.Fprintf(stderr, "run: tenant %s, %d sessions in flight, for %s …\n", o.tenant, o.sessions, o.duration)
+	records := l.run(ctx, o.sessions)
+	published := time.Unix(0, l.lastAck.Load()).Sub(l.start)
+	fmt.Fprintf(stderr, "run: %d envelopes published; waiting up to %s for their decisions …\n", l.published.Load(), o.settle)
+	obs.settle(ctx, o.settle)
+
+	// Reconciliation runs even after an interrupt: that is when it matters.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	x := expect(gen, records)
+	rec, err := reconcile(rctx, js, x, o.grace)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reconcile: %w", err)
+	}
+	rep.Reconcile = rec
+
+	rep.SessionsStarted = len(records)
+	for _, r := range records {
+		if r.published == len(gen.Session(r.index).Envelopes) {
+			rep.SessionsCompleted++
+		}
+	}
+	rep.PublishSeconds = published.Seconds()
+	rep.Published, rep.Retries, rep.Duplicates = l.published.Load(), l.retries.Load(), l.duplicates.Load()
+	rep.PublishRate = rate(rep.Published, published)
+	obs.mu.Lock()
+	rep.Latency = summarize(obs.hist)
+	rep.Observed = tally{Decisions: obs.decisions, Denies: obs.denies, AlertsByRule: maps.Clone(obs.alerts)}
+	if !obs.last.IsZero() {
+		rep.DecidedRate = rate(obs.decisions, obs.last.Sub(obs.first))
+	}
+	obs.mu.Unlock()
+	for _, n := range rep.Observed.AlertsByRule {
+		rep.Observed.Alerts += n
+	}
+	rep.Expected = tally{Decisions: int64(x.totals.Envelopes), Denies: int64(x.totals.Denies), Alerts: int64(x.totals.AlertCount()), AlertsByRule: map[string]int64{}}
+	for r, n := range x.totals.Alerts {
+		rep.Expected.AlertsByRule[r] = int64(n)
+	}
+	if b := rep.Baseline; b != nil {
+		b.DecidedVsPublish = ratio(rep.DecidedRate, b.PublishRate)
+		b.DecidedVsConsume = ratio(rep.DecidedRate, b.ConsumeRate)
+	}
+	return rep, &loadRun{gen: gen, records: records, js: js}, nil
+}
+
+// envelopeSize is the mean size of the generated envelopes, for the
+// baseline's messages.
+func envelopeSize(gen *traffic.Generator) int {
+	n, bytes := 0, 0
+	for i := range int64(20) {
+		for _, e := range gen.Session(i).Envelopes {
+			n++
+			bytes += len(e.Data)
+		}
+	}
+	return bytes / n
+}
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(a/b*1000) / 1000
+}
+
+func printRun(w io.Writer, r *runReport) {
+	fmt.Fprintf(w, "target %s, tenant %s, seed %d, %d sessions in flight\n", r.Target, r.Tenant, r.Seed, r.Sessions)
+	if b := r.Baseline; b != nil {
+		fmt.Fprintf(w, "baseline   %d × %d B (R%d): publish %.0f/s, durable consume %.0f/s\n", b.Messages, b.MessageBytes, b.Replicas, b.PublishRate, b.ConsumeRate)
+	}
+	fmt.Fprintf(w, "published  %d envelopes in %.1fs (%.0f/s), %d sessions started, %d completed, %d retries, %d duplicate acks\n",
+		r.Published, r.PublishSeconds, r.PublishRate, r.SessionsStarted, r.SessionsCompleted, r.Retries, r.Duplicates)
+	fmt.Fprintf(w, "decided    %.0f/s", r.DecidedRate)
+	if b := r.Baseline; b != nil {
+		fmt.Fprintf(w, " (%.3f of raw publish, %.3f of durable consume)", b.DecidedVsPublish, b.DecidedVsConsume)
+	}
+	l := r.Latency
+	fmt.Fprintf(w, "\nlatency    publish → decision, %d: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Count, l.P50, l.P90, l.P99, l.Max)
+	fmt.Fprintf(w, "%-10s %10s %10s %10s  %s\n", "", "decisions", "denies", "alerts", "by rule")
+	for _, row := range []struct {
+		name string
+		t    tally
+	}{{"observed", r.Observed}, {"expected", r.Expected}} {
+		fmt.Fprintf(w, "%-10s %10d %10d %10d  %s\n", row.name, row.t.Decisions, row.t.Denies, row.t.Alerts, byRule(row.t.AlertsByRule))
+	}
+	c := r.Reconcile
+	verdict := "OK"
+	if !c.OK {
+		verdict = fmt.Sprintf("FAILED, %d mismatches", c.Mismatches)
+	}
+	fmt.Fprintf(w, "reconcile  %s (%.2fs, %d attempts)\n", verdict, c.Seconds, c.Attempts)
+	fmt.Fprintf(w, "  decisions %d read / %d expected: %d missing, %d duplicated, %d wrong, %d unexpected\n",
+		c.DecisionsRead, c.DecisionsExpected, c.Missing, c.Duplicated, c.Wrong, c.Unexpected)
+	fmt.Fprintf(w, "  alerts    %d read / %d expected: %d missing, %d duplicated, %d unexpected\n",
+		c.AlertsRead, c.AlertsExpected, c.AlertsMissing, c.AlertsDuplicated, c.AlertsUnexpected)
+	fmt.Fprintf(w, "  states    %d checked: %d missing, %d mismatched; %d uncertain envelopes\n", c.StatesChecked, c.StatesMissing, c.StateMismatches, c.Uncertain)
+	for _, m := range c.FirstMismatches {
+		fmt.Fprintf(w, "  - %s\n", m)
+	}
+}
+
+func byRule[N int | int64](m map[string]N) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/traffic"
+)
+
+// A short run against the embedded target: every envelope decided, exactly
+// the expected denies and alerts, and a clean reconciliation; the text
+// report says so too.
+func TestRunReport(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	args := []string{"run", "--duration", "10s", "--sessions", "300", "--max-envelopes", "6000", "--partitions", "4", "--seed", "7",
+		"--baseline-messages", "20000", "--baseline-time", "500ms", "--json"}
+	if code := run(ctx, args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	var rep runReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	c := rep.Reconcile
+	if !c.OK || c.Mismatches != 0 || c.DecisionsRead != int(rep.Published) || c.DecisionsExpected != int(rep.Published) || c.StatesChecked != rep.SessionsStarted {
+		t.Fatalf("reconcile %+v for %d published", c, rep.Published)
+	}
+	if rep.Published == 0 || rep.Observed.Decisions != rep.Published || rep.Expected.Decisions != rep.Published {
+		t.Fatalf("published %d, observed %+v, expected %+v", rep.Published, rep.Observed, rep.Expected)
+	}
+	if rep.Expected.Denies == 0 || rep.Observed.Denies != rep.Expected.Denies ||
+		rep.Expected.Alerts == 0 || rep.Observed.Alerts != rep.Expected.Alerts || c.AlertsRead != int(rep.Expected.Alerts) ||
+		rep.Observed.AlertsByRule[traffic.RuleTaint] != rep.Expected.AlertsByRule[traffic.RuleTaint] {
+		t.Fatalf("denies/alerts observed %+v, expected %+v, read %d", rep.Observed, rep.Expected, c.AlertsRead)
+	}
+	if rep.Latency.Count != rep.Published || rep.Latency.P50 <= 0 || rep.DecidedRate <= 0 || rep.PublishRate <= 0 {
+		t.Fatalf("latency %+v, rates %.0f/%.0f", rep.Latency, rep.PublishRate, rep.DecidedRate)
+	}
+	if b := rep.Baseline; b == nil || b.Messages == 0 || b.PublishRate <= 0 || b.ConsumeRate <= 0 || b.DecidedVsConsume <= 0 {
+		t.Fatalf("baseline %+v", rep.Baseline)
+	}
+	if !strings.HasPrefix(rep.Tenant, "lg-7-") {
+		t.Errorf("tenant %q", rep.Tenant)
+	}
+}
+
+// The text report of a run bounded by its envelope count (the duration only
+// guards a slow machine), without baseline.
+func TestRunText(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"run", "--duration", "20s", "--sessions", "50", "--max-envelopes", "1000", "--partitions", "2", "--baseline=false", "--tenant", "text-test"}
+	if code := run(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	for _, want := range []string{"tenant text-test", "published  1000 envelopes", "reconcile  OK", "decisions 1000 read / 1000 expected: 0 missing"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "baseline ") {
+		t.Errorf("--baseline=false still measured a baseline:\n%s", out.String())
+	}
+}
+
+// Reconciliation notices a decision missing from ACS_DECISIONS and one
+// decided twice (a second decision message for the same request under
+// another Nats-Msg-Id), and reports them in its first mismatches.
+func TestReconcileDetects(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tg, err := connect(ctx, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.close()
+	o := runOptions{duration: 5 * time.Second, sessions: 20, maxEnvelopes: 600, seed: 3, tenant: "reconcile-test", settle: 20 * time.Second, grace: time.Second}
+	rep, lr, err := executeRun(ctx, tg, o, zerolog.Nop(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Reconcile.OK {
+		t.Fatalf("clean run does not reconcile: %+v", rep.Reconcile)
+	}
+
+	// Two completed sessions: the last decision (sessionEnd, no alert) of
+	// the first disappears, the second gets one decision twice.
+	var done []*traffic.Session
+	for _, r := range lr.records {
+		if s := lr.gen.Session(r.index); r.published == len(s.Envelopes) {
+			done = append(done, s)
+		}
+	}
+	if len(done) < 2 {
+		t.Fatalf("only %d sessions completed", len(done))
+	}
+	decisions, err := lr.js.Stream(ctx, stream.DecisionsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := decisions.GetLastMsgForSubject(ctx, acs.DecisionSubject(o.tenant, done[0].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := decisions.DeleteMsg(ctx, last.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	twice := done[1].Envelopes[2]
+	fake := nats.NewMsg(acs.DecisionSubject(o.tenant, done[1].ID))
+	fake.Header.Set(stream.HdrMsgID, "fake-decision-1")
+	fake.Header.Set(stream.HdrRequestID, twice.RequestID)
+	fake.Header.Set(stream.HdrDecision, string(twice.Decision))
+	fake.Data = []byte(`{}`)
+	if _, err := lr.js.PublishMsg(ctx, fake); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := reconcile(ctx, lr.js, expect(lr.gen, lr.records), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OK || got.Missing != 1 || got.Duplicated != 1 || got.Wrong != 0 || got.Unexpected != 0 || got.Mismatches != 2 {
+		t.Fatalf("reconcile %+v", got)
+	}
+	listed := strings.Join(got.FirstMismatches, "\n")
+	if !strings.Contains(listed, last.Header.Get(stream.HdrRequestID)+" (") || !strings.Contains(listed, twice.RequestID+": 2 decisions") {
+		t.Fatalf("mismatches listed:\n%s", listed)
+	}
+}
+
+func TestRunFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--sessions", "0"},
+		{"run", "--tenant", "a.b", "--baseline=false"},
+		{"run", "extra"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != 1 {
+			t.Errorf("%v: exit %d, want 1", args, code)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"run", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "decisions_missing") {
+		t.Errorf("-h: exit %d, help:\n%s", code, errOut.String())
+	}
+}
