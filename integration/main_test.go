@@ -11,7 +11,8 @@ import (
 	"testing"
 )
 
-// bin holds the binaries TestMain builds: processor, replay and nats-server.
+// bin holds the binaries TestMain builds: processor, replay, loadgen and
+// nats-server.
 var bin string
 
 func TestMain(m *testing.M) {
@@ -26,7 +27,7 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = dir
-	for _, pkg := range []string{"github.com/turnguard/turnguard/cmd/processor", "github.com/turnguard/turnguard/cmd/replay", "github.com/nats-io/nats-server/v2"} {
+	for _, pkg := range []string{"github.com/turnguard/turnguard/cmd/processor", "github.com/turnguard/turnguard/cmd/replay", "github.com/turnguard/turnguard/cmd/loadgen", "github.com/nats-io/nats-server/v2"} {
 		name := filepath.Base(pkg)
 		if name == "v2" {
 			name = "nats-server"

@@ -60,17 +60,24 @@ func startProcessor(t *testing.T, args ...string) *proc {
 	return p
 }
 
+// count returns how many messages stream holds. It retries for a while: in
+// a cluster whose node just came back, the API can be briefly unanswered.
 func count(t *testing.T, js jetstream.JetStream, stream string) int {
 	t.Helper()
-	s, err := js.Stream(withTimeout(t, 5*time.Second), stream)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := js.Stream(withTimeout(t, 5*time.Second), stream)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = s.Info(withTimeout(t, 5*time.Second)); err == nil {
+				return int(info.State.Msgs)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	info, err := s.Info(withTimeout(t, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int(info.State.Msgs)
 }
 
 func awaitCount(t *testing.T, js jetstream.JetStream, stream string, n int, within time.Duration) {
@@ -89,14 +96,26 @@ func awaitCount(t *testing.T, js jetstream.JetStream, stream string, n int, with
 func decisionsBySeq(t *testing.T, js jetstream.JetStream) map[uint64][]jetstream.Msg {
 	t.Helper()
 	c, err := js.OrderedConsumer(withTimeout(t, 5*time.Second), "ACS_DECISIONS", jetstream.OrderedConsumerConfig{})
+	for deadline := time.Now().Add(20 * time.Second); err != nil && time.Now().Before(deadline); {
+		// A cluster node that just came back may not answer yet.
+		time.Sleep(200 * time.Millisecond)
+		c, err = js.OrderedConsumer(withTimeout(t, 5*time.Second), "ACS_DECISIONS", jetstream.OrderedConsumerConfig{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One continuous pull rather than a request per message: in a cluster
+	// a request right after the consumer's creation can find no responder.
+	it, err := c.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
 	out := map[uint64][]jetstream.Msg{}
-	for range count(t, js, "ACS_DECISIONS") {
-		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+	for read := range count(t, js, "ACS_DECISIONS") {
+		m, err := it.Next(jetstream.NextMaxWait(10 * time.Second))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("read ACS_DECISIONS after %d decisions: %v", read, err)
 		}
 		seq, _ := strconv.ParseUint(m.Headers().Get("Acs-Stream-Seq"), 10, 64)
 		out[seq] = append(out[seq], m)

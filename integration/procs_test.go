@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,12 @@ import (
 
 // proc is a child process whose output is kept for failure messages.
 type proc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
+	cmd *exec.Cmd
+	// out is stdout and stderr interleaved; stdout alone, for output a
+	// test parses.
+	out, stdout *syncBuffer
+	done        chan struct{}
+	err         error
 }
 
 type syncBuffer struct {
@@ -43,8 +46,8 @@ func (s *syncBuffer) String() string {
 
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = io.MultiWriter(p.out, p.stdout), p.out
 	// Relative defaults (./data) land in the test's own directory, never
 	// in the source tree.
 	p.cmd.Dir = t.TempDir()

@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// cluster is a three-node JetStream cluster of nats-server processes on
+// loopback, each node with its own store that survives a kill.
+type cluster struct {
+	t     *testing.T
+	confs []string
+	names []string
+	urls  []string
+	nodes []*proc
+}
+
+func natsCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := &cluster{t: t}
+	routes := make([]int, n)
+	clients := make([]int, n)
+	for i := range n {
+		clients[i], routes[i] = freePort(t), freePort(t)
+	}
+	dir := t.TempDir()
+	for i := range n {
+		var rs []string
+		for j := range n {
+			if j != i {
+				rs = append(rs, fmt.Sprintf("nats-route://127.0.0.1:%d", routes[j]))
+			}
+		}
+		name := fmt.Sprintf("n%d", i+1)
+		conf := filepath.Join(dir, name+".conf")
+		body := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream { store_dir: %q }
+cluster {
+  name: turnguard-test
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+`, name, clients[i], filepath.Join(dir, name), routes[i], strings.Join(rs, ", "))
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.confs = append(c.confs, conf)
+		c.names = append(c.names, name)
+		c.urls = append(c.urls, fmt.Sprintf("nats://127.0.0.1:%d", clients[i]))
+		c.nodes = append(c.nodes, nil)
+	}
+	for i := range n {
+		c.restart(i)
+	}
+	c.awaitJetStream()
+	return c
+}
+
+// url is every node's client URL, for a client that must survive a node.
+func (c *cluster) url() string { return strings.Join(c.urls, ",") }
+
+func (c *cluster) restart(i int) {
+	c.nodes[i] = start(c.t, "nats-server", "-c", c.confs[i])
+}
+
+// kill sends SIGKILL to node i.
+func (c *cluster) kill(i int) { c.nodes[i].kill() }
+
+// awaitJetStream waits until the cluster has a JetStream meta leader.
+func (c *cluster) awaitJetStream() {
+	c.t.Helper()
+	nc := connect(c.t, c.url())
+	js, _ := jetstream.New(nc)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the cluster has no JetStream after 60s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// leaderOf returns the index of the node leading stream name.
+func (c *cluster) leaderOf(js jetstream.JetStream, name string) int {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s, err := js.Stream(ctx, name)
+		var leader string
+		if err == nil && s.CachedInfo().Cluster != nil {
+			leader = s.CachedInfo().Cluster.Leader
+		}
+		cancel()
+		for i, n := range c.names {
+			if n == leader {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("stream %s has no leader: %v", name, errors.Join(err))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
