@@ -161,6 +161,15 @@ func requestFrom(obj map[string]any) acs.Request {
 // (json.Number), as the schema validator expects. It also returns the raw
 // params member, whose canonical form the chain hashes.
 func decodeIJSON(data []byte) (any, []byte, error) {
+	if v, params, ok := fastDecodeIJSON(data); ok {
+		return v, params, nil
+	}
+	return slowDecodeIJSON(data)
+}
+
+// slowDecodeIJSON is decodeIJSON on the jsontext decoder: the reference the
+// fast path is checked against, and the source of every parse error message.
+func slowDecodeIJSON(data []byte) (any, []byte, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(data))
 	var params []byte
 	v, err := decodeValue(d, data, &params)
