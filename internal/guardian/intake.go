@@ -78,7 +78,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 			Message: fmt.Sprintf("method %s is not evaluated by this Guardian", e.req.Method)}
 	}
 	e.payload = obj["params"].(map[string]any)["payload"]
-	if e.requestHash, err = acs.RequestHash(json.RawMessage(rawParams)); err != nil {
+	if e.requestHash, err = acs.RequestHashOf(obj["params"], json.RawMessage(rawParams)); err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
 	}
 	if err := g.validator.ValidatePayload(e.req.Method, e.payload); err != nil {
