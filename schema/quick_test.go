@@ -86,3 +86,44 @@ func FuzzQuick(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { agreeWithLibrary(t, v, raw) })
 }
+
+// FuzzQuickFormat checks the allocation-free format checks against the
+// library's: they may decline, never accept what the library refuses.
+func FuzzQuickFormat(f *testing.F) {
+	for _, s := range []string{"2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123456Z", "2024-02-29T23:59:59Z", "2023-02-29T00:00:00Z",
+		"2026-13-01T00:00:00Z", "2026-01-02T03:04:60Z", "0000-01-01T00:00:00Z", "2026-01-02t03:04:05z",
+		"123e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400g", "123e4567e89b-12d3-a456-4266141740000"} {
+		f.Add(s)
+	}
+	v, err := New()
+	if err != nil {
+		f.Fatal(err)
+	}
+	formats := map[string]*jsonschema.Format{}
+	var walk func(s *jsonschema.Schema)
+	walk = func(s *jsonschema.Schema) {
+		if s == nil || (s.Format != nil && formats[s.Format.Name] != nil) {
+			return
+		}
+		if s.Format != nil {
+			formats[s.Format.Name] = s.Format
+		}
+		walk(s.Ref)
+		for _, p := range s.Properties {
+			walk(p)
+		}
+	}
+	walk(v.request)
+	for _, name := range []string{"uuid", "date-time"} {
+		if formats[name] == nil {
+			f.Fatalf("no %s format in the request envelope schema", name)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for name, fm := range formats {
+			if quickFormat(fm, s) != (fm.Validate(s) == nil) {
+				t.Fatalf("%s %q: quick %v, library %v", name, s, quickFormat(fm, s), fm.Validate(s))
+			}
+		}
+	})
+}
