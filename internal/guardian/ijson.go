@@ -97,11 +97,10 @@ func (p *ijsonParser) object(depth int, params *[]byte) (any, bool) {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, false
 		}
-		k, ok := p.str()
+		key, ok := p.key()
 		if !ok {
 			return nil, false
 		}
-		key := k.(string)
 		if _, dup := obj[key]; dup {
 			return nil, false
 		}
@@ -167,6 +166,57 @@ func (p *ijsonParser) array(depth int) (any, bool) {
 		}
 	}
 }
+
+// key parses a member name. Names from the ACS schemas are interned: the
+// lookup with string(bytes) does not allocate, so the common names cost
+// nothing.
+func (p *ijsonParser) key() (string, bool) {
+	end := p.pos + 1
+	for end < len(p.data) && p.data[end] != '"' && p.data[end] != '\\' && p.data[end] >= 0x20 {
+		end++
+	}
+	if end < len(p.data) && p.data[end] == '"' {
+		if k, ok := memberNames[string(p.data[p.pos+1:end])]; ok {
+			p.pos = end + 1
+			return k, true
+		}
+	}
+	k, ok := p.str()
+	if !ok {
+		return "", false
+	}
+	return k.(string), true
+}
+
+// memberNames interns the member names of ACS envelopes and payloads.
+var memberNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{
+		"jsonrpc", "method", "id", "params", "acs_version", "request_id", "timestamp", "nonce", "tenant_id",
+		"metadata", "payload", "signature", "algorithm", "value", "key_id", "agent_id", "agent_name",
+		"session_id", "turn_id", "parent_turn_id", "session_state", "chain_hash", "environment", "platform",
+		"platform_version", "user_context", "user_id", "roles", "authentication_method",
+		"tool", "name", "version", "provider", "arguments", "capability", "operation", "raw_command",
+		"exit_status", "result", "content", "provenance", "provenance_id", "origin", "source_id",
+		"derived_from", "triggered_by", "expected_inputs", "outcome", "step_count", "tool_call_count",
+		"reason", "session_reason", "subagent_session_id", "parent_session_id", "parent_step_id",
+		"intent_derivation", "echo", "message", "role", "text", "type", "query", "results", "source",
+		"score", "intent", "summary", "trigger", "uri", "url", "path", "data", "error", "status",
+		"added", "body", "change_reason", "changed", "components", "composed_skills", "composition",
+		"declared_capabilities", "definition", "description", "digest", "digest_verified", "duration_ms",
+		"endpoint", "entries_compacted", "entries_to_compact", "estimated_input_tokens", "final_chain_hash",
+		"format", "framework", "framework_version", "goal", "items", "lineage_depth_after", "load_path",
+		"load_trigger", "mcp_servers", "memory_id", "memory_store", "models", "outputs", "parsed",
+		"parser_provenance", "platform_context", "policy_mode", "post_compact_chain_hash",
+		"pre_compact_chain_hash", "pre_compact_provenance_summary", "raw", "reasoning", "ref",
+		"registration_provenance", "registration_ref", "removed", "replaced_by", "request_id_ref", "scope",
+		"scope_mode", "skill", "skill_id", "step_id", "stored_at", "subagent_intent", "subagent_step_count",
+		"target_summary_tokens", "tools", "trigger_source", "trigger_type", "user_identity",
+	} {
+		m[n] = n
+	}
+	return m
+}()
 
 // str parses a string. Strings without escapes (nearly all) are one
 // allocation; escapes other than surrogate \u escapes are decoded here.
