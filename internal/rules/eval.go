@@ -66,7 +66,7 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 	e.prov = e.provenance()
 	res.Provenance = e.prov
 	e.updateTaints(&res)
-	e.taints = e.taintViews()
+	e.taintsReady = true
 	for _, r := range s.byHook[e.hook] {
 		if r.Mode == Off {
 			continue
@@ -101,10 +101,14 @@ type evalCtx struct {
 	turn         int
 	prov         ProvenanceView
 
-	taints  map[string]TaintView
-	tool    *ToolView
-	payload map[string]any
-	content *string
+	// taints is built on first use once the labels are final (most
+	// conditions never read it); before that, while taint conditions run,
+	// it reads as nil.
+	taints      map[string]TaintView
+	taintsReady bool
+	tool        *ToolView
+	payload     map[string]any
+	content     *string
 }
 
 // ResolveName gives CEL the envelope's variables, computing each on first
@@ -130,6 +134,9 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 		}
 		return vs, true
 	case "taints":
+		if e.taintsReady && e.taints == nil {
+			e.taints = e.taintViews()
+		}
 		return e.taints, true
 	case "payload":
 		return e.payloadMap(), true
