@@ -96,7 +96,9 @@ func appendCanonicalNumber(b []byte, n json.Number) ([]byte, bool) {
 func appendCanonicalValue(b []byte, v any) ([]byte, bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(v))
+		// Objects of up to 16 members sort their names on the stack.
+		var small [16]string
+		keys := small[:0]
 		for k := range v {
 			if !asciiKey(k) {
 				return b, false
@@ -148,7 +150,8 @@ func appendCanonicalValue(b []byte, v any) ([]byte, bool) {
 // the canonical form is written from the decoded value, skipping a second
 // parse of raw; raw is canonicalised only where that cannot be done.
 func RequestHashOf(params any, raw json.RawMessage) (string, error) {
-	if c, ok := appendCanonicalValue(make([]byte, 0, len(raw)), params); ok {
+	var buf [4096]byte
+	if c, ok := appendCanonicalValue(buf[:0], params); ok {
 		sum := sha256.Sum256(c)
 		return hex.EncodeToString(sum[:]), nil
 	}
