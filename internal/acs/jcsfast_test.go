@@ -3,6 +3,8 @@ package acs
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -67,6 +69,52 @@ func FuzzCanonicalEntry(f *testing.F) {
 		}
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("%+v:\nfast      %s\nreference %s (%v)", e, got, want, err)
+		}
+	})
+}
+
+// provenanceOfReference is ProvenanceOf as it was before it skipped
+// sorting scalar members: every member name sorted.
+func provenanceOfReference(payload any) []Provenance {
+	var out []Provenance
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			if p, ok := t["provenance"].(map[string]any); ok {
+				if pv, ok := asProvenance(p); ok {
+					out = append(out, pv)
+				}
+			}
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				if k != "provenance" {
+					walk(t[k])
+				}
+			}
+		case []any:
+			for _, x := range t {
+				walk(x)
+			}
+		}
+	}
+	walk(payload)
+	return out
+}
+
+func FuzzProvenanceOf(f *testing.F) {
+	f.Add([]byte(`{"b":{"provenance":{"origin":"user","provenance_id":"p1"}},"a":[{"provenance":{"origin":"tool_output","derived_from":["x"]}}],"c":1,"d":{"e":{"provenance":{"origin":"retrieved"}},"a":{"provenance":{"origin":"external"}}}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			return
+		}
+		if got, want := ProvenanceOf(v), provenanceOfReference(v); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %v, want %v", raw, got, want)
 		}
 	})
 }
