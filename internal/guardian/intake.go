@@ -27,6 +27,9 @@ type envelope struct {
 	requestHash string
 	// signedWith is the key_id of a verified request signature.
 	signedWith string
+	// provenance is acs.ProvenanceOf(payload), set once the envelope is
+	// applied.
+	provenance []acs.Provenance
 }
 
 // known is what could be read from a message that failed intake, so the

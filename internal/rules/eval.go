@@ -170,7 +170,10 @@ func (e *evalCtx) toolView() *ToolView {
 		return e.tool
 	}
 	t := &ToolView{Classes: []string{}, Args: map[string]any{}}
-	p := e.payloadMap()
+	// The raw payload, not payloadMap: only the argument values need
+	// plain's conversion, and converting the whole payload for them was a
+	// large share of a decision's allocations.
+	p, _ := e.in.Payload.(map[string]any)
 	if tool, ok := p["tool"].(map[string]any); ok {
 		t.Name, _ = tool["name"].(string)
 		t.Version, _ = tool["version"].(string)
@@ -183,7 +186,7 @@ func (e *evalCtx) toolView() *ToolView {
 	if args, ok := p["arguments"].(map[string]any); ok {
 		for k, v := range args {
 			if a, ok := v.(map[string]any); ok {
-				t.Args[k] = a["value"]
+				t.Args[k] = plain(a["value"])
 			}
 		}
 	}
@@ -249,7 +252,10 @@ func (e *evalCtx) turnView() TurnView {
 // remembers it for later lineage lookups.
 func (e *evalCtx) provenance() ProvenanceView {
 	v := ProvenanceView{Origins: []string{}, IDs: []string{}, UntrustedIDs: []string{}, SourceIDs: []string{}}
-	ps := acs.ProvenanceOf(e.in.Payload)
+	ps := e.in.Provenance
+	if ps == nil {
+		ps = acs.ProvenanceOf(e.in.Payload)
+	}
 	if len(ps) == 0 {
 		return v
 	}
