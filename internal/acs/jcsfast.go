@@ -25,11 +25,15 @@ import (
 func appendCanonicalString(b []byte, s string) ([]byte, bool) {
 	b = append(b, '"')
 	start := 0
+	checked := false // the rest of s is known to be valid UTF-8
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
-			if c >= utf8.RuneSelf && !utf8.ValidString(s[i:]) {
-				return b, false
+			if c >= utf8.RuneSelf && !checked {
+				if !utf8.ValidString(s[i:]) {
+					return b, false
+				}
+				checked = true
 			}
 			continue
 		}
