@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -211,6 +212,14 @@ func (s *Set) ToolClasses(name, capability string) []string {
 }
 
 func globMatch(pattern, s string) bool {
+	// The catalog's globs are nearly all a literal name or a literal
+	// prefix and a final '*'; every envelope tries all of them, so those
+	// two shapes are matched directly, exactly as path.Match would.
+	if i := strings.IndexAny(pattern, `*?[\`); i < 0 {
+		return pattern == s
+	} else if i == len(pattern)-1 && pattern[i] == '*' {
+		return strings.HasPrefix(s, pattern[:i]) && !strings.Contains(s[i:], "/")
+	}
 	ok, _ := path.Match(pattern, s)
 	return ok
 }
