@@ -2,6 +2,7 @@ package guardian
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -49,4 +50,16 @@ func TestFastDecodeIJSONExamples(t *testing.T) {
 			t.Errorf("%s: fast path declined a valid envelope", e.Hook)
 		}
 	}
+}
+
+func FuzzMarshalID(f *testing.F) {
+	for _, s := range []string{"a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c03", "<&>", "\"\\", "é", "\u2028", "\xff", "", "x\x7f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := marshalID(s); !bytes.Equal(got, want) {
+			t.Fatalf("marshalID(%q) = %s, json.Marshal %s", s, got, want)
+		}
+	})
 }

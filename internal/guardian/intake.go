@@ -143,7 +143,7 @@ func requestFrom(obj map[string]any) acs.Request {
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	var r acs.Request
 	r.JSONRPC, r.Method = str(obj, "jsonrpc"), str(obj, "method")
-	r.ID, _ = json.Marshal(obj["id"])
+	r.ID = marshalID(obj["id"])
 	params, _ := obj["params"].(map[string]any)
 	p := &r.Params
 	p.ACSVersion, p.RequestID, p.Timestamp = str(params, "acs_version"), str(params, "request_id"), str(params, "timestamp")
@@ -299,7 +299,7 @@ func readKnown(obj map[string]any) known {
 	var k known
 	switch id := obj["id"].(type) {
 	case string, json.Number:
-		k.id, _ = json.Marshal(id)
+		k.id = marshalID(id)
 	}
 	k.method, _ = obj["method"].(string)
 	params, _ := obj["params"].(map[string]any)
@@ -310,6 +310,32 @@ func readKnown(obj map[string]any) known {
 		k.turnID, _ = md["turn_id"].(string)
 	}
 	return k
+}
+
+// marshalID is json.Marshal of a JSON-RPC id. The usual id, a string of
+// printable ASCII that encoding/json leaves unescaped, is quoted directly
+// instead of through reflection.
+func marshalID(id any) json.RawMessage {
+	if s, ok := id.(string); ok && plainASCII(s) {
+		b := make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	b, _ := json.Marshal(id)
+	return b
+}
+
+// plainASCII reports a string encoding/json writes verbatim: printable
+// ASCII without '"', '\\' and the HTML characters it escapes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func asRefusal(err error) *acs.Error {
