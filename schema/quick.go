@@ -3,6 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"math/big"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -18,6 +20,55 @@ import (
 // and compiled patterns). It answers "unknown" for anything it does not
 // mirror exactly; check then runs the library, which also produces every
 // error report, so refusals are unchanged.
+
+// quicker holds what quick precomputes per schema: the properties of every
+// reachable schema as a slice, so a check looks members up instead of
+// iterating maps.
+type quicker struct {
+	props map[*jsonschema.Schema][]prop
+}
+
+type prop struct {
+	name   string
+	schema *jsonschema.Schema
+}
+
+// newQuicker walks the schema graph from roots.
+func newQuicker(roots ...*jsonschema.Schema) *quicker {
+	q := &quicker{props: map[*jsonschema.Schema][]prop{}}
+	seen := map[*jsonschema.Schema]bool{}
+	var walk func(s *jsonschema.Schema)
+	walk = func(s *jsonschema.Schema) {
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		if len(s.Properties) > 0 {
+			ps := make([]prop, 0, len(s.Properties))
+			for name, sub := range s.Properties {
+				ps = append(ps, prop{name, sub})
+				walk(sub)
+			}
+			slices.SortFunc(ps, func(a, b prop) int { return strings.Compare(a.name, b.name) })
+			q.props[s] = ps
+		}
+		if add, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+			walk(add)
+		}
+		for _, sub := range []*jsonschema.Schema{s.Ref, s.Items2020, s.Not, s.If, s.Then, s.Else} {
+			walk(sub)
+		}
+		for _, subs := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+			for _, sub := range subs {
+				walk(sub)
+			}
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return q
+}
 
 type verdict uint8
 
@@ -63,8 +114,8 @@ func unsupported(s *jsonschema.Schema) bool {
 		s.ContentSchema != nil || s.MultipleOf != nil
 }
 
-// quick reports whether v is valid against s, as far as it can be sure.
-func quick(s *jsonschema.Schema, v any, depth int) verdict {
+// check reports whether v is valid against s, as far as it can be sure.
+func (q *quicker) check(s *jsonschema.Schema, v any, depth int) verdict {
 	if depth > maxQuickDepth {
 		return unknown
 	}
@@ -111,15 +162,15 @@ func quick(s *jsonschema.Schema, v any, depth int) verdict {
 		return invalid
 	}
 	if s.Ref != nil {
-		if r = and(r, quick(s.Ref, v, depth+1)); r == invalid {
+		if r = and(r, q.check(s.Ref, v, depth+1)); r == invalid {
 			return r
 		}
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		r = and(r, quickObject(s, v, depth))
+		r = and(r, q.object(s, v, depth))
 	case []any:
-		r = and(r, quickArray(s, v, depth))
+		r = and(r, q.array(s, v, depth))
 	case string:
 		r = and(r, quickString(s, v))
 	case json.Number:
@@ -129,19 +180,19 @@ func quick(s *jsonschema.Schema, v any, depth int) verdict {
 		return r
 	}
 	if s.Not != nil {
-		if r = and(r, not(quick(s.Not, v, depth+1))); r == invalid {
+		if r = and(r, not(q.check(s.Not, v, depth+1))); r == invalid {
 			return r
 		}
 	}
 	for _, sub := range s.AllOf {
-		if r = and(r, quick(sub, v, depth+1)); r == invalid {
+		if r = and(r, q.check(sub, v, depth+1)); r == invalid {
 			return r
 		}
 	}
 	if len(s.AnyOf) > 0 {
 		a := invalid
 		for _, sub := range s.AnyOf {
-			switch quick(sub, v, depth+1) {
+			switch q.check(sub, v, depth+1) {
 			case valid:
 				a = valid
 			case unknown:
@@ -158,7 +209,7 @@ func quick(s *jsonschema.Schema, v any, depth int) verdict {
 	if len(s.OneOf) > 0 {
 		matched, uncertain := 0, false
 		for _, sub := range s.OneOf {
-			switch quick(sub, v, depth+1) {
+			switch q.check(sub, v, depth+1) {
 			case valid:
 				matched++
 			case unknown:
@@ -181,16 +232,16 @@ func quick(s *jsonschema.Schema, v any, depth int) verdict {
 	}
 	if s.If != nil {
 		var c verdict
-		switch quick(s.If, v, depth+1) {
+		switch q.check(s.If, v, depth+1) {
 		case valid:
 			c = valid
 			if s.Then != nil {
-				c = quick(s.Then, v, depth+1)
+				c = q.check(s.Then, v, depth+1)
 			}
 		case invalid:
 			c = valid
 			if s.Else != nil {
-				c = quick(s.Else, v, depth+1)
+				c = q.check(s.Else, v, depth+1)
 			}
 		}
 		r = and(r, c)
@@ -300,7 +351,7 @@ func isScalar(v any) bool {
 	return false
 }
 
-func quickObject(s *jsonschema.Schema, obj map[string]any, depth int) verdict {
+func (q *quicker) object(s *jsonschema.Schema, obj map[string]any, depth int) verdict {
 	if s.MinProperties != nil && len(obj) < *s.MinProperties {
 		return invalid
 	}
@@ -313,9 +364,21 @@ func quickObject(s *jsonschema.Schema, obj map[string]any, depth int) verdict {
 		}
 	}
 	r := valid
+	if props, ok := q.props[s]; ok && s.AdditionalProperties == nil {
+		// Members the schema does not name are unconstrained: look up the
+		// named ones instead of iterating the instance.
+		for _, p := range props {
+			if val, ok := obj[p.name]; ok {
+				if r = and(r, q.check(p.schema, val, depth+1)); r == invalid {
+					return r
+				}
+			}
+		}
+		return r
+	}
 	for name, val := range obj {
 		if sub, ok := s.Properties[name]; ok {
-			r = and(r, quick(sub, val, depth+1))
+			r = and(r, q.check(sub, val, depth+1))
 		} else {
 			switch add := s.AdditionalProperties.(type) {
 			case bool:
@@ -323,7 +386,7 @@ func quickObject(s *jsonschema.Schema, obj map[string]any, depth int) verdict {
 					return invalid
 				}
 			case *jsonschema.Schema:
-				r = and(r, quick(add, val, depth+1))
+				r = and(r, q.check(add, val, depth+1))
 			}
 		}
 		if r == invalid {
@@ -333,7 +396,7 @@ func quickObject(s *jsonschema.Schema, obj map[string]any, depth int) verdict {
 	return r
 }
 
-func quickArray(s *jsonschema.Schema, arr []any, depth int) verdict {
+func (q *quicker) array(s *jsonschema.Schema, arr []any, depth int) verdict {
 	if s.MinItems != nil && len(arr) < *s.MinItems {
 		return invalid
 	}
@@ -349,7 +412,7 @@ func quickArray(s *jsonschema.Schema, arr []any, depth int) verdict {
 	}
 	if s.Items2020 != nil {
 		for _, item := range arr {
-			if r = and(r, quick(s.Items2020, item, depth+1)); r == invalid {
+			if r = and(r, q.check(s.Items2020, item, depth+1)); r == invalid {
 				return r
 			}
 		}

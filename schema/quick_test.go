@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,7 +19,7 @@ func agreeWithLibrary(t *testing.T, v *Validator, raw []byte) {
 		return
 	}
 	check := func(what string, s *jsonschema.Schema, x any) {
-		q := quick(s, x, 0)
+		q := v.quick.check(s, x, 0)
 		lib := s.Validate(x) == nil
 		if q == valid && !lib || q == invalid && lib {
 			t.Fatalf("%s of %s: quick says %d, library valid=%v", what, raw, q, lib)
@@ -61,15 +62,15 @@ func TestQuickAgreesWithLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	valid := 0
+	decided := 0
 	for _, raw := range testdataEnvelopes(t) {
 		agreeWithLibrary(t, v, raw)
 		doc, _ := Decode(raw)
-		if quick(v.request, doc, 0) == 1 {
-			valid++
+		if v.quick.check(v.request, doc, 0) == valid {
+			decided++
 		}
 	}
-	if valid == 0 {
+	if decided == 0 {
 		t.Fatal("quick decided no envelope valid")
 	}
 }
@@ -126,4 +127,78 @@ func FuzzQuickFormat(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQuickAgreesOnMutations mutates every member and element of every
+// testdata envelope — deleted, or replaced by a value of each JSON type —
+// and checks quick against the library on the request envelope and on the
+// payload schema of the envelope's method.
+func TestQuickAgreesOnMutations(t *testing.T) {
+	v, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replacements := []any{"x", "", json.Number("1"), json.Number("-1.5"), json.Number("1e400"), true, nil,
+		map[string]any{}, []any{}, []any{"a", "a"}, "123e4567-e89b-12d3-a456-426614174000", "2026-01-02T03:04:05Z"}
+	agree := func(doc any) {
+		t.Helper()
+		check := func(what string, s *jsonschema.Schema, x any) {
+			q := v.quick.check(s, x, 0)
+			lib := s.Validate(x) == nil
+			if q == valid && !lib || q == invalid && lib {
+				t.Fatalf("%s: quick says %d, library valid=%v for %#v", what, q, lib, x)
+			}
+		}
+		check("request", v.request, doc)
+		obj := doc.(map[string]any)
+		params, _ := obj["params"].(map[string]any)
+		m, _ := obj["method"].(string)
+		if s := v.payloads[m]; s != nil && params != nil {
+			check(m, s, params["payload"])
+		}
+	}
+	n := 0
+	for _, raw := range testdataEnvelopes(t) {
+		doc, err := Decode(raw)
+		if err != nil {
+			continue
+		}
+		if _, ok := doc.(map[string]any); !ok {
+			continue
+		}
+		// mutate changes doc at one place at a time, checks it, and
+		// restores it.
+		var mutate func(x any)
+		mutate = func(x any) {
+			switch x := x.(type) {
+			case map[string]any:
+				for k, old := range x {
+					delete(x, k)
+					agree(doc)
+					for _, r := range replacements {
+						x[k] = r
+						agree(doc)
+						n++
+					}
+					x[k] = old
+					mutate(old)
+				}
+				x["unexpected_member"] = "x"
+				agree(doc)
+				delete(x, "unexpected_member")
+			case []any:
+				for i, old := range x {
+					for _, r := range replacements {
+						x[i] = r
+						agree(doc)
+						n++
+					}
+					x[i] = old
+					mutate(old)
+				}
+			}
+		}
+		mutate(doc)
+	}
+	t.Logf("%d mutations", n)
 }
