@@ -364,15 +364,24 @@ func (q *quicker) object(s *jsonschema.Schema, obj map[string]any, depth int) ve
 		}
 	}
 	r := valid
-	if props, ok := q.props[s]; ok && s.AdditionalProperties == nil {
-		// Members the schema does not name are unconstrained: look up the
-		// named ones instead of iterating the instance.
+	additional, isBool := s.AdditionalProperties.(bool)
+	// A schema naming no properties has no entry (props is nil then); one
+	// that names some but was not reached from the roots takes the loop.
+	if props, ok := q.props[s]; (ok || len(s.Properties) == 0) && (s.AdditionalProperties == nil || isBool) {
+		// Members the schema does not name are either unconstrained or
+		// (additionalProperties: false) refused: look up the named ones
+		// instead of iterating the instance, and count them.
+		named := 0
 		for _, p := range props {
 			if val, ok := obj[p.name]; ok {
+				named++
 				if r = and(r, q.check(p.schema, val, depth+1)); r == invalid {
 					return r
 				}
 			}
+		}
+		if isBool && !additional && named < len(obj) {
+			return invalid
 		}
 		return r
 	}
