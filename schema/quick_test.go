@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -201,4 +203,40 @@ func TestQuickAgreesOnMutations(t *testing.T) {
 		mutate(doc)
 	}
 	t.Logf("%d mutations", n)
+}
+
+// FuzzPlainPatterns checks the pattern shortcuts against the compiled
+// regexps: they may decline, never accept what the regexp refuses.
+func FuzzPlainPatterns(f *testing.F) {
+	for _, s := range []string{"0.1.0", "10.20.30", "1.2", "1.2.3.4", "1.2.3\n", "a.b.c", "steps/turnStart", "steps/", "steps/\nx",
+		"wrapped:a2a", "x" + strings.Repeat("a", 63), strings.Repeat("0f", 32), strings.Repeat("0F", 32), "\u0661.1.1"} {
+		f.Add(s)
+	}
+	res := map[string]*regexp.Regexp{}
+	for pattern := range plainPatterns {
+		res[pattern] = regexp.MustCompile(pattern)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for pattern, fast := range plainPatterns {
+			if fast(s) && !res[pattern].MatchString(s) {
+				t.Fatalf("%s: shortcut accepts %q, regexp refuses it", pattern, s)
+			}
+		}
+	})
+}
+
+// Every pattern on a property the ACS schemas name has a shortcut, so none
+// costs a regexp run on valid input.
+func TestEveryPatternHasAShortcut(t *testing.T) {
+	v, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range v.quick.props {
+		for _, p := range v.quick.props[s] {
+			if re := p.schema.Pattern; re != nil && plainPatterns[re.String()] == nil {
+				t.Errorf("%s: pattern %s has no shortcut", p.schema.Location, re)
+			}
+		}
+	}
 }
