@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -95,32 +96,37 @@ func appendCanonicalNumber(b []byte, n json.Number) ([]byte, bool) {
 	return append(b, v...), true
 }
 
+type member struct {
+	name  string
+	value any
+}
+
 // appendCanonicalValue appends the RFC 8785 form of a generic decoded JSON
 // value (map[string]any, []any, string, json.Number, bool, nil).
 func appendCanonicalValue(b []byte, v any) ([]byte, bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		// Objects of up to 16 members sort their names on the stack.
-		var small [16]string
-		keys := small[:0]
-		for k := range v {
+		// Objects of up to 16 members sort their members on the stack.
+		var small [16]member
+		members := small[:0]
+		for k, x := range v {
 			if !asciiKey(k) {
 				return b, false
 			}
-			keys = append(keys, k)
+			members = append(members, member{k, x})
 		}
-		slices.Sort(keys)
+		slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.name, b.name) })
 		b = append(b, '{')
-		for i, k := range keys {
+		for i, m := range members {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = appendCanonicalString(b, k); !ok {
+			if b, ok = appendCanonicalString(b, m.name); !ok {
 				return b, false
 			}
 			b = append(b, ':')
-			if b, ok = appendCanonicalValue(b, v[k]); !ok {
+			if b, ok = appendCanonicalValue(b, m.value); !ok {
 				return b, false
 			}
 		}

@@ -101,9 +101,6 @@ func (p *ijsonParser) object(depth int, params *[]byte) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if _, dup := obj[key]; dup {
-			return nil, false
-		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return nil, false
@@ -118,7 +115,12 @@ func (p *ijsonParser) object(depth int, params *[]byte) (any, bool) {
 		if params != nil && key == "params" {
 			*params = p.data[start:p.pos]
 		}
-		obj[key] = v
+		// A duplicate name leaves the map's size unchanged: one hash
+		// operation per member instead of a lookup and an insert.
+		n := len(obj)
+		if obj[key] = v; len(obj) == n {
+			return nil, false
+		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, false
