@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -462,6 +463,12 @@ func quickNumber(s *jsonschema.Schema, n json.Number) verdict {
 	if s.Minimum == nil && s.Maximum == nil && s.ExclusiveMinimum == nil && s.ExclusiveMaximum == nil {
 		return valid
 	}
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil && plainInteger(string(n)) {
+		// Counts and sizes: compared as integers when the bounds are.
+		if r, ok := intBounds(s, i); ok {
+			return r
+		}
+	}
 	num, ok := new(big.Rat).SetString(string(n))
 	if !ok {
 		return unknown
@@ -621,4 +628,37 @@ func quickPattern(re jsonschema.Regexp, s string) bool {
 		return true
 	}
 	return re.MatchString(s)
+}
+
+// intBounds checks an integer against bounds that are all integers in
+// int64 range; ok=false when one is not.
+func intBounds(s *jsonschema.Schema, i int64) (verdict, bool) {
+	bound := func(r *big.Rat) (int64, bool) {
+		if !r.IsInt() || !r.Num().IsInt64() {
+			return 0, false
+		}
+		return r.Num().Int64(), true
+	}
+	type check struct {
+		r    *big.Rat
+		fail func(b int64) bool
+	}
+	for _, c := range [...]check{
+		{s.Minimum, func(b int64) bool { return i < b }},
+		{s.Maximum, func(b int64) bool { return i > b }},
+		{s.ExclusiveMinimum, func(b int64) bool { return i <= b }},
+		{s.ExclusiveMaximum, func(b int64) bool { return i >= b }},
+	} {
+		if c.r == nil {
+			continue
+		}
+		b, ok := bound(c.r)
+		if !ok {
+			return unknown, false
+		}
+		if c.fail(b) {
+			return invalid, true
+		}
+	}
+	return valid, true
 }
