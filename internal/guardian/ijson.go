@@ -3,6 +3,8 @@ package guardian
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/turnguard/turnguard/internal/acs"
 )
 
 // fastDecodeIJSON is the fast path of decodeIJSON: a single-pass parser over
@@ -64,6 +66,9 @@ func (p *ijsonParser) value(depth int, params *[]byte) (any, bool) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
+		if v, ok := p.commonValue(); ok {
+			return v, true
+		}
 		return p.str()
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number()
@@ -189,6 +194,44 @@ func (p *ijsonParser) key() (string, bool) {
 	}
 	return k.(string), true
 }
+
+// commonValue returns the pre-boxed value of a string that envelopes repeat
+// (versions, method names, origins, roles), saving both the string and its
+// interface box; ok=false for any other string.
+func (p *ijsonParser) commonValue() (any, bool) {
+	end := p.pos + 1
+	for end < len(p.data) && end-p.pos <= maxCommonValue && p.data[end] != '"' && p.data[end] != '\\' && p.data[end] >= 0x20 {
+		end++
+	}
+	if end < len(p.data) && p.data[end] == '"' {
+		if v, ok := commonValues[string(p.data[p.pos+1:end])]; ok {
+			p.pos = end + 1
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+const maxCommonValue = 32
+
+// commonValues holds the boxed form of strings envelopes repeat.
+var commonValues = func() map[string]any {
+	m := map[string]any{}
+	for _, v := range []string{
+		"2.0", "0.1.0", "text", "user", "assistant", "system", "tool", "tool_output", "retrieved",
+		"a2a_inbound", "external", "agent_generated", "user_input", "system_prompt", "development",
+		"staging", "production", "success", "completed", "error", "failed", "cancelled", "HMAC-SHA256",
+		"user_message", "subagent", "scheduled", "webhook", "api", "manual", "timeout",
+		"model", "human", "read", "write", "exec", "process.execute", "network.egress", "filesystem.read",
+		"filesystem.write", "skill", "memory_store", "mcp_server", "knowledge_source", "markdown",
+	} {
+		m[v] = v
+	}
+	for _, spec := range acs.Methods() {
+		m[spec.Method] = spec.Method
+	}
+	return m
+}()
 
 // memberNames interns the member names of ACS envelopes and payloads.
 var memberNames = func() map[string]string {
