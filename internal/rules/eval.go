@@ -110,6 +110,12 @@ type evalCtx struct {
 	tool        *ToolView
 	payload     map[string]any
 	content     *string
+
+	// The interface forms of the variables that cannot change during one
+	// Evaluate, kept once built: CEL resolves a name on every evaluation
+	// that reads it, and boxing a string or a view struct anew each time
+	// was an allocation per condition.
+	hookVal, toolVal, provVal, violationsVal any
 }
 
 // ResolveName gives CEL the envelope's variables, computing each on first
@@ -117,23 +123,35 @@ type evalCtx struct {
 func (e *evalCtx) ResolveName(name string) (any, bool) {
 	switch name {
 	case "hook":
-		return e.hook, true
+		if e.hookVal == nil {
+			e.hookVal = e.hook
+		}
+		return e.hookVal, true
 	case "method":
 		return e.in.Spec.Method, true
 	case "tool":
-		return *e.toolView(), true
+		if e.toolVal == nil {
+			e.toolVal = *e.toolView()
+		}
+		return e.toolVal, true
 	case "session":
 		return e.sessionView(), true
 	case "turn":
 		return e.turnView(), true
 	case "provenance":
-		return e.prov, true
-	case "violations":
-		vs := make([]ViolationView, len(e.in.Violations))
-		for i, v := range e.in.Violations {
-			vs[i] = ViolationView{Name: v.Name, Severity: string(v.Severity), Message: v.Message}
+		if e.provVal == nil {
+			e.provVal = e.prov
 		}
-		return vs, true
+		return e.provVal, true
+	case "violations":
+		if e.violationsVal == nil {
+			vs := make([]ViolationView, len(e.in.Violations))
+			for i, v := range e.in.Violations {
+				vs[i] = ViolationView{Name: v.Name, Severity: string(v.Severity), Message: v.Message}
+			}
+			e.violationsVal = vs
+		}
+		return e.violationsVal, true
 	case "taints":
 		if e.taintsReady && e.taints == nil {
 			e.taints = e.taintViews()
