@@ -32,9 +32,13 @@ type ProvenanceSummary struct {
 // lowercase hex of SHA-256(JCS(entry) || raw bytes of the previous hash),
 // the previous hash being empty for a session's first entry.
 func EntryHash(e ContextEntry, previous string) (string, error) {
-	content, err := Canonical(e)
-	if err != nil {
-		return "", err
+	var buf [512]byte
+	content, ok := appendCanonicalEntry(buf[:0], &e)
+	if !ok {
+		var err error
+		if content, err = Canonical(e); err != nil {
+			return "", err
+		}
 	}
 	prev, err := hex.DecodeString(previous)
 	if err != nil || (previous != "" && len(prev) != sha256.Size) {

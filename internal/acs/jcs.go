@@ -3,7 +3,6 @@ package acs
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -26,13 +25,4 @@ func CanonicalRaw(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("canonical form: %w", err)
 	}
 	return v, nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

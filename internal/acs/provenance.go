@@ -1,5 +1,7 @@
 package acs
 
+import "slices"
+
 // ProvenanceOf walks a decoded payload (maps and slices as JSON decodes
 // them) for every provenance object attached to a data-bearing field, in
 // document order of the walk. Objects without an origin are not
@@ -15,10 +17,21 @@ func ProvenanceOf(payload any) []Provenance {
 					out = append(out, pv)
 				}
 			}
-			for _, k := range sortedKeys(t) {
-				if k != "provenance" {
-					walk(t[k])
+			// Only members holding objects or arrays can hold provenance:
+			// just their names are sorted, on the stack when few.
+			var small [8]string
+			keys := small[:0]
+			for k, x := range t {
+				switch x.(type) {
+				case map[string]any, []any:
+					if k != "provenance" {
+						keys = append(keys, k)
+					}
 				}
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				walk(t[k])
 			}
 		case []any:
 			for _, x := range t {

@@ -148,6 +148,10 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		state = turnstate.New(route.Tenant, route.SessionID)
 	}
 	env.step.Seq = msg.Seq
+	// One walk of the payload serves the chain entry and the rules.
+	if env.provenance = acs.ProvenanceOf(env.payload); env.provenance == nil {
+		env.provenance = []acs.Provenance{}
+	}
 	applied := state.Apply(env.step)
 	// The entry goes on the chain before the decision, as the Go reference
 	// does, so denied steps are on the chain too.
@@ -164,7 +168,7 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 			agent = nil
 		}
 		rr = rs.Evaluate(state, agent, rules.Input{Spec: env.spec, Req: &env.req, Payload: env.payload, Seq: msg.Seq,
-			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition})
+			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition, Provenance: env.provenance})
 		if rr.AgentChanged {
 			out.Agent = agent
 		}
@@ -188,7 +192,7 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 func appendEntry(s *turnstate.Session, env *envelope) error {
 	e := acs.ContextEntry{EntryID: strconv.FormatUint(s.ChainLength+1, 10), StepID: env.req.Params.RequestID, StepType: env.req.Method,
 		RequestHash: env.requestHash, Timestamp: env.req.Params.Timestamp, TurnID: env.req.Params.Metadata.TurnID,
-		ProvenanceSummary: acs.Summarize(acs.ProvenanceOf(env.payload))}
+		ProvenanceSummary: acs.Summarize(env.provenance)}
 	h, err := acs.EntryHash(e, s.ChainHead)
 	if err != nil {
 		return fmt.Errorf("chain entry %s: %w", e.EntryID, err)

@@ -27,6 +27,9 @@ type envelope struct {
 	requestHash string
 	// signedWith is the key_id of a verified request signature.
 	signedWith string
+	// provenance is acs.ProvenanceOf(payload), set once the envelope is
+	// applied.
+	provenance []acs.Provenance
 }
 
 // known is what could be read from a message that failed intake, so the
@@ -78,7 +81,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 			Message: fmt.Sprintf("method %s is not evaluated by this Guardian", e.req.Method)}
 	}
 	e.payload = obj["params"].(map[string]any)["payload"]
-	if e.requestHash, err = acs.RequestHash(json.RawMessage(rawParams)); err != nil {
+	if e.requestHash, err = acs.RequestHashOf(obj["params"], json.RawMessage(rawParams)); err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
 	}
 	if err := g.validator.ValidatePayload(e.req.Method, e.payload); err != nil {
@@ -140,7 +143,7 @@ func requestFrom(obj map[string]any) acs.Request {
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	var r acs.Request
 	r.JSONRPC, r.Method = str(obj, "jsonrpc"), str(obj, "method")
-	r.ID, _ = json.Marshal(obj["id"])
+	r.ID = marshalID(obj["id"])
 	params, _ := obj["params"].(map[string]any)
 	p := &r.Params
 	p.ACSVersion, p.RequestID, p.Timestamp = str(params, "acs_version"), str(params, "request_id"), str(params, "timestamp")
@@ -161,6 +164,15 @@ func requestFrom(obj map[string]any) acs.Request {
 // (json.Number), as the schema validator expects. It also returns the raw
 // params member, whose canonical form the chain hashes.
 func decodeIJSON(data []byte) (any, []byte, error) {
+	if v, params, ok := fastDecodeIJSON(data); ok {
+		return v, params, nil
+	}
+	return slowDecodeIJSON(data)
+}
+
+// slowDecodeIJSON is decodeIJSON on the jsontext decoder: the reference the
+// fast path is checked against, and the source of every parse error message.
+func slowDecodeIJSON(data []byte) (any, []byte, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(data))
 	var params []byte
 	v, err := decodeValue(d, data, &params)
@@ -287,7 +299,7 @@ func readKnown(obj map[string]any) known {
 	var k known
 	switch id := obj["id"].(type) {
 	case string, json.Number:
-		k.id, _ = json.Marshal(id)
+		k.id = marshalID(id)
 	}
 	k.method, _ = obj["method"].(string)
 	params, _ := obj["params"].(map[string]any)
@@ -298,6 +310,32 @@ func readKnown(obj map[string]any) known {
 		k.turnID, _ = md["turn_id"].(string)
 	}
 	return k
+}
+
+// marshalID is json.Marshal of a JSON-RPC id. The usual id, a string of
+// printable ASCII that encoding/json leaves unescaped, is quoted directly
+// instead of through reflection.
+func marshalID(id any) json.RawMessage {
+	if s, ok := id.(string); ok && plainASCII(s) {
+		b := make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	b, _ := json.Marshal(id)
+	return b
+}
+
+// plainASCII reports a string encoding/json writes verbatim: printable
+// ASCII without '"', '\\' and the HTML characters it escapes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func asRefusal(err error) *acs.Error {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -66,7 +67,7 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 	e.prov = e.provenance()
 	res.Provenance = e.prov
 	e.updateTaints(&res)
-	e.taints = e.taintViews()
+	e.taintsReady = true
 	for _, r := range s.byHook[e.hook] {
 		if r.Mode == Off {
 			continue
@@ -101,10 +102,20 @@ type evalCtx struct {
 	turn         int
 	prov         ProvenanceView
 
-	taints  map[string]TaintView
-	tool    *ToolView
-	payload map[string]any
-	content *string
+	// taints is built on first use once the labels are final (most
+	// conditions never read it); before that, while taint conditions run,
+	// it reads as nil.
+	taints      map[string]TaintView
+	taintsReady bool
+	tool        *ToolView
+	payload     map[string]any
+	content     *string
+
+	// The interface forms of the variables that cannot change during one
+	// Evaluate, kept once built: CEL resolves a name on every evaluation
+	// that reads it, and boxing a string or a view struct anew each time
+	// was an allocation per condition.
+	hookVal, toolVal, provVal, violationsVal any
 }
 
 // ResolveName gives CEL the envelope's variables, computing each on first
@@ -112,24 +123,39 @@ type evalCtx struct {
 func (e *evalCtx) ResolveName(name string) (any, bool) {
 	switch name {
 	case "hook":
-		return e.hook, true
+		if e.hookVal == nil {
+			e.hookVal = e.hook
+		}
+		return e.hookVal, true
 	case "method":
 		return e.in.Spec.Method, true
 	case "tool":
-		return *e.toolView(), true
+		if e.toolVal == nil {
+			e.toolVal = *e.toolView()
+		}
+		return e.toolVal, true
 	case "session":
 		return e.sessionView(), true
 	case "turn":
 		return e.turnView(), true
 	case "provenance":
-		return e.prov, true
-	case "violations":
-		vs := make([]ViolationView, len(e.in.Violations))
-		for i, v := range e.in.Violations {
-			vs[i] = ViolationView{Name: v.Name, Severity: string(v.Severity), Message: v.Message}
+		if e.provVal == nil {
+			e.provVal = e.prov
 		}
-		return vs, true
+		return e.provVal, true
+	case "violations":
+		if e.violationsVal == nil {
+			vs := make([]ViolationView, len(e.in.Violations))
+			for i, v := range e.in.Violations {
+				vs[i] = ViolationView{Name: v.Name, Severity: string(v.Severity), Message: v.Message}
+			}
+			e.violationsVal = vs
+		}
+		return e.violationsVal, true
 	case "taints":
+		if e.taintsReady && e.taints == nil {
+			e.taints = e.taintViews()
+		}
 		return e.taints, true
 	case "payload":
 		return e.payloadMap(), true
@@ -163,7 +189,10 @@ func (e *evalCtx) toolView() *ToolView {
 		return e.tool
 	}
 	t := &ToolView{Classes: []string{}, Args: map[string]any{}}
-	p := e.payloadMap()
+	// The raw payload, not payloadMap: only the argument values need
+	// plain's conversion, and converting the whole payload for them was a
+	// large share of a decision's allocations.
+	p, _ := e.in.Payload.(map[string]any)
 	if tool, ok := p["tool"].(map[string]any); ok {
 		t.Name, _ = tool["name"].(string)
 		t.Version, _ = tool["version"].(string)
@@ -176,7 +205,7 @@ func (e *evalCtx) toolView() *ToolView {
 	if args, ok := p["arguments"].(map[string]any); ok {
 		for k, v := range args {
 			if a, ok := v.(map[string]any); ok {
-				t.Args[k] = a["value"]
+				t.Args[k] = plain(a["value"])
 			}
 		}
 	}
@@ -201,6 +230,14 @@ func (s *Set) ToolClasses(name, capability string) []string {
 }
 
 func globMatch(pattern, s string) bool {
+	// The catalog's globs are nearly all a literal name or a literal
+	// prefix and a final '*'; every envelope tries all of them, so those
+	// two shapes are matched directly, exactly as path.Match would.
+	if i := strings.IndexAny(pattern, `*?[\`); i < 0 {
+		return pattern == s
+	} else if i == len(pattern)-1 && pattern[i] == '*' {
+		return strings.HasPrefix(s, pattern[:i]) && !strings.Contains(s[i:], "/")
+	}
 	ok, _ := path.Match(pattern, s)
 	return ok
 }
@@ -242,7 +279,10 @@ func (e *evalCtx) turnView() TurnView {
 // remembers it for later lineage lookups.
 func (e *evalCtx) provenance() ProvenanceView {
 	v := ProvenanceView{Origins: []string{}, IDs: []string{}, UntrustedIDs: []string{}, SourceIDs: []string{}}
-	ps := acs.ProvenanceOf(e.in.Payload)
+	ps := e.in.Provenance
+	if ps == nil {
+		ps = acs.ProvenanceOf(e.in.Payload)
+	}
 	if len(ps) == 0 {
 		return v
 	}

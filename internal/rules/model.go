@@ -97,6 +97,10 @@ type Input struct {
 	// Partition is the partition the envelope was consumed from: agent
 	// counts remember per partition what they already counted.
 	Partition int
+	// Provenance is acs.ProvenanceOf(Payload) when the caller already
+	// walked the payload for it (non-nil, empty when there is none); nil:
+	// Evaluate walks the payload itself.
+	Provenance []acs.Provenance
 }
 
 // untrustedOrigin is the default trust mapping of ACS §7.2.
