@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
@@ -37,7 +38,8 @@ same server: async publish and durable pull consume of envelope-sized
 messages in a scratch stream, deleted afterwards.
 
 --json prints one object with these fields:
-  target, tenant, seed, sessions_concurrent, sessions_started,
+  target, tenant, seed, processors (embedded), backlog,
+  sessions_concurrent, sessions_started,
   sessions_completed, publish_seconds, envelopes_published,
   publish_retries, publish_duplicates, published_per_s, decided_per_s,
   decision_latency {count, p50_ms, p90_ms, p99_ms, max_ms},
@@ -59,6 +61,8 @@ type runReport struct {
 	Target            string          `json:"target"`
 	Tenant            string          `json:"tenant"`
 	Seed              uint64          `json:"seed"`
+	Processors        int             `json:"processors,omitempty"`
+	Backlog           bool            `json:"backlog"`
 	Sessions          int             `json:"sessions_concurrent"`
 	SessionsStarted   int             `json:"sessions_started"`
 	SessionsCompleted int             `json:"sessions_completed"`
@@ -98,6 +102,9 @@ type runOptions struct {
 	baselineFor  time.Duration
 	replicas     int
 	partitions   int
+	processors   int
+	backlog      bool
+	noReceipts   bool
 }
 
 // errMismatch makes the command exit 1 after printing its report.
@@ -124,7 +131,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.baselineMax, "baseline-messages", 200000, "at most this many baseline messages")
 	fs.DurationVar(&o.baselineFor, "baseline-time", 5*time.Second, "at most this long for each baseline phase")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the baseline's scratch stream")
-	fs.IntVar(&o.partitions, "partitions", 16, "partitions of the embedded processor")
+	fs.IntVar(&o.partitions, "partitions", 16, "partitions of the embedded processors")
+	fs.IntVar(&o.processors, "processors", 1, "embedded target: processor instances sharing the partitions, each on its own connection")
+	fs.BoolVar(&o.noReceipts, "no-receipts", false, "embedded target: processors without Ed25519 receipts (processor --receipt-key none)")
+	fs.BoolVar(&o.backlog, "backlog", false, "embedded target: publish everything first, then start the processors and time them deciding the backlog (the workload of the durable-consume baseline); latency is then queueing time")
 	asJSON := fs.Bool("json", false, "print the report as JSON (fields in -h)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
 	logLevel := fs.String("log-level", "warn", "log level of loadgen's own messages (stderr)")
@@ -134,8 +144,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.duration <= 0 || o.sessions < 1 || o.rate < 0 || o.maxEnvelopes < 0 || o.settle < 0 || o.replicas < 1 {
-		return errors.New("--duration and --sessions must be positive; --rate, --max-envelopes and --settle not negative; --replicas at least 1")
+	if o.duration <= 0 || o.sessions < 1 || o.rate < 0 || o.maxEnvelopes < 0 || o.settle < 0 || o.replicas < 1 || o.processors < 1 {
+		return errors.New("--duration and --sessions must be positive; --rate, --max-envelopes and --settle not negative; --replicas and --processors at least 1")
+	}
+	if o.url != "" && (o.backlog || o.processors != 1 || o.noReceipts) {
+		return errors.New("--backlog, --processors and --no-receipts are for the embedded target; with --nats-url, start and stop your processors yourself")
 	}
 	lvl, err := zerolog.ParseLevel(*logLevel)
 	if err != nil {
@@ -157,7 +170,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer stop()
 	}
-	t, err := connect(ctx, o.url, o.partitions)
+	t, err := connect(o.url)
 	if err != nil {
 		return err
 	}
@@ -193,9 +206,27 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	rep := &runReport{Target: "embedded", Tenant: o.tenant, Seed: o.seed, Sessions: o.sessions}
+	rep := &runReport{Target: "embedded", Tenant: o.tenant, Seed: o.seed, Sessions: o.sessions, Backlog: o.backlog}
 	if !t.embedded {
 		rep.Target = o.url
+	} else {
+		rep.Processors = max(o.processors, 1)
+	}
+	embedded := embeddedOptions{Partitions: o.partitions, Processors: o.processors, NoReceipts: o.noReceipts}
+	if o.backlog {
+		// The streams a processor would create, so the backlog has
+		// somewhere to go before any processor runs.
+		topo := stream.DefaultTopology()
+		topo.Partitions = o.partitions
+		ejs, err := jetstream.New(t.nc)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := stream.Ensure(ctx, ejs, topo); err != nil {
+			return nil, nil, err
+		}
+	} else if err := t.startProcessors(ctx, embedded); err != nil {
+		return nil, nil, err
 	}
 	if o.baseline {
 		size := envelopeSize(gen)
@@ -242,6 +273,14 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	fmt.Fprintf(stderr, "run: tenant %s, %d sessions in flight, for %s …\n", o.tenant, o.sessions, o.duration)
 	records := l.run(ctx, o.sessions)
 	published := time.Unix(0, l.lastAck.Load()).Sub(l.start)
+	var decideFrom time.Time
+	if o.backlog {
+		fmt.Fprintf(stderr, "run: %d envelopes published; starting %d processor(s) on the backlog …\n", l.published.Load(), embedded.Processors)
+		decideFrom = time.Now()
+		if err := t.startProcessors(ctx, embedded); err != nil {
+			return nil, nil, err
+		}
+	}
 	fmt.Fprintf(stderr, "run: %d envelopes published; waiting up to %s for their decisions …\n", l.published.Load(), o.settle)
 	obs.settle(ctx, o.settle)
 
@@ -267,8 +306,11 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	obs.mu.Lock()
 	rep.Latency = summarize(obs.hist)
 	rep.Observed = tally{Decisions: obs.decisions, Denies: obs.denies, AlertsByRule: maps.Clone(obs.alerts)}
+	if decideFrom.IsZero() {
+		decideFrom = obs.first
+	}
 	if !obs.last.IsZero() {
-		rep.DecidedRate = rate(obs.decisions, obs.last.Sub(obs.first))
+		rep.DecidedRate = rate(obs.decisions, obs.last.Sub(decideFrom))
 	}
 	obs.mu.Unlock()
 	for _, n := range rep.Observed.AlertsByRule {
@@ -313,7 +355,14 @@ func ratio(a, b float64) float64 {
 }
 
 func printRun(w io.Writer, r *runReport) {
-	fmt.Fprintf(w, "target %s, tenant %s, seed %d, %d sessions in flight\n", r.Target, r.Tenant, r.Seed, r.Sessions)
+	fmt.Fprintf(w, "target %s, tenant %s, seed %d, %d sessions in flight", r.Target, r.Tenant, r.Seed, r.Sessions)
+	if r.Processors > 0 {
+		fmt.Fprintf(w, ", %d in-process processor(s)", r.Processors)
+	}
+	if r.Backlog {
+		fmt.Fprint(w, ", backlog: published first, then decided")
+	}
+	fmt.Fprintln(w)
 	if b := r.Baseline; b != nil {
 		fmt.Fprintf(w, "baseline   %d × %d B (R%d): publish %.0f/s, durable consume %.0f/s\n", b.Messages, b.MessageBytes, b.Replicas, b.PublishRate, b.ConsumeRate)
 	}

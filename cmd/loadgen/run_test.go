@@ -74,18 +74,45 @@ func TestRunText(t *testing.T) {
 	}
 }
 
+// --backlog publishes first and only then starts the processors — here two
+// instances sharing the partitions, without receipts — which decide the
+// whole backlog exactly.
+func TestRunBacklogWithTwoProcessors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"run", "--backlog", "--processors", "2", "--no-receipts", "--duration", "20s", "--sessions", "50",
+		"--max-envelopes", "1500", "--partitions", "4", "--baseline=false", "--json"}
+	if code := run(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	var rep runReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Backlog || rep.Processors != 2 || !rep.Reconcile.OK || rep.Reconcile.DecisionsRead != 1500 || rep.DecidedRate <= 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if !strings.Contains(errOut.String(), "starting 2 processor(s) on the backlog") {
+		t.Errorf("the processors did not start after publishing:\n%s", errOut.String())
+	}
+	code := run(context.Background(), []string{"run", "--nats-url", "nats://127.0.0.1:1", "--backlog"}, io.Discard, &errOut)
+	if code == 0 || !strings.Contains(errOut.String(), "for the embedded target") {
+		t.Errorf("--backlog with --nats-url: exit %d, %s", code, errOut.String())
+	}
+}
+
 // Reconciliation notices a decision missing from ACS_DECISIONS and one
 // decided twice (a second decision message for the same request under
 // another Nats-Msg-Id), and reports them in its first mismatches.
 func TestReconcileDetects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tg, err := connect(ctx, "", 2)
+	tg, err := connect("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.close()
-	o := runOptions{duration: 5 * time.Second, sessions: 20, maxEnvelopes: 600, seed: 3, tenant: "reconcile-test", settle: 20 * time.Second, grace: time.Second}
+	o := runOptions{duration: 5 * time.Second, sessions: 20, maxEnvelopes: 600, seed: 3, tenant: "reconcile-test", settle: 20 * time.Second, grace: time.Second,
+		partitions: 2, processors: 1}
 	rep, lr, err := executeRun(ctx, tg, o, zerolog.Nop(), io.Discard)
 	if err != nil {
 		t.Fatal(err)

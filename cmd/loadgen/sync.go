@@ -70,11 +70,14 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *rate <= 0 || *duration <= 0 || *sessions < 1 {
 		return errors.New("--rate, --duration and --sessions must be positive")
 	}
-	t, err := connect(ctx, *url, *partitions)
+	t, err := connect(*url)
 	if err != nil {
 		return err
 	}
 	defer t.close()
+	if err := t.startProcessors(ctx, embeddedOptions{Partitions: *partitions, Processors: 1}); err != nil {
+		return err
+	}
 	n := int(*rate * duration.Seconds())
 	interval := time.Duration(float64(time.Second) / *rate)
 	rep := syncReport{Rate: *rate, Duration: duration.String(), Decisions: map[string]int{}}

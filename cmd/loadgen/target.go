@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"time"
 
@@ -12,20 +13,36 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/schema"
 )
 
 // target is what the load runs against: a NATS URL, or an embedded server
-// with an in-process processor that close tears down.
+// whose in-process processors start with startProcessors and stop with
+// close.
 type target struct {
 	nc *nats.Conn
 	// dial opens another connection to the same target (named name).
 	dial  func(name string) (*nats.Conn, error)
 	close func()
-	// embedded says the target is the in-process server and processor.
+	// embedded says the target is the in-process server and processors.
 	embedded bool
+	srv      *server.Server
+	dir      string
+	stops    []func()
+}
+
+// embeddedOptions shape the in-process processors of the embedded target.
+type embeddedOptions struct {
+	Partitions int
+	// Processors is how many instances share the partitions, each on its
+	// own connection, as separate processes would.
+	Processors int
+	// NoReceipts turns the Ed25519 receipts off (processor
+	// --receipt-key none).
+	NoReceipts bool
 }
 
 // clientOptions make a connection ride out a server or cluster node that
@@ -36,9 +53,9 @@ func clientOptions(name string) []nats.Option {
 }
 
 // connect opens the target. url may list several servers separated by
-// commas (a cluster); an empty url starts the embedded one, with partitions
-// partitions.
-func connect(ctx context.Context, url string, partitions int) (*target, error) {
+// commas (a cluster); an empty url starts the embedded server, whose
+// processors startProcessors starts.
+func connect(url string) (*target, error) {
 	if url != "" {
 		dial := func(name string) (*nats.Conn, error) {
 			nc, err := nats.Connect(url, clientOptions(name)...)
@@ -62,63 +79,84 @@ func connect(ctx context.Context, url string, partitions int) (*target, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	teardown := func() {
+	t := &target{embedded: true, srv: srv, dir: dir}
+	t.dial = func(name string) (*nats.Conn, error) {
+		return nats.Connect("", append(clientOptions(name), nats.InProcessServer(srv))...)
+	}
+	t.close = func() {
+		if t.nc != nil {
+			t.nc.Close()
+		}
+		for _, stop := range t.stops {
+			stop()
+		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		os.RemoveAll(dir)
 	}
-	stopProcessor, err := runProcessor(ctx, srv, partitions)
-	if err != nil {
-		teardown()
+	if t.nc, err = t.dial("turnguard-loadgen"); err != nil {
+		t.close()
 		return nil, err
 	}
-	dial := func(name string) (*nats.Conn, error) {
-		return nats.Connect("", append(clientOptions(name), nats.InProcessServer(srv))...)
-	}
-	nc, err := dial("turnguard-loadgen")
-	if err != nil {
-		stopProcessor()
-		teardown()
-		return nil, err
-	}
-	return &target{nc: nc, dial: dial, embedded: true, close: func() { nc.Close(); stopProcessor(); teardown() }}, nil
+	return t, nil
 }
 
-func runProcessor(ctx context.Context, srv *server.Server, partitions int) (func(), error) {
+// startProcessors starts the embedded target's processors, configured as
+// the processor binary is by default (default rule pack, Ed25519 receipts),
+// and waits until every one consumes. Against a URL it does nothing: the
+// processors there are the user's.
+func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
+	if !t.embedded {
+		return nil
+	}
 	v, err := schema.New()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rs, err := rules.Default()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Name("turnguard-processor"))
-	if err != nil {
-		return nil, err
-	}
-	cfg := stream.DefaultConfig()
-	cfg.Topology.Partitions = partitions
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = p.Run(pctx)
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for p.Ready() != nil {
-		if time.Now().After(deadline) {
-			cancel()
-			return nil, fmt.Errorf("the in-process processor did not start")
+	var gcfg guardian.Config
+	keyID := ""
+	if !o.NoReceipts {
+		signer, _, err := receipt.LoadOrCreate(filepath.Join(t.dir, "receipt-key.pem"))
+		if err != nil {
+			return err
 		}
-		time.Sleep(10 * time.Millisecond)
+		gcfg.Receipts, keyID = signer, signer.KeyID
 	}
-	return func() { cancel(); <-done; _ = nc.Drain() }, nil
+	g := guardian.New(v, gcfg)
+	for i := range max(o.Processors, 1) {
+		nc, err := t.dial(fmt.Sprintf("turnguard-processor-%d", i+1))
+		if err != nil {
+			return err
+		}
+		cfg := stream.DefaultConfig()
+		cfg.Topology.Partitions = o.Partitions
+		cfg.ReceiptKeyID = keyID
+		cfg.InstanceID = fmt.Sprintf("loadgen-%d", i+1)
+		p, err := stream.New(nc, g, stream.NewRuleSource(rs), cfg, zerolog.Nop())
+		if err != nil {
+			nc.Close()
+			return err
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = p.Run(pctx)
+		}()
+		t.stops = append(t.stops, func() { cancel(); <-done; _ = nc.Drain() })
+		deadline := time.Now().Add(30 * time.Second)
+		for p.Ready() != nil {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("in-process processor %d did not start", i+1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // startProfile writes a CPU profile to path until the returned stop.

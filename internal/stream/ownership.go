@@ -32,6 +32,17 @@ type ownership struct {
 	suspect map[int]string
 	// view is the member set of the last assignment, for logging changes.
 	view []string
+	// pinned is poked when a worker learns its pin, so the heartbeat
+	// claims it at once and nobody takes it for a dead instance's.
+	pinned chan struct{}
+}
+
+// poke has the next tick come now.
+func (o *ownership) poke() {
+	select {
+	case o.pinned <- struct{}{}:
+	default:
+	}
 }
 
 // running is a partition worker this instance started.
@@ -52,6 +63,7 @@ func (o *ownership) run(ctx context.Context, fatal context.CancelCauseFunc) {
 			return
 		case <-t.C:
 		case <-changed:
+		case <-o.pinned:
 		}
 	}
 }

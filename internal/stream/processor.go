@@ -174,7 +174,10 @@ func (p *Processor) Run(ctx context.Context) error {
 	own := &ownership{
 		self: self, members: members{kv: memberKV}, hooks: hooks, workers: partitions,
 		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
-		running: map[int]*running{}, suspect: map[int]string{},
+		running: map[int]*running{}, suspect: map[int]string{}, pinned: make(chan struct{}, 1),
+	}
+	for _, w := range partitions {
+		w.onPinned = own.poke
 	}
 	p.log.Info().Str("instance", self.ID).Int("partitions", p.cfg.Topology.Partitions).Int("batch", p.cfg.BatchSize).Msg("processing")
 	wctx, fatal := context.WithCancelCause(ctx)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -77,8 +79,18 @@ type worker struct {
 	receiptKey string
 	// lastConsumerSeq is the consumer sequence of the last delivery seen;
 	// deliveries are numbered without gaps, so a gap means deliveries were
-	// lost in transit and must be read back from the stream first.
+	// lost in transit (or went to another instance) and must be read back
+	// from the stream first.
 	lastConsumerSeq uint64
+	// applied is the stream sequence up to which every message of the
+	// partition is known applied since the worker started: a redelivery
+	// above it may have left older, unapplied ones behind.
+	applied uint64
+	// sawFresh is set by the first first-time delivery since the start;
+	// messages below it may still be pending at an earlier holder.
+	sawFresh bool
+	// onPinned is told when the server pins this worker.
+	onPinned func()
 }
 
 // pinID is the pin the server gave this worker, or "".
@@ -124,7 +136,7 @@ func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc, e
 }
 
 func (w *worker) run(ctx context.Context, eager bool) error {
-	w.lastConsumerSeq = 0
+	w.lastConsumerSeq, w.applied, w.sawFresh = 0, 0, false
 	w.pin.Store(nil)
 	if eager {
 		if err := w.recover(ctx, 0); err != nil {
@@ -145,17 +157,57 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 		// Ask again well within PinnedTTL, or an idle owner loses the pin.
 		opts = append(opts, jetstream.PullPriorityGroup(PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
 	}
+	// Deliveries held when the worker stops are handed back with a Nak, in
+	// stream order, so the partition's next holder gets them at once
+	// instead of after the ack wait. The callback runs serially: whatever
+	// it sets aside after stopping closed came after all it queued.
+	stopping := make(chan struct{})
+	var lateMu sync.Mutex
+	var late []jetstream.Msg
+	setAside := func(m jetstream.Msg) {
+		lateMu.Lock()
+		late = append(late, m)
+		lateMu.Unlock()
+	}
 	cc, err := w.cons.Consume(func(m jetstream.Msg) {
 		select {
+		case <-stopping:
+			setAside(m)
+			return
+		default:
+		}
+		select {
 		case deliveries <- m:
-		case <-ctx.Done():
-			// Not acked: redelivered to whoever consumes next.
+		case <-stopping:
+			setAside(m)
 		}
 	}, opts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", w.consumer, err)
 	}
-	defer cc.Stop()
+	defer func() {
+		close(stopping)
+		cc.Drain()
+		select {
+		case <-cc.Closed():
+		case <-time.After(5 * time.Second):
+			cc.Stop()
+		}
+		for {
+			select {
+			case m := <-deliveries:
+				_ = m.Nak()
+				continue
+			default:
+			}
+			break
+		}
+		lateMu.Lock()
+		defer lateMu.Unlock()
+		for _, m := range late {
+			_ = m.Nak()
+		}
+	}()
 	for {
 		var batch []jetstream.Msg
 		select {
@@ -195,23 +247,41 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 		}
 		if pin := m.Headers().Get(hdrPinID); pin != "" && pin != w.pinID() {
 			w.pin.Store(&pin)
-		}
-		switch {
-		case w.lastConsumerSeq == 0:
-			// The first delivery since the start: whatever an earlier
-			// holder of the partition left unacknowledged below it comes
-			// first.
-			if err := w.recover(ctx, md.Sequence.Stream-1); err != nil {
-				return fmt.Errorf("recover before the first delivery: %w", err)
+			if w.onPinned != nil {
+				w.onPinned()
 			}
-		case md.Sequence.Consumer != w.lastConsumerSeq+1:
-			w.log.Warn().Uint64("expected", w.lastConsumerSeq+1).Uint64("got", md.Sequence.Consumer).Msg("delivery gap; reading the missing messages from the stream")
+		}
+		fresh := md.NumDelivered == 1
+		var why string
+		switch {
+		case w.lastConsumerSeq != 0 && md.Sequence.Consumer != w.lastConsumerSeq+1:
+			why = "delivery gap"
+		case fresh && !w.sawFresh:
+			// The first new message given to this worker: anything below
+			// it may have been delivered to an earlier holder.
+			why = "first delivery"
+		case !fresh && md.Sequence.Stream > covered(w.applied, ins):
+			// A redelivery overtaking: what was pending below it comes
+			// first, or a later envelope would make it look applied.
+			next, err := w.firstFrom(ctx, covered(w.applied, ins)+1)
+			if err != nil {
+				return err
+			}
+			if next < md.Sequence.Stream {
+				why = "redelivery"
+			}
+		}
+		w.sawFresh = w.sawFresh || fresh
+		if why != "" {
+			if why == "delivery gap" {
+				w.log.Warn().Uint64("expected", w.lastConsumerSeq+1).Uint64("got", md.Sequence.Consumer).Msg("delivery gap; reading the missing messages from the stream")
+			}
 			if err := w.process(ctx, ins, false); err != nil {
 				return err
 			}
 			ins = ins[:0]
 			if err := w.recover(ctx, md.Sequence.Stream-1); err != nil {
-				return fmt.Errorf("recover after delivery gap: %w", err)
+				return fmt.Errorf("recover before seq %d (%s): %w", md.Sequence.Stream, why, err)
 			}
 		}
 		w.lastConsumerSeq = md.Sequence.Consumer
@@ -233,8 +303,9 @@ func (w *worker) recover(ctx context.Context, upper uint64) error {
 	if upper == 0 {
 		upper = info.Delivered.Stream
 	}
-	from := info.AckFloor.Stream + 1
+	from := max(info.AckFloor.Stream, w.applied) + 1
 	if from > upper {
+		w.applied = max(w.applied, upper)
 		return nil
 	}
 	w.log.Info().Uint64("from_seq", from).Uint64("to_seq", upper).Msg("recovering unacknowledged messages from the stream")
@@ -260,7 +331,33 @@ func (w *worker) recover(ctx context.Context, upper uint64) error {
 		}
 		seq = raw.Sequence + 1
 	}
-	return w.process(ctx, ins, true)
+	if err := w.process(ctx, ins, true); err != nil {
+		return err
+	}
+	w.applied = max(w.applied, upper)
+	return nil
+}
+
+// covered is the stream sequence up to which the partition's messages are
+// applied once the batch in hand is.
+func covered(applied uint64, ins []inbound) uint64 {
+	for _, in := range ins {
+		applied = max(applied, in.msg.Seq)
+	}
+	return applied
+}
+
+// firstFrom is the stream sequence of the partition's first message at or
+// after seq (MaxUint64: none).
+func (w *worker) firstFrom(ctx context.Context, seq uint64) (uint64, error) {
+	raw, err := w.hooks.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(w.filter))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return math.MaxUint64, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s from seq %d: %w", w.filter, seq, err)
+	}
+	return raw.Sequence, nil
 }
 
 func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64, ts time.Time, m jetstream.Msg) inbound {
@@ -318,6 +415,7 @@ func (w *worker) process(ctx context.Context, ins []inbound, recovering bool) er
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+	w.applied = covered(w.applied, ins)
 	for _, in := range ins {
 		if in.js != nil {
 			if err := in.js.Ack(); err != nil {
