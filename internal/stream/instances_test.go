@@ -181,3 +181,64 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 		t.Errorf("the handover took %s", took)
 	}
 }
+
+// TestHandoverUnderBacklog moves partitions twice while a backlog is being
+// decided — b joins, then a leaves — with the ack wait far above the
+// test's patience: what a held when letting go must reach b at once (Nak,
+// in order), and b must never mistake a pending envelope for an applied
+// one.
+func TestHandoverUnderBacklog(t *testing.T) {
+	const sessions = 60
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	cfg := testConfig()
+	cfg.BatchSize = 16
+	cfg.Topology.AckWait = time.Minute
+	if err := stream.Ensure(context.Background(), js, cfg.Topology); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	var states []scenario.ExpectedState
+	for i := range sessions {
+		sc, _ := loadScenario(t, "full-session")
+		sc.Name = fmt.Sprintf("backlog-%d", i)
+		built, err := sc.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range built.States {
+			delete(st.Fields, "first_seq")
+			delete(st.Fields, "last_seq")
+			delete(st.Fields, "last_closed_turn")
+			states = append(states, st)
+		}
+		for _, m := range built.Messages {
+			if _, err := js.PublishAsync(m.Subject, m.Data); err != nil {
+				t.Fatal(err)
+			}
+			total++
+		}
+	}
+	<-js.PublishAsyncComplete()
+	a, b := cfg, cfg
+	a.InstanceID, b.InstanceID = "a", "b"
+	start := time.Now()
+	first := startProcessor(t, srv, a)
+	for first.p.Stats().Processed.Load() == 0 && time.Since(start) < waitFor {
+		time.Sleep(time.Millisecond)
+	}
+	startProcessor(t, srv, b)
+	awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
+	first.stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for countMsgs(t, js, stream.DecisionsStream) < total && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	checkExactlyOnce(t, js, total)
+	checkStates(t, js, states)
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("deciding the backlog over two handovers took %s", took)
+	}
+	t.Logf("a decided %d before leaving; %d in all in %s", first.p.Stats().Processed.Load(), total, time.Since(start).Round(time.Millisecond))
+}
