@@ -544,3 +544,43 @@ func TestHTTPEndpoint(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestReceiptsOff: --receipt-key none decides without Ed25519 receipts and
+// writes no key, saying so in the log; the default signs every decision.
+func TestReceiptsOff(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{"none", false}, {"", true}} {
+		t.Run(fmt.Sprintf("receipt-key %q", tc.key), func(t *testing.T) {
+			url, _ := natsServer(t, t.TempDir())
+			dataDir := t.TempDir()
+			args := []string{"--nats-url", url, "--data-dir", dataDir}
+			if tc.key != "" {
+				args = append(args, "--receipt-key", tc.key)
+			}
+			p := startProcessor(t, args...)
+			nc := connect(t, url)
+			js, _ := jetstream.New(nc)
+			for _, e := range exampleEnvelopes(exampleSession) {
+				if err := nc.Publish(e.subject, e.data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			awaitCount(t, js, "ACS_DECISIONS", 8, 20*time.Second)
+			for seq, ms := range decisionsBySeq(t, js) {
+				if got := ms[0].Headers().Get("Acs-Receipt") != ""; got != tc.want {
+					t.Errorf("seq %d: receipt %v, want %v", seq, got, tc.want)
+				}
+			}
+			_, err := os.Stat(filepath.Join(dataDir, "receipt-key.pem"))
+			if keyWritten := err == nil; keyWritten != tc.want {
+				t.Errorf("receipt key written: %v, want %v", keyWritten, tc.want)
+			}
+			if off := strings.Contains(p.out.String(), "decision receipts are off"); off == tc.want {
+				t.Errorf("log says receipts off: %v\n%s", off, p.out)
+			}
+			p.stop(t)
+		})
+	}
+}

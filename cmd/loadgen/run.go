@@ -105,6 +105,7 @@ type runOptions struct {
 	processors   int
 	backlog      bool
 	noReceipts   bool
+	cpuProfile   string
 }
 
 // errMismatch makes the command exit 1 after printing its report.
@@ -136,7 +137,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.noReceipts, "no-receipts", false, "embedded target: processors without Ed25519 receipts (processor --receipt-key none)")
 	fs.BoolVar(&o.backlog, "backlog", false, "embedded target: publish everything first, then start the processors and time them deciding the backlog (the workload of the durable-consume baseline); latency is then queueing time")
 	asJSON := fs.Bool("json", false, "print the report as JSON (fields in -h)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processors too) to this file; with --backlog, of the deciding only")
 	logLevel := fs.String("log-level", "warn", "log level of loadgen's own messages (stderr)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -162,13 +163,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := acs.CheckTenant(o.tenant); err != nil {
 		return fmt.Errorf("--tenant: %w", err)
-	}
-	if *cpuProfile != "" {
-		stop, err := startProfile(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	t, err := connect(o.url)
 	if err != nil {
@@ -266,6 +260,13 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
+	stopProfile := func() {}
+	defer func() { stopProfile() }()
+	if o.cpuProfile != "" && !o.backlog {
+		if stopProfile, err = startProfile(o.cpuProfile); err != nil {
+			return nil, nil, err
+		}
+	}
 	l := &loader{gen: gen, js: js, obs: obs, log: log, maxEnvelopes: o.maxEnvelopes, deadline: time.Now().Add(o.duration)}
 	if o.rate > 0 {
 		l.interval = time.Duration(float64(time.Second) / o.rate)
@@ -276,6 +277,11 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	var decideFrom time.Time
 	if o.backlog {
 		fmt.Fprintf(stderr, "run: %d envelopes published; starting %d processor(s) on the backlog …\n", l.published.Load(), embedded.Processors)
+		if o.cpuProfile != "" {
+			if stopProfile, err = startProfile(o.cpuProfile); err != nil {
+				return nil, nil, err
+			}
+		}
 		decideFrom = time.Now()
 		if err := t.startProcessors(ctx, embedded); err != nil {
 			return nil, nil, err
@@ -283,6 +289,8 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	}
 	fmt.Fprintf(stderr, "run: %d envelopes published; waiting up to %s for their decisions …\n", l.published.Load(), o.settle)
 	obs.settle(ctx, o.settle)
+	stopProfile()
+	stopProfile = func() {}
 
 	// Reconciliation runs even after an interrupt: that is when it matters.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)

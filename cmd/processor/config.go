@@ -32,6 +32,9 @@ type config struct {
 	core              cliflag.Core
 }
 
+// receiptKeyNone as --receipt-key turns the receipts off.
+const receiptKeyNone = "none"
+
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c := config{processor: stream.DefaultConfig()}
 	fs := flag.NewFlagSet("processor", flag.ContinueOnError)
@@ -53,7 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.decisionTimeout, "decision-timeout", 5*time.Second, "how long an HTTP call waits for its decision (advertised as timeout_config.default_ms)")
 	fs.StringVar(&c.onDecisionFailure, "on-decision-failure", "deny", "posture advertised in the ServerHello: deny (fail closed) or proceed")
 	c.core.Register(fs)
-	fs.StringVar(&c.receiptKey, "receipt-key", "", "Ed25519 key (PEM) signing every decision as a receipt; default <data-dir>/receipt-key.pem, created on first start")
+	fs.StringVar(&c.receiptKey, "receipt-key", "", "Ed25519 key (PEM) signing every decision as a receipt; default <data-dir>/receipt-key.pem, created on first start; \"none\" turns receipts off")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {

@@ -46,14 +46,19 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	signer, created, err := receipt.LoadOrCreate(cfg.receiptKey)
-	if err != nil {
-		return err
+	var signer *receipt.Signer
+	if cfg.receiptKey == receiptKeyNone {
+		log.Warn().Msg("decision receipts are off (--receipt-key none): decisions carry no Ed25519 receipt")
+	} else {
+		var created bool
+		if signer, created, err = receipt.LoadOrCreate(cfg.receiptKey); err != nil {
+			return err
+		}
+		gcfg.Receipts = signer
+		cfg.processor.ReceiptKeyID = signer.KeyID
+		log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
+			Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
 	}
-	gcfg.Receipts = signer
-	cfg.processor.ReceiptKeyID = signer.KeyID
-	log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
-		Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
 	g := guardian.New(v, gcfg)
 	rs, err := rules.LoadFiles(cfg.rules...)
 	if err != nil {
