@@ -1,6 +1,10 @@
 package stream
 
-import "container/list"
+import (
+	"container/list"
+
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
 
 // cached is a committed state and the KV revision it was read or written at
 // (0: not in KV yet).
@@ -8,6 +12,9 @@ type cached[T any] struct {
 	key   string
 	state *T
 	rev   uint64
+	// outbox is what the write at rev left to publish, until it is known
+	// published (sessions only).
+	outbox *turnstate.Outbox
 }
 
 // stateCache keeps the most recently used committed states of one
@@ -43,6 +50,15 @@ func (c *stateCache[T]) put(v cached[T]) {
 		last := c.order.Back()
 		c.order.Remove(last)
 		delete(c.byKey, last.Value.(cached[T]).key)
+	}
+}
+
+// published notes that key's outbox went out.
+func (c *stateCache[T]) published(key string) {
+	if el, ok := c.byKey[key]; ok {
+		v := el.Value.(cached[T])
+		v.outbox = nil
+		el.Value = v
 	}
 }
 

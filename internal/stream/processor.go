@@ -56,6 +56,9 @@ type Stats struct {
 	Recovered atomic.Uint64
 	Conflicts atomic.Uint64
 	Retries   atomic.Uint64
+	// Republished counts publications sent again from an outbox found
+	// with a state (after a crash or a handover).
+	Republished atomic.Uint64
 }
 
 // Processor consumes ACS_HOOKS with one worker per partition and publishes
@@ -114,6 +117,20 @@ func (p *Processor) self() (Member, error) {
 	return Member{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC()}, nil
 }
 
+// newWorker returns the worker of one consumer of ACS_HOOKS.
+func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.Stream, store *turnstate.Store, filter string, routed bool) *worker {
+	consumer := c.CachedInfo().Name
+	return &worker{
+		consumer: consumer, filter: filter, routed: routed,
+		cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
+		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
+		log:       p.log.With().Str("consumer", consumer).Logger(),
+		batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: p.cfg.ReceiptKeyID,
+		dedupWindow: p.cfg.Topology.DecisionDedupWindow,
+		kick:        make(chan struct{}, 1),
+	}
+}
+
 // Stats returns the processor's live counters.
 func (p *Processor) Stats() *Stats { return &p.stats }
 
@@ -146,14 +163,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		if err != nil {
 			return nil, fmt.Errorf("open consumer %s: %w", consumer, err)
 		}
-		return &worker{
-			consumer: consumer, filter: filter, routed: routed,
-			cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
-			cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
-			log:       p.log.With().Str("consumer", consumer).Logger(),
-			batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: p.cfg.ReceiptKeyID,
-			kick: make(chan struct{}, 1),
-		}, nil
+		return p.newWorker(c, hooks, decisions, store, filter, routed), nil
 	}
 	partitions := make([]*worker, p.cfg.Topology.Partitions)
 	for i := range partitions {

@@ -75,6 +75,8 @@ type worker struct {
 	// kick asks the worker to recover from the ack floor (a dead
 	// instance's pin was released).
 	kick chan struct{}
+	// dedupWindow is the decision and alert streams' duplicate window.
+	dedupWindow time.Duration
 	// receiptKey names the key receipts are signed with.
 	receiptKey string
 	// lastConsumerSeq is the consumer sequence of the last delivery seen;
@@ -276,7 +278,7 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 			if why == "delivery gap" {
 				w.log.Warn().Uint64("expected", w.lastConsumerSeq+1).Uint64("got", md.Sequence.Consumer).Msg("delivery gap; reading the missing messages from the stream")
 			}
-			if err := w.process(ctx, ins, false); err != nil {
+			if err := w.process(ctx, ins); err != nil {
 				return err
 			}
 			ins = ins[:0]
@@ -287,7 +289,7 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 		w.lastConsumerSeq = md.Sequence.Consumer
 		ins = append(ins, w.inbound(m.Subject(), m.Data(), m.Headers(), md.Sequence.Stream, md.Timestamp, m))
 	}
-	return w.process(ctx, ins, false)
+	return w.process(ctx, ins)
 }
 
 // recover processes, in stream order, every message of this worker's filter
@@ -324,14 +326,14 @@ func (w *worker) recover(ctx context.Context, upper uint64) error {
 		ins = append(ins, w.inbound(raw.Subject, raw.Data, raw.Header, raw.Sequence, raw.Time, nil))
 		w.stats.Recovered.Add(1)
 		if len(ins) == w.batchSize {
-			if err := w.process(ctx, ins, true); err != nil {
+			if err := w.process(ctx, ins); err != nil {
 				return err
 			}
 			ins = nil
 		}
 		seq = raw.Sequence + 1
 	}
-	if err := w.process(ctx, ins, true); err != nil {
+	if err := w.process(ctx, ins); err != nil {
 		return err
 	}
 	w.applied = max(w.applied, upper)
@@ -373,7 +375,7 @@ func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64,
 // process makes a batch's effects durable, retrying until they are or ctx
 // ends, then acknowledges the batch. The messages stay in hand the whole
 // time, so nothing newer of the partition can overtake them.
-func (w *worker) process(ctx context.Context, ins []inbound, recovering bool) error {
+func (w *worker) process(ctx context.Context, ins []inbound) error {
 	if len(ins) == 0 {
 		return nil
 	}
@@ -381,7 +383,7 @@ func (w *worker) process(ctx context.Context, ins []inbound, recovering bool) er
 	lastProgress := time.Now()
 	conflicts := 0
 	for {
-		err := w.apply(ctx, ins, recovering)
+		err := w.apply(ctx, ins)
 		if err == nil {
 			break
 		}
@@ -431,19 +433,30 @@ type pending[T any] struct {
 	state *T
 	rev   uint64
 	dirty bool
+	// out is what the batch publishes because of this state, and outbox
+	// the same as saved with it.
+	out    []*nats.Msg
+	outbox *turnstate.Outbox
 }
 
 // apply decides every message of the batch against the committed session
-// states, publishes the decisions and dead letters, and saves each touched
-// session once. Deciding is deterministic and every publication carries a
-// deterministic Nats-Msg-Id, so a repeated attempt repeats nothing visible.
-func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) error {
+// states, saves each touched session once — with the decisions, alerts and
+// dead letters it causes as its outbox — and then publishes them. The save
+// comes first because its revision check is the fence: an instance that
+// decided from a stale state (another one moved the session meanwhile)
+// loses the check and has published nothing; it re-reads and decides
+// again. Deciding is deterministic and every publication carries a
+// deterministic Nats-Msg-Id, so publishing an outbox again (after a crash
+// between save and publish) repeats nothing visible.
+func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 	defer cancel()
 	sessions := map[string]*pending[turnstate.Session]{}
 	agents := map[string]*pending[turnstate.Agent]{}
 	var spawned []*turnstate.Session
-	var outbox []*nats.Msg
+	// direct holds publications tied to no stored session: dead letters
+	// of unroutable subjects, refusals in sessions that do not exist.
+	var direct []*nats.Msg
 	// One rule set for the whole batch, even if a reload lands meanwhile.
 	rs := w.rules.Current()
 	byAgent := rs != nil && rs.AgentKeyed()
@@ -451,13 +464,13 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 		in := &ins[i]
 		if in.routeErr != nil {
 			out := w.guardian.Unroutable(in.routeErr)
-			outbox = append(outbox, w.deadLetter(in, out))
+			direct = append(direct, w.deadLetter(in, out))
 			continue
 		}
 		key := in.route.SessionKey()
 		p, ok := sessions[key]
 		if !ok {
-			c, err := load(ctx, w.cache, key, w.store.Load)
+			c, err := w.session(ctx, key)
 			if err != nil {
 				return err
 			}
@@ -503,33 +516,22 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 			spawned = append(spawned, out.Spawned)
 		}
 		if out.Refusal != nil {
-			outbox = append(outbox, w.deadLetter(in, out))
+			p.out = append(p.out, w.deadLetter(in, out))
 		}
 		if out.Response != nil {
-			done := false
-			if recovering {
-				var err error
-				if done, err = w.alreadyDecided(ctx, in); err != nil {
-					return err
-				}
+			m, err := w.decisionMsg(in, out)
+			if err != nil {
+				return err
 			}
-			if !done {
-				m, err := w.decisionMsg(in, out)
-				if err != nil {
-					return err
-				}
-				outbox = append(outbox, m)
-			}
+			p.out = append(p.out, m)
 		}
-		// Alerts follow their decision; after a crash between the two they
-		// are published again and the alert stream's duplicate window
-		// drops the repeats.
+		// Alerts follow their decision.
 		for _, a := range out.Alerts {
 			am, err := alertMsg(a, in.msg.Seq)
 			if err != nil {
 				return err
 			}
-			outbox = append(outbox, am)
+			p.out = append(p.out, am)
 		}
 	}
 	// Agents are shared across partitions, so their counts are made
@@ -555,25 +557,25 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 	if conflict {
 		return errConflict
 	}
-	sent, err := w.publish(ctx, outbox)
-	if err != nil {
-		return err
-	}
-	for i, r := range sent {
-		if r.err != nil {
-			return fmt.Errorf("publish to %s: %w", outbox[i].Subject, r.err)
-		}
-	}
-	// Decisions first, state second: a state saved without its decisions
-	// would make a crash skip them for good. Every touched session is
-	// written once, all writes in flight together.
+	// Every touched session is written once, all writes in flight
+	// together, each with what it is about to publish.
 	var keys []string
 	var saves []*nats.Msg
+	written := time.Now().UTC()
 	for key, p := range sessions {
-		if !p.dirty {
+		if !p.dirty && len(p.out) == 0 {
 			continue
 		}
-		m, err := w.store.SaveMsg(p.state, p.rev)
+		if p.state == nil {
+			// Nothing stored to fence with: the refusals of a session
+			// that does not exist depend on no state.
+			direct = append(direct, p.out...)
+			continue
+		}
+		if len(p.out) > 0 {
+			p.outbox = &turnstate.Outbox{Written: written, Msgs: publications(p.out)}
+		}
+		m, err := w.store.SaveMsg(p.state, p.outbox, p.rev)
 		if err != nil {
 			return err
 		}
@@ -584,17 +586,24 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 	if err != nil {
 		return err
 	}
+	sends := direct
+	var saved []string
 	for i, key := range keys {
 		if acks[i].err != nil {
 			if !turnstate.IsConflict(acks[i].err) {
 				return fmt.Errorf("save session %s: %w", key, acks[i].err)
 			}
+			// Its decisions were made from a stale state: they are
+			// dropped unpublished and made again from the new one.
 			w.log.Warn().Str("session", key).Msg("session state changed underneath; re-reading it")
 			w.cache.drop(key)
 			conflict = true
 			continue
 		}
-		w.cache.put(cached[turnstate.Session]{key: key, state: sessions[key].state, rev: acks[i].seq})
+		p := sessions[key]
+		w.cache.put(cached[turnstate.Session]{key: key, state: p.state, rev: acks[i].seq, outbox: p.outbox})
+		sends = append(sends, p.out...)
+		saved = append(saved, key)
 	}
 	for _, s := range spawned {
 		created, err := w.store.CreateIfAbsent(ctx, s)
@@ -605,11 +614,91 @@ func (w *worker) apply(ctx context.Context, ins []inbound, recovering bool) erro
 			w.cache.drop(s.Key())
 		}
 	}
+	if err := w.publishAll(ctx, sends); err != nil {
+		return err
+	}
+	for _, key := range saved {
+		w.cache.published(key)
+	}
 	if conflict {
 		return errConflict
 	}
 	w.stats.Processed.Add(uint64(len(ins)))
 	return nil
+}
+
+// session returns the committed state of a session, from the cache or the
+// bucket. What its last write left unpublished goes out first: a
+// publication of this batch must not overtake it.
+func (w *worker) session(ctx context.Context, key string) (cached[turnstate.Session], error) {
+	c, ok := w.cache.get(key)
+	if !ok {
+		s, out, rev, err := w.store.Load(ctx, key)
+		if err != nil {
+			return c, err
+		}
+		c = cached[turnstate.Session]{key: key, state: s, rev: rev, outbox: out}
+		w.cache.put(c)
+	}
+	if c.outbox == nil {
+		return c, nil
+	}
+	if err := w.flushOutbox(ctx, c.outbox); err != nil {
+		return c, fmt.Errorf("publish the outbox of %s: %w", key, err)
+	}
+	w.cache.published(key)
+	c.outbox = nil
+	return c, nil
+}
+
+// flushOutbox publishes an outbox found with a state. Within the duplicate
+// window the streams drop whatever had already gone out; beyond it, the
+// session's newest decision tells whether the outbox went out (publications
+// leave in order on one connection).
+func (w *worker) flushOutbox(ctx context.Context, out *turnstate.Outbox) error {
+	msgs := make([]*nats.Msg, len(out.Msgs))
+	for i, p := range out.Msgs {
+		msgs[i] = &nats.Msg{Subject: p.Subject, Header: p.Header, Data: p.Data}
+	}
+	if time.Since(out.Written) > w.dedupWindow*3/4 {
+		done, err := w.outboxPublished(ctx, msgs)
+		if err != nil || done {
+			return err
+		}
+	}
+	w.stats.Republished.Add(uint64(len(msgs)))
+	return w.publishAll(ctx, msgs)
+}
+
+// outboxPublished reports whether the last decision of an outbox is the
+// newest in its session's decision subject, or older.
+func (w *worker) outboxPublished(ctx context.Context, msgs []*nats.Msg) (bool, error) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if !strings.HasPrefix(m.Subject, acs.DecisionsPrefix+".") {
+			continue
+		}
+		seq, _ := strconv.ParseUint(m.Header.Get(HdrStreamSeq), 10, 64)
+		last, err := w.decisions.GetLastMsgForSubject(ctx, m.Subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("look up the last decision on %s: %w", m.Subject, err)
+		}
+		lastSeq, err := strconv.ParseUint(last.Header.Get(HdrStreamSeq), 10, 64)
+		return err == nil && lastSeq >= seq, nil
+	}
+	return false, nil
+}
+
+// publications is what an outbox keeps of messages.
+func publications(msgs []*nats.Msg) []turnstate.Publication {
+	out := make([]turnstate.Publication, len(msgs))
+	for i, m := range msgs {
+		out[i] = turnstate.Publication{Subject: m.Subject, Header: m.Header, Data: m.Data}
+	}
+	return out
 }
 
 // load returns a committed state from the cache or the bucket.
@@ -624,21 +713,6 @@ func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV f
 	c := cached[T]{key: key, state: s, rev: rev}
 	cache.put(c)
 	return c, nil
-}
-
-// alreadyDecided reports whether the decision for a recovered message was
-// published before the crash. A session's decisions are published in stream
-// order, so the session's newest decision tells.
-func (w *worker) alreadyDecided(ctx context.Context, in *inbound) (bool, error) {
-	last, err := w.decisions.GetLastMsgForSubject(ctx, acs.DecisionSubject(in.route.Tenant, in.route.SessionID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("look up last decision of %s: %w", in.route.SessionKey(), err)
-	}
-	seq, err := strconv.ParseUint(last.Header.Get(HdrStreamSeq), 10, 64)
-	return err == nil && seq >= in.msg.Seq, nil
 }
 
 // published is the outcome of one publication of a batch.
@@ -677,6 +751,20 @@ func (w *worker) publish(ctx context.Context, msgs []*nats.Msg) ([]published, er
 		}
 	}
 	return out, nil
+}
+
+// publishAll publishes msgs and fails if any was not stored.
+func (w *worker) publishAll(ctx context.Context, msgs []*nats.Msg) error {
+	sent, err := w.publish(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	for i, r := range sent {
+		if r.err != nil {
+			return fmt.Errorf("publish to %s: %w", msgs[i].Subject, r.err)
+		}
+	}
+	return nil
 }
 
 // DecisionMsgID is the Nats-Msg-Id of the decision on the envelope at stream

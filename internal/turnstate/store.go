@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,16 +27,41 @@ type Store struct {
 // NewStore returns a Store over the given bucket.
 func NewStore(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
 
-// Load returns the session stored under key and its revision; a session
-// that does not exist (never written, or expired by the bucket's TTL) is
-// (nil, 0, nil).
-func (s *Store) Load(ctx context.Context, key string) (*Session, uint64, error) {
-	var sess Session
-	rev, found, err := s.load(ctx, "session", key, &sess)
+// Publication is a message the processor publishes because of a state
+// write: a decision, an alert, a dead letter.
+type Publication struct {
+	Subject string      `json:"subject"`
+	Header  nats.Header `json:"header,omitempty"`
+	Data    []byte      `json:"data,omitempty"`
+}
+
+// Outbox is what the write of a session's state left to publish. The state
+// is written first — its revision check is the fence between processor
+// instances — and its publications after, so a holder that finds an
+// outbox may not know whether it went out, and publishes it again.
+type Outbox struct {
+	// Written is the writer's wall clock: republishing is free of
+	// duplicates only within the streams' duplicate window.
+	Written time.Time     `json:"written"`
+	Msgs    []Publication `json:"msgs"`
+}
+
+// record is the stored JSON: the session's fields and its outbox.
+type record struct {
+	*Session
+	Outbox *Outbox `json:"outbox,omitempty"`
+}
+
+// Load returns the session stored under key, the outbox of its last write
+// and its revision; a session that does not exist (never written, or
+// expired by the bucket's TTL) is (nil, nil, 0, nil).
+func (s *Store) Load(ctx context.Context, key string) (*Session, *Outbox, uint64, error) {
+	r := record{Session: &Session{}}
+	rev, found, err := s.load(ctx, "session", key, &r)
 	if !found {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return &sess, rev, nil
+	return r.Session, r.Outbox, rev, nil
 }
 
 // Save writes the session if its stored revision is still rev (0: the key
@@ -96,14 +122,15 @@ func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (
 	return next, nil
 }
 
-// SaveMsg returns the publication that writes the session if its stored
-// revision is still rev (0: the key must not exist): a JetStream publish to
-// the bucket's subject with the expected last sequence, as the KV API
-// sends it. Many of them can be in flight at once; the publish
-// acknowledgement's sequence is the new revision, and a refusal for which
-// IsConflict holds means the revision moved.
-func (s *Store) SaveMsg(sess *Session, rev uint64) (*nats.Msg, error) {
-	val, err := json.Marshal(sess)
+// SaveMsg returns the publication that writes the session and the outbox
+// of this write (nil: none) if its stored revision is still rev (0: the key
+// must not exist): a JetStream publish to the bucket's subject with the
+// expected last sequence, as the KV API sends it. Many of them can be in
+// flight at once; the publish acknowledgement's sequence is the new
+// revision, and a refusal for which IsConflict holds means the revision
+// moved.
+func (s *Store) SaveMsg(sess *Session, out *Outbox, rev uint64) (*nats.Msg, error) {
+	val, err := json.Marshal(record{Session: sess, Outbox: out})
 	if err != nil {
 		return nil, fmt.Errorf("encode session %s: %w", sess.Key(), err)
 	}
