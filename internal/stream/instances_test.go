@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
@@ -95,28 +93,8 @@ func TestInstancesSharePartitions(t *testing.T) {
 	if len(split["a"]) != 4 || len(split["b"]) != 4 {
 		t.Fatalf("8 partitions over 2 instances split %v", split)
 	}
-	total := 0
-	var states []scenario.ExpectedState
 	var killed time.Time
-	for i := range sessions {
-		sc, _ := loadScenario(t, "full-session")
-		sc.Name = fmt.Sprintf("shared-%d", i)
-		built, err := sc.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range built.States {
-			delete(st.Fields, "first_seq")
-			delete(st.Fields, "last_seq")
-			delete(st.Fields, "last_closed_turn")
-			states = append(states, st)
-		}
-		for _, m := range built.Messages {
-			if _, err := js.PublishAsync(m.Subject, m.Data); err != nil {
-				t.Fatal(err)
-			}
-			total++
-		}
+	total, states := publishSessions(t, js, "shared", sessions, func(i int) {
 		if i == sessions/2 {
 			// Kill it while it is busy.
 			deadline := time.Now().Add(waitFor)
@@ -127,8 +105,7 @@ func TestInstancesSharePartitions(t *testing.T) {
 			second.nc.Close()
 			killed = time.Now()
 		}
-	}
-	<-js.PublishAsyncComplete()
+	})
 	if second.p.Stats().Processed.Load() == 0 || first.p.Stats().Processed.Load() == 0 {
 		t.Fatalf("both instances should have decided: a %d, b %d", first.p.Stats().Processed.Load(), second.p.Stats().Processed.Load())
 	}
@@ -198,29 +175,7 @@ func TestHandoverUnderBacklog(t *testing.T) {
 	if err := stream.Ensure(context.Background(), js, cfg.Topology); err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	var states []scenario.ExpectedState
-	for i := range sessions {
-		sc, _ := loadScenario(t, "full-session")
-		sc.Name = fmt.Sprintf("backlog-%d", i)
-		built, err := sc.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range built.States {
-			delete(st.Fields, "first_seq")
-			delete(st.Fields, "last_seq")
-			delete(st.Fields, "last_closed_turn")
-			states = append(states, st)
-		}
-		for _, m := range built.Messages {
-			if _, err := js.PublishAsync(m.Subject, m.Data); err != nil {
-				t.Fatal(err)
-			}
-			total++
-		}
-	}
-	<-js.PublishAsyncComplete()
+	total, states := publishSessions(t, js, "backlog", sessions, nil)
 	a, b := cfg, cfg
 	a.InstanceID, b.InstanceID = "a", "b"
 	start := time.Now()

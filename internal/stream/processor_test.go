@@ -445,36 +445,14 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 	cfg.Topology.AckWait = 2 * time.Second
 	first := startProcessor(t, srv, cfg)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
-	total := 0
-	var states []scenario.ExpectedState
-	for i := range sessions {
-		sc, _ := loadScenario(t, "full-session")
-		sc.Name = fmt.Sprintf("full-session-%d", i)
-		built, err := sc.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range built.States {
-			// Stream sequences interleave across sessions here.
-			delete(st.Fields, "first_seq")
-			delete(st.Fields, "last_seq")
-			delete(st.Fields, "last_closed_turn")
-			states = append(states, st)
-		}
-		for _, m := range built.Messages {
-			if _, err := js.PublishAsync(m.Subject, m.Data); err != nil {
-				t.Fatal(err)
-			}
-			total++
-		}
+	total, states := publishSessions(t, js, "full-session", sessions, func(i int) {
 		if i == sessions/3 {
 			// Mid-stream: drop the processor's connection without a
 			// goodbye, as a crash would.
 			time.Sleep(20 * time.Millisecond)
 			first.nc.Close()
 		}
-	}
-	<-js.PublishAsyncComplete()
+	})
 	first.stop()
 	if decided := countMsgs(t, js, stream.DecisionsStream); decided >= total {
 		t.Fatalf("the connection was closed after all %d envelopes were decided; the test proves nothing", total)
@@ -588,6 +566,42 @@ func countMsgs(t testing.TB, js jetstream.JetStream, name string) int {
 		t.Fatal(err)
 	}
 	return int(info.State.Msgs)
+}
+
+// publishSessions publishes n copies of the full-session scenario (named
+// prefix-<i>) asynchronously and returns how many envelopes went out and
+// the states the sessions must end in; after each session, between(i)
+// may act on the processors (nil: nothing).
+func publishSessions(t *testing.T, js jetstream.JetStream, prefix string, n int, between func(i int)) (int, []scenario.ExpectedState) {
+	t.Helper()
+	total := 0
+	var states []scenario.ExpectedState
+	for i := range n {
+		sc, _ := loadScenario(t, "full-session")
+		sc.Name = fmt.Sprintf("%s-%d", prefix, i)
+		built, err := sc.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range built.States {
+			// Stream sequences interleave across sessions here.
+			delete(st.Fields, "first_seq")
+			delete(st.Fields, "last_seq")
+			delete(st.Fields, "last_closed_turn")
+			states = append(states, st)
+		}
+		for _, m := range built.Messages {
+			if _, err := js.PublishAsync(m.Subject, m.Data); err != nil {
+				t.Fatal(err)
+			}
+			total++
+		}
+		if between != nil {
+			between(i)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	return total, states
 }
 
 // checkStreamCount waits a moment for stragglers, then requires exactly n.
