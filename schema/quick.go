@@ -34,6 +34,18 @@ type prop struct {
 	schema *jsonschema.Schema
 }
 
+// documentValue reports whether v is a value of a decoded JSON document as
+// the validator receives it (numbers as json.Number). Number keywords are
+// only mirrored for json.Number; a float64 or int, which no caller passes
+// today, goes to the library.
+func documentValue(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any, string, json.Number, bool, nil:
+		return true
+	}
+	return false
+}
+
 // newQuicker walks the schema graph from roots.
 func newQuicker(roots ...*jsonschema.Schema) *quicker {
 	q := &quicker{props: map[*jsonschema.Schema][]prop{}}
@@ -117,7 +129,7 @@ func unsupported(s *jsonschema.Schema) bool {
 
 // check reports whether v is valid against s, as far as it can be sure.
 func (q *quicker) check(s *jsonschema.Schema, v any, depth int) verdict {
-	if depth > maxQuickDepth {
+	if depth > maxQuickDepth || !documentValue(v) {
 		return unknown
 	}
 	if s.Bool != nil {

@@ -468,6 +468,66 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 	t.Logf("after the restart: %d processed, %d recovered from the stream, %d redeliveries skipped", st.Processed.Load(), st.Recovered.Load(), st.Skipped.Load())
 }
 
+// TestEnsureAddsThePriorityGroup: a partition consumer from before
+// instances shared partitions (no priority policy) gets its priority group
+// and keeps its ack floor; one pinned by somebody else's rules is refused.
+func TestEnsureAddsThePriorityGroup(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	topo := stream.DefaultTopology()
+	topo.Partitions = 1
+	if err := stream.Ensure(ctx, js, topo); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _ := js.Stream(ctx, stream.HooksStream)
+	name := stream.PartitionConsumer(0)
+	c, _ := hooks.Consumer(ctx, name)
+	legacy := c.CachedInfo().Config
+	legacy.PriorityPolicy, legacy.PriorityGroups, legacy.PinnedTTL = jetstream.PriorityPolicyNone, nil, 0
+	if err := hooks.DeleteConsumer(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooks.CreateConsumer(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, acs.InboundPrefix+".default.s1.turnStart", []byte("{}"))
+	m, err := hooks.Consumer(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := m.Fetch(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for msg := range msgs.Messages() {
+		if err := msg.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Ensure(ctx, js, topo); err != nil {
+		t.Fatalf("upgrading a legacy consumer: %v", err)
+	}
+	info, err := m.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.PriorityPolicy != jetstream.PriorityPolicyPinned || !slices.Equal(info.Config.PriorityGroups, []string{stream.PartitionGroup}) || info.AckFloor.Stream != 1 {
+		t.Fatalf("after Ensure: policy %v, groups %v, ack floor %d", info.Config.PriorityPolicy, info.Config.PriorityGroups, info.AckFloor.Stream)
+	}
+	other := info.Config
+	other.PriorityPolicy, other.PriorityGroups = jetstream.PriorityPolicyOverflow, []string{"theirs"}
+	other.PinnedTTL = 0
+	if _, err := hooks.UpdateConsumer(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	var ie *stream.IncompatibleError
+	if err := stream.Ensure(ctx, js, topo); !errors.As(err, &ie) {
+		t.Fatalf("a consumer with another priority policy must be refused, got %v", err)
+	}
+}
+
 func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)

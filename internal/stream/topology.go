@@ -220,7 +220,20 @@ func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("look up consumer %s: %w", want.Durable, err))
 		default:
-			errs = append(errs, compareConsumer(want, c.CachedInfo().Config))
+			have := c.CachedInfo().Config
+			if err := compareConsumer(want, have); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if have.PriorityPolicy == jetstream.PriorityPolicyNone && want.PriorityPolicy != jetstream.PriorityPolicyNone {
+				// The one edit turnguard makes to an asset it did not just
+				// create: a partition consumer from before instances shared
+				// partitions gets its priority group, keeping its ack floor.
+				have.PriorityPolicy, have.PriorityGroups, have.PinnedTTL = want.PriorityPolicy, want.PriorityGroups, want.PinnedTTL
+				if _, err := hooks.UpdateConsumer(ctx, have); err != nil {
+					errs = append(errs, fmt.Errorf("add the priority group to consumer %s: %w", want.Durable, err))
+				}
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -280,9 +293,13 @@ func compareConsumer(want, have jetstream.ConsumerConfig) error {
 	diffs = differ(diffs, "ack policy", want.AckPolicy, have.AckPolicy)
 	diffs = differ(diffs, "deliver policy", want.DeliverPolicy, have.DeliverPolicy)
 	diffs = differ(diffs, "max deliver", want.MaxDeliver, have.MaxDeliver)
-	diffs = differ(diffs, "priority policy", want.PriorityPolicy, have.PriorityPolicy)
-	if !slices.Equal(want.PriorityGroups, have.PriorityGroups) {
-		diffs = append(diffs, fmt.Sprintf("priority groups %v, need %v", have.PriorityGroups, want.PriorityGroups))
+	// No priority policy at all is upgraded by Ensure; another one is not
+	// turnguard's.
+	if have.PriorityPolicy != jetstream.PriorityPolicyNone {
+		diffs = differ(diffs, "priority policy", want.PriorityPolicy, have.PriorityPolicy)
+		if !slices.Equal(want.PriorityGroups, have.PriorityGroups) {
+			diffs = append(diffs, fmt.Sprintf("priority groups %v, need %v", have.PriorityGroups, want.PriorityGroups))
+		}
 	}
 	return incompatible("consumer "+HooksStream+"/"+want.Durable, diffs)
 }
