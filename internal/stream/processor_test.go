@@ -258,7 +258,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 			nc := natstest.Connect(t, srv)
 			js, _ := jetstream.New(nc)
 			w := watch(t, nc)
-			startProcessor(t, srv, testConfig())
+			proc := startProcessor(t, srv, testConfig())
 			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
 			wantDecisions, wantDLQ, wantAlerts := 0, 0, 0
 			for i, m := range built.Messages {
@@ -294,6 +294,12 @@ func TestScenariosEndToEnd(t *testing.T) {
 			checkStreamCount(t, js, stream.DLQStream, wantDLQ)
 			checkStreamCount(t, js, stream.AlertsStream, wantAlerts)
 			checkStates(t, js, built.States)
+			// Nothing crashed: nothing may have been read back from the
+			// stream or found already applied (the first envelope at
+			// stream sequence 1 once was, twice).
+			if st := proc.p.Stats(); st.Recovered.Load() != 0 || st.Skipped.Load() != 0 || st.Processed.Load() != uint64(len(built.Messages)) {
+				t.Errorf("processed %d of %d, recovered %d, skipped %d", st.Processed.Load(), len(built.Messages), st.Recovered.Load(), st.Skipped.Load())
+			}
 		})
 	}
 }

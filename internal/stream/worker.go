@@ -103,6 +103,16 @@ func (w *worker) pinID() string {
 	return ""
 }
 
+// notePin learns the pin the server gave this worker from a delivery.
+func (w *worker) notePin(m jetstream.Msg) {
+	if pin := m.Headers().Get(hdrPinID); pin != "" && pin != w.pinID() {
+		w.pin.Store(&pin)
+		if w.onPinned != nil {
+			w.onPinned()
+		}
+	}
+}
+
 // recoverSoon has the worker recover from the ack floor before its next
 // batch.
 func (w *worker) recoverSoon() {
@@ -172,6 +182,10 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 		lateMu.Unlock()
 	}
 	cc, err := w.cons.Consume(func(m jetstream.Msg) {
+		// The pin is noted as the delivery arrives, not when its batch is
+		// handled: a busy worker must not look unpinned to its own
+		// instance, which would take its pin for a dead one's.
+		w.notePin(m)
 		select {
 		case <-stopping:
 			setAside(m)
@@ -247,12 +261,6 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 		if err != nil {
 			return fmt.Errorf("delivery without JetStream metadata on %s: %w", m.Subject(), err)
 		}
-		if pin := m.Headers().Get(hdrPinID); pin != "" && pin != w.pinID() {
-			w.pin.Store(&pin)
-			if w.onPinned != nil {
-				w.onPinned()
-			}
-		}
 		fresh := md.NumDelivered == 1
 		var why string
 		switch {
@@ -282,7 +290,7 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 				return err
 			}
 			ins = ins[:0]
-			if err := w.recover(ctx, md.Sequence.Stream-1); err != nil {
+			if err := w.recoverBelow(ctx, md.Sequence.Stream); err != nil {
 				return fmt.Errorf("recover before seq %d (%s): %w", md.Sequence.Stream, why, err)
 			}
 		}
@@ -290,6 +298,15 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 		ins = append(ins, w.inbound(m.Subject(), m.Data(), m.Headers(), md.Sequence.Stream, md.Timestamp, m))
 	}
 	return w.process(ctx, ins)
+}
+
+// recoverBelow recovers up to the message before seq. (recover's upper 0
+// means "the last delivered", which below seq 1 would wrongly be.)
+func (w *worker) recoverBelow(ctx context.Context, seq uint64) error {
+	if seq <= 1 {
+		return nil
+	}
+	return w.recover(ctx, seq-1)
 }
 
 // recover processes, in stream order, every message of this worker's filter
