@@ -5,15 +5,21 @@ package integration
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 )
 
 // bin holds the binaries TestMain builds: processor, replay, loadgen and
 // nats-server.
 var bin string
+
+// sourcesNoted makes noteSources run once.
+var sourcesNoted sync.Once
 
 func TestMain(m *testing.M) {
 	os.Exit(buildAndRun(m))
@@ -48,4 +54,26 @@ func buildAndRun(m *testing.M) int {
 		}
 	}
 	return m.Run()
+}
+
+// noteSources stats every source file of the module. The binaries are built
+// by a child process, whose reads go test does not see; a stat by a test
+// (not TestMain, which runs before go test starts listening) is recorded,
+// so editing any source reruns these tests instead of reporting a cached
+// result. start calls it once per test binary.
+func noteSources(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".yaml", ".json", ".tmpl", ".mod", ".sum":
+			_, err := os.Stat(path)
+			return err
+		}
+		return nil
+	})
 }

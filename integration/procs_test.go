@@ -46,6 +46,11 @@ func (s *syncBuffer) String() string {
 
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	sourcesNoted.Do(func() {
+		if err := noteSources(".."); err != nil {
+			t.Fatal(err)
+		}
+	})
 	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = io.MultiWriter(p.out, p.stdout), p.out
 	// Relative defaults (./data) land in the test's own directory, never
