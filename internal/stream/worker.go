@@ -42,9 +42,9 @@ type inbound struct {
 }
 
 // worker owns one consumer of ACS_HOOKS and processes its messages in
-// stream order, one batch at a time: decide every message, publish the
-// decisions and dead letters, save every touched session with
-// compare-and-set, and only then acknowledge the batch.
+// stream order, one batch at a time: decide every message, save every
+// touched session with compare-and-set together with what it publishes,
+// publish that, and only then acknowledge the batch.
 type worker struct {
 	consumer string
 	filter   string
