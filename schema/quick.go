@@ -503,7 +503,7 @@ func quickFormat(f *jsonschema.Format, v any) bool {
 	if str, ok := v.(string); ok {
 		switch f.Name {
 		case "uuid":
-			if isUUID(str) {
+			if IsUUID(str) {
 				return true
 			}
 		case "date-time":
@@ -515,9 +515,9 @@ func quickFormat(f *jsonschema.Format, v any) bool {
 	return f.Validate(v) == nil
 }
 
-// isUUID reports the 8-4-4-4-12 hex form the library's uuid format
-// accepts.
-func isUUID(s string) bool {
+// IsUUID reports whether s has the 8-4-4-4-12 hex form the schemas' uuid
+// format (and the library's checker) accepts.
+func IsUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}

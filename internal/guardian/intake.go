@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/schema"
 )
 
 // envelope is an inbound message that passed intake: valid JSON, a valid
@@ -303,7 +304,7 @@ func readKnown(obj map[string]any) known {
 	}
 	k.method, _ = obj["method"].(string)
 	params, _ := obj["params"].(map[string]any)
-	if rid, _ := params["request_id"].(string); isUUID(rid) {
+	if rid, _ := params["request_id"].(string); schema.IsUUID(rid) {
 		k.requestID = rid
 	}
 	if md, ok := params["metadata"].(map[string]any); ok {
@@ -359,25 +360,4 @@ func jsonKind(v any) string {
 		return "null"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// isUUID reports whether s has the 8-4-4-4-12 hex form the schemas' uuid
-// format requires.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
