@@ -3,7 +3,9 @@ package stream
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -198,5 +200,46 @@ func TestOutboxOutlivesACrash(t *testing.T) {
 		if got[seq] != body {
 			t.Errorf("seq %d decided\n%s\nalone it is\n%s", seq, got[seq], body)
 		}
+	}
+}
+
+// TestLargeOutboxIsSplit: a batch whose publications for one session would
+// not fit in one state write — ten refused 200 KB envelopes, each
+// dead-lettered with its bytes — is applied in smaller parts instead of
+// failing for ever.
+func TestLargeOutboxIsSplit(t *testing.T) {
+	ctx := context.Background()
+	r := fenceRig(t)
+	big := []byte(`{"jsonrpc":"2.0","id":"x","method":"steps/toolCallRequest","params":{"padding":"` + strings.Repeat("a", 200<<10) + `"}}`)
+	batch := []inbound{r.ins[0]}
+	// Ten of them: their outbox (about 2.7 MB in base64) is over even the
+	// embedded server's 2 MiB max_payload.
+	const refused = 10
+	for range refused {
+		ack, err := r.p.js.Publish(ctx, acs.InboundPrefix+".default."+examples.SessionID+".toolCallRequest", big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := r.a.hooks.GetMsg(ctx, ack.Sequence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, r.a.inbound(raw.Subject, raw.Data, raw.Header, raw.Sequence, raw.Time, nil))
+	}
+	if limit := r.p.js.Conn().MaxPayload(); int64(refused*len(big)*4/3) < limit {
+		t.Fatalf("the batch's outbox would fit in max_payload %d; the test proves nothing", limit)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := r.a.process(pctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	dlq, _ := r.p.js.Stream(ctx, DLQStream)
+	info, _ := dlq.Info(ctx)
+	if info.State.Msgs != refused {
+		t.Errorf("%d dead letters, want %d", info.State.Msgs, refused)
+	}
+	if got := r.decisions(t); len(got) != refused+1 {
+		t.Errorf("%d decisions, want %d", len(got), refused+1)
 	}
 }

@@ -29,6 +29,29 @@ const attemptTimeout = 10 * time.Second
 // decided again against the re-read state.
 var errConflict = errors.New("session state changed underneath the batch")
 
+// errOutboxTooLarge marks a batch whose publications for one session
+// would not fit in one state write; it is split and applied in halves.
+var errOutboxTooLarge = errors.New("a session's outbox would exceed the server's max_payload")
+
+// maxOutbox is the most bytes of publications one state write carries:
+// half the server's max_payload, leaving room for the state itself.
+func (w *worker) maxOutbox() int {
+	if limit := w.js.Conn().MaxPayload(); limit > 0 {
+		return int(limit / 2)
+	}
+	return 512 << 10
+}
+
+// outboxSize estimates the encoded size of msgs in a state write: bodies
+// grow by a third in base64.
+func outboxSize(msgs []*nats.Msg) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Subject) + headerSize(m.Header) + (len(m.Data)+2)/3*4 + 64
+	}
+	return n
+}
+
 // inbound is one message of the hooks stream on its way through a worker.
 type inbound struct {
 	msg      guardian.Message
@@ -404,6 +427,15 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 		if err == nil {
 			break
 		}
+		if errors.Is(err, errOutboxTooLarge) && len(ins) > 1 {
+			// Nothing was saved or published: the halves go one after
+			// the other, in order, each with an outbox that fits.
+			half := len(ins) / 2
+			if err := w.process(ctx, ins[:half]); err != nil {
+				return err
+			}
+			return w.process(ctx, ins[half:])
+		}
 		if errors.Is(err, errConflict) {
 			// Re-decide at once against the re-read state; only a writer
 			// that keeps winning (another instance on this partition)
@@ -590,6 +622,9 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			continue
 		}
 		if len(p.out) > 0 {
+			if len(ins) > 1 && outboxSize(p.out) > w.maxOutbox() {
+				return fmt.Errorf("session %s in a batch of %d: %w", key, len(ins), errOutboxTooLarge)
+			}
 			p.outbox = &turnstate.Outbox{Written: written, Msgs: publications(p.out)}
 		}
 		m, err := w.store.SaveMsg(p.state, p.outbox, p.rev)
