@@ -89,16 +89,22 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 			claimed[pin] = true
 		}
 	}
+	var leaving []int
 	for p, id := range assignment {
 		_, on := o.running[p]
 		switch {
 		case id == o.self.ID && !on:
 			o.start(ctx, p, claimed, fatal)
 		case id != o.self.ID && on:
-			o.stop(ctx, p)
+			// All that go finish their batches together.
+			o.running[p].cancel()
+			leaving = append(leaving, p)
 		case on:
 			o.releaseDeadPin(ctx, p, claimed)
 		}
+	}
+	for _, p := range leaving {
+		o.stop(ctx, p)
 	}
 	if !slices.Equal(ids, o.view) {
 		o.view = ids
