@@ -616,8 +616,18 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			continue
 		}
 		if p.state == nil {
-			// Nothing stored to fence with: the refusals of a session
-			// that does not exist depend on no state.
+			// Nothing stored to fence with: refusals in a session that
+			// does not exist. If another instance created it meanwhile,
+			// they were decided from a stale "none" and are decided again.
+			s, _, _, err := w.store.Load(ctx, key)
+			if err != nil {
+				return err
+			}
+			if s != nil {
+				w.cache.drop(key)
+				conflict = true
+				continue
+			}
 			direct = append(direct, p.out...)
 			continue
 		}
