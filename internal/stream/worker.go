@@ -606,6 +606,19 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	if conflict {
 		return errConflict
 	}
+	// A subagent's first state (its link to the spawning turn) is created
+	// before the spawning session's write: once that write is stored the
+	// spawn is applied and would not be made again after a crash. Creating
+	// it is idempotent, and the same from any instance.
+	for _, s := range spawned {
+		created, err := w.store.CreateIfAbsent(ctx, s)
+		if err != nil {
+			return err
+		}
+		if created {
+			w.cache.drop(s.Key())
+		}
+	}
 	// Every touched session is written once, all writes in flight
 	// together, each with what it is about to publish.
 	var keys []string
@@ -666,15 +679,6 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		w.cache.put(cached[turnstate.Session]{key: key, state: p.state, rev: acks[i].seq, outbox: p.outbox})
 		sends = append(sends, p.out...)
 		saved = append(saved, key)
-	}
-	for _, s := range spawned {
-		created, err := w.store.CreateIfAbsent(ctx, s)
-		if err != nil {
-			return err
-		}
-		if created {
-			w.cache.drop(s.Key())
-		}
 	}
 	if err := w.publishAll(ctx, sends); err != nil {
 		return err
