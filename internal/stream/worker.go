@@ -279,6 +279,9 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 // stream anything a gap in the delivery numbering says was lost.
 func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 	ins := make([]inbound, 0, len(batch))
+	// high is the sequence up to which the partition is applied once the
+	// batch in hand is.
+	high := w.applied
 	for _, m := range batch {
 		md, err := m.Metadata()
 		if err != nil {
@@ -293,10 +296,10 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 			// The first new message given to this worker: anything below
 			// it may have been delivered to an earlier holder.
 			why = "first delivery"
-		case !fresh && md.Sequence.Stream > covered(w.applied, ins):
+		case !fresh && md.Sequence.Stream > high:
 			// A redelivery overtaking: what was pending below it comes
 			// first, or a later envelope would make it look applied.
-			next, err := w.firstFrom(ctx, covered(w.applied, ins)+1)
+			next, err := w.firstFrom(ctx, high+1)
 			if err != nil {
 				return err
 			}
@@ -316,9 +319,11 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 			if err := w.recoverBelow(ctx, md.Sequence.Stream); err != nil {
 				return fmt.Errorf("recover before seq %d (%s): %w", md.Sequence.Stream, why, err)
 			}
+			high = w.applied
 		}
 		w.lastConsumerSeq = md.Sequence.Consumer
 		ins = append(ins, w.inbound(m.Subject(), m.Data(), m.Headers(), md.Sequence.Stream, md.Timestamp, m))
+		high = max(high, md.Sequence.Stream)
 	}
 	return w.process(ctx, ins)
 }
@@ -378,15 +383,6 @@ func (w *worker) recover(ctx context.Context, upper uint64) error {
 	}
 	w.applied = max(w.applied, upper)
 	return nil
-}
-
-// covered is the stream sequence up to which the partition's messages are
-// applied once the batch in hand is.
-func covered(applied uint64, ins []inbound) uint64 {
-	for _, in := range ins {
-		applied = max(applied, in.msg.Seq)
-	}
-	return applied
 }
 
 // firstFrom is the stream sequence of the partition's first message at or
@@ -466,7 +462,11 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
-	w.applied = covered(w.applied, ins)
+	// Applying a batch in stream order leaves its partition applied up to
+	// its highest sequence (a redelivery below that was already applied).
+	for _, in := range ins {
+		w.applied = max(w.applied, in.msg.Seq)
+	}
 	for _, in := range ins {
 		if in.js != nil {
 			if err := in.js.Ack(); err != nil {
