@@ -126,19 +126,11 @@ func (p *ijsonParser) object(depth int, params *[]byte) (any, bool) {
 		if obj[key] = v; len(obj) == n {
 			return nil, false
 		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
+		switch done, ok := p.separator('}'); {
+		case !ok:
 			return nil, false
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case '}':
-			p.pos++
+		case done:
 			return obj, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -157,21 +149,32 @@ func (p *ijsonParser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		arr = append(arr, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
+		switch done, ok := p.separator(']'); {
+		case !ok:
 			return nil, false
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.pos++
+		case done:
 			return arr, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// separator consumes what follows a member or element: a comma (and the
+// space after it), or closer, which ends the object or array (done).
+func (p *ijsonParser) separator(closer byte) (done, ok bool) {
+	p.skipSpace()
+	if p.pos >= len(p.data) {
+		return false, false
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		p.skipSpace()
+		return false, true
+	case closer:
+		p.pos++
+		return true, true
+	}
+	return false, false
 }
 
 // key parses a member name. Names from the ACS schemas are interned: the
