@@ -108,12 +108,17 @@ func (l *loader) claim(ctx context.Context) bool {
 	if !at.Before(l.deadline) {
 		return false
 	}
-	if d := time.Until(at); d > 0 {
+	return wait(ctx, time.Until(at))
+}
+
+// wait sleeps d (nothing when d is not positive) unless ctx ends first; it
+// reports whether ctx is still live.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return false
 		case <-t.C:
 		}
 	}
@@ -147,12 +152,8 @@ func (l *loader) publish(ctx context.Context, e *traffic.Envelope) error {
 		if attempt < 3 || attempt%20 == 0 {
 			l.log.Warn().Err(err).Str("msg_id", e.MsgID).Int("attempt", attempt+1).Msg("publish failed; retrying")
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait(ctx, backoff) {
 			return ctx.Err()
-		case <-t.C:
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}

@@ -125,13 +125,9 @@ func schedule(ctx context.Context, n int, interval time.Duration, do func(i int)
 	start := time.Now()
 	for i := range n {
 		at := start.Add(time.Duration(i) * interval)
-		if d := time.Until(at); d > 0 {
-			select {
-			case <-ctx.Done():
-				wg.Wait()
-				return h, int(failed.Load()), ctx.Err()
-			case <-time.After(d):
-			}
+		if !wait(ctx, time.Until(at)) {
+			wg.Wait()
+			return h, int(failed.Load()), ctx.Err()
 		}
 		wg.Go(func() {
 			if err := do(i); err != nil {
