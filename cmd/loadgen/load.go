@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
@@ -132,7 +132,7 @@ func wait(ctx context.Context, d time.Duration) bool {
 func (l *loader) publish(ctx context.Context, e *traffic.Envelope) error {
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		msg := &nats.Msg{Subject: e.Subject, Data: e.Data, Header: nats.Header{stream.HdrMsgID: []string{e.MsgID}}}
+		msg := &nats.Msg{Subject: e.Subject, Data: e.Data, Header: nats.Header{acs.HdrMsgID: []string{e.MsgID}}}
 		f, err := l.js.PublishMsgAsync(msg)
 		if err == nil {
 			select {
@@ -192,12 +192,12 @@ func (o *observer) expect(requestID string, at time.Time) {
 
 func (o *observer) onDecision(m *nats.Msg) {
 	now := time.Now()
-	rid := m.Header.Get(stream.HdrRequestID)
+	rid := m.Header.Get(acs.HdrRequestID)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.decisions++
 	o.last = now
-	if m.Header.Get(stream.HdrDecision) == "deny" {
+	if m.Header.Get(acs.HdrDecision) == "deny" {
 		o.denies++
 	}
 	if at, ok := o.sent[rid]; ok {
@@ -208,7 +208,7 @@ func (o *observer) onDecision(m *nats.Msg) {
 
 func (o *observer) onAlert(m *nats.Msg) {
 	o.mu.Lock()
-	o.alerts[m.Header.Get(stream.HdrRuleID)]++
+	o.alerts[m.Header.Get(acs.HdrRuleID)]++
 	o.mu.Unlock()
 }
 

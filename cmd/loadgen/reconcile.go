@@ -130,14 +130,14 @@ func reconcileOnce(ctx context.Context, js jetstream.JetStream, x *expectation) 
 	got := map[string]*seen{}
 	bySeq := map[string]string{}
 	n, err := readAll(ctx, js, stream.DecisionsStream, acs.DecisionsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
-		rid := m.Headers().Get(stream.HdrRequestID)
+		rid := m.Headers().Get(acs.HdrRequestID)
 		s := got[rid]
 		if s == nil {
 			s = &seen{}
 			got[rid] = s
 		}
-		s.decisions = append(s.decisions, m.Headers().Get(stream.HdrDecision))
-		bySeq[m.Headers().Get(stream.HdrStreamSeq)] = rid
+		s.decisions = append(s.decisions, m.Headers().Get(acs.HdrDecision))
+		bySeq[m.Headers().Get(acs.HdrStreamSeq)] = rid
 	})
 	if err != nil {
 		return r, err
@@ -145,12 +145,12 @@ func reconcileOnce(ctx context.Context, js jetstream.JetStream, x *expectation) 
 	r.DecisionsRead = n
 	orphanAlerts := 0
 	n, err = readAll(ctx, js, stream.AlertsStream, acs.AlertsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
-		rule := m.Headers().Get(stream.HdrRuleID)
+		rule := m.Headers().Get(acs.HdrRuleID)
 		r.AlertsByRule[rule]++
-		rid, ok := bySeq[m.Headers().Get(stream.HdrStreamSeq)]
+		rid, ok := bySeq[m.Headers().Get(acs.HdrStreamSeq)]
 		if !ok {
 			orphanAlerts++
-			r.note("alert %s %s for inbound seq %s, which has no decision", m.Headers().Get(stream.HdrMsgID), rule, m.Headers().Get(stream.HdrStreamSeq))
+			r.note("alert %s %s for inbound seq %s, which has no decision", m.Headers().Get(acs.HdrMsgID), rule, m.Headers().Get(acs.HdrStreamSeq))
 			return
 		}
 		s := got[rid]

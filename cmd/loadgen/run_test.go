@@ -145,9 +145,9 @@ func TestReconcileDetects(t *testing.T) {
 	}
 	twice := done[1].Envelopes[2]
 	fake := nats.NewMsg(acs.DecisionSubject(o.tenant, done[1].ID))
-	fake.Header.Set(stream.HdrMsgID, "fake-decision-1")
-	fake.Header.Set(stream.HdrRequestID, twice.RequestID)
-	fake.Header.Set(stream.HdrDecision, string(twice.Decision))
+	fake.Header.Set(acs.HdrMsgID, "fake-decision-1")
+	fake.Header.Set(acs.HdrRequestID, twice.RequestID)
+	fake.Header.Set(acs.HdrDecision, string(twice.Decision))
 	fake.Data = []byte(`{}`)
 	if _, err := lr.js.PublishMsg(ctx, fake); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestReconcileDetects(t *testing.T) {
 		t.Fatalf("reconcile %+v", got)
 	}
 	listed := strings.Join(got.FirstMismatches, "\n")
-	if !strings.Contains(listed, last.Header.Get(stream.HdrRequestID)+" (") || !strings.Contains(listed, twice.RequestID+": 2 decisions") {
+	if !strings.Contains(listed, last.Header.Get(acs.HdrRequestID)+" (") || !strings.Contains(listed, twice.RequestID+": 2 decisions") {
 		t.Fatalf("mismatches listed:\n%s", listed)
 	}
 }

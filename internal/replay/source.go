@@ -221,11 +221,11 @@ func responseKind(r *acs.Response) string {
 // kindFromHeaders is the decision the processor's headers state, or ""
 // when they state none.
 func kindFromHeaders(h nats.Header) string {
-	switch d := h.Get(stream.HdrDecision); d {
+	switch d := h.Get(acs.HdrDecision); d {
 	case "":
 		return ""
 	case "error":
-		return "error " + h.Get(stream.HdrErrorCode)
+		return "error " + h.Get(acs.HdrErrorCode)
 	default:
 		return d
 	}
@@ -267,11 +267,11 @@ func (s *Source) ReadRecorded(ctx context.Context, tenant, sessionID string, sin
 		decisions = acs.DecisionSubject(tenant, sessionID)
 	}
 	err := s.readAll(ctx, s.decisions, stream.DecisionsStream, cfg(decisions), func(m jetstream.Msg) error {
-		seq, err := strconv.ParseUint(m.Headers().Get(stream.HdrStreamSeq), 10, 64)
+		seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
 		if err != nil {
 			return nil // not a decision turnguard published
 		}
-		d := Decision{Data: m.Data(), Receipt: m.Headers().Get(stream.HdrReceipt), ReceiptKey: m.Headers().Get(stream.HdrReceiptKey),
+		d := Decision{Data: m.Data(), Receipt: m.Headers().Get(acs.HdrReceipt), ReceiptKey: m.Headers().Get(acs.HdrReceiptKey),
 			headerKind: kindFromHeaders(m.Headers())}
 		if bodies == DecodeBodies || d.headerKind == "" {
 			if err := json.Unmarshal(d.Data, &d.Response); err != nil {
@@ -287,11 +287,11 @@ func (s *Source) ReadRecorded(ctx context.Context, tenant, sessionID string, sin
 		return rec, fmt.Errorf("read decisions: %w", err)
 	}
 	err = s.readAll(ctx, s.alerts, stream.AlertsStream, cfg(acs.AlertsPrefix+"."+tenant+".>"), func(m jetstream.Msg) error {
-		seq, err := strconv.ParseUint(m.Headers().Get(stream.HdrStreamSeq), 10, 64)
+		seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
 		if err != nil {
 			return nil
 		}
-		rec.Alerts[seq] = append(rec.Alerts[seq], Alert{RuleID: m.Headers().Get(stream.HdrRuleID), Subject: m.Subject(), Data: m.Data()})
+		rec.Alerts[seq] = append(rec.Alerts[seq], Alert{RuleID: m.Headers().Get(acs.HdrRuleID), Subject: m.Subject(), Data: m.Data()})
 		return nil
 	})
 	if err != nil {

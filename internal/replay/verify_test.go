@@ -118,7 +118,7 @@ func TestVerify(t *testing.T) {
 		{name: "untouched copy", edit: func(h, d []recordedMsg) ([]recordedMsg, []recordedMsg) { return h, d }},
 		{name: "deny turned into allow", edit: func(h, d []recordedMsg) ([]recordedMsg, []recordedMsg) {
 			for i, m := range d {
-				if m.Header.Get(stream.HdrStreamSeq) == strconv.FormatUint(denied, 10) {
+				if m.Header.Get(acs.HdrStreamSeq) == strconv.FormatUint(denied, 10) {
 					d[i].Data = bytes.Replace(m.Data, []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
 				}
 			}

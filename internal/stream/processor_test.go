@@ -117,9 +117,9 @@ func watch(t *testing.T, nc *nats.Conn) *watcher {
 		}
 		t.Cleanup(func() { _ = s.Unsubscribe() })
 	}
-	sub(acs.DecisionsPrefix+".>", stream.HdrStreamSeq, w.decisions)
-	sub(acs.DLQPrefix+".>", stream.HdrOriginalSeq, w.dlq)
-	sub(acs.AlertsPrefix+".>", stream.HdrStreamSeq, w.alerts)
+	sub(acs.DecisionsPrefix+".>", acs.HdrStreamSeq, w.decisions)
+	sub(acs.DLQPrefix+".>", acs.HdrOriginalSeq, w.dlq)
+	sub(acs.AlertsPrefix+".>", acs.HdrStreamSeq, w.alerts)
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func (w *watcher) alertsFor(seq uint64) []string {
 	defer w.mu.Unlock()
 	ids := []string{}
 	for _, m := range w.alerts[seq] {
-		ids = append(ids, m.Header.Get(stream.HdrRuleID))
+		ids = append(ids, m.Header.Get(acs.HdrRuleID))
 	}
 	return ids
 }
@@ -166,7 +166,7 @@ func observe(t *testing.T, decision, dead *nats.Msg, alerts []string) scenario.O
 	t.Helper()
 	o := scenario.Observed{Decision: "none", DeadLetter: dead != nil, Alerts: alerts, Rules: []string{}, Shadow: []string{}}
 	if dead != nil {
-		o.Code, _ = strconv.Atoi(dead.Header.Get(stream.HdrErrorCode))
+		o.Code, _ = strconv.Atoi(dead.Header.Get(acs.HdrErrorCode))
 	}
 	if decision == nil {
 		return o
@@ -269,7 +269,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 				wantAlerts += len(want.Alerts)
 				if decided {
 					wantDecisions++
-					if got := dm.Header.Get(stream.HdrRequestID); m.Expect.Decision != "error" && got != m.RequestID {
+					if got := dm.Header.Get(acs.HdrRequestID); m.Expect.Decision != "error" && got != m.RequestID {
 						t.Errorf("step %d: decision for request %q, want %q", i+1, got, m.RequestID)
 					}
 					if raw, _ := json.Marshal(want.Response); !strings.HasSuffix(m.Subject, ".system") && string(raw) != string(dm.Data) {
@@ -278,7 +278,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 				}
 				if m.Expect.DeadLetter {
 					wantDLQ++
-					if string(lm.Data) != string(m.Data) || lm.Header.Get(stream.HdrOriginalSubj) != m.Subject {
+					if string(lm.Data) != string(m.Data) || lm.Header.Get(acs.HdrOriginalSubj) != m.Subject {
 						t.Errorf("step %d: dead letter does not hold the original bytes and subject", i+1)
 					}
 				}
@@ -695,7 +695,7 @@ func checkExactlyOnce(t *testing.T, js jetstream.JetStream, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq, _ := strconv.ParseUint(m.Headers().Get(stream.HdrStreamSeq), 10, 64)
+		seq, _ := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
 		seen[seq]++
 	}
 	var missing, doubled []uint64
@@ -759,7 +759,7 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 		if i >= 3 {
 			want = "deny"
 		}
-		if got := dm.Header.Get(stream.HdrDecision); got != want {
+		if got := dm.Header.Get(acs.HdrDecision); got != want {
 			t.Errorf("call %d: %s, want %s", i+1, got, want)
 		}
 		stored, err := hooks.GetMsg(ctx, seq)
