@@ -26,6 +26,11 @@ type verdict struct {
 	alerts   []Alert
 }
 
+// OutcomeNoRuleMatched is policy_data.turnguard.outcome of a plain allow:
+// no rule hit, no evaluation error, no protocol finding above info level.
+// Such an allow carries no reasoning.
+const OutcomeNoRuleMatched = "no_rule_matched"
+
 var rank = map[rules.Decision]int{rules.DecideNone: 0, rules.DecideAllow: 1, rules.DecideAsk: 2, rules.DecideDeny: 3}
 
 // decide combines the rule hits on an envelope into one decision: deny >
@@ -51,15 +56,27 @@ func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, v
 		td["violations"] = vs
 	}
 	var hits []map[string]any
+	// noted is what alert-only and shadow rules found: an allow they hit
+	// says so in its reasoning.
+	var noted []string
 	for i := range rr.Hits {
 		h := &rr.Hits[i]
 		r := h.Rule
 		hits = append(hits, map[string]any{"rule_id": r.ID, "mode": r.Mode, "decision": r.Decision, "message": h.Message})
+		msg := h.Message
+		if msg == "" {
+			// A template may render nothing; a deny still needs its why.
+			msg = r.Title
+		}
 		if r.Mode == rules.Shadow {
 			shadow = append(shadow, map[string]any{"rule_id": r.ID, "would": r.Decision, "message": h.Message})
+			noted = append(noted, fmt.Sprintf("shadow rule %s would %s: %s", r.ID, r.Decision, msg))
 			continue
 		}
-		enforced = append(enforced, contributor{r.Decision, h.Message, h})
+		if r.Decision == rules.DecideNone {
+			noted = append(noted, msg)
+		}
+		enforced = append(enforced, contributor{r.Decision, msg, h})
 		for _, c := range r.ReasonCodes {
 			res.ReasonCodes = appendUnique(res.ReasonCodes, c)
 		}
@@ -98,17 +115,25 @@ func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, v
 			}
 		}
 	}
+	// Claude Code and Cursor put reasoning into the model's context, so an
+	// allow says something only when there is something to say: a plain
+	// allow — no rule hit, no evaluation error, no finding above info
+	// level — has no reasoning, and policy_data.turnguard.outcome records
+	// that nothing matched.
+	findings := notable(vs)
 	switch {
 	case final == acs.Disposition(want) && len(msgs) > 0 && want != rules.DecideAllow:
 		res.Reasoning = strings.Join(msgs, "; ")
 	case final != acs.Disposition(want):
 		res.Reasoning = fmt.Sprintf("recorded, %s cannot return %s: %s", env.spec.Hook, want, strings.Join(msgs, "; "))
-	case len(vs) > 0:
-		res.Reasoning = "allowed with protocol findings: " + violationText(vs)
+	case len(findings) > 0:
+		res.Reasoning = "allowed with protocol findings: " + violationText(findings)
 	case len(msgs) > 0:
 		res.Reasoning = strings.Join(msgs, "; ")
-	default:
-		res.Reasoning = "no rule matched"
+	case len(noted) > 0:
+		res.Reasoning = "allowed; " + strings.Join(noted, "; ")
+	case final == acs.Allow && len(rr.Hits) == 0 && len(errs) == 0:
+		td["outcome"] = OutcomeNoRuleMatched
 	}
 	if final == acs.Ask && winner != nil {
 		ad := *winner.Rule.Ask
@@ -140,7 +165,7 @@ func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, v
 	if len(errs) > 0 {
 		td["evaluation_errors"] = errs
 	}
-	if len(vs) > 0 || len(hits) > 0 || len(errs) > 0 {
+	if len(vs) > 0 || len(hits) > 0 || len(errs) > 0 || td["outcome"] != nil {
 		if res.PolicyData == nil {
 			res.PolicyData = map[string]any{}
 		}
@@ -165,6 +190,19 @@ func aarmData(h *rules.Hit, turn int) map[string]any {
 		"anchor_turn":                h.Taint.Last.Turn,
 		"window_age_turns":           h.AgeTurns,
 	}
+}
+
+// notable is the violations worth a reasoning: info-level ones (an
+// implicit turn) describe the session, not a problem, and stay in
+// policy_data and reason_codes.
+func notable(vs []turnstate.Violation) []turnstate.Violation {
+	var out []turnstate.Violation
+	for _, v := range vs {
+		if v.Severity != turnstate.SeverityInfo {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func violationText(vs []turnstate.Violation) string {

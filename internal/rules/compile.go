@@ -127,7 +127,11 @@ type taintSource struct {
 
 type toolClass struct {
 	match, capability string
-	classes           []string
+	// matchPrefix and capPrefix are the globs' literal prefixes: a name
+	// without it cannot match, which rules out most of a large catalog
+	// before any glob is matched.
+	matchPrefix, capPrefix string
+	classes                []string
 }
 
 // Set is a compiled, checked rule set: one or more files merged.
@@ -330,15 +334,27 @@ func (c *compiler) declare(f *File) {
 			c.errf(f, firstPos(t.Classes), "a tool class entry needs match (a tool name glob) or capability (a capability glob)")
 			continue
 		}
-		for _, g := range []Str{t.Match, t.Capability} {
-			if _, err := path.Match(g.Value, ""); g.Set() && err != nil {
-				c.errf(f, g.Pos, "glob %q: %v", g.Value, err)
+		// Globs are kept in catalog form (see catalogKey) and checked in
+		// that form: that is the pattern matching will use.
+		tc := toolClass{match: catalogKey(t.Match.Value), capability: catalogKey(t.Capability.Value)}
+		for _, g := range []struct {
+			src  Str
+			glob string
+		}{{t.Match, tc.match}, {t.Capability, tc.capability}} {
+			if !g.src.Set() {
+				continue
+			}
+			if _, err := path.Match(g.glob, ""); err != nil {
+				c.errf(f, g.src.Pos, "glob %q: %v", g.src.Value, err)
+			} else if g.glob == "" {
+				// An empty glob would read as "any tool" below.
+				c.errf(f, g.src.Pos, "glob %q is empty", g.src.Value)
 			}
 		}
 		if len(t.Classes) == 0 {
 			c.errf(f, t.Match.Pos, "a tool class entry needs classes")
 		}
-		tc := toolClass{match: t.Match.Value, capability: t.Capability.Value}
+		tc.matchPrefix, tc.capPrefix = literalPrefix(tc.match), literalPrefix(tc.capability)
 		for _, cl := range t.Classes {
 			tc.classes = append(tc.classes, cl.Value)
 		}

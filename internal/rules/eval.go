@@ -215,18 +215,41 @@ func (e *evalCtx) toolView() *ToolView {
 }
 
 // ToolClasses returns the catalog's classes of a tool, by name and by
-// capability, sorted and without duplicates.
+// capability, sorted and without duplicates. Names and capabilities match
+// the catalog's globs case-insensitively and without surrounding
+// whitespace (see catalogKey).
 func (s *Set) ToolClasses(name, capability string) []string {
 	classes := []string{}
+	name, capability = catalogKey(name), catalogKey(capability)
 	for _, tc := range s.tools {
-		nameOK := tc.match == "" || name != "" && globMatch(tc.match, name)
-		capOK := tc.capability == "" || capability != "" && globMatch(tc.capability, capability)
+		nameOK := tc.match == "" || name != "" && strings.HasPrefix(name, tc.matchPrefix) && globMatch(tc.match, name)
+		capOK := tc.capability == "" || capability != "" && strings.HasPrefix(capability, tc.capPrefix) && globMatch(tc.capability, capability)
 		if nameOK && capOK {
 			classes = append(classes, tc.classes...)
 		}
 	}
 	slices.Sort(classes)
 	return slices.Compact(classes)
+}
+
+// catalogKey is the form in which tool names, capabilities and the
+// catalog's globs are compared. Frameworks spell the same tool
+// differently — Claude Code's "Bash", Cursor's "Shell", snake_case
+// "shell_exec", an adapter's stray "Bash " — and a catalog that misses
+// one of those spellings fails open: the call is not consequential, so
+// no taint guard stops it. So case and surrounding whitespace never
+// decide a match.
+func catalogKey(s string) string {
+	return strings.ToLower(strings.TrimSpace(s))
+}
+
+// literalPrefix is the part of a glob before its first special character,
+// which every string the glob matches starts with.
+func literalPrefix(pattern string) string {
+	if i := strings.IndexAny(pattern, `*?[\`); i >= 0 {
+		return pattern[:i]
+	}
+	return pattern
 }
 
 func globMatch(pattern, s string) bool {
@@ -255,7 +278,7 @@ func (e *evalCtx) turnView() TurnView {
 	t := e.sess.OpenTurn(id)
 	if t == nil && e.sess.LastClosedTurn != nil && e.sess.LastClosedTurn.TurnID == id && id != "" {
 		lc := e.sess.LastClosedTurn
-		return TurnView{ID: lc.TurnID, Index: int64(lc.Index), Steps: int64(lc.Steps), ToolCalls: int64(lc.ToolCalls)}
+		return TurnView{ID: lc.TurnID, Index: int64(lc.Index), Steps: int64(lc.Steps), ToolCalls: int64(lc.ToolCalls), Implicit: lc.Implicit}
 	}
 	if t == nil {
 		return tv
@@ -270,7 +293,7 @@ func (e *evalCtx) turnView() TurnView {
 		p = pt.ParentTurnID
 	}
 	return TurnView{ID: t.TurnID, Index: int64(t.Index), ParentID: t.ParentTurnID, TriggeredBy: t.TriggeredBy,
-		Steps: int64(t.Steps), ToolCalls: int64(t.ToolCalls), Depth: depth, Denied: t.Denied}
+		Steps: int64(t.Steps), ToolCalls: int64(t.ToolCalls), Depth: depth, Denied: t.Denied, Implicit: t.Implicit}
 }
 
 // provenance derives the trust of every provenance object the envelope

@@ -49,6 +49,8 @@ type TurnView struct {
 	ToolCalls   int64  `cel:"tool_calls"`
 	Depth       int64  `cel:"depth"`
 	Denied      bool   `cel:"denied"`
+	// Implicit: no turnStart opened the turn (see turnstate.Turn).
+	Implicit bool `cel:"implicit"`
 }
 
 // ProvenanceView summarises the provenance the envelope carries.

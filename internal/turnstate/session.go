@@ -48,8 +48,8 @@ type Session struct {
 	// with subagentStart.
 	Parent *ParentLink `json:"parent,omitempty"`
 
-	// TurnsStarted counts turnStart envelopes that opened a turn; it is the
-	// index of the newest turn (1-based).
+	// TurnsStarted counts the turns opened, by turnStart or implicitly
+	// (see Turn.Implicit); it is the index of the newest turn (1-based).
 	TurnsStarted   int         `json:"turns_started"`
 	OpenTurns      []Turn      `json:"open_turns"`
 	LastClosedTurn *ClosedTurn `json:"last_closed_turn,omitempty"`
@@ -70,6 +70,9 @@ type Session struct {
 
 	RecentRequestIDs []string `json:"recent_request_ids"`
 	RecentTurnIDs    []string `json:"recent_turn_ids,omitempty"`
+	// RecentNonces are the newest params.nonce values of the session
+	// (replay.go).
+	RecentNonces []string `json:"recent_nonces,omitempty"`
 
 	// Violations counts violations by name; Decisions counts decisions by
 	// disposition.
@@ -99,6 +102,13 @@ type Turn struct {
 	ToolCalls int `json:"tool_calls"`
 	// Denied is set when the turn's turnStart was denied.
 	Denied bool `json:"denied,omitempty"`
+	// Implicit is set on a turn no turnStart opened: a framework that
+	// never sends turnStart (the Codex adapter) names its turns only in
+	// its steps' metadata.turn_id, and the first step naming a new one
+	// opens it. An implicit turn closes when a step names the next one,
+	// when a turnStart arrives, at its turnEnd if one is sent, or at
+	// sessionEnd.
+	Implicit bool `json:"implicit,omitempty"`
 }
 
 // ClosedTurn summarises the most recently ended turn.
@@ -110,6 +120,9 @@ type ClosedTurn struct {
 	ToolCalls int       `json:"tool_calls"`
 	EndSeq    uint64    `json:"end_seq"`
 	EndTime   time.Time `json:"end_time"`
+	// Implicit is set when the turn was implicit; then Outcome is empty
+	// unless a turnEnd closed it.
+	Implicit bool `json:"implicit,omitempty"`
 }
 
 // ParentLink ties a subagent's session to the parent turn that spawned it.
@@ -168,6 +181,7 @@ func (s *Session) Clone() *Session {
 	}
 	c.RecentRequestIDs = slices.Clone(s.RecentRequestIDs)
 	c.RecentTurnIDs = slices.Clone(s.RecentTurnIDs)
+	c.RecentNonces = slices.Clone(s.RecentNonces)
 	c.Violations = maps.Clone(s.Violations)
 	c.Decisions = maps.Clone(s.Decisions)
 	cloneRuleState(&c, s)

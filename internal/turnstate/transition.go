@@ -133,6 +133,12 @@ func (s *Session) startTurn(st Step, r *Result) {
 	if p.TurnID != st.RequestID {
 		r.add(TurnIDNotRequestID, "turn_id %q is not the envelope's request_id %s", p.TurnID, st.RequestID)
 	}
+	// A framework that sends turnStart after all ends the turn it never
+	// announced: the implicit turn gives way to the declared one rather
+	// than overlapping it — unless the new turn nests inside it.
+	if !s.explicitTurnOpen() {
+		s.closeImplicitTurns(st, p.ParentTurnID)
+	}
 	if s.OpenTurn(p.TurnID) != nil {
 		r.add(TurnIDReused, "turn %q is already open", p.TurnID)
 		return
@@ -204,26 +210,37 @@ func (s *Session) endTurn(st Step, r *Result) {
 		}
 	}
 	s.OpenTurns = kept
-	s.LastClosedTurn = &ClosedTurn{TurnID: t.TurnID, Index: t.Index, Outcome: p.Outcome, Steps: t.Steps, ToolCalls: t.ToolCalls, EndSeq: st.Seq, EndTime: st.Time}
+	s.LastClosedTurn = closedTurn(t, p.Outcome, st)
 	r.Turn = &t
 }
 
+func closedTurn(t Turn, outcome string, st Step) *ClosedTurn {
+	return &ClosedTurn{TurnID: t.TurnID, Index: t.Index, Outcome: outcome, Steps: t.Steps, ToolCalls: t.ToolCalls,
+		EndSeq: st.Seq, EndTime: st.Time, Implicit: t.Implicit}
+}
+
 func (s *Session) countStep(st Step, r *Result) {
-	if len(s.OpenTurns) == 0 {
-		if st.TurnID != "" {
-			r.add(TurnIDMismatch, "metadata.turn_id %q names no open turn", st.TurnID)
+	explicit := s.explicitTurnOpen()
+	switch {
+	case st.TurnID == "":
+		// Only a framework that declared the open turn is at fault for a
+		// step it did not attribute to it; an implicit turn was never
+		// declared.
+		if explicit {
+			r.add(TurnIDMissing, "%s inside open turn %q carries no metadata.turn_id", st.Method.Hook, s.OpenTurns[len(s.OpenTurns)-1].TurnID)
 		}
 		return
-	}
-	if st.TurnID == "" {
-		r.add(TurnIDMissing, "%s inside open turn %q carries no metadata.turn_id", st.Method.Hook, s.OpenTurns[len(s.OpenTurns)-1].TurnID)
+	case s.OpenTurn(st.TurnID) != nil:
+	case slices.Contains(s.RecentTurnIDs, st.TurnID):
+		r.add(TurnIDMismatch, "metadata.turn_id %q names a turn that already ended", st.TurnID)
 		return
-	}
-	t := s.OpenTurn(st.TurnID)
-	if t == nil {
+	case explicit:
 		r.add(TurnIDMismatch, "metadata.turn_id %q names no open turn", st.TurnID)
 		return
+	default:
+		s.openImplicitTurn(st, r)
 	}
+	t := s.OpenTurn(st.TurnID)
 	t.Steps++
 	if st.Method.Method == "steps/toolCallRequest" {
 		t.ToolCalls++
@@ -238,9 +255,45 @@ func (s *Session) countStep(st Step, r *Result) {
 	r.Turn = &c
 }
 
+// openImplicitTurn opens the turn a step names when no turnStart did: a
+// framework that never sends turnStart (the Codex adapter sends only its
+// own turn id in each step's metadata) still gets turns, so taint windows
+// and per-turn limits count its turns as they count declared ones. The
+// step names a new turn id and no declared turn is open; the implicit turn
+// it names replaces the previous one, which nobody will end.
+func (s *Session) openImplicitTurn(st Step, r *Result) {
+	s.closeImplicitTurns(st, "")
+	s.TurnsStarted++
+	s.OpenTurns = append(s.OpenTurns, Turn{TurnID: st.TurnID, Index: s.TurnsStarted, StartSeq: st.Seq, StartTime: st.Time, Implicit: true})
+	s.RecentTurnIDs = remember(s.RecentTurnIDs, st.TurnID, MaxRecentTurnIDs)
+	r.add(TurnImplicit, "%s opened turn %q implicitly: no turnStart announced it", st.Method.Hook, st.TurnID)
+}
+
+// closeImplicitTurns ends the open implicit turns but keep, without a
+// violation: the framework never declared them, so it cannot have left
+// them open.
+func (s *Session) closeImplicitTurns(st Step, keep string) {
+	kept := s.OpenTurns[:0]
+	for _, o := range s.OpenTurns {
+		if o.Implicit && o.TurnID != keep {
+			s.LastClosedTurn = closedTurn(o, "", st)
+			continue
+		}
+		kept = append(kept, o)
+	}
+	s.OpenTurns = kept
+}
+
+// explicitTurnOpen reports whether a turn opened by turnStart is open.
+func (s *Session) explicitTurnOpen() bool {
+	return slices.ContainsFunc(s.OpenTurns, func(t Turn) bool { return !t.Implicit })
+}
+
 func (s *Session) endSession(st Step, r *Result) {
 	for _, o := range s.OpenTurns {
-		r.add(TurnLeftOpen, "turn %q was still open at sessionEnd", o.TurnID)
+		if !o.Implicit {
+			r.add(TurnLeftOpen, "turn %q was still open at sessionEnd", o.TurnID)
+		}
 	}
 	s.OpenTurns = s.OpenTurns[:0]
 	s.Status = StatusClosed

@@ -84,8 +84,11 @@ func TestApplyViolations(t *testing.T) {
 		{"step names a turn that is not open", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.in("steps/userMessage", "U")}
 		}, []string{turnstate.TurnIDMismatch}},
-		{"step names a turn while none is open", nil, func(s *stepper) []turnstate.Step {
+		{"step names a new turn while none is open", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.in("steps/userMessage", "T")}
+		}, []string{turnstate.TurnImplicit}},
+		{"step names a turn that ended while none is open", nil, func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.turnEnd("T", nil, nil), s.in("steps/userMessage", "T")}
 		}, []string{turnstate.TurnIDMismatch}},
 		{"turn_id is not the request_id", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), with(s.turnStart("T", ""), func(st *turnstate.Step) { st.RequestID = "other" })}
@@ -293,5 +296,145 @@ func TestCloneIsDeep(t *testing.T) {
 	c.OpenTurns[0].ExpectedInputs[0] = "changed"
 	if sess.OpenTurns[0].Steps != 0 || sess.Envelopes != 2 || sess.OpenTurns[0].ExpectedInputs[0] != "userMessage" || sess.Violations != nil {
 		t.Fatalf("applying to the clone changed the original: %+v", sess)
+	}
+}
+
+// Implicit turns: a framework that never sends turnStart (the Codex
+// adapter) names its turns only in each step's metadata.turn_id. The first
+// step naming a new turn opens it implicitly, the next new one replaces it,
+// and they count as turns like declared ones.
+func TestImplicitTurns(t *testing.T) {
+	const (
+		req  = "steps/toolCallRequest"
+		res  = "steps/toolCallResult"
+		none = ""
+	)
+	tests := []struct {
+		name  string
+		steps func(s *stepper) []turnstate.Step
+		// want are the violations of every step, in order.
+		want [][]string
+		// open describes the open turns at the end: id#index, with a
+		// trailing * when implicit; turns is TurnsStarted.
+		open  []string
+		turns int
+	}{
+		{"a Codex session: no sessionStart, no turnStart, one turn id per user turn", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.in(req, "A"), s.in(res, "A"), s.in(req, "A"), s.in(req, "B"), s.in(res, "B"), s.in(req, "C")}
+		}, [][]string{{turnstate.SessionStartMissing, turnstate.TurnImplicit}, nil, nil, {turnstate.TurnImplicit}, nil, {turnstate.TurnImplicit}},
+			[]string{"C#3*"}, 3},
+		{"with sessionStart, the first step only opens the turn", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A")}
+		}, [][]string{nil, {turnstate.TurnImplicit}}, []string{"A#1*"}, 1},
+		{"a step naming an implicit turn that was replaced is a mismatch, not a new turn", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.in(req, "B"), s.in(res, "A")}
+		}, [][]string{nil, {turnstate.TurnImplicit}, {turnstate.TurnImplicit}, {turnstate.TurnIDMismatch}}, []string{"B#2*"}, 2},
+		{"a turnEnd naming the implicit turn ends it", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.in(res, "A"), s.turnEnd("A", ptr(2), ptr(1)), s.in(req, "B")}
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, nil, {turnstate.TurnImplicit}}, []string{"B#2*"}, 2},
+		{"a turnStart replaces the implicit turn without turn_overlap", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", ""), s.in(req, "T")}
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, nil}, []string{"T#2"}, 2},
+		{"a turnStart naming the implicit turn as parent nests inside it", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", "A"), s.in(req, "T"), s.in(res, "A")}
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, nil, nil}, []string{"A#1*", "T#2"}, 2},
+		{"with a declared turn open, a new turn id is a mismatch", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.in(req, "A")}
+		}, [][]string{nil, nil, {turnstate.TurnIDMismatch}}, []string{"T#1"}, 1},
+		{"with a declared turn nested in an implicit one, a new turn id is a mismatch", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", "A"), s.in(req, "B")}
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, {turnstate.TurnIDMismatch}}, []string{"A#1*", "T#2"}, 2},
+		{"after the declared turn ends, turns may be implicit again", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.turnEnd("T", nil, nil), s.in(req, "A")}
+		}, [][]string{nil, nil, nil, {turnstate.TurnImplicit}}, []string{"A#2*"}, 2},
+		{"a step without turn_id is not faulted in an implicit turn", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.in(res, none)}
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil}, []string{"A#1*"}, 1},
+		{"a step without turn_id opens no turn", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, none)}
+		}, [][]string{nil, nil}, []string{}, 0},
+		{"a turnStart reusing an implicit turn's id", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("A", "")}
+		}, [][]string{nil, {turnstate.TurnImplicit}, {turnstate.TurnIDReused}}, []string{"A#2"}, 2},
+		{"sessionEnd ends the implicit turn without turn_left_open", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.in(req, "A"), s.sessionEnd()}
+		}, [][]string{{turnstate.SessionStartMissing, turnstate.TurnImplicit}, nil}, []string{}, 1},
+		{"a declared turn nested in an implicit one is still reported at sessionEnd", func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", "A"), s.sessionEnd()}
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, {turnstate.TurnLeftOpen}}, []string{}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sess := turnstate.New("t", "s")
+			steps := tc.steps(&stepper{})
+			if len(steps) != len(tc.want) {
+				t.Fatalf("%d steps, %d expectations", len(steps), len(tc.want))
+			}
+			for i, st := range steps {
+				r := sess.Apply(st)
+				var got []string
+				for _, v := range r.Violations {
+					got = append(got, v.Name)
+				}
+				if !slices.Equal(got, tc.want[i]) {
+					t.Errorf("step %d (%s %q): violations %v, want %v", i+1, st.Method.Hook, st.TurnID, got, tc.want[i])
+				}
+				if st.TurnID != "" && st.TurnStart == nil && st.SessionEnd == nil && !turnstate.HasError(r.Violations) &&
+					(r.Turn == nil || r.Turn.TurnID != st.TurnID) {
+					t.Errorf("step %d: counted in %+v, want turn %q", i+1, r.Turn, st.TurnID)
+				}
+			}
+			open := []string{}
+			for _, o := range sess.OpenTurns {
+				d := fmt.Sprintf("%s#%d", o.TurnID, o.Index)
+				if o.Implicit {
+					d += "*"
+				}
+				open = append(open, d)
+			}
+			if !slices.Equal(open, tc.open) || sess.TurnsStarted != tc.turns {
+				t.Errorf("open turns %v, turns started %d; want %v and %d", open, sess.TurnsStarted, tc.open, tc.turns)
+			}
+		})
+	}
+}
+
+// An implicit turn counts its steps and tool calls like a declared one, and
+// the turn it replaces is recorded as the last closed turn.
+func TestImplicitTurnAccounting(t *testing.T) {
+	sess := turnstate.New("t", "s")
+	var s stepper
+	for _, st := range []turnstate.Step{s.in("steps/toolCallRequest", "A"), s.in("steps/toolCallResult", "A"), s.in("steps/toolCallRequest", "A")} {
+		sess.Apply(st)
+	}
+	a := sess.OpenTurn("A")
+	if a == nil || !a.Implicit || a.Index != 1 || a.Steps != 3 || a.ToolCalls != 2 || a.StartSeq != 1 || a.TriggeredBy != "" {
+		t.Fatalf("turn A %+v", a)
+	}
+	next := s.in("steps/toolCallRequest", "B")
+	if r := sess.Apply(next); r.Turn == nil || r.Turn.TurnID != "B" || r.Turn.Index != 2 || r.Turn.Steps != 1 || !r.Turn.Implicit {
+		t.Fatalf("opening B: %+v", r.Turn)
+	}
+	want := turnstate.ClosedTurn{TurnID: "A", Index: 1, Steps: 3, ToolCalls: 2, EndSeq: next.Seq, EndTime: next.Time, Implicit: true}
+	if sess.LastClosedTurn == nil || *sess.LastClosedTurn != want {
+		t.Fatalf("last closed turn %+v, want %+v", sess.LastClosedTurn, want)
+	}
+	if sess.CurrentTurn("B") != 2 || sess.CurrentTurn("") != 2 {
+		t.Fatalf("current turn of B %d, of no turn id %d; want 2", sess.CurrentTurn("B"), sess.CurrentTurn(""))
+	}
+	if sess.Violations[turnstate.TurnImplicit] != 2 {
+		t.Fatalf("violation counters %v", sess.Violations)
+	}
+}
+
+// turn_implicit is information, not a warning: the default pack alerts on
+// every warning, and a Codex session opens every turn this way.
+func TestImplicitTurnIsInfo(t *testing.T) {
+	sess := turnstate.New("t", "s")
+	var s stepper
+	sess.Apply(s.sessionStart())
+	r := sess.Apply(s.in("steps/toolCallRequest", "A"))
+	if len(r.Violations) != 1 || r.Violations[0].Severity != turnstate.SeverityInfo || r.Violations[0].Message == "" {
+		t.Fatalf("violations %+v, want one info-level turn_implicit", r.Violations)
 	}
 }

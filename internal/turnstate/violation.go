@@ -3,7 +3,8 @@ package turnstate
 import "slices"
 
 // Severity grades a violation. Error-level violations make a
-// decision-eligible hook deny; lower levels are recorded and reported.
+// decision-eligible hook deny (in the default pack); warnings are alerted
+// there; info-level findings only describe the session and are recorded.
 type Severity string
 
 // Violation severities, least to most severe.
@@ -41,6 +42,7 @@ const (
 	SessionAlreadyOpened = "session_already_started"
 	RequestReplayed      = "request_replayed"
 	AgentIDMismatch      = "agent_id_mismatch"
+	TurnImplicit         = "turn_implicit"
 )
 
 // Kind documents one violation: its stable name, severity and meaning.
@@ -55,8 +57,8 @@ type Kind struct {
 func Kinds() []Kind { return slices.Clone(kinds) }
 
 var kinds = []Kind{
-	{TurnIDMissing, SeverityError, "turnStart without metadata.turn_id, or a step inside an open turn without metadata.turn_id, or turnEnd without it"},
-	{TurnIDMismatch, SeverityError, "metadata.turn_id differs from the payload's turn_id (turnStart, turnEnd), or a step's metadata.turn_id names no open turn"},
+	{TurnIDMissing, SeverityError, "turnStart without metadata.turn_id, or a step inside a turn opened by turnStart without metadata.turn_id, or turnEnd without it"},
+	{TurnIDMismatch, SeverityError, "metadata.turn_id differs from the payload's turn_id (turnStart, turnEnd), or a step's metadata.turn_id names a turn that ended, or names no open turn while a turn opened by turnStart is open"},
 	{TurnIDNotRequestID, SeverityWarn, "turnStart's turn_id is not the envelope's request_id (the seed schema says SHOULD)"},
 	{TurnIDReused, SeverityError, "turnStart reuses a turn_id already used in this session"},
 	{ParentTurnUnknown, SeverityError, "turnStart's parent_turn_id names no open turn of this session, nor (for a subagent's first turn) the parent's spawning turn"},
@@ -72,6 +74,11 @@ var kinds = []Kind{
 	{SessionAlreadyOpened, SeverityError, "a second sessionStart for the same session"},
 	{RequestReplayed, SeverityError, "a request_id already seen in this session"},
 	{AgentIDMismatch, SeverityError, "metadata.agent_id differs from the agent the session started with"},
+	// Info, not warn: frameworks without turnStart (Codex) open every turn
+	// this way, so it describes the session rather than a fault — rules
+	// that act on warnings (the default pack alerts on every one) should
+	// not fire on each of their turns.
+	{TurnImplicit, SeverityInfo, "a step's metadata.turn_id names a new turn while no turn opened by turnStart is open: it opens an implicit turn (the previous implicit turn ends)"},
 }
 
 // severityOf returns the severity of a violation name.
