@@ -7,7 +7,9 @@ import (
 	"embed"
 	"io/fs"
 	"path"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
 )
@@ -61,4 +63,23 @@ func load(dir, own, sessionID string) []Envelope {
 // session.
 func (e Envelope) Subject(tenant, sessionID string) string {
 	return acs.InboundSubject(tenant, sessionID, e.Hook)
+}
+
+// timestampMember is the first "timestamp" member of an example file:
+// params.timestamp, which comes before the payload.
+var timestampMember = regexp.MustCompile(`"timestamp":\s*"[^"]*"`)
+
+// Stamp returns an example envelope with its params.timestamp set to at.
+// The files carry fixed times; a Guardian refuses an envelope whose time is
+// further than its skew window (default 5 minutes) from its arrival, so an
+// example sent live is stamped with the time it is sent.
+func Stamp(data []byte, at time.Time) []byte {
+	stamped := false
+	return timestampMember.ReplaceAllFunc(data, func(m []byte) []byte {
+		if stamped {
+			return m
+		}
+		stamped = true
+		return []byte(`"timestamp": "` + at.UTC().Format(time.RFC3339Nano) + `"`)
+	})
 }

@@ -8,6 +8,9 @@
 # then a consequential call that the default rules deny). Without SESSION_ID
 # the files' own session id is used; another id makes a new session from
 # the same files (request ids need only be unique within a session).
+# Each envelope is stamped with the current time: the processor refuses
+# envelopes whose timestamp is further than its skew window (default 5
+# minutes) from their arrival (-32006), and the files carry fixed times.
 # NATS_URL selects the server (default nats://127.0.0.1:4222).
 set -eu
 dir=${1:?usage: examples/publish.sh DIR [SESSION_ID] [TENANT]}
@@ -18,5 +21,6 @@ tenant=${3:-default}
 for f in "$dir"/[0-9][0-9]-*.json; do
 	hook=${f##*/[0-9][0-9]-}
 	hook=${hook%.json}
-	nats pub "acs.hooks.$tenant.$sid.$hook" "$(sed "s/$file_sid/$sid/g" "$f")"
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	nats pub "acs.hooks.$tenant.$sid.$hook" "$(sed -e "s/$file_sid/$sid/g" -e "s/\"timestamp\": \"[^\"]*\"/\"timestamp\": \"$now\"/" "$f")"
 done

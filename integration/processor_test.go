@@ -43,8 +43,10 @@ func sessionID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d
 func startProcessor(t *testing.T, args ...string) *proc {
 	t.Helper()
 	// A data dir of the test's own, for the receipt key; a --data-dir in
-	// args comes later and wins.
-	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4", "--data-dir", t.TempDir()}, args...)...)
+	// args comes later and wins. The fixtures and the load generator carry
+	// timestamps of their own, not the time they are published at, so the
+	// skew window is off unless a test sets it.
+	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4", "--data-dir", t.TempDir(), "--skew-window", "0"}, args...)...)
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(p.out.String(), `"message":"processing"`) {
 		select {
@@ -323,7 +325,7 @@ func TestDataDirIsExclusiveAndReplayable(t *testing.T) {
 	if code := busy.wait(t, 30*time.Second); code != 2 || !strings.Contains(busy.out.String(), "a processor is running on") {
 		t.Fatalf("replay on a store in use: exit %d\n%s", code, busy.out)
 	}
-	live := start(t, "replay", "timeline", "--nats-url", "nats://"+listen, "--session", exampleSession)
+	live := start(t, "replay", "timeline", "--nats-url", "nats://"+listen, "--session", exampleSession, "--skew-window", "0")
 	if code := live.wait(t, 30*time.Second); code != 0 || !strings.Contains(live.out.String(), "chain   intact (8 steps)") {
 		t.Fatalf("replay against the running processor: exit %d\n%s", code, live.out)
 	}
@@ -334,7 +336,7 @@ func TestDataDirIsExclusiveAndReplayable(t *testing.T) {
 	if code := sessions.wait(t, 30*time.Second); code != 0 || !strings.Contains(sessions.out.String(), exampleSession) {
 		t.Fatalf("replay sessions: exit %d\n%s", code, sessions.out)
 	}
-	verify := start(t, "replay", "verify", "--data-dir", data, "--session", exampleSession)
+	verify := start(t, "replay", "verify", "--data-dir", data, "--session", exampleSession, "--skew-window", "0")
 	if code := verify.wait(t, 30*time.Second); code != 0 || !strings.Contains(verify.out.String(), "result     verified") {
 		t.Fatalf("replay verify: exit %d\n%s", code, verify.out)
 	}
@@ -509,7 +511,7 @@ func TestHTTPEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--data-dir", dir, "--listen", "none", "--http", httpAddr, "--keys", keys, "--require-signatures")
+	p := startProcessor(t, "--data-dir", dir, "--listen", "none", "--http", httpAddr, "--keys", keys, "--require-signatures", "--skew-window", "5m")
 	post := func(body string) map[string]any {
 		t.Helper()
 		resp, err := http.Post("http://"+httpAddr+"/acs", "application/json", strings.NewReader(body))

@@ -23,7 +23,7 @@ for n in 1 2 3; do
   sleep 1
   pids=()
   for i in $(seq 1 "$n"); do
-    "$work/processor" --nats-url "$url" --data-dir "$round/p$i" --instance "p$i" --log-format json >"$round/p$i.log" 2>&1 &
+    "$work/processor" --nats-url "$url" --data-dir "$round/p$i" --instance "p$i" --log-format json --skew-window 0 >"$round/p$i.log" 2>&1 &
     pids+=($!)
   done
   for i in $(seq 1 "$n"); do

@@ -49,7 +49,9 @@ func run(url string, posture client.Posture, timeout time.Duration, session stri
 	}
 	fmt.Printf("session %s\n", session)
 	for _, e := range examples.Taint(session) {
-		d, err := c.Decide(context.Background(), e.Data)
+		// Stamped with the time it is sent, as a framework does: the
+		// processor refuses envelopes outside its skew window (-32006).
+		d, err := c.Decide(context.Background(), examples.Stamp(e.Data, time.Now()))
 		if err != nil {
 			return err
 		}

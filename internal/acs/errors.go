@@ -66,11 +66,19 @@ const (
 	ReasonEnvelopeInvalid = "envelope_invalid"
 	ReasonPayloadInvalid  = "payload_invalid"
 	ReasonUnknownMethod   = "method_not_supported"
-	ReasonVersion         = "unsupported_version"
-	ReasonSignature       = "signature_invalid"
-	ReasonSkew            = "timestamp_out_of_window"
-	ReasonSubjectMismatch = "subject_mismatch"
-	ReasonBadSubject      = "subject_invalid"
+	ReasonMethodNotFound  = "method_not_found"
+	ReasonReplayed        = "request_replayed"
+	ReasonNonceReplayed   = "nonce_replayed"
+	// Reasons of the HTTP endpoint's handshake contract (ACS §4).
+	ReasonHandshakeRequired = "handshake_required"
+	ReasonNotNegotiated     = "method_not_negotiated"
+	ReasonTransport         = "transport_unsupported"
+	ReasonAlreadyNegotiated = "already_negotiated"
+	ReasonVersion           = "unsupported_version"
+	ReasonSignature         = "signature_invalid"
+	ReasonSkew              = "timestamp_out_of_window"
+	ReasonSubjectMismatch   = "subject_mismatch"
+	ReasonBadSubject        = "subject_invalid"
 )
 
 // Violation is one schema or protocol failure, located by a JSON pointer into

@@ -1,6 +1,7 @@
 package acs
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -92,6 +93,39 @@ func LookupMethod(method string) *MethodSpec {
 		}
 	}
 	return nil
+}
+
+// Defined reports whether ACS v0.1.0 defines a method: the methods turnguard
+// evaluates, handshake/hello, and the wrapped-protocol namespaces. A method
+// outside them is "method not found" (-32601), one inside that turnguard
+// does not evaluate is "not negotiated" (-32003), as ACS §17 has it.
+func Defined(method string) bool {
+	if LookupMethod(method) != nil || method == HandshakeMethod {
+		return true
+	}
+	for _, ns := range []string{"protocols/MCP/", "protocols/A2A/", "wrapped:"} {
+		if rest, ok := strings.CutPrefix(method, ns); ok && rest != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// HandshakeMethod is ACS's capability negotiation (§4).
+const HandshakeMethod = "handshake/hello"
+
+// MethodError is the refusal of a method turnguard does not evaluate, nil for
+// one it does.
+func MethodError(method string) *Error {
+	switch {
+	case LookupMethod(method) != nil:
+		return nil
+	case !Defined(method):
+		return &Error{Code: CodeMethodNotFound, Reason: ReasonMethodNotFound,
+			Message: fmt.Sprintf("method %q is not an ACS v%s method", method, Version)}
+	}
+	return &Error{Code: CodeCapabilityNotNegotiated, Reason: ReasonUnknownMethod,
+		Message: fmt.Sprintf("method %s is not evaluated by this Guardian", method)}
 }
 
 // HookToken returns the subject token for a method: the last segment of a

@@ -29,14 +29,19 @@ const MinKeyBytes = 32
 // 32 bytes) as the ACS Go reference does.
 type Keyring struct {
 	keys map[string][]byte
+	// sessionSecret, when set, serves every request whose key_id is its own
+	// session id: the convention of the ACS TypeScript host and of the ACS
+	// wire probes, one deployment secret and the session as the key name.
+	sessionSecret []byte
 	// Default is the key_id responses are signed with when the request
-	// named none.
+	// named no key the keyring has.
 	Default string
 }
 
 // NewKeyring returns a keyring of the given keys; def names the default.
-func NewKeyring(keys map[string][]byte, def string) (*Keyring, error) {
-	if len(keys) == 0 {
+// sessionSecret (nil: none) serves key_id = session id.
+func NewKeyring(keys map[string][]byte, def string, sessionSecret []byte) (*Keyring, error) {
+	if len(keys) == 0 && sessionSecret == nil {
 		return nil, errors.New("a keyring needs at least one key")
 	}
 	for id, k := range keys {
@@ -44,7 +49,10 @@ func NewKeyring(keys map[string][]byte, def string) (*Keyring, error) {
 			return nil, fmt.Errorf("key %q has %d bytes; at least %d are required", id, len(k), MinKeyBytes)
 		}
 	}
-	if def == "" {
+	if sessionSecret != nil && len(sessionSecret) < MinKeyBytes {
+		return nil, fmt.Errorf("session_key has %d bytes; at least %d are required", len(sessionSecret), MinKeyBytes)
+	}
+	if def == "" && len(keys) > 0 {
 		ids := make([]string, 0, len(keys))
 		for id := range keys {
 			ids = append(ids, id)
@@ -52,23 +60,27 @@ func NewKeyring(keys map[string][]byte, def string) (*Keyring, error) {
 		slices.Sort(ids)
 		def = ids[0]
 	}
-	if _, ok := keys[def]; !ok {
+	if _, ok := keys[def]; def != "" && !ok {
 		return nil, fmt.Errorf("default key %q is not in the keyring", def)
 	}
-	return &Keyring{keys: keys, Default: def}, nil
+	return &Keyring{keys: keys, Default: def, sessionSecret: sessionSecret}, nil
 }
 
 // keysFile is the keys file format:
 //
 //	default: k1
 //	keys:
-//	  - {id: k1, secret: "hex:000102…"}     # or "base64:…"
+//	  - {id: k1, secret: "hex:000102…"}     # or "base64:…", or "text:…"
+//	session_key: {secret: "hex:…"}          # key_id = the session id
 type keysFile struct {
 	Default string `yaml:"default"`
 	Keys    []struct {
 		ID     string `yaml:"id"`
 		Secret string `yaml:"secret"`
 	} `yaml:"keys"`
+	SessionKey *struct {
+		Secret string `yaml:"secret"`
+	} `yaml:"session_key"`
 }
 
 // LoadKeyring reads a keys file.
@@ -97,32 +109,72 @@ func LoadKeyring(path string) (*Keyring, error) {
 		}
 		keys[k.ID] = secret
 	}
-	kr, err := NewKeyring(keys, f.Default)
+	var sessionSecret []byte
+	if f.SessionKey != nil {
+		if sessionSecret, err = decodeSecret(f.SessionKey.Secret); err != nil {
+			return nil, fmt.Errorf("keys file %s: session_key: %w", path, err)
+		}
+	}
+	kr, err := NewKeyring(keys, f.Default, sessionSecret)
 	if err != nil {
 		return nil, fmt.Errorf("keys file %s: %w", path, err)
 	}
 	return kr, nil
 }
 
+// decodeSecret reads a secret: "hex:…", "base64:…", or "text:…" for the
+// UTF-8 bytes of a string as given — how the ACS Python adapters take
+// ACS_HMAC_SECRET.
 func decodeSecret(s string) ([]byte, error) {
 	switch {
 	case strings.HasPrefix(s, "hex:"):
 		return hex.DecodeString(strings.TrimPrefix(s, "hex:"))
 	case strings.HasPrefix(s, "base64:"):
 		return base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "base64:"))
+	case strings.HasPrefix(s, "text:"):
+		return []byte(strings.TrimPrefix(s, "text:")), nil
 	}
-	return nil, errors.New(`a secret is "hex:…" or "base64:…"`)
+	return nil, errors.New(`a secret is "hex:…", "base64:…" or "text:…"`)
 }
 
-// Has reports whether the keyring has a key_id.
-func (k *Keyring) Has(keyID string) bool {
-	_, ok := k.keys[keyID]
+// ikm returns the input keying material a key_id names in a session.
+// Named keys come first; a key_id equal to the session id is served by the
+// session secret.
+func (k *Keyring) ikm(keyID, sessionID string) ([]byte, bool) {
+	if ikm, ok := k.keys[keyID]; ok {
+		return ikm, true
+	}
+	if k.sessionSecret != nil && sessionID != "" && keyID == sessionID {
+		return k.sessionSecret, true
+	}
+	return nil, false
+}
+
+// Has reports whether the keyring has a key_id for a session.
+func (k *Keyring) Has(keyID, sessionID string) bool {
+	_, ok := k.ikm(keyID, sessionID)
 	return ok
+}
+
+// ResponseKey is the key_id a response in a session is signed with: the one
+// the request named when the keyring has it (ACS: answer with the key the
+// request used), else the default, else — with only a session secret — the
+// session id. "" when none applies (no session id to derive a key from).
+func (k *Keyring) ResponseKey(requested, sessionID string) string {
+	switch {
+	case k.Has(requested, sessionID):
+		return requested
+	case k.Default != "":
+		return k.Default
+	case k.sessionSecret != nil && sessionID != "":
+		return sessionID
+	}
+	return ""
 }
 
 // SessionKey derives the session's signing key for a key_id.
 func (k *Keyring) SessionKey(keyID, sessionID string) ([]byte, error) {
-	ikm, ok := k.keys[keyID]
+	ikm, ok := k.ikm(keyID, sessionID)
 	if !ok {
 		return nil, fmt.Errorf("unknown key_id %q", keyID)
 	}

@@ -88,7 +88,7 @@ func TestSignatureVectors(t *testing.T) {
 	if err != nil || hex.EncodeToString(key) != v.SessionKeyHex {
 		t.Fatalf("session key %x, want %s (%v)", key, v.SessionKeyHex, err)
 	}
-	kr, err := acs.NewKeyring(map[string][]byte{v.KeyID: ikm}, "")
+	kr, err := acs.NewKeyring(map[string][]byte{v.KeyID: ikm}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestSignResponseMatchesTheVector(t *testing.T) {
 	}
 	readJSON(t, "testdata/envelope-vectors.json", &v)
 	ikm, _ := hex.DecodeString(v.IKMHex)
-	kr, _ := acs.NewKeyring(map[string][]byte{v.KeyID: ikm}, "")
+	kr, _ := acs.NewKeyring(map[string][]byte{v.KeyID: ikm}, "", nil)
 	want := v.Response.Signed.Result.Signature.Value
 	r := v.Response.Signed
 	r.Result.Signature = nil
@@ -143,10 +143,10 @@ func TestSignResponseMatchesTheVector(t *testing.T) {
 }
 
 func TestKeyringBounds(t *testing.T) {
-	if _, err := acs.NewKeyring(map[string][]byte{"short": make([]byte, 16)}, ""); err == nil {
+	if _, err := acs.NewKeyring(map[string][]byte{"short": make([]byte, 16)}, "", nil); err == nil {
 		t.Fatal("a 16-byte key was accepted")
 	}
-	if _, err := acs.NewKeyring(map[string][]byte{"k": make([]byte, 32)}, "other"); err == nil {
+	if _, err := acs.NewKeyring(map[string][]byte{"k": make([]byte, 32)}, "other", nil); err == nil {
 		t.Fatal("a default that is not in the keyring was accepted")
 	}
 	dir := t.TempDir()
@@ -155,7 +155,7 @@ func TestKeyringBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr, err := acs.LoadKeyring(path)
-	if err != nil || kr.Default != "k2" || !kr.Has("k1") || kr.Has("k3") {
+	if err != nil || kr.Default != "k2" || !kr.Has("k1", "s") || kr.Has("k3", "s") {
 		t.Fatalf("keyring %+v, %v", kr, err)
 	}
 	a, _ := kr.SessionKey("k1", "s")

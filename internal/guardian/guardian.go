@@ -135,12 +135,20 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
 		out.Refusal = ref
 		out.Response = refusalResponse(k, ref)
-		g.seal(&out, "", route.SessionID)
+		g.seal(&out, k.keyID, route.SessionID)
 		return out
 	}
 	out.Method, out.RequestID, out.TurnID = env.req.Method, env.req.Params.RequestID, env.req.Params.Metadata.TurnID
 	if env.spec.Scope == acs.Liveness {
 		out.Response = pingResponse(env, msg.Time)
+		g.seal(&out, env.signedWith, route.SessionID)
+		return out
+	}
+	if ref := replayed(state, env); ref != nil {
+		// ACS §10.3: a request id or nonce seen before in the session is
+		// refused -32005 and changes nothing.
+		out.Refusal = ref
+		out.Response = refusalResponse(known{id: env.req.ID, method: env.req.Method, requestID: env.req.Params.RequestID}, ref)
 		g.seal(&out, env.signedWith, route.SessionID)
 		return out
 	}
@@ -153,6 +161,7 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		env.provenance = []acs.Provenance{}
 	}
 	applied := state.Apply(env.step)
+	state.RememberNonce(env.req.Params.Nonce)
 	// The entry goes on the chain before the decision, as the Go reference
 	// does, so denied steps are on the chain too.
 	if err := appendEntry(state, env); err != nil {
@@ -201,19 +210,36 @@ func appendEntry(s *turnstate.Session, env *envelope) error {
 	return nil
 }
 
-// seal signs the response with the session key of keyID (the request's
-// verified key, else the keyring's default) and adds the receipt.
+// replayed refuses an envelope whose request id or nonce the session has
+// seen (nil state: a new session has seen nothing).
+func replayed(state *turnstate.Session, env *envelope) *acs.Error {
+	switch p := &env.req.Params; {
+	case state == nil:
+		return nil
+	case state.Replayed(p.RequestID):
+		return &acs.Error{Code: acs.CodeReplayDetected, Reason: acs.ReasonReplayed,
+			Message: fmt.Sprintf("request_id %s was already received in this session", p.RequestID)}
+	case state.NonceSeen(p.Nonce):
+		return &acs.Error{Code: acs.CodeReplayDetected, Reason: acs.ReasonNonceReplayed,
+			Message: fmt.Sprintf("nonce %q was already used in this session", p.Nonce)}
+	}
+	return nil
+}
+
+// seal signs the response with the session key of keyID — the key the
+// request named when the keyring has it, verified or not, so that a
+// multi-key deployment can verify its refusals too; else the keyring's
+// default — and adds the receipt.
 func (g *Guardian) seal(out *Outcome, keyID, sessionID string) {
 	r := out.Response
 	if r == nil || g.cfg.Unsigned {
 		return
 	}
-	if kr := g.cfg.Keys; kr != nil && sessionID != "" {
-		if keyID == "" {
-			keyID = kr.Default
+	if kr := g.cfg.Keys; kr != nil {
+		if keyID = kr.ResponseKey(keyID, sessionID); keyID != "" {
+			// Signing only fails on an unknown key, which keyID cannot be.
+			_ = kr.SignResponse(r, keyID, sessionID)
 		}
-		// Signing only fails on an unknown key, which keyID cannot be.
-		_ = kr.SignResponse(r, keyID, sessionID)
 	}
 	if g.cfg.Receipts != nil {
 		out.Receipt, _ = g.cfg.Receipts.Sign(r)

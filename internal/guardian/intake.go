@@ -40,6 +40,9 @@ type known struct {
 	method    string
 	requestID string
 	turnID    string
+	// keyID is the key_id the request's signature names, verified or not:
+	// the refusal is signed with it when the keyring has it.
+	keyID string
 }
 
 // intake parses and validates one inbound message. On failure it returns the
@@ -61,6 +64,11 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 			Message: fmt.Sprintf("a request envelope is a JSON object, not %s", jsonKind(doc))}
 	}
 	k = readKnown(obj)
+	if k.method != "" && !acs.Defined(k.method) {
+		// Before the envelope schema, whose method pattern would call this
+		// an invalid request: ACS §17 answers an undefined method -32601.
+		return nil, k, acs.MethodError(k.method)
+	}
 	if err := g.validator.ValidateRequest(doc); err != nil {
 		return nil, k, asRefusal(err)
 	}
@@ -73,13 +81,15 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, &acs.Error{Code: acs.CodeUnsupportedVersion, Reason: acs.ReasonVersion, SupportedVersions: []string{acs.Version},
 			Message: fmt.Sprintf("acs_version %s does not share a major version with %s", e.req.Params.ACSVersion, acs.Version)}
 	}
-	if ref := g.checkSignature(obj, &e, msg); ref != nil {
+	if ref := g.checkSignature(obj, &e); ref != nil {
+		return nil, k, ref
+	}
+	if ref := acs.MethodError(e.req.Method); ref != nil {
 		return nil, k, ref
 	}
 	e.spec = acs.LookupMethod(e.req.Method)
-	if e.spec == nil {
-		return nil, k, &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonUnknownMethod,
-			Message: fmt.Sprintf("method %s is not evaluated by this Guardian", e.req.Method)}
+	if ref := g.checkSkew(&e, msg); ref != nil {
+		return nil, k, ref
 	}
 	e.payload = obj["params"].(map[string]any)["payload"]
 	if e.requestHash, err = acs.RequestHashOf(obj["params"], json.RawMessage(rawParams)); err != nil {
@@ -101,41 +111,51 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 	return &e, k, nil
 }
 
-// checkSignature verifies a request's signature when keys are configured,
-// refuses an unsigned request when signatures are required, and refuses a
-// signed request whose timestamp is outside the skew window around the
-// stream's receive time (ACS §10, §12). system/ping needs no signature.
-func (g *Guardian) checkSignature(doc map[string]any, e *envelope, msg Message) *acs.Error {
+// checkSignature verifies a request's signature when keys are configured
+// and refuses an unsigned request when signatures are required (ACS §10).
+// system/ping needs no signature.
+func (g *Guardian) checkSignature(doc map[string]any, e *envelope) *acs.Error {
 	sig := e.req.Params.Signature
 	kr := g.cfg.Keys
+	sid := e.req.Params.Metadata.SessionID
 	switch {
 	case e.req.Method == "system/ping":
 		return nil
 	case sig == nil && g.cfg.RequireSignatures:
 		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: "this Guardian requires signed requests; params.signature is missing"}
 	case sig == nil || kr == nil:
-		// Unsigned, or nothing to verify with: the envelope is taken as is
-		// and its timestamp, unauthenticated, proves nothing.
+		// Unsigned, or nothing to verify with: the envelope is taken as is.
 		return nil
-	case !kr.Has(sig.KeyID):
+	case !kr.Has(sig.KeyID, sid):
 		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: fmt.Sprintf("unknown key_id %q", sig.KeyID)}
 	}
 	input, err := acs.SigningInput(doc)
 	if err == nil {
-		err = kr.Verify(sig, e.req.Params.Metadata.SessionID, input)
+		err = kr.Verify(sig, sid, input)
 	}
 	if err != nil {
 		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: err.Error()}
 	}
 	e.signedWith = sig.KeyID
-	if w := g.cfg.SkewWindow; w > 0 && !msg.Time.IsZero() {
-		ts, err := time.Parse(time.RFC3339Nano, e.req.Params.Timestamp)
-		if err != nil || ts.Sub(msg.Time).Abs() > w {
-			return &acs.Error{Code: acs.CodeTimestampOutOfWindow, Reason: acs.ReasonSkew, SkewWindowMS: w.Milliseconds(),
-				Message: fmt.Sprintf("timestamp %s is more than %s from the time turnguard received the envelope (%s)", e.req.Params.Timestamp, w, msg.Time.UTC().Format(time.RFC3339Nano))}
-		}
-	}
 	return nil
+}
+
+// checkSkew refuses a request whose timestamp is further than the skew
+// window from the time the stream received it (ACS §10.3: a Guardian MUST,
+// signed or not). The stream's time, not the clock, so that a replay
+// decides the same; a message without one (a unit test) is not checked.
+// system/ping carries no state and is exempt, as in the Go reference.
+func (g *Guardian) checkSkew(e *envelope, msg Message) *acs.Error {
+	w := g.cfg.SkewWindow
+	if w <= 0 || msg.Time.IsZero() || e.spec.Scope == acs.Liveness {
+		return nil
+	}
+	ts, err := time.Parse(time.RFC3339Nano, e.req.Params.Timestamp)
+	if err == nil && ts.Sub(msg.Time).Abs() <= w {
+		return nil
+	}
+	return &acs.Error{Code: acs.CodeTimestampOutOfWindow, Reason: acs.ReasonSkew, SkewWindowMS: w.Milliseconds(),
+		Message: fmt.Sprintf("timestamp %s is more than %s from the time turnguard received the envelope (%s)", e.req.Params.Timestamp, w, msg.Time.UTC().Format(time.RFC3339Nano))}
 }
 
 // requestFrom reads the typed envelope out of its validated decoded form,
@@ -309,6 +329,9 @@ func readKnown(obj map[string]any) known {
 	}
 	if md, ok := params["metadata"].(map[string]any); ok {
 		k.turnID, _ = md["turn_id"].(string)
+	}
+	if sig, ok := params["signature"].(map[string]any); ok {
+		k.keyID, _ = sig["key_id"].(string)
 	}
 	return k
 }

@@ -18,7 +18,7 @@ import (
 
 func testKeyring(t *testing.T) *acs.Keyring {
 	t.Helper()
-	kr, err := acs.NewKeyring(map[string][]byte{"k1": bytes.Repeat([]byte{7}, 32), "k2": bytes.Repeat([]byte{9}, 32)}, "k1")
+	kr, err := acs.NewKeyring(map[string][]byte{"k1": bytes.Repeat([]byte{7}, 32), "k2": bytes.Repeat([]byte{9}, 32)}, "k1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,9 @@ func TestSignaturesAndSkew(t *testing.T) {
 		{"tampered after signing", guardian.Config{Keys: kr}, bytes.Replace(sign(t, kr, "k1", plain), []byte(`"agent_id":"a"`), []byte(`"agent_id":"b"`), 1), acs.CodeSignatureInvalid, "k1"},
 		{"signed, timestamp inside the skew window", guardian.Config{Keys: kr, SkewWindow: time.Minute}, sign(t, kr, "k1", plain), 0, "k1"},
 		{"signed, timestamp outside the skew window", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, sign(t, kr, "k1", plain), acs.CodeTimestampOutOfWindow, "k1"},
+		{"signed with k2, outside the skew window: refused with k2", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, sign(t, kr, "k2", plain), acs.CodeTimestampOutOfWindow, "k2"},
+		{"unsigned, timestamp outside the skew window (ACS §10.3: signed or not)", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, plain, acs.CodeTimestampOutOfWindow, "k1"},
+		{"no keys, unsigned, timestamp outside the skew window", guardian.Config{SkewWindow: 10 * time.Second}, plain, acs.CodeTimestampOutOfWindow, ""},
 		{"no keys: a signature cannot be checked and is not", guardian.Config{}, sign(t, kr, "k1", plain), 0, ""},
 	}
 	for _, tc := range tests {
@@ -153,7 +156,7 @@ func TestSignaturesAndSkew(t *testing.T) {
 				t.Fatalf("error data %+v lacks skew_window_ms", out.Response.Error.Data)
 			}
 			if tc.signedBy == "" {
-				if out.Response.Result.Signature != nil {
+				if out.Response.Sig() != nil {
 					t.Fatal("signed without keys")
 				}
 				return
@@ -208,5 +211,133 @@ func TestUnsignedDecidesTheSame(t *testing.T) {
 		if string(a) != string(b) {
 			t.Fatalf("responses differ beyond the signature:\n%s\n%s", a, b)
 		}
+	}
+}
+
+// TestRefusalsAnswerWithTheRequestsKey: a refusal of a signed request —
+// here a payload that fails its schema — is signed with the key the
+// request named, not the default, so that a deployment with several keys
+// can verify it.
+func TestRefusalsAnswerWithTheRequestsKey(t *testing.T) {
+	kr := testKeyring(t)
+	g := guardian.New(newValidator(t), guardian.Config{Keys: kr})
+	bad := sign(t, kr, "k2", envelope("steps/userMessage", `{"content":"not a list"}`))
+	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: bad, Seq: 1})
+	if out.Refusal == nil || out.Refusal.Reason != acs.ReasonPayloadInvalid {
+		t.Fatalf("want a payload refusal, got %+v", out.Refusal)
+	}
+	if sig := verifyResponse(t, kr, testSession, out.Response); sig.KeyID != "k2" {
+		t.Fatalf("refusal signed with %s, want k2", sig.KeyID)
+	}
+}
+
+// TestSessionIDAsKeyID: with a session_key, a request whose key_id is its
+// own session id (the ACS TypeScript host's and the wire probes'
+// convention) verifies with the one deployment secret, and its answer is
+// signed the same way; another session's id as key_id does not verify.
+func TestSessionIDAsKeyID(t *testing.T) {
+	kr, err := acs.NewKeyring(nil, "", bytes.Repeat([]byte{5}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guardian.New(newValidator(t), guardian.Config{Keys: kr, RequireSignatures: true})
+	plain := envelope("steps/sessionStart", `{}`)
+	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: sign(t, kr, testSession, plain), Seq: 1})
+	if out.Refusal != nil {
+		t.Fatalf("refused: %v", out.Refusal)
+	}
+	if sig := verifyResponse(t, kr, testSession, out.Response); sig.KeyID != testSession {
+		t.Fatalf("answered with key %s, want the session id", sig.KeyID)
+	}
+	other := bytes.Replace(sign(t, kr, testSession, plain), []byte(`"key_id":"`+testSession+`"`), []byte(`"key_id":"00000000-0000-4000-8000-000000000999"`), 1)
+	if out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: other, Seq: 2}); out.Refusal == nil || out.Refusal.Code != acs.CodeSignatureInvalid {
+		t.Fatalf("another session's id as key_id: %+v", out.Refusal)
+	}
+}
+
+// TestReplayAndMethodCodes pins the ACS §17 codes the core answers with:
+// a request id or a nonce seen before in the session is -32005 and changes
+// nothing; a method ACS does not define is -32601, one it defines that
+// turnguard does not evaluate -32003.
+func TestReplayAndMethodCodes(t *testing.T) {
+	g := guardian.New(newValidator(t), guardian.Config{})
+	rs := defaultRules(t)
+	withNonce := func(data []byte, requestID, nonce string) []byte {
+		var doc map[string]any
+		_ = json.Unmarshal(data, &doc)
+		p := doc["params"].(map[string]any)
+		p["request_id"], p["nonce"] = requestID, nonce
+		out, _ := json.Marshal(doc)
+		return out
+	}
+	first := withNonce(envelope("steps/sessionStart", `{}`), "00000000-0000-4000-8000-000000000001", "nonce-0123456789abcdef")
+	out := g.Decide(rs, nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: first, Seq: 1})
+	if out.Refusal != nil || out.State == nil {
+		t.Fatalf("first: %+v", out.Refusal)
+	}
+	state := out.State
+	tests := []struct {
+		name   string
+		method string
+		data   []byte
+		code   acs.Code
+		reason string
+	}{
+		{"the same request id", "steps/sessionStart", first, acs.CodeReplayDetected, acs.ReasonReplayed},
+		{"the same nonce, another request id", "steps/sessionStart", withNonce(first, "00000000-0000-4000-8000-000000000002", "nonce-0123456789abcdef"), acs.CodeReplayDetected, acs.ReasonNonceReplayed},
+		{"an undefined method", "steps/teleport", envelope("steps/teleport", `{}`), acs.CodeMethodNotFound, acs.ReasonMethodNotFound},
+		{"a method outside ACS's namespaces", "foo/bar", envelope("foo/bar", `{}`), acs.CodeMethodNotFound, acs.ReasonMethodNotFound},
+		{"a wrapped MCP method", "protocols/MCP/tools/call", envelope("protocols/MCP/tools/call", `{}`), acs.CodeCapabilityNotNegotiated, acs.ReasonUnknownMethod},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := state.Clone()
+			out := g.Decide(rs, state, nil, routeFor(tc.method), guardian.Message{Data: tc.data, Seq: uint64(10 + i)})
+			if out.Refusal == nil || out.Refusal.Code != tc.code || out.Refusal.Reason != tc.reason || out.Response.Error == nil || out.Response.Error.Code != int(tc.code) {
+				t.Fatalf("want %d %s, got %+v / %+v", tc.code, tc.reason, out.Refusal, out.Response)
+			}
+			if out.State != nil || state.Envelopes != before.Envelopes || state.ChainLength != before.ChainLength {
+				t.Fatal("a refusal changed the session")
+			}
+		})
+	}
+}
+
+// TestRequestHashCoversTheSignature: a signed request's ContextEntry hashes
+// its params as received, params.signature included, as the ACS Go
+// reference (chain.RequestHash of the raw params) and the ACS adapters'
+// conformance test do, so chains recomputed on either side agree.
+func TestRequestHashCoversTheSignature(t *testing.T) {
+	kr := testKeyring(t)
+	g := guardian.New(newValidator(t), guardian.Config{Keys: kr})
+	data := sign(t, kr, "k1", envelope("steps/sessionStart", `{}`))
+	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
+	if out.Refusal != nil {
+		t.Fatal(out.Refusal)
+	}
+	var env struct {
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(data, &env)
+	var p acs.Params
+	_ = json.Unmarshal(env.Params, &p)
+	head := func(params []byte) string {
+		rh, err := acs.RequestHash(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := acs.EntryHash(acs.ContextEntry{EntryID: "1", StepID: p.RequestID, StepType: "steps/sessionStart", RequestHash: rh,
+			Timestamp: p.Timestamp, ProvenanceSummary: acs.Summarize(nil)}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	var unsigned map[string]any
+	_ = json.Unmarshal(env.Params, &unsigned)
+	delete(unsigned, "signature")
+	withoutSig, _ := json.Marshal(unsigned)
+	if got := out.Response.Result.ChainHash; got != head(env.Params) || got == head(withoutSig) {
+		t.Fatalf("chain_hash %s; over the signed params %s, without the signature %s", got, head(env.Params), head(withoutSig))
 	}
 }

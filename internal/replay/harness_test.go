@@ -42,7 +42,7 @@ type recorder struct {
 // testKeys are the HMAC keyring and the receipt key of every recording.
 func testKeys(t testing.TB) (*acs.Keyring, *receipt.Signer) {
 	t.Helper()
-	kr, err := acs.NewKeyring(map[string][]byte{"k1": []byte("0123456789abcdef0123456789abcdef")}, "k1")
+	kr, err := acs.NewKeyring(map[string][]byte{"k1": []byte("0123456789abcdef0123456789abcdef")}, "k1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
