@@ -4,9 +4,11 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -140,7 +142,7 @@ func (r *fenceTest) decisions(t *testing.T) map[uint64]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq, _ := strconv.ParseUint(m.Headers().Get(HdrStreamSeq), 10, 64)
+		seq, _ := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
 		if _, twice := out[seq]; twice {
 			t.Errorf("seq %d decided twice", seq)
 		}
@@ -241,5 +243,60 @@ func TestLargeOutboxIsSplit(t *testing.T) {
 	}
 	if got := r.decisions(t); len(got) != refused+1 {
 		t.Errorf("%d decisions, want %d", len(got), refused+1)
+	}
+}
+
+// TestPublishedOutboxIsNotRepeated: every state keeps the outbox of its last
+// write, so a worker loading a session after a clean stop finds one that
+// already went out. It must not publish it again: the streams would drop
+// the copies, but plain subscribers of the decision subjects — a waiting
+// caller among them — would see each decision twice.
+func TestPublishedOutboxIsNotRepeated(t *testing.T) {
+	ctx := context.Background()
+	r := fenceRig(t)
+	last := len(r.ins) - 1
+	if err := r.a.process(ctx, r.ins[:last]); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	var mu sync.Mutex
+	sub, err := r.p.js.Conn().Subscribe(acs.DecisionsPrefix+".>", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[m.Header.Get(acs.HdrStreamSeq)]++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := r.p.js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Another worker, with nothing cached, takes the session's next
+	// envelope: it loads the state and its published outbox.
+	if err := r.b.process(ctx, r.ins[last:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.p.js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.FormatUint(r.ins[last].msg.Seq, 10)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := seen[want]
+		mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[want] != 1 {
+		t.Errorf("decisions seen by a subscriber, by inbound sequence: %v; want only %s, once", seen, want)
+	}
+	if n := r.p.Stats().Republished.Load(); n != 0 {
+		t.Errorf("republished %d publications of an outbox that had gone out", n)
 	}
 }

@@ -126,8 +126,7 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 		log:       p.log.With().Str("consumer", consumer).Logger(),
 		batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: p.cfg.ReceiptKeyID,
-		dedupWindow: p.cfg.Topology.DecisionDedupWindow,
-		kick:        make(chan struct{}, 1),
+		kick: make(chan struct{}, 1),
 	}
 }
 

@@ -98,8 +98,6 @@ type worker struct {
 	// kick asks the worker to recover from the ack floor (a dead
 	// instance's pin was released).
 	kick chan struct{}
-	// dedupWindow is the decision and alert streams' duplicate window.
-	dedupWindow time.Duration
 	// receiptKey names the key receipts are signed with.
 	receiptKey string
 	// lastConsumerSeq is the consumer sequence of the last delivery seen;
@@ -567,20 +565,22 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		if out.Refusal != nil {
 			p.out = append(p.out, w.deadLetter(in, out))
 		}
-		if out.Response != nil {
-			m, err := w.decisionMsg(in, out)
-			if err != nil {
-				return err
-			}
-			p.out = append(p.out, m)
-		}
-		// Alerts follow their decision.
+		// Alerts go out before their decision, so that a session's
+		// publications end with a decision: finding that decision stored
+		// tells a later load that the whole outbox went out (flushOutbox).
 		for _, a := range out.Alerts {
 			am, err := alertMsg(a, in.msg.Seq)
 			if err != nil {
 				return err
 			}
 			p.out = append(p.out, am)
+		}
+		if out.Response != nil {
+			m, err := w.decisionMsg(in, out)
+			if err != nil {
+				return err
+			}
+			p.out = append(p.out, m)
 		}
 	}
 	// Agents are shared across partitions, so their counts are made
@@ -717,20 +717,24 @@ func (w *worker) session(ctx context.Context, key string) (cached[turnstate.Sess
 	return c, nil
 }
 
-// flushOutbox publishes an outbox found with a state. Within the duplicate
-// window the streams drop whatever had already gone out; beyond it, the
-// session's newest decision tells whether the outbox went out (publications
-// leave in order on one connection).
+// flushOutbox publishes an outbox found with a state, unless it already
+// went out. Every state keeps the outbox of its last write, so this runs for
+// every session loaded after a restart; the streams' duplicate windows would
+// drop a second copy, but plain subscribers of the subjects would still see
+// it, and a waiting caller could take an old decision for a new one. So the
+// session's newest stored decision decides: publications leave in order on
+// one connection and a session's outbox ends with a decision, so the outbox's
+// last decision being stored means the outbox went out. After a clean stop
+// nothing is published again; after a crash, at most the outbox of the
+// session's last batch, whose decisions had not all been stored.
 func (w *worker) flushOutbox(ctx context.Context, out *turnstate.Outbox) error {
 	msgs := make([]*nats.Msg, len(out.Msgs))
 	for i, p := range out.Msgs {
 		msgs[i] = &nats.Msg{Subject: p.Subject, Header: p.Header, Data: p.Data}
 	}
-	if time.Since(out.Written) > w.dedupWindow*3/4 {
-		done, err := w.outboxPublished(ctx, msgs)
-		if err != nil || done {
-			return err
-		}
+	done, err := w.outboxPublished(ctx, msgs)
+	if err != nil || done {
+		return err
 	}
 	w.stats.Republished.Add(uint64(len(msgs)))
 	return w.publishAll(ctx, msgs)
@@ -744,7 +748,7 @@ func (w *worker) outboxPublished(ctx context.Context, msgs []*nats.Msg) (bool, e
 		if !strings.HasPrefix(m.Subject, acs.DecisionsPrefix+".") {
 			continue
 		}
-		seq, _ := strconv.ParseUint(m.Header.Get(HdrStreamSeq), 10, 64)
+		seq, _ := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
 		last, err := w.decisions.GetLastMsgForSubject(ctx, m.Subject)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return false, nil
@@ -752,7 +756,7 @@ func (w *worker) outboxPublished(ctx context.Context, msgs []*nats.Msg) (bool, e
 		if err != nil {
 			return false, fmt.Errorf("look up the last decision on %s: %w", m.Subject, err)
 		}
-		lastSeq, err := strconv.ParseUint(last.Header.Get(HdrStreamSeq), 10, 64)
+		lastSeq, err := strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
 		return err == nil && lastSeq >= seq, nil
 	}
 	return false, nil
@@ -848,26 +852,26 @@ func (w *worker) decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, erro
 	m := nats.NewMsg(acs.DecisionSubject(in.route.Tenant, in.route.SessionID))
 	m.Data = data
 	if out.Receipt != "" {
-		m.Header.Set(HdrReceiptKey, w.receiptKey)
+		m.Header.Set(acs.HdrReceiptKey, w.receiptKey)
 	}
-	m.Header.Set(HdrMsgID, DecisionMsgID(out.RequestID, in.msg.Seq))
-	m.Header.Set(HdrStreamSeq, strconv.FormatUint(in.msg.Seq, 10))
-	m.Header.Set(HdrHook, in.route.Hook)
-	setIf(m.Header, HdrRequestID, out.RequestID)
-	setIf(m.Header, HdrMethod, out.Method)
-	setIf(m.Header, HdrTurnID, out.TurnID)
+	m.Header.Set(acs.HdrMsgID, DecisionMsgID(out.RequestID, in.msg.Seq))
+	m.Header.Set(acs.HdrStreamSeq, strconv.FormatUint(in.msg.Seq, 10))
+	m.Header.Set(acs.HdrHook, in.route.Hook)
+	setIf(m.Header, acs.HdrRequestID, out.RequestID)
+	setIf(m.Header, acs.HdrMethod, out.Method)
+	setIf(m.Header, acs.HdrTurnID, out.TurnID)
 	// The publisher's Nats-Msg-Id (its request id) correlates refusals
 	// whose body named no readable request id.
-	setIf(m.Header, HdrOriginalMsgID, in.header.Get(HdrMsgID))
-	setIf(m.Header, HdrReceipt, out.Receipt)
+	setIf(m.Header, acs.HdrOriginalMsgID, in.header.Get(acs.HdrMsgID))
+	setIf(m.Header, acs.HdrReceipt, out.Receipt)
 	if r := out.Response.Result; r != nil {
-		m.Header.Set(HdrDecision, string(r.Decision))
+		m.Header.Set(acs.HdrDecision, string(r.Decision))
 	} else {
-		m.Header.Set(HdrDecision, "error")
+		m.Header.Set(acs.HdrDecision, "error")
 	}
 	if out.Refusal != nil {
-		m.Header.Set(HdrErrorCode, strconv.Itoa(int(out.Refusal.Code)))
-		m.Header.Set(HdrErrorReason, out.Refusal.Reason)
+		m.Header.Set(acs.HdrErrorCode, strconv.Itoa(int(out.Refusal.Code)))
+		m.Header.Set(acs.HdrErrorReason, out.Refusal.Reason)
 	}
 	return m, nil
 }
@@ -879,9 +883,9 @@ func alertMsg(a guardian.Alert, seq uint64) (*nats.Msg, error) {
 	}
 	m := nats.NewMsg(a.Subject)
 	m.Data = data
-	m.Header.Set(HdrMsgID, a.MsgID)
-	m.Header.Set(HdrRuleID, a.RuleID)
-	m.Header.Set(HdrStreamSeq, strconv.FormatUint(seq, 10))
+	m.Header.Set(acs.HdrMsgID, a.MsgID)
+	m.Header.Set(acs.HdrRuleID, a.RuleID)
+	m.Header.Set(acs.HdrStreamSeq, strconv.FormatUint(seq, 10))
 	return m, nil
 }
 
@@ -894,22 +898,22 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 		Int("code", int(ref.Code)).Str("reason", ref.Reason).Str("error", ref.Message).Msg("dead-lettered")
 	m := nats.NewMsg(acs.DLQSubject(acs.TenantOf(in.msg.Subject)))
 	m.Data = in.msg.Data
-	m.Header.Set(HdrMsgID, "dlq:"+strconv.FormatUint(in.msg.Seq, 10))
-	m.Header.Set(HdrErrorCode, strconv.Itoa(int(ref.Code)))
-	m.Header.Set(HdrErrorName, ref.Code.String())
-	m.Header.Set(HdrErrorReason, ref.Reason)
-	m.Header.Set(HdrErrorMessage, headerValue(ref.Error()))
-	m.Header.Set(HdrOriginalSubj, acs.InboundOf(in.msg.Subject))
-	m.Header.Set(HdrOriginalSeq, strconv.FormatUint(in.msg.Seq, 10))
-	m.Header.Set(HdrOriginalStream, HooksStream)
-	setIf(m.Header, HdrOriginalMsgID, in.header.Get(HdrMsgID))
-	setIf(m.Header, HdrRequestID, out.RequestID)
+	m.Header.Set(acs.HdrMsgID, "dlq:"+strconv.FormatUint(in.msg.Seq, 10))
+	m.Header.Set(acs.HdrErrorCode, strconv.Itoa(int(ref.Code)))
+	m.Header.Set(acs.HdrErrorName, ref.Code.String())
+	m.Header.Set(acs.HdrErrorReason, ref.Reason)
+	m.Header.Set(acs.HdrErrorMessage, headerValue(ref.Error()))
+	m.Header.Set(acs.HdrOriginalSubj, acs.InboundOf(in.msg.Subject))
+	m.Header.Set(acs.HdrOriginalSeq, strconv.FormatUint(in.msg.Seq, 10))
+	m.Header.Set(acs.HdrOriginalStream, HooksStream)
+	setIf(m.Header, acs.HdrOriginalMsgID, in.header.Get(acs.HdrMsgID))
+	setIf(m.Header, acs.HdrRequestID, out.RequestID)
 	// A server whose max_payload is not above ACS_HOOKS' message limit
 	// cannot take a near-limit message plus headers. The original stays in
 	// ACS_HOOKS at its sequence; the dead letter says so rather than block
 	// the partition on a publish that can never succeed.
 	if limit := w.js.Conn().MaxPayload(); limit > 0 && int64(len(m.Data)+headerSize(m.Header)) > limit {
-		m.Header.Set(HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, HooksStream, in.msg.Seq))
+		m.Header.Set(acs.HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, HooksStream, in.msg.Seq))
 		m.Data = nil
 	}
 	return m

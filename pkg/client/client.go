@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,9 @@ type Decision struct {
 	// Receipt its Ed25519 receipt (when the processor issues receipts).
 	Response json.RawMessage
 	Receipt  string
+	// ReceiptKey names the key of Receipt (the processor's GET
+	// /receipt-key).
+	ReceiptKey string
 	// FromPosture is set when no decision arrived in time: Decision is the
 	// posture's and Failure says why.
 	FromPosture bool
@@ -184,24 +188,35 @@ func (c *Client) Decide(ctx context.Context, envelope []byte) (*Decision, error)
 	if err != nil {
 		return c.posture(requestID, fmt.Errorf("publish: %w", err)), nil
 	}
+	// The answer is the decision of the message this call stored: the one
+	// carrying its stream sequence. Any other message on the subject with
+	// the same request id — an earlier copy of the request, decided before,
+	// or a decision published again after a crash — is not this call's.
+	seq := strconv.FormatUint(ack.Sequence, 10)
 	if ack.Duplicate {
-		// The stream had this request id already (a retry): its decision
-		// may have been published before this call subscribed.
-		if m, err := c.lookup(ctx, decisions, requestID); err == nil && m != nil {
-			return decision(m.Data(), m.Headers().Get("Acs-Receipt"), requestID, true)
+		// The stream had this request id already (a retry) and ack.Sequence
+		// is the stored copy's: its decision may have been published before
+		// this call subscribed.
+		if m, err := c.lookup(ctx, decisions, seq); err == nil && m != nil {
+			return decision(m.Data(), m.Headers(), requestID, true)
 		}
 	}
-	select {
-	case m := <-wait:
-		return decision(m.Data, m.Header.Get("Acs-Receipt"), requestID, ack.Duplicate)
-	case <-ctx.Done():
-		err := ctx.Err()
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = ErrTimeout
+	for {
+		select {
+		case m := <-wait:
+			if m.Header.Get(acs.HdrStreamSeq) != seq {
+				continue
+			}
+			return decision(m.Data, m.Header, requestID, ack.Duplicate)
+		case <-ctx.Done():
+			err := ctx.Err()
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = ErrTimeout
+			}
+			d := c.posture(requestID, err)
+			d.Replayed = ack.Duplicate
+			return d, nil
 		}
-		d := c.posture(requestID, err)
-		d.Replayed = ack.Duplicate
-		return d, nil
 	}
 }
 
@@ -230,7 +245,9 @@ func (c *Client) await(subject, requestID string) (<-chan *nats.Msg, func(), err
 		s.linger.Stop()
 		s.linger = nil
 	}
-	ch := make(chan *nats.Msg, 1)
+	// Room for a few messages naming this request id: the call picks its
+	// own by stream sequence once the publish is acknowledged.
+	ch := make(chan *nats.Msg, waiterBuffer)
 	s.waiters[requestID] = ch
 	s.refs++
 	release := func() {
@@ -291,10 +308,10 @@ func (c *Client) OpenSubscriptions() int {
 // for a refusal whose body named no readable request id, the request id in
 // the Nats-Msg-Id the envelope was published with.
 func requestOf(h nats.Header) string {
-	if id := h.Get("Acs-Request-Id"); id != "" {
+	if id := h.Get(acs.HdrRequestID); id != "" {
 		return id
 	}
-	_, id, _ := strings.Cut(h.Get("Acs-Original-Msg-Id"), ":")
+	_, id, _ := strings.Cut(h.Get(acs.HdrOriginalMsgID), ":")
 	return id
 }
 
@@ -312,8 +329,14 @@ func (c *Client) deliver(subject string, m *nats.Msg) {
 	}
 }
 
-// lookup finds a decision already in the decisions stream.
-func (c *Client) lookup(ctx context.Context, subject, requestID string) (jetstream.Msg, error) {
+// waiterBuffer is how many messages naming one request id a waiting call
+// holds before it knows its stream sequence; more are dropped (the stream
+// keeps them), and the call then answers from its posture.
+const waiterBuffer = 8
+
+// lookup finds the decision of the envelope stored at stream sequence seq
+// in the decisions stream.
+func (c *Client) lookup(ctx context.Context, subject, seq string) (jetstream.Msg, error) {
 	cons, err := c.js.OrderedConsumer(ctx, c.opt.DecisionsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	if err != nil {
 		return nil, err
@@ -323,7 +346,7 @@ func (c *Client) lookup(ctx context.Context, subject, requestID string) (jetstre
 		if err != nil {
 			return nil, err
 		}
-		if requestOf(m.Headers()) == requestID {
+		if m.Headers().Get(acs.HdrStreamSeq) == seq {
 			return m, nil
 		}
 		if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
@@ -340,7 +363,7 @@ func (c *Client) posture(requestID string, why error) *Decision {
 	return d
 }
 
-func decision(raw []byte, rcpt, requestID string, replayed bool) (*Decision, error) {
+func decision(raw []byte, h nats.Header, requestID string, replayed bool) (*Decision, error) {
 	var r struct {
 		Result *struct {
 			RequestID   string   `json:"request_id"`
@@ -353,7 +376,7 @@ func decision(raw []byte, rcpt, requestID string, replayed bool) (*Decision, err
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("decision for %s is not JSON: %w", requestID, err)
 	}
-	d := &Decision{RequestID: requestID, Response: raw, Receipt: rcpt, Error: r.Error, Replayed: replayed}
+	d := &Decision{RequestID: requestID, Response: raw, Receipt: h.Get(acs.HdrReceipt), ReceiptKey: h.Get(acs.HdrReceiptKey), Error: r.Error, Replayed: replayed}
 	if r.Result != nil {
 		d.Decision, d.Reasoning, d.ReasonCodes = r.Result.Decision, r.Result.Reasoning, r.Result.ReasonCodes
 	}

@@ -2,8 +2,10 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,9 +13,11 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
@@ -199,5 +203,72 @@ func TestMalformedEnvelopeIsAnError(t *testing.T) {
 	}
 	if _, err := client.New(natstest.Connect(t, srv), client.Options{Posture: "maybe"}); err == nil {
 		t.Error("an unknown posture was accepted")
+	}
+}
+
+// TestOnlyItsOwnDecision: a decision naming the call's request id but
+// another stream sequence — an earlier copy of the request, decided before,
+// or a decision published again after a crash — is not the call's answer;
+// the decision of the message the call stored is. The test plays the
+// processor: it reads the stored envelope's sequence and answers with a
+// stale allow first, then the real deny.
+func TestOnlyItsOwnDecision(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := stream.DefaultTopology()
+	topo.Partitions = 1
+	if err := stream.Ensure(context.Background(), js, topo); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, natstest.Connect(t, srv), client.Options{Timeout: 10 * time.Second})
+	e := examples.Session("")[0]
+	var env struct {
+		Params struct {
+			RequestID string `json:"request_id"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(e.Data, &env); err != nil {
+		t.Fatal(err)
+	}
+	requestID := env.Params.RequestID
+	type result struct {
+		d   *client.Decision
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := c.Decide(context.Background(), e.Data)
+		done <- result{d, err}
+	}()
+	hooks, err := js.Stream(context.Background(), stream.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq uint64
+	for deadline := time.Now().Add(10 * time.Second); seq == 0; {
+		if info, err := hooks.Info(context.Background()); err == nil && info.State.Msgs == 1 {
+			seq = info.State.LastSeq
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the envelope was not stored: %v", err)
+		}
+	}
+	answer := func(decision string, seq uint64) {
+		m := nats.NewMsg(acs.DecisionSubject("default", examples.SessionID))
+		m.Header.Set(acs.HdrRequestID, requestID)
+		m.Header.Set(acs.HdrStreamSeq, strconv.FormatUint(seq, 10))
+		m.Data = []byte(`{"jsonrpc":"2.0","id":"x","result":{"type":"final","acs_version":"0.1.0","request_id":"` + requestID + `","decision":"` + decision + `","reasoning":"r"}}`)
+		if err := nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer("allow", seq+1000)
+	answer("deny", seq)
+	r := <-done
+	if r.err != nil || r.d.Decision != "deny" || r.d.FromPosture {
+		t.Fatalf("decision %+v, %v; want the deny answering sequence %d", r.d, r.err, seq)
 	}
 }
