@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/logging"
 	"github.com/turnguard/turnguard/internal/stream"
 	rulepack "github.com/turnguard/turnguard/rules"
@@ -21,6 +22,7 @@ type config struct {
 	httpTenant        string
 	decisionTimeout   time.Duration
 	onDecisionFailure string
+	handshake         gateway.HandshakePolicy
 	receiptKey        string
 	natsURL           string
 	natsCreds         string
@@ -53,8 +55,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Var((*cliflag.List)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve the ACS JSON-RPC endpoint (POST /acs) on this address, e.g. 127.0.0.1:8787")
 	fs.StringVar(&c.httpTenant, "http-tenant", "default", "tenant of the envelopes received over HTTP")
-	fs.DurationVar(&c.decisionTimeout, "decision-timeout", 5*time.Second, "how long an HTTP call waits for its decision (advertised as timeout_config.default_ms)")
+	fs.DurationVar(&c.decisionTimeout, "decision-timeout", 5*time.Second, "how long an HTTP call waits for its decision (the ServerHello's timeout_config.default_ms is one second more)")
 	fs.StringVar(&c.onDecisionFailure, "on-decision-failure", "deny", "posture advertised in the ServerHello: deny (fail closed) or proceed")
+	handshake := string(gateway.HandshakeRequired)
+	fs.StringVar(&handshake, "handshake", handshake, "HTTP steps need a handshake/hello first (required, ACS §4) or not (optional, for clients that cannot send one)")
 	c.core.Register(fs)
 	fs.StringVar(&c.receiptKey, "receipt-key", "", "Ed25519 key (PEM) signing every decision as a receipt; default <data-dir>/receipt-key.pem, created on first start; \"none\" turns receipts off")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
@@ -86,6 +90,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.decisionTimeout <= 0 {
 		return c, errors.New("--decision-timeout must be positive")
+	}
+	var err error
+	if c.handshake, err = gateway.ParseHandshakePolicy(handshake); err != nil {
+		return c, fmt.Errorf("--handshake: %w", err)
 	}
 	if c.receiptKey == "" {
 		c.receiptKey = filepath.Join(c.dataDir, "receipt-key.pem")

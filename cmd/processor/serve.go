@@ -112,8 +112,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	if cfg.httpAddr != "" {
-		gw, err := gateway.New(nc, v, gateway.Config{Tenant: cfg.httpTenant, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
-			Signing: gcfg.Keys != nil, SkewWindow: cfg.core.SkewWindow, Receipts: signer, Ready: p.Ready}, log)
+		gw, err := gateway.New(ctx, nc, v, gateway.Config{Tenant: cfg.httpTenant, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
+			Keys: gcfg.Keys, RequireSignatures: gcfg.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
+			Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready}, log)
 		if err != nil {
 			return err
 		}

@@ -13,12 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
@@ -34,18 +35,30 @@ const DefaultMaxBodyBytes = 1 << 20
 type Config struct {
 	// Tenant is the tenant the endpoint's envelopes belong to.
 	Tenant string
-	// Timeout is how long a call waits for its decision; it is advertised
-	// as timeout_config.default_ms. Without a decision in time the answer
-	// is a JSON-RPC error, so the agent applies its on_decision_failure.
+	// Timeout is how long a call waits for its decision. Without a decision
+	// in time the answer is a JSON-RPC error, so the agent applies its
+	// on_decision_failure; the ServerHello tells clients to wait a second
+	// longer (timeout_config.default_ms), so that this error reaches them.
 	Timeout time.Duration
 	// OnDecisionFailure is the posture advertised in the ServerHello:
 	// proceed or deny.
 	OnDecisionFailure string
-	// Signing is true when requests are verified and responses signed
-	// (HMAC-SHA256); SkewWindow is the advertised skew_window_ms.
-	Signing    bool
+	// Keys, when set, verifies handshake signatures and signs every
+	// response the endpoint makes itself (the processor signs its
+	// decisions); RequireSignatures refuses an unsigned hello.
+	Keys              *acs.Keyring
+	RequireSignatures bool
+	// SkewWindow is the advertised skew_window_ms, and the window a
+	// hello's timestamp must fall in.
 	SkewWindow time.Duration
-	// Receipts, when set, is served at GET /receipt-key.
+	// Handshake says whether steps need a handshake (default required).
+	Handshake HandshakePolicy
+	// Replicas and HandshakeTTL configure the ACS_HANDSHAKES bucket when
+	// it is created (defaults 1 and 24h).
+	Replicas     int
+	HandshakeTTL time.Duration
+	// Receipts, when set, adds an Ed25519 receipt to the responses the
+	// endpoint makes itself and is served at GET /receipt-key.
 	Receipts     *receipt.Signer
 	MaxBodyBytes int64
 	// Ready reports whether the processor is running (GET /readyz).
@@ -54,15 +67,18 @@ type Config struct {
 
 // Gateway serves the endpoint.
 type Gateway struct {
-	cfg       Config
-	nc        *nats.Conn
-	client    *client.Client
-	validator *schema.Validator
-	log       zerolog.Logger
+	cfg        Config
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	client     *client.Client
+	validator  *schema.Validator
+	handshakes *handshakes
+	log        zerolog.Logger
 }
 
-// New returns a gateway deciding through nc.
-func New(nc *nats.Conn, v *schema.Validator, cfg Config, log zerolog.Logger) (*Gateway, error) {
+// New returns a gateway deciding through nc. It opens (or creates) the
+// ACS_HANDSHAKES bucket.
+func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, log zerolog.Logger) (*Gateway, error) {
 	if cfg.Tenant == "" {
 		cfg.Tenant = "default"
 	}
@@ -75,11 +91,28 @@ func New(nc *nats.Conn, v *schema.Validator, cfg Config, log zerolog.Logger) (*G
 	if cfg.OnDecisionFailure == "" {
 		cfg.OnDecisionFailure = "deny"
 	}
+	if cfg.Handshake == "" {
+		cfg.Handshake = HandshakeRequired
+	}
+	if cfg.Replicas < 1 {
+		cfg.Replicas = 1
+	}
+	if cfg.HandshakeTTL <= 0 {
+		cfg.HandshakeTTL = 24 * time.Hour
+	}
 	c, err := client.New(nc, client.Options{Tenant: cfg.Tenant, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, nc: nc, client: c, validator: v, log: log}, nil
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := openHandshakes(ctx, js, cfg.Replicas, cfg.HandshakeTTL)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, nc: nc, js: js, client: c, validator: v, handshakes: hs, log: log}, nil
 }
 
 // Handler routes POST /acs, GET /healthz, GET /readyz and GET /receipt-key.
@@ -125,48 +158,68 @@ func writeText(w http.ResponseWriter, status int, s string) {
 // serveACS answers one JSON-RPC request or a batch, always with HTTP 200.
 func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
-	var reply any
-	var rcpt string
+	var rep reply
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		reply = rpcError(nil, acs.CodeInvalidRequest, "envelope_too_large", fmt.Sprintf("request body exceeds %d bytes", g.cfg.MaxBodyBytes), nil)
+		rep = g.refuse(incoming{}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", g.cfg.MaxBodyBytes)})
 	case err != nil:
-		reply = rpcError(nil, acs.CodeParseError, acs.ReasonParseError, "cannot read the request body: "+err.Error(), nil)
+		rep = g.refuse(incoming{}, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: "cannot read the request body: " + err.Error()})
 	default:
-		reply, rcpt = g.dispatch(r.Context(), body)
+		rep = g.dispatch(r.Context(), body, r.TLS != nil)
 	}
-	out, err := json.Marshal(reply)
-	if err != nil {
-		out, _ = json.Marshal(rpcError(nil, acs.CodeInternalError, "internal_error", err.Error(), nil))
+	out := rep.raw
+	if out == nil {
+		if out, err = json.Marshal(rep.doc); err != nil {
+			out, _ = json.Marshal(g.refuse(incoming{}, &acs.Error{Code: acs.CodeInternalError, Reason: "internal_error", Message: err.Error()}).doc)
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if rcpt != "" {
-		w.Header().Set("Acs-Receipt", rcpt)
+	if rep.receipt != "" {
+		w.Header().Set(acs.HdrReceipt, rep.receipt)
+		w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
 }
 
+// reply is one JSON-RPC answer: raw, as the processor published it, or a
+// document the endpoint made; with its Ed25519 receipt.
+type reply struct {
+	raw        json.RawMessage
+	doc        any
+	receipt    string
+	receiptKey string
+}
+
+func (r reply) MarshalJSON() ([]byte, error) {
+	if r.raw != nil {
+		return r.raw, nil
+	}
+	return json.Marshal(r.doc)
+}
+
 // dispatch answers a body: one request, or a batch in declared order.
-func (g *Gateway) dispatch(ctx context.Context, body []byte) (any, string) {
+func (g *Gateway) dispatch(ctx context.Context, body []byte, tls bool) reply {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return g.one(ctx, trimmed)
+		return g.one(ctx, trimmed, tls)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(trimmed, &items); err != nil {
-		return rpcError(nil, acs.CodeParseError, acs.ReasonParseError, err.Error(), nil), ""
+		return g.refuse(incoming{}, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
 	}
 	if len(items) == 0 {
-		return rpcError(nil, acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid, "an empty batch", nil), ""
+		return g.refuse(incoming{}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "an empty batch"})
 	}
-	replies := make([]any, len(items))
+	replies := make([]reply, len(items))
 	for i, it := range items {
-		// Each item independently and in order (ACS §3: batches).
-		replies[i], _ = g.one(ctx, it)
+		// Each item independently and in order (ACS §3: batches). A batch
+		// has no per-item headers, so receipts stay in the stream.
+		replies[i] = g.one(ctx, it, tls)
+		replies[i].receipt = ""
 	}
-	return replies, ""
+	return reply{doc: replies}
 }
 
 // request is what the gateway reads of an envelope before the processor
@@ -178,135 +231,292 @@ type request struct {
 	Params  *struct {
 		ACSVersion string `json:"acs_version"`
 		RequestID  string `json:"request_id"`
+		Timestamp  string `json:"timestamp"`
 		Metadata   struct {
 			SessionID string `json:"session_id"`
+			AgentID   string `json:"agent_id"`
 		} `json:"metadata"`
-		Payload json.RawMessage `json:"payload"`
+		Payload   json.RawMessage `json:"payload"`
+		Signature *acs.Signature  `json:"signature"`
 	} `json:"params"`
 }
 
-// one answers one JSON-RPC request; the second result is its receipt.
-func (g *Gateway) one(ctx context.Context, raw []byte) (any, string) {
-	var req request
-	if err := json.Unmarshal(raw, &req); err != nil {
+// incoming is one request as read: its raw bytes, decoded form, and what a
+// response needs to be correlated and signed.
+type incoming struct {
+	raw       []byte
+	req       request
+	id        json.RawMessage
+	sessionID string
+	keyID     string
+}
+
+// one answers one JSON-RPC request.
+func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
+	in := incoming{raw: raw}
+	if err := json.Unmarshal(raw, &in.req); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
-			return rpcError(nil, acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid, "a request is a JSON object: "+err.Error(), nil), ""
+			return g.refuse(in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "a request is a JSON object: " + err.Error()})
 		}
-		return rpcError(nil, acs.CodeParseError, acs.ReasonParseError, err.Error(), nil), ""
+		return g.refuse(in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
 	}
-	id := req.ID
-	if len(id) == 0 {
-		id = nil
+	req := &in.req
+	if len(req.ID) > 0 && !bytes.Equal(req.ID, acs.NullID) {
+		in.id = req.ID
 	}
-	switch {
-	case req.Method == schema.HandshakeMethod:
-		return g.handshake(id, req), ""
-	case acs.LookupMethod(req.Method) == nil:
-		return rpcError(id, acs.CodeCapabilityNotNegotiated, acs.ReasonUnknownMethod,
-			fmt.Sprintf("method %q is not evaluated by this Guardian", req.Method), &acs.RPCErrData{Method: req.Method}), ""
-	case req.Params == nil || req.Params.RequestID == "" || acs.CheckSession(req.Params.Metadata.SessionID) != nil:
+	if p := req.Params; p != nil {
+		in.sessionID = p.Metadata.SessionID
+		if p.Signature != nil {
+			in.keyID = p.Signature.KeyID
+		}
+	}
+	if req.Method == acs.HandshakeMethod {
+		return g.handshake(ctx, in, tls)
+	}
+	if req.Params == nil || req.Params.RequestID == "" || acs.CheckSession(req.Params.Metadata.SessionID) != nil {
 		// Nowhere to route it: it is kept in the dead-letter stream by way
 		// of the unrouted subject, and refused here.
 		if err := g.nc.Publish(acs.InboundPrefix+"."+g.cfg.Tenant+".unrouted", raw); err != nil {
 			g.log.Warn().Err(err).Msg("keep an unroutable request")
 		}
-		return rpcError(id, acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid,
-			"a request needs params.request_id and params.metadata.session_id", nil), ""
+		in.sessionID = ""
+		return g.refuse(in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid,
+			Message: "a request needs params.request_id and params.metadata.session_id (a UUID)"})
 	}
+	if ref := g.checkNegotiated(ctx, in); ref != nil {
+		g.deadLetter(ctx, in, ref)
+		return g.refuse(in, ref)
+	}
+	// Everything else — methods turnguard does not know included — is
+	// decided by the processor, which refuses, signs and dead-letters it
+	// like any message on the stream.
 	d, err := g.client.Decide(ctx, raw)
 	switch {
 	case err != nil:
-		return rpcError(id, acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid, err.Error(), nil), ""
+		return g.refuse(in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()})
 	case d.Replayed:
-		return rpcError(id, acs.CodeReplayDetected, "request_replayed",
-			fmt.Sprintf("request %s of this session was already received", d.RequestID), nil), ""
+		return g.refuse(in, &acs.Error{Code: acs.CodeReplayDetected, Reason: acs.ReasonReplayed,
+			Message: fmt.Sprintf("request %s of this session was already received", d.RequestID)})
 	case d.FromPosture:
 		// No decision: an error, so that the agent applies its own
 		// on_decision_failure, as ACS §6.4 prescribes.
-		return rpcError(id, acs.CodeInternalError, "decision_timeout", d.Failure.Error(), nil), ""
+		return g.refuse(in, &acs.Error{Code: acs.CodeInternalError, Reason: "decision_timeout", Message: d.Failure.Error()})
 	}
-	return json.RawMessage(d.Response), d.Receipt
+	return reply{raw: d.Response, receipt: d.Receipt, receiptKey: d.ReceiptKey}
 }
 
-// handshake answers handshake/hello with a ServerHello (ACS §4).
-func (g *Gateway) handshake(id json.RawMessage, req request) any {
-	if req.Params == nil {
-		return rpcError(id, acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid, "handshake/hello needs params", nil)
+// checkNegotiated holds a step to its session's handshake (ACS §4): with
+// the handshake required, a session must have negotiated, and in any case
+// a negotiated session may only send the methods it negotiated.
+// system/ping is exempt, and so are methods turnguard does not evaluate,
+// which the processor refuses with their own code.
+func (g *Gateway) checkNegotiated(ctx context.Context, in incoming) *acs.Error {
+	method := in.req.Method
+	spec := acs.LookupMethod(method)
+	if spec == nil || spec.Scope == acs.Liveness {
+		return nil
 	}
-	var payload any
-	if len(req.Params.Payload) > 0 {
-		var err error
-		if payload, err = schema.Decode(req.Params.Payload); err != nil {
-			return rpcError(id, acs.CodeParseError, acs.ReasonParseError, err.Error(), nil)
-		}
+	n, err := g.handshakes.get(ctx, acs.SessionKey(g.cfg.Tenant, in.sessionID))
+	switch {
+	case err != nil:
+		return &acs.Error{Code: acs.CodeInternalError, Reason: "handshake_unavailable", Message: err.Error()}
+	case n == nil && g.cfg.Handshake == HandshakeRequired:
+		return &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonHandshakeRequired,
+			Message: fmt.Sprintf("session %s has not completed handshake/hello", in.sessionID)}
+	case n != nil && !n.evaluates(method):
+		return &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonNotNegotiated,
+			Message: fmt.Sprintf("method %s was not negotiated in this session's handshake", method)}
 	}
+	return nil
+}
+
+// handshake answers handshake/hello with a ServerHello (ACS §4), the same
+// one again for a repeated identical hello.
+func (g *Gateway) handshake(ctx context.Context, in incoming, tls bool) reply {
+	doc, err := decodeObject(in.raw)
+	if err != nil {
+		return g.refuse(in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
+	}
+	if err := g.validator.ValidateRequest(doc); err != nil {
+		return g.refuse(in, asError(err))
+	}
+	p := in.req.Params
+	if ref := g.verify(doc, in); ref != nil {
+		return g.refuse(in, ref)
+	}
+	if ref := g.checkSkew(p.Timestamp); ref != nil {
+		return g.refuse(in, ref)
+	}
+	payload := doc["params"].(map[string]any)["payload"]
 	if err := g.validator.ValidatePayload(schema.HandshakeMethod, payload); err != nil {
-		var ae *acs.Error
-		if errors.As(err, &ae) {
-			return &acs.Response{JSONRPC: "2.0", ID: orNull(id), Error: ae.RPC(schema.HandshakeMethod)}
-		}
-		return rpcError(id, acs.CodeInvalidParams, acs.ReasonPayloadInvalid, err.Error(), nil)
+		return g.refuse(in, asError(err))
 	}
-	var hello struct {
-		Versions         []string `json:"acs_versions_supported"`
-		Methods          []string `json:"methods_implemented"`
-		Transports       []string `json:"transports_supported"`
-		ProfilesOffered  []string `json:"profiles_supported"`
-		ProvenanceSource string   `json:"provenance_producer"`
+	canonical, err := acs.Canonical(payload)
+	if err != nil {
+		return g.refuse(in, &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()})
 	}
-	_ = json.Unmarshal(req.Params.Payload, &hello)
-	if !slices.ContainsFunc(hello.Versions, func(v string) bool { return strings.HasPrefix(v, "0.") }) {
-		return rpcError(id, acs.CodeUnsupportedVersion, acs.ReasonVersion,
-			fmt.Sprintf("no common version: this Guardian speaks %s", acs.Version), &acs.RPCErrData{SupportedVersions: []string{acs.Version}})
+	var hello clientHello
+	_ = json.Unmarshal(p.Payload, &hello)
+	sh, methods, ref := g.negotiate(hello, tls)
+	if ref != nil {
+		return g.refuse(in, ref)
 	}
-	var evaluated []string
-	for _, m := range hello.Methods {
-		if acs.LookupMethod(m) != nil {
-			evaluated = append(evaluated, m)
-		}
+	key := acs.SessionKey(g.cfg.Tenant, p.Metadata.SessionID)
+	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.Metadata.AgentID, ServerHello: sh, Methods: methods, At: time.Now().UTC()}
+	stored, err := g.handshakes.get(ctx, key)
+	if err == nil && stored == nil {
+		stored, err = g.handshakes.put(ctx, key, n)
 	}
-	transport := "http"
-	if slices.Contains(hello.Transports, "https") && !slices.Contains(hello.Transports, "http") {
-		transport = "https"
+	switch {
+	case err != nil:
+		return g.refuse(in, &acs.Error{Code: acs.CodeInternalError, Reason: "handshake_unavailable", Message: err.Error()})
+	case !stored.sameHello(canonical, in.keyID, p.Metadata.AgentID):
+		// v0.1 has no renegotiation; the Go reference answers the same.
+		return g.refuse(in, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAlreadyNegotiated,
+			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.Metadata.SessionID)})
 	}
-	sh := map[string]any{
-		"negotiated_version":  acs.Version,
-		"methods_evaluated":   orEmpty(evaluated),
-		"selected_transport":  transport,
-		"timeout_config":      map[string]any{"default_ms": g.cfg.Timeout.Milliseconds()},
-		"on_decision_failure": g.cfg.OnDecisionFailure,
-	}
-	if g.cfg.Signing {
-		sh["signature_algorithms_supported"] = []string{acs.AlgHMACSHA256}
-		if g.cfg.SkewWindow > 0 {
-			sh["skew_window_ms"] = g.cfg.SkewWindow.Milliseconds()
-		}
-	}
-	if slices.Contains(hello.ProfilesOffered, "acs-core") {
-		sh["profiles_accepted"] = []string{"acs-core"}
-	}
-	return map[string]any{"jsonrpc": "2.0", "id": orNull(id), "result": sh}
+	return g.seal(in, "result", maps.Clone(stored.ServerHello))
 }
 
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
+// verify checks a hello's signature: with keys configured, a signature
+// present must verify and, with signatures required, one must be present.
+func (g *Gateway) verify(doc map[string]any, in incoming) *acs.Error {
+	kr, sig := g.cfg.Keys, in.req.Params.Signature
+	switch {
+	case kr == nil:
+		return nil
+	case sig == nil && g.cfg.RequireSignatures:
+		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: "this Guardian requires signed requests; params.signature is missing"}
+	case sig == nil:
+		return nil
+	case !kr.Has(sig.KeyID, in.sessionID):
+		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: fmt.Sprintf("unknown key_id %q", sig.KeyID)}
 	}
-	return s
+	input, err := acs.SigningInput(doc)
+	if err == nil {
+		err = kr.Verify(sig, in.sessionID, input)
+	}
+	if err != nil {
+		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: err.Error()}
+	}
+	return nil
 }
 
-func orNull(id json.RawMessage) json.RawMessage {
+// checkSkew refuses a hello whose timestamp is outside the skew window of
+// now (ACS §10.3). The endpoint is not the deterministic core: its clock is
+// the arrival time.
+func (g *Gateway) checkSkew(timestamp string) *acs.Error {
+	w := g.cfg.SkewWindow
+	if w <= 0 {
+		return nil
+	}
+	ts, err := time.Parse(time.RFC3339Nano, timestamp)
+	if err == nil && time.Since(ts).Abs() <= w {
+		return nil
+	}
+	return &acs.Error{Code: acs.CodeTimestampOutOfWindow, Reason: acs.ReasonSkew, SkewWindowMS: w.Milliseconds(),
+		Message: fmt.Sprintf("timestamp %s is more than %s from the time turnguard received the request", timestamp, w)}
+}
+
+// refuse answers a request with a JSON-RPC error, signed.
+func (g *Gateway) refuse(in incoming, ref *acs.Error) reply {
+	return g.seal(in, "error", ref.RPC(in.req.Method))
+}
+
+// seal builds a response to in with body as its result or error member,
+// signs it as ACS-Core asks of every response — with the key the request
+// named when the keyring has it, else the default — and adds its receipt.
+// Without a readable session id the signing key is derived with an empty
+// HKDF info: there is nothing else to derive it from.
+func (g *Gateway) seal(in incoming, member string, body any) reply {
+	id := in.id
 	if id == nil {
-		return acs.NullID
+		id = acs.NullID
 	}
-	return id
+	doc := &envelope{JSONRPC: "2.0", ID: id}
+	if member == "result" {
+		doc.Result = body
+	} else {
+		doc.Error = body
+	}
+	if kr := g.cfg.Keys; kr != nil {
+		if keyID := kr.ResponseKey(in.keyID, in.sessionID); keyID != "" {
+			if sig, err := g.sign(doc, keyID, in.sessionID); err != nil {
+				g.log.Error().Err(err).Msg("sign a response")
+			} else {
+				switch b := body.(type) {
+				case map[string]any:
+					b["signature"] = sig
+				case *acs.RPCError:
+					b.Signature = sig
+				}
+			}
+		}
+	}
+	rep := reply{doc: doc}
+	if g.cfg.Receipts != nil {
+		rcpt, err := g.cfg.Receipts.Sign(doc)
+		if err != nil {
+			g.log.Error().Err(err).Msg("sign a receipt")
+		}
+		rep.receipt, rep.receiptKey = rcpt, g.cfg.Receipts.KeyID
+	}
+	return rep
 }
 
-func rpcError(id json.RawMessage, code acs.Code, reason, msg string, data *acs.RPCErrData) *acs.Response {
-	if data == nil {
-		data = &acs.RPCErrData{}
+// envelope is a response the endpoint makes itself, members in the order
+// of ACS's examples.
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   any             `json:"error,omitempty"`
+}
+
+func (g *Gateway) sign(doc *envelope, keyID, sessionID string) (*acs.Signature, error) {
+	input, err := acs.Canonical(doc)
+	if err != nil {
+		return nil, err
 	}
-	data.Reason = reason
-	return &acs.Response{JSONRPC: "2.0", ID: orNull(id), Error: &acs.RPCError{Code: int(code), Message: msg, Data: data}}
+	return g.cfg.Keys.Sign(keyID, sessionID, input)
+}
+
+// deadLetter keeps a request the endpoint refused itself, like the
+// processor keeps what it refuses: the original bytes, the reason in
+// headers.
+func (g *Gateway) deadLetter(ctx context.Context, in incoming, ref *acs.Error) {
+	m := nats.NewMsg(acs.DLQSubject(g.cfg.Tenant))
+	m.Data = in.raw
+	m.Header.Set(acs.HdrErrorCode, strconv.Itoa(int(ref.Code)))
+	m.Header.Set(acs.HdrErrorName, ref.Code.String())
+	m.Header.Set(acs.HdrErrorReason, ref.Reason)
+	m.Header.Set(acs.HdrErrorMessage, ref.Message)
+	m.Header.Set(acs.HdrOriginalStream, "http")
+	if p := in.req.Params; p != nil && p.RequestID != "" {
+		m.Header.Set(acs.HdrRequestID, p.RequestID)
+	}
+	if _, err := g.js.PublishMsg(ctx, m); err != nil {
+		g.log.Warn().Err(err).Str("reason", ref.Reason).Msg("dead-letter a refused HTTP request")
+	}
+}
+
+// decodeObject decodes a JSON object with numbers kept exact, as signing
+// inputs and the schemas need them.
+func decodeObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func asError(err error) *acs.Error {
+	var ae *acs.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()}
 }

@@ -40,19 +40,25 @@ type env struct {
 
 func start(t *testing.T, timeout time.Duration) *env {
 	t.Helper()
+	return startWith(t, timeout, gateway.HandshakeOptional)
+}
+
+func startWith(t *testing.T, timeout time.Duration, handshake gateway.HandshakePolicy) *env {
+	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	kr, err := acs.NewKeyring(map[string][]byte{"k1": bytes.Repeat([]byte{1}, 32)}, "k1")
+	kr, err := acs.NewKeyring(map[string][]byte{"k1": bytes.Repeat([]byte{1}, 32), "k2": bytes.Repeat([]byte{2}, 32)}, "k1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer := receipt.NewSigner(priv)
 	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer}, signer.KeyID)
-	g, err := gateway.New(natstest.Connect(t, srv), v, gateway.Config{Timeout: timeout, Signing: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer}, zerolog.Nop())
+	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, gateway.Config{Timeout: timeout, Keys: kr, RequireSignatures: true,
+		SkewWindow: guardian.DefaultSkewWindow, Handshake: handshake, Receipts: signer}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +109,12 @@ func withTurn(doc map[string]any, turnID string) map[string]any {
 // signed signs an envelope with the session key of k1.
 func (e *env) signed(t *testing.T, doc map[string]any) map[string]any {
 	t.Helper()
+	return e.signedWith(t, "k1", doc)
+}
+
+// signedWith signs an envelope with the session key of keyID.
+func (e *env) signedWith(t *testing.T, keyID string, doc map[string]any) map[string]any {
+	t.Helper()
 	raw, _ := json.Marshal(doc)
 	var cp map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -113,7 +125,7 @@ func (e *env) signed(t *testing.T, doc map[string]any) map[string]any {
 		t.Fatal(err)
 	}
 	params := cp["params"].(map[string]any)
-	sig, err := e.keys.Sign("k1", params["metadata"].(map[string]any)["session_id"].(string), input)
+	sig, err := e.keys.Sign(keyID, params["metadata"].(map[string]any)["session_id"].(string), input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,28 +171,28 @@ func TestConformance(t *testing.T) {
 	sid := uuid(1)
 	session := e.signed(t, envelope("steps/sessionStart", sid, uuid(101), `{}`, now))
 	hello := func(versions string) map[string]any {
-		return envelope("handshake/hello", sid, uuid(100), `{"acs_versions_supported":`+versions+`,"methods_implemented":["steps/sessionStart","steps/toolCallRequest","system/ping","protocols/MCP/tools/call"],"transports_supported":["http"],"provenance_producer":"deterministic","profiles_supported":["acs-core"]}`, now)
+		return envelope("handshake/hello", sid, uuid(100), `{"acs_versions_supported":`+versions+`,"methods_implemented":["steps/sessionStart","steps/turnStart","steps/toolCallRequest","system/ping","protocols/MCP/tools/call"],"transports_supported":["http"],"provenance_producer":"deterministic","profiles_supported":["acs-core"]}`, now)
 	}
 	tests := []struct {
 		name  string
 		body  []byte
 		check func(t *testing.T, r reply, raw []byte)
 	}{
-		{"handshake/hello", mustJSON(hello(`["0.1.0"]`)), func(t *testing.T, r reply, raw []byte) {
+		{"handshake/hello", mustJSON(e.signed(t, hello(`["0.1.0"]`))), func(t *testing.T, r reply, raw []byte) {
 			sh := r.Result
-			if sh["negotiated_version"] != "0.1.0" || fmt.Sprint(sh["methods_evaluated"]) != "[steps/sessionStart steps/toolCallRequest system/ping]" ||
-				sh["selected_transport"] != "http" || fmt.Sprint(sh["timeout_config"]) != "map[default_ms:10000]" ||
+			if sh["negotiated_version"] != "0.1.0" || fmt.Sprint(sh["methods_evaluated"]) != "[steps/sessionStart steps/turnStart steps/toolCallRequest system/ping]" ||
+				sh["selected_transport"] != "http" || fmt.Sprint(sh["timeout_config"]) != "map[default_ms:11000]" ||
 				fmt.Sprint(sh["signature_algorithms_supported"]) != "[HMAC-SHA256]" || sh["on_decision_failure"] != "deny" ||
 				sh["skew_window_ms"] != float64(300000) || fmt.Sprint(sh["profiles_accepted"]) != "[acs-core]" {
 				t.Fatalf("ServerHello %s", raw)
 			}
 		}},
-		{"handshake with no common version: -32001", mustJSON(hello(`["1.2.0"]`)), wantError(acs.CodeUnsupportedVersion, func(t *testing.T, r reply) {
+		{"handshake with no common version: -32001", mustJSON(e.signed(t, hello(`["1.2.0"]`))), wantError(acs.CodeUnsupportedVersion, func(t *testing.T, r reply) {
 			if fmt.Sprint(r.Error.Data["supported_versions"]) != "[0.1.0]" {
 				t.Fatalf("data %v", r.Error.Data)
 			}
 		})},
-		{"handshake with an invalid ClientHello: -32602", mustJSON(envelope("handshake/hello", sid, uuid(99), `{"acs_versions_supported":["0.1.0"]}`, now)), wantError(acs.CodeInvalidParams, nil)},
+		{"handshake with an invalid ClientHello: -32602", mustJSON(e.signed(t, envelope("handshake/hello", sid, uuid(99), `{"acs_versions_supported":["0.1.0"]}`, now))), wantError(acs.CodeInvalidParams, nil)},
 		{"system/ping: always allow, no signature needed", mustJSON(envelope("system/ping", sid, uuid(98), `{"echo":"are you there"}`, now)), func(t *testing.T, r reply, raw []byte) {
 			p, _ := r.Result["payload"].(map[string]any)
 			if r.Result["decision"] != "allow" || p["status"] != "ok" || p["echo"] != "are you there" || p["server_timestamp"] == nil || r.Result["chain_hash"] != nil {
@@ -195,11 +207,12 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("id %s, data %v", r.ID, r.Error.Data)
 			}
 		})},
-		{"an unknown method: -32003", mustJSON(envelope("steps/teleport", sid, uuid(97), `{}`, now)), wantError(acs.CodeCapabilityNotNegotiated, func(t *testing.T, r reply) {
+		{"an unknown method: -32601", mustJSON(e.signed(t, envelope("steps/teleport", sid, uuid(97), `{}`, now))), wantError(acs.CodeMethodNotFound, func(t *testing.T, r reply) {
 			if r.Error.Data["method"] != "steps/teleport" {
 				t.Fatalf("data %v", r.Error.Data)
 			}
 		})},
+		{"a method ACS defines but turnguard does not evaluate: -32003", mustJSON(e.signed(t, envelope("protocols/MCP/tools/call", sid, uuid(96), `{}`, now))), wantError(acs.CodeCapabilityNotNegotiated, nil)},
 		{"signature required but missing: -32004", mustJSON(envelope("steps/userMessage", uuid(2), uuid(201), `{"content":[{"type":"text","value":"hi"}]}`, now)), wantError(acs.CodeSignatureInvalid, nil)},
 		{"signature that does not match: -32004", mustJSON(func() map[string]any {
 			d := e.signed(t, envelope("steps/userMessage", uuid(3), uuid(301), `{"content":[{"type":"text","value":"hi"}]}`, now))

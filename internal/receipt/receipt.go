@@ -39,9 +39,11 @@ func KeyID(pub ed25519.PublicKey) string {
 }
 
 // Sign returns the receipt of a response: the base64 Ed25519 signature of
-// its canonical (RFC 8785) form. Ed25519 is deterministic, so a replay
-// computes the same receipt.
-func (s *Signer) Sign(r *acs.Response) (string, error) {
+// its canonical (RFC 8785) form. r is an *acs.Response or any other value
+// encoding/json marshals to a response envelope (the HTTP endpoint's
+// ServerHello). Ed25519 is deterministic, so a replay computes the same
+// receipt.
+func (s *Signer) Sign(r any) (string, error) {
 	c, err := acs.Canonical(r)
 	if err != nil {
 		return "", err

@@ -1,0 +1,213 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+)
+
+// HandshakeBucket is the KV bucket of the HTTP endpoint's negotiated
+// sessions. It is durable so that a restart does not turn every session of
+// an adapter that cached its ServerHello into -32003 answers, which the ACS
+// adapters pass to their failure posture (fail open by default).
+const HandshakeBucket = "ACS_HANDSHAKES"
+
+// HandshakePolicy says whether steps over HTTP need a handshake first.
+type HandshakePolicy string
+
+// Handshake policies.
+const (
+	// HandshakeRequired refuses steps of a session that did not negotiate,
+	// and methods it did not negotiate, with -32003 (ACS §4, as the Go
+	// reference Guardian does).
+	HandshakeRequired HandshakePolicy = "required"
+	// HandshakeOptional decides steps without a handshake, for clients
+	// that cannot send one; a session that did negotiate is still held to
+	// its methods_evaluated.
+	HandshakeOptional HandshakePolicy = "optional"
+)
+
+// ParseHandshakePolicy reads a --handshake value.
+func ParseHandshakePolicy(s string) (HandshakePolicy, error) {
+	switch p := HandshakePolicy(s); p {
+	case HandshakeRequired, HandshakeOptional:
+		return p, nil
+	}
+	return "", fmt.Errorf("handshake policy %q: want required or optional", s)
+}
+
+// negotiation is what a session's handshake settled, as stored.
+type negotiation struct {
+	// ClientHello is the canonical form of the ClientHello, KeyID and
+	// AgentID who sent it: a second hello must match all three.
+	ClientHello json.RawMessage `json:"client_hello"`
+	KeyID       string          `json:"key_id,omitempty"`
+	AgentID     string          `json:"agent_id"`
+	// ServerHello is the answer given, unsigned; it is signed anew for
+	// every response that repeats it.
+	ServerHello map[string]any `json:"server_hello"`
+	Methods     []string       `json:"methods_evaluated"`
+	At          time.Time      `json:"at"`
+}
+
+func (n *negotiation) evaluates(method string) bool { return slices.Contains(n.Methods, method) }
+
+// handshakes keeps negotiations in the KV bucket, with the ones in use in
+// memory: a negotiation never changes once made.
+type handshakes struct {
+	kv  jetstream.KeyValue
+	ttl time.Duration
+
+	mu    sync.Mutex
+	cache map[string]*negotiation
+}
+
+// maxCachedHandshakes bounds the memory kept of negotiations; beyond it the
+// cache starts over and reads from the bucket again.
+const maxCachedHandshakes = 65536
+
+// openHandshakes opens the bucket, creating it when missing.
+func openHandshakes(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration) (*handshakes, error) {
+	kv, err := js.KeyValue(ctx, HandshakeBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: HandshakeBucket, History: 1, TTL: ttl,
+			Storage: jetstream.FileStorage, Replicas: replicas,
+			Description: "turnguard: the ACS handshakes of sessions over HTTP"})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("KV bucket %s: %w", HandshakeBucket, err)
+	}
+	return &handshakes{kv: kv, ttl: ttl, cache: map[string]*negotiation{}}, nil
+}
+
+// get returns a session's negotiation, nil when it has none.
+func (h *handshakes) get(ctx context.Context, key string) (*negotiation, error) {
+	h.mu.Lock()
+	n := h.cache[key]
+	h.mu.Unlock()
+	if n != nil && time.Since(n.At) < h.ttl {
+		return n, nil
+	}
+	e, err := h.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the handshake of %s: %w", key, err)
+	}
+	n = &negotiation{}
+	if err := json.Unmarshal(e.Value(), n); err != nil {
+		return nil, fmt.Errorf("handshake of %s: %w", key, err)
+	}
+	h.remember(key, n)
+	return n, nil
+}
+
+// put stores a new negotiation; when another one got there first it returns
+// that one instead.
+func (h *handshakes) put(ctx context.Context, key string, n *negotiation) (*negotiation, error) {
+	raw, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.kv.Create(ctx, key, raw); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return h.get(ctx, key)
+		}
+		return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
+	}
+	h.remember(key, n)
+	return n, nil
+}
+
+func (h *handshakes) remember(key string, n *negotiation) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.cache) >= maxCachedHandshakes {
+		clear(h.cache)
+	}
+	h.cache[key] = n
+}
+
+// clientHello is what the endpoint reads of a ClientHello.
+type clientHello struct {
+	Versions   []string `json:"acs_versions_supported"`
+	Methods    []string `json:"methods_implemented"`
+	Transports []string `json:"transports_supported"`
+	Profiles   []string `json:"profiles_supported"`
+}
+
+// negotiate settles a ClientHello (ACS §4): the version, the methods both
+// sides evaluate, the transport, and the rest of the ServerHello. tls says
+// whether the request came over TLS.
+func (g *Gateway) negotiate(hello clientHello, tls bool) (map[string]any, []string, *acs.Error) {
+	if !slices.ContainsFunc(hello.Versions, func(v string) bool { return strings.HasPrefix(v, "0.") }) {
+		return nil, nil, &acs.Error{Code: acs.CodeUnsupportedVersion, Reason: acs.ReasonVersion, SupportedVersions: []string{acs.Version},
+			Message: fmt.Sprintf("no common version: this Guardian speaks %s", acs.Version)}
+	}
+	transport, ok := selectTransport(hello.Transports, tls)
+	if !ok {
+		return nil, nil, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonTransport,
+			Message: fmt.Sprintf("this Guardian is reached over http(s); the client offers %s", strings.Join(hello.Transports, ", "))}
+	}
+	evaluated := []string{}
+	for _, m := range hello.Methods {
+		if acs.LookupMethod(m) != nil && !slices.Contains(evaluated, m) {
+			evaluated = append(evaluated, m)
+		}
+	}
+	sh := map[string]any{
+		"negotiated_version": acs.Version,
+		"methods_evaluated":  evaluated,
+		"selected_transport": transport,
+		// The client waits longer than the endpoint does, so that the
+		// endpoint's own -32603 decision_timeout reaches it instead of the
+		// two timeouts racing.
+		"timeout_config":      map[string]any{"default_ms": (g.cfg.Timeout + clientTimeoutMargin).Milliseconds()},
+		"on_decision_failure": g.cfg.OnDecisionFailure,
+	}
+	if g.cfg.Keys != nil {
+		sh["signature_algorithms_supported"] = []string{acs.AlgHMACSHA256}
+	}
+	if g.cfg.SkewWindow > 0 {
+		sh["skew_window_ms"] = g.cfg.SkewWindow.Milliseconds()
+	}
+	if slices.Contains(hello.Profiles, "acs-core") {
+		sh["profiles_accepted"] = []string{"acs-core"}
+	}
+	return sh, evaluated, nil
+}
+
+// clientTimeoutMargin is how much longer than the endpoint's own wait the
+// ServerHello tells clients to wait.
+const clientTimeoutMargin = time.Second
+
+// selectTransport picks the transport of this connection from those the
+// client offers. A client offering only https on a plain connection is
+// taken to be behind a TLS-terminating proxy.
+func selectTransport(offered []string, tls bool) (string, bool) {
+	switch {
+	case tls && slices.Contains(offered, "https"):
+		return "https", true
+	case !tls && slices.Contains(offered, "http"):
+		return "http", true
+	case !tls && slices.Contains(offered, "https"):
+		return "https", true
+	}
+	return "", false
+}
+
+// sameHello reports whether a second hello repeats the negotiated one.
+func (n *negotiation) sameHello(canonical []byte, keyID, agentID string) bool {
+	return bytes.Equal(n.ClientHello, canonical) && n.KeyID == keyID && n.AgentID == agentID
+}
