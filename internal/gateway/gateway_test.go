@@ -31,6 +31,7 @@ import (
 
 // env is a running Guardian: NATS, a processor, and the HTTP endpoint.
 type env struct {
+	srv      *server.Server
 	url      string
 	keys     *acs.Keyring
 	receipts *receipt.Signer
@@ -45,6 +46,13 @@ func start(t *testing.T, timeout time.Duration) *env {
 
 func startWith(t *testing.T, timeout time.Duration, handshake gateway.HandshakePolicy) *env {
 	t.Helper()
+	return startConfig(t, gateway.Config{Timeout: timeout, Handshake: handshake})
+}
+
+// startConfig runs a Guardian whose endpoint has cfg, with keys k1 (the
+// default) and k2 required, the default skew window and receipts.
+func startConfig(t *testing.T, cfg gateway.Config) *env {
+	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
 	if err != nil {
@@ -57,14 +65,14 @@ func startWith(t *testing.T, timeout time.Duration, handshake gateway.HandshakeP
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer := receipt.NewSigner(priv)
 	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer}, signer.KeyID)
-	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, gateway.Config{Timeout: timeout, Keys: kr, RequireSignatures: true,
-		SkewWindow: guardian.DefaultSkewWindow, Handshake: handshake, Receipts: signer}, zerolog.Nop())
+	cfg.Keys, cfg.RequireSignatures, cfg.SkewWindow, cfg.Receipts = kr, true, guardian.DefaultSkewWindow, signer
+	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(g.Handler())
 	t.Cleanup(hs.Close)
-	return &env{url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop}
+	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop}
 }
 
 func runProcessor(t *testing.T, srv *server.Server, v *schema.Validator, cfg guardian.Config, receiptKey string) func() {

@@ -57,7 +57,10 @@ type negotiation struct {
 	// every response that repeats it.
 	ServerHello map[string]any `json:"server_hello"`
 	Methods     []string       `json:"methods_evaluated"`
-	At          time.Time      `json:"at"`
+	// At is when the negotiation was made or last found in use; rev is
+	// the bucket revision it was read at.
+	At  time.Time `json:"at"`
+	rev uint64
 }
 
 func (n *negotiation) evaluates(method string) bool { return slices.Contains(n.Methods, method) }
@@ -90,27 +93,53 @@ func openHandshakes(ctx context.Context, js jetstream.JetStream, replicas int, t
 	return &handshakes{kv: kv, ttl: ttl, cache: map[string]*negotiation{}}, nil
 }
 
-// get returns a session's negotiation, nil when it has none.
+// get returns a session's negotiation, nil when it has none. A negotiation
+// in use is written again once half its TTL has passed, so that it lasts
+// as long as its session is active, as session states do: an adapter that
+// cached its ServerHello would otherwise meet -32003 in a long session.
 func (h *handshakes) get(ctx context.Context, key string) (*negotiation, error) {
 	h.mu.Lock()
 	n := h.cache[key]
 	h.mu.Unlock()
-	if n != nil && time.Since(n.At) < h.ttl {
-		return n, nil
+	if n == nil {
+		e, err := h.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the handshake of %s: %w", key, err)
+		}
+		n = &negotiation{rev: e.Revision()}
+		if err := json.Unmarshal(e.Value(), n); err != nil {
+			return nil, fmt.Errorf("handshake of %s: %w", key, err)
+		}
+		h.remember(key, n)
 	}
-	e, err := h.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
+	if time.Since(n.At) > h.ttl/2 {
+		h.refresh(ctx, key, n)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read the handshake of %s: %w", key, err)
-	}
-	n = &negotiation{}
-	if err := json.Unmarshal(e.Value(), n); err != nil {
-		return nil, fmt.Errorf("handshake of %s: %w", key, err)
-	}
-	h.remember(key, n)
 	return n, nil
+}
+
+// refresh writes a negotiation in use again, restarting its TTL. Losing
+// the race to another gateway is fine: that one refreshed it.
+func (h *handshakes) refresh(ctx context.Context, key string, n *negotiation) {
+	fresh := *n
+	fresh.At = time.Now().UTC()
+	raw, err := json.Marshal(&fresh)
+	if err != nil {
+		return
+	}
+	rev, err := h.kv.Update(ctx, key, raw, n.rev)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		// Read it from the bucket next time.
+		delete(h.cache, key)
+		return
+	}
+	fresh.rev = rev
+	h.cache[key] = &fresh
 }
 
 // put stores a new negotiation; when another one got there first it returns
@@ -120,12 +149,14 @@ func (h *handshakes) put(ctx context.Context, key string, n *negotiation) (*nego
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.kv.Create(ctx, key, raw); err != nil {
+	rev, err := h.kv.Create(ctx, key, raw)
+	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return h.get(ctx, key)
 		}
 		return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
 	}
+	n.rev = rev
 	h.remember(key, n)
 	return n, nil
 }

@@ -2,12 +2,16 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/gateway"
+	"github.com/turnguard/turnguard/internal/natstest"
 )
 
 // TestHandshakeContract walks one session through the handshake contract
@@ -144,4 +148,40 @@ func resultWithoutSignature(t *testing.T, raw []byte) []byte {
 	delete(doc["result"], "signature")
 	out, _ := json.Marshal(doc["result"])
 	return out
+}
+
+// TestHandshakeLastsWhileInUse: a negotiation in use is written again once
+// half its TTL has passed, so an active session keeps it past the TTL
+// after its hello, as session states last while the session is active.
+func TestHandshakeLastsWhileInUse(t *testing.T) {
+	const ttl = 2 * time.Second
+	e := startConfig(t, gateway.Config{Timeout: 10 * time.Second, Handshake: gateway.HandshakeRequired, HandshakeTTL: ttl})
+	sid := uuid(30)
+	hello := envelope("handshake/hello", sid, uuid(3000), `{"acs_versions_supported":["0.1.0"],"methods_implemented":["steps/userMessage"],"transports_supported":["http"],"provenance_producer":"none"}`, time.Now())
+	if _, raw, _ := e.post(t, mustJSON(e.signed(t, hello))); !bytes.Contains(raw, []byte(`"negotiated_version"`)) {
+		t.Fatalf("hello: %s", raw)
+	}
+	for i := 1; i <= 4; i++ {
+		// Four steps 0.8 s apart: the last comes 3.2 s after the hello,
+		// past the TTL of the hello's own write.
+		time.Sleep(ttl * 2 / 5)
+		step := envelope("steps/userMessage", sid, uuid(3000+i), `{"content":[{"type":"text","value":"hi"}]}`, time.Now())
+		_, raw, _ := e.post(t, mustJSON(e.signed(t, step)))
+		var r reply
+		if err := json.Unmarshal(raw, &r); err != nil || r.Error != nil {
+			t.Fatalf("step %d, %s after the hello: %s", i, time.Duration(i)*ttl*2/5, raw)
+		}
+	}
+	// Not only in this gateway's memory: a restarted one finds it too.
+	js, err := jetstream.New(natstest.Connect(t, e.srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(context.Background(), gateway.HandshakeBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(context.Background(), acs.SessionKey("default", sid)); err != nil {
+		t.Fatalf("the negotiation is gone from the bucket: %v", err)
+	}
 }
