@@ -219,6 +219,30 @@ func (k *Keyring) Verify(sig *Signature, sessionID string, input []byte) error {
 	return nil
 }
 
+// VerifyRequest checks a request's signature (ACS §10): with keys, a
+// signature present must verify with the session key of its key_id, and
+// with require one must be present; without keys nothing can be checked
+// and nothing is. doc is the decoded request (numbers as json.Number), sig
+// its params.signature (nil: unsigned). The refusal is -32004.
+func VerifyRequest(kr *Keyring, require bool, doc map[string]any, sig *Signature, sessionID string) *Error {
+	switch {
+	case sig == nil && require && kr != nil:
+		return &Error{Code: CodeSignatureInvalid, Reason: ReasonSignature, Message: "this Guardian requires signed requests; params.signature is missing"}
+	case sig == nil || kr == nil:
+		return nil
+	case !kr.Has(sig.KeyID, sessionID):
+		return &Error{Code: CodeSignatureInvalid, Reason: ReasonSignature, Message: fmt.Sprintf("unknown key_id %q", sig.KeyID)}
+	}
+	input, err := SigningInput(doc)
+	if err == nil {
+		err = kr.Verify(sig, sessionID, input)
+	}
+	if err != nil {
+		return &Error{Code: CodeSignatureInvalid, Reason: ReasonSignature, Message: err.Error()}
+	}
+	return nil
+}
+
 // SigningInput is the canonical form of an envelope without its signature
 // (ACS §10): params.signature of a request, result.signature or
 // error.signature of a response. doc is the decoded envelope; it is not

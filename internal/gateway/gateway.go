@@ -342,7 +342,7 @@ func (g *Gateway) handshake(ctx context.Context, in incoming, tls bool) reply {
 		return g.refuse(in, asError(err))
 	}
 	p := in.req.Params
-	if ref := g.verify(doc, in); ref != nil {
+	if ref := acs.VerifyRequest(g.cfg.Keys, g.cfg.RequireSignatures, doc, p.Signature, in.sessionID); ref != nil {
 		return g.refuse(in, ref)
 	}
 	if ref := g.checkSkew(p.Timestamp); ref != nil {
@@ -377,30 +377,6 @@ func (g *Gateway) handshake(ctx context.Context, in incoming, tls bool) reply {
 			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.Metadata.SessionID)})
 	}
 	return g.seal(in, "result", maps.Clone(stored.ServerHello))
-}
-
-// verify checks a hello's signature: with keys configured, a signature
-// present must verify and, with signatures required, one must be present.
-func (g *Gateway) verify(doc map[string]any, in incoming) *acs.Error {
-	kr, sig := g.cfg.Keys, in.req.Params.Signature
-	switch {
-	case kr == nil:
-		return nil
-	case sig == nil && g.cfg.RequireSignatures:
-		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: "this Guardian requires signed requests; params.signature is missing"}
-	case sig == nil:
-		return nil
-	case !kr.Has(sig.KeyID, in.sessionID):
-		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: fmt.Sprintf("unknown key_id %q", sig.KeyID)}
-	}
-	input, err := acs.SigningInput(doc)
-	if err == nil {
-		err = kr.Verify(sig, in.sessionID, input)
-	}
-	if err != nil {
-		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: err.Error()}
-	}
-	return nil
 }
 
 // checkSkew refuses a hello whose timestamp is outside the skew window of

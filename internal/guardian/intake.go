@@ -115,28 +115,16 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 // and refuses an unsigned request when signatures are required (ACS §10).
 // system/ping needs no signature.
 func (g *Guardian) checkSignature(doc map[string]any, e *envelope) *acs.Error {
+	if e.req.Method == "system/ping" {
+		return nil
+	}
 	sig := e.req.Params.Signature
-	kr := g.cfg.Keys
-	sid := e.req.Params.Metadata.SessionID
-	switch {
-	case e.req.Method == "system/ping":
-		return nil
-	case sig == nil && g.cfg.RequireSignatures:
-		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: "this Guardian requires signed requests; params.signature is missing"}
-	case sig == nil || kr == nil:
-		// Unsigned, or nothing to verify with: the envelope is taken as is.
-		return nil
-	case !kr.Has(sig.KeyID, sid):
-		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: fmt.Sprintf("unknown key_id %q", sig.KeyID)}
+	if ref := acs.VerifyRequest(g.cfg.Keys, g.cfg.RequireSignatures, doc, sig, e.req.Params.Metadata.SessionID); ref != nil {
+		return ref
 	}
-	input, err := acs.SigningInput(doc)
-	if err == nil {
-		err = kr.Verify(sig, sid, input)
+	if sig != nil && g.cfg.Keys != nil {
+		e.signedWith = sig.KeyID
 	}
-	if err != nil {
-		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonSignature, Message: err.Error()}
-	}
-	e.signedWith = sig.KeyID
 	return nil
 }
 
