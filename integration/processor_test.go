@@ -502,8 +502,9 @@ func TestEmbeddedPortInUse(t *testing.T) {
 }
 
 // TestHTTPEndpoint runs the binary as an ACS Guardian over HTTP with keys
-// required: the handshake advertises signatures, an unsigned request is
-// refused -32004, and the receipt key is served and was logged at start.
+// required: an unsigned hello is refused -32004, a step before the
+// handshake -32003, both signed, and the receipt key is served and was
+// logged at start.
 func TestHTTPEndpoint(t *testing.T) {
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys.yaml")
@@ -526,12 +527,14 @@ func TestHTTPEndpoint(t *testing.T) {
 		return out
 	}
 	hello := post(`{"jsonrpc":"2.0","method":"handshake/hello","id":1,"params":{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-000000000001","timestamp":"2026-12-02T10:00:00Z","metadata":{"agent_id":"a","session_id":"` + sessionID(1) + `"},"payload":{"acs_versions_supported":["0.1.0"],"methods_implemented":["steps/toolCallRequest"],"transports_supported":["http"],"provenance_producer":"none"}}}`)
-	if sh, _ := hello["result"].(map[string]any); fmt.Sprint(sh["signature_algorithms_supported"]) != "[HMAC-SHA256]" || sh["skew_window_ms"] != float64(300000) {
-		t.Fatalf("ServerHello %v", hello)
+	// Unsigned under --require-signatures: refused, and the refusal is
+	// signed (TestConformance holds the signed handshake to the rest).
+	if e, _ := hello["error"].(map[string]any); e["code"] != float64(-32004) || e["signature"] == nil {
+		t.Fatalf("unsigned hello: %v", hello)
 	}
 	refused := post(string(exampleEnvelopes(sessionID(2))[0].data))
-	if e, _ := refused["error"].(map[string]any); e["code"] != float64(-32004) {
-		t.Fatalf("unsigned request: %v", refused)
+	if e, _ := refused["error"].(map[string]any); e["code"] != float64(-32003) || e["signature"] == nil {
+		t.Fatalf("a step before any handshake: %v", refused)
 	}
 	resp, err := http.Get("http://" + httpAddr + "/receipt-key")
 	if err != nil {
