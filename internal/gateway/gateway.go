@@ -262,7 +262,7 @@ func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
 		return g.refuse(in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
 	}
 	req := &in.req
-	if len(req.ID) > 0 && !bytes.Equal(req.ID, acs.NullID) {
+	if validID(req.ID) {
 		in.id = req.ID
 	}
 	if p := req.Params; p != nil {
@@ -475,6 +475,20 @@ func (g *Gateway) deadLetter(ctx context.Context, in incoming, ref *acs.Error) {
 	if _, err := g.js.PublishMsg(ctx, m); err != nil {
 		g.log.Warn().Err(err).Str("reason", ref.Reason).Msg("dead-letter a refused HTTP request")
 	}
+}
+
+// validID reports a JSON-RPC id a response may echo: a string or a number.
+// Anything else (an object, an array, true) cannot be echoed in a valid
+// response; it is answered with a null id, as an unreadable one.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	}
+	return false
 }
 
 // decodeObject decodes a JSON object with numbers kept exact, as signing

@@ -51,7 +51,7 @@ func startWith(t *testing.T, timeout time.Duration, handshake gateway.HandshakeP
 
 // startConfig runs a Guardian whose endpoint has cfg, with keys k1 (the
 // default) and k2 required, the default skew window and receipts.
-func startConfig(t *testing.T, cfg gateway.Config) *env {
+func startConfig(t testing.TB, cfg gateway.Config) *env {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
@@ -75,7 +75,7 @@ func startConfig(t *testing.T, cfg gateway.Config) *env {
 	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop}
 }
 
-func runProcessor(t *testing.T, srv *server.Server, v *schema.Validator, cfg guardian.Config, receiptKey string) func() {
+func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config, receiptKey string) func() {
 	t.Helper()
 	rs, err := rules.Default()
 	if err != nil {
