@@ -280,7 +280,6 @@ func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
 		if err := g.nc.Publish(acs.InboundPrefix+"."+g.cfg.Tenant+".unrouted", raw); err != nil {
 			g.log.Warn().Err(err).Msg("keep an unroutable request")
 		}
-		in.sessionID = ""
 		return g.refuse(in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid,
 			Message: "a request needs params.request_id and params.metadata.session_id (a UUID)"})
 	}
