@@ -287,10 +287,14 @@ func conformanceRows() []conformanceRow {
 		},
 		{
 			name: "§17 payload failing its hook schema → deny payload_invalid (turnguard: a decision, not -32602); k1 request → k1 response",
-			prep: func(t *testing.T, s *acsSession) { started(t, s) },
+			prep: func(t *testing.T, s *acsSession) {
+				// The whole session with k1: a negotiated session is
+				// bound to its hello's key.
+				s.keyID = "k1"
+				started(t, s)
+			},
 			send: func(t *testing.T, s *acsSession) reply {
 				// toolCallRequest requires arguments.
-				s.keyID = "k1"
 				return s.do(t, s.env("steps/toolCallRequest", obj(`{"tool":{"name":"Bash"}}`)))
 			},
 			want: expect{decision: "deny", reasonCodes: []string{"payload_invalid"}, noChain: true},
@@ -426,9 +430,27 @@ func conformanceRows() []conformanceRow {
 		{
 			name: "§10 k1 request → k1 response on a decision",
 			only: "signed",
+			prep: func(t *testing.T, s *acsSession) {
+				s.keyID = "k1"
+				s.handshake(t)
+			},
+			send: func(t *testing.T, s *acsSession) reply { return s.do(t, sessionStart(s)) },
+			want: expect{decision: "allow"},
+		},
+		{
+			name: "§4 a step signed with another key than the hello's → -32004 key_not_bound (the Go reference's binding)",
+			only: "signed",
 			prep: func(t *testing.T, s *acsSession) { s.handshake(t) },
 			send: func(t *testing.T, s *acsSession) reply { return s.send(t, s.signAs(sessionStart(s), "k1")) },
-			want: expect{decision: "allow"},
+			want: expect{code: -32004, reason: "key_not_bound"},
+		},
+		{
+			name: "§4 a step from another agent than the hello's → -32000 agent_id_not_bound",
+			prep: func(t *testing.T, s *acsSession) { s.handshake(t) },
+			send: func(t *testing.T, s *acsSession) reply {
+				return s.do(t, sessionStart(s).withMeta("agent_id", "someone-else"))
+			},
+			want: expect{code: -32000, reason: "agent_id_not_bound"},
 		},
 		{
 			name: "§10 key_id = session id (session_key) → verified; responses signed with key_id = session id",

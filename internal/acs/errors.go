@@ -74,6 +74,8 @@ const (
 	ReasonNotNegotiated     = "method_not_negotiated"
 	ReasonTransport         = "transport_unsupported"
 	ReasonAlreadyNegotiated = "already_negotiated"
+	ReasonKeyNotBound       = "key_not_bound"
+	ReasonAgentNotBound     = "agent_id_not_bound"
 	ReasonVersion           = "unsupported_version"
 	ReasonSignature         = "signature_invalid"
 	ReasonSkew              = "timestamp_out_of_window"

@@ -307,7 +307,8 @@ func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
 
 // checkNegotiated holds a step to its session's handshake (ACS §4): with
 // the handshake required, a session must have negotiated, and in any case
-// a negotiated session may only send the methods it negotiated.
+// a negotiated session may only send the methods it negotiated, signed
+// with the key and from the agent that negotiated it.
 // system/ping is exempt, and so are methods turnguard does not evaluate,
 // which the processor refuses with their own code.
 func (g *Gateway) checkNegotiated(ctx context.Context, in incoming) *acs.Error {
@@ -323,9 +324,20 @@ func (g *Gateway) checkNegotiated(ctx context.Context, in incoming) *acs.Error {
 	case n == nil && g.cfg.Handshake == HandshakeRequired:
 		return &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonHandshakeRequired,
 			Message: fmt.Sprintf("session %s has not completed handshake/hello", in.sessionID)}
-	case n != nil && !n.evaluates(method):
+	case n == nil:
+		return nil
+	case !n.evaluates(method):
 		return &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonNotNegotiated,
 			Message: fmt.Sprintf("method %s was not negotiated in this session's handshake", method)}
+	case n.KeyID != "" && in.keyID != n.KeyID:
+		// The session belongs to whoever negotiated it: with a key per
+		// agent, another agent's valid signature must not reach into it
+		// (the Go reference's key_not_bound).
+		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonKeyNotBound,
+			Message: fmt.Sprintf("session %s was negotiated with key %q, not %q", in.sessionID, n.KeyID, in.keyID)}
+	case in.req.Params.Metadata.AgentID != n.AgentID:
+		return &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAgentNotBound,
+			Message: fmt.Sprintf("session %s was negotiated by agent %q, not %q", in.sessionID, n.AgentID, in.req.Params.Metadata.AgentID)}
 	}
 	return nil
 }
