@@ -98,7 +98,7 @@ func New() (*Validator, error) {
 // The handshake is not a hook, so it is not in the acs method table, but its
 // ClientHello payload is validated like one.
 const (
-	HandshakeMethod        = "handshake/hello"
+	HandshakeMethod        = acs.HandshakeMethod
 	HandshakePayloadSchema = "handshake.json#/$defs/ClientHello"
 )
 

@@ -356,11 +356,13 @@ func (g *Gateway) handshake(ctx context.Context, in incoming, tls bool) reply {
 	if ref := acs.VerifyRequest(g.cfg.Keys, g.cfg.RequireSignatures, doc, p.Signature, in.sessionID); ref != nil {
 		return g.refuse(in, ref)
 	}
-	if ref := g.checkSkew(p.Timestamp); ref != nil {
+	// The endpoint is not the deterministic core: the hello's arrival is
+	// the clock's now.
+	if ref := acs.CheckSkew(p.Timestamp, time.Now(), g.cfg.SkewWindow); ref != nil {
 		return g.refuse(in, ref)
 	}
 	payload := doc["params"].(map[string]any)["payload"]
-	if err := g.validator.ValidatePayload(schema.HandshakeMethod, payload); err != nil {
+	if err := g.validator.ValidatePayload(acs.HandshakeMethod, payload); err != nil {
 		return g.refuse(in, asError(err))
 	}
 	canonical, err := acs.Canonical(payload)
@@ -388,22 +390,6 @@ func (g *Gateway) handshake(ctx context.Context, in incoming, tls bool) reply {
 			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.Metadata.SessionID)})
 	}
 	return g.seal(in, "result", maps.Clone(stored.ServerHello))
-}
-
-// checkSkew refuses a hello whose timestamp is outside the skew window of
-// now (ACS §10.3). The endpoint is not the deterministic core: its clock is
-// the arrival time.
-func (g *Gateway) checkSkew(timestamp string) *acs.Error {
-	w := g.cfg.SkewWindow
-	if w <= 0 {
-		return nil
-	}
-	ts, err := time.Parse(time.RFC3339Nano, timestamp)
-	if err == nil && time.Since(ts).Abs() <= w {
-		return nil
-	}
-	return &acs.Error{Code: acs.CodeTimestampOutOfWindow, Reason: acs.ReasonSkew, SkewWindowMS: w.Milliseconds(),
-		Message: fmt.Sprintf("timestamp %s is more than %s from the time turnguard received the request", timestamp, w)}
 }
 
 // refuse answers a request with a JSON-RPC error, signed.

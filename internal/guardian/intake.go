@@ -134,16 +134,10 @@ func (g *Guardian) checkSignature(doc map[string]any, e *envelope) *acs.Error {
 // decides the same; a message without one (a unit test) is not checked.
 // system/ping carries no state and is exempt, as in the Go reference.
 func (g *Guardian) checkSkew(e *envelope, msg Message) *acs.Error {
-	w := g.cfg.SkewWindow
-	if w <= 0 || msg.Time.IsZero() || e.spec.Scope == acs.Liveness {
+	if msg.Time.IsZero() || e.spec.Scope == acs.Liveness {
 		return nil
 	}
-	ts, err := time.Parse(time.RFC3339Nano, e.req.Params.Timestamp)
-	if err == nil && ts.Sub(msg.Time).Abs() <= w {
-		return nil
-	}
-	return &acs.Error{Code: acs.CodeTimestampOutOfWindow, Reason: acs.ReasonSkew, SkewWindowMS: w.Milliseconds(),
-		Message: fmt.Sprintf("timestamp %s is more than %s from the time turnguard received the envelope (%s)", e.req.Params.Timestamp, w, msg.Time.UTC().Format(time.RFC3339Nano))}
+	return acs.CheckSkew(e.req.Params.Timestamp, msg.Time, g.cfg.SkewWindow)
 }
 
 // requestFrom reads the typed envelope out of its validated decoded form,
