@@ -345,10 +345,13 @@ func (g *Gateway) checkNegotiated(ctx context.Context, in incoming) *acs.Error {
 // handshake answers handshake/hello with a ServerHello (ACS §4), the same
 // one again for a repeated identical hello.
 func (g *Gateway) handshake(ctx context.Context, in incoming, tls bool) reply {
-	doc, err := decodeObject(in.raw)
+	// Decoded as the schemas and signing inputs need it, numbers exact.
+	decoded, err := schema.Decode(in.raw)
 	if err != nil {
 		return g.refuse(in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
 	}
+	// one read the body into a struct, so it is an object.
+	doc := decoded.(map[string]any)
 	if err := g.validator.ValidateRequest(doc); err != nil {
 		return g.refuse(in, asError(err))
 	}
@@ -486,18 +489,6 @@ func validID(id json.RawMessage) bool {
 		return true
 	}
 	return false
-}
-
-// decodeObject decodes a JSON object with numbers kept exact, as signing
-// inputs and the schemas need them.
-func decodeObject(raw []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, err
-	}
-	return doc, nil
 }
 
 func asError(err error) *acs.Error {
