@@ -758,20 +758,14 @@ func startGuardian(t *testing.T, keys *testKeys, require bool, extra ...string) 
 // awaitReady polls GET /readyz until it answers 200.
 func awaitReady(t *testing.T, ep endpoint) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll(t, 20*time.Second, ep.base+"/readyz answering 200", func() bool {
 		resp, err := httpClient.Get(ep.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/readyz not ready after 20s: %v", ep.base, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // ---------------------------------------------------------------------------
