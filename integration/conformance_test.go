@@ -701,12 +701,8 @@ func TestNoStaleAnswerAfterRestart(t *testing.T) {
 			// Every decision published, as a core NATS subscriber sees it,
 			// across the restart.
 			var reconnects atomic.Int32
-			nc, err := nats.Connect("nats://"+listen, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
+			nc := connectAs(t, "nats://"+listen, filepath.Join(dir, "data", "creds", "security.creds"), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
 				nats.ReconnectHandler(func(*nats.Conn) { reconnects.Add(1) }))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(nc.Close)
 			type seen struct {
 				msgID, requestID, decision string
 				afterRestart               bool

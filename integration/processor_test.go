@@ -273,7 +273,7 @@ func embeddedWithExample(t *testing.T) (dataDir, listen string, p *proc, nc *nat
 	dataDir = filepath.Join(t.TempDir(), "data")
 	listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p = startProcessor(t, "--data-dir", dataDir, "--listen", listen)
-	nc = connect(t, "nats://"+listen)
+	nc = connectAs(t, "nats://"+listen, filepath.Join(dataDir, "creds", "admin.creds"))
 	js, _ := jetstream.New(nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil {
@@ -296,7 +296,7 @@ func TestEmbeddedServer(t *testing.T) {
 	}
 
 	startProcessor(t, "--data-dir", data, "--listen", listen)
-	nc = connect(t, "nats://"+listen)
+	nc = connectAs(t, "nats://"+listen, filepath.Join(data, "creds", "admin.creds"))
 	js, _ := jetstream.New(nc)
 	checkCompleteSession(t, js, exampleSession)
 	// The session ended before the restart; a late step is refused.
@@ -325,7 +325,7 @@ func TestDataDirIsExclusiveAndReplayable(t *testing.T) {
 	if code := busy.wait(t, 30*time.Second); code != 2 || !strings.Contains(busy.out.String(), "a processor is running on") {
 		t.Fatalf("replay on a store in use: exit %d\n%s", code, busy.out)
 	}
-	live := start(t, "replay", "timeline", "--nats-url", "nats://"+listen, "--session", exampleSession, "--skew-window", "0")
+	live := start(t, "replay", "timeline", "--nats-url", "nats://"+listen, "--nats-creds", filepath.Join(data, "creds", "admin.creds"), "--session", exampleSession, "--skew-window", "0")
 	if code := live.wait(t, 30*time.Second); code != 0 || !strings.Contains(live.out.String(), "chain   intact (8 steps)") {
 		t.Fatalf("replay against the running processor: exit %d\n%s", code, live.out)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/turnguard/turnguard/pkg/client"
 )
 
 // proc is a child process whose output is kept for failure messages.
@@ -130,11 +133,11 @@ func natsServer(t *testing.T, storeDir string) (url string, p *proc) {
 }
 
 // connect retries until the server at url answers.
-func connect(t *testing.T, url string) *nats.Conn {
+func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		nc, err := nats.Connect(url, nats.Timeout(time.Second))
+		nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(time.Second)}, opts...)...)
 		if err == nil {
 			t.Cleanup(nc.Close)
 			return nc
@@ -144,6 +147,21 @@ func connect(t *testing.T, url string) *nats.Conn {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// connectAs connects with a credentials file (waiting for the processor
+// to write it), with the inbox prefix the credential is confined to.
+func connectAs(t *testing.T, url, creds string, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	poll(t, 20*time.Second, "credentials "+creds, func() bool {
+		_, err := os.Stat(creds)
+		return err == nil
+	})
+	co, err := client.CredentialsOptions(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return connect(t, url, append(co, opts...)...)
 }
 
 func withTimeout(t *testing.T, d time.Duration) context.Context {

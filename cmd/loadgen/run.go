@@ -89,6 +89,7 @@ type tally struct {
 // runOptions are the flags of `loadgen run`.
 type runOptions struct {
 	url          string
+	creds        string
 	rate         float64
 	duration     time.Duration
 	sessions     int
@@ -120,6 +121,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var o runOptions
 	fs.StringVar(&o.url, "nats-url", "", "NATS server(s) a processor consumes from, comma-separated for a cluster; empty: an embedded server and an in-process processor")
+	fs.StringVar(&o.creds, "nats-creds", "", "NATS credentials file for --nats-url (an admin credential, e.g. <data-dir>/creds/admin.creds)")
 	fs.Float64Var(&o.rate, "rate", 0, "envelopes per second over all sessions; 0: as fast as the server acknowledges")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to publish")
 	fs.IntVar(&o.sessions, "sessions", 200, "sessions in flight at once (each publishes its next envelope once the previous is stored)")
@@ -164,7 +166,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := acs.CheckTenant(o.tenant); err != nil {
 		return fmt.Errorf("--tenant: %w", err)
 	}
-	t, err := connect(o.url)
+	t, err := connect(o.url, o.creds)
 	if err != nil {
 		return err
 	}

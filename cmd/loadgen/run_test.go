@@ -106,7 +106,7 @@ func TestRunBacklogWithTwoProcessors(t *testing.T) {
 func TestReconcileDetects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tg, err := connect("")
+	tg, err := connect("", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("loadgen sync", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("nats-url", "", "NATS server a processor consumes from; empty: an embedded server and an in-process processor")
+	creds := fs.String("nats-creds", "", "NATS credentials file for --nats-url (an admin credential, e.g. <data-dir>/creds/admin.creds)")
 	rate := fs.Float64("rate", 200, "requests per second, for both the baseline and the decisions")
 	duration := fs.Duration("duration", 10*time.Second, "how long each phase sends")
 	sessions := fs.Int("sessions", 50, "concurrent sessions the envelopes are spread over")
@@ -70,7 +71,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *rate <= 0 || *duration <= 0 || *sessions < 1 {
 		return errors.New("--rate, --duration and --sessions must be positive")
 	}
-	t, err := connect(*url)
+	t, err := connect(*url, *creds)
 	if err != nil {
 		return err
 	}

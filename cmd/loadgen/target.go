@@ -16,6 +16,7 @@ import (
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -53,12 +54,22 @@ func clientOptions(name string) []nats.Option {
 }
 
 // connect opens the target. url may list several servers separated by
-// commas (a cluster); an empty url starts the embedded server, whose
-// processors startProcessors starts.
-func connect(url string) (*target, error) {
+// commas (a cluster), creds is the credentials file for it (an admin
+// credential: loadgen publishes envelopes, reads every stream and makes a
+// scratch stream for its baseline); an empty url starts the embedded
+// server, in-process only and open, whose processors startProcessors
+// starts.
+func connect(url, creds string) (*target, error) {
 	if url != "" {
+		var credOpts []nats.Option
+		if creds != "" {
+			var err error
+			if credOpts, err = client.CredentialsOptions(creds); err != nil {
+				return nil, err
+			}
+		}
 		dial := func(name string) (*nats.Conn, error) {
-			nc, err := nats.Connect(url, clientOptions(name)...)
+			nc, err := nats.Connect(url, append(clientOptions(name), credOpts...)...)
 			if err != nil {
 				return nil, fmt.Errorf("connect %s: %w", url, err)
 			}

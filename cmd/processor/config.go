@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -26,7 +27,11 @@ type config struct {
 	receiptKey        string
 	natsURL           string
 	natsCreds         string
+	natsCA            string
+	auth              string
 	listen            string
+	listenTLSCert     string
+	listenTLSKey      string
 	dataDir           string
 	logLevel          string
 	logFormat         string
@@ -37,13 +42,26 @@ type config struct {
 // receiptKeyNone as --receipt-key turns the receipts off.
 const receiptKeyNone = "none"
 
+// Values of --auth.
+const (
+	// authRequired: the embedded server admits only credentials its
+	// authority minted, and the HTTP endpoint only authenticated callers.
+	authRequired = "required"
+	// authNone: the open development mode, loopback only.
+	authNone = "none"
+)
+
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c := config{processor: stream.DefaultConfig()}
 	fs := flag.NewFlagSet("processor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server or cluster URL(s), comma-separated; empty runs an embedded NATS JetStream server")
-	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url (a processor credential: processor creds init/add --role processor)")
+	fs.StringVar(&c.natsCA, "nats-ca", "", "PEM CA bundle that verifies the --nats-url servers' TLS certificates")
+	fs.StringVar(&c.auth, "auth", authRequired, "required: the embedded NATS server admits only the credentials under <data-dir>/creds (and ones minted by processor creds add), the HTTP endpoint only authenticated callers; none: open, loopback-only development mode")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:4222", "client address of the embedded NATS server (\"none\": in-process only)")
+	fs.StringVar(&c.listenTLSCert, "listen-tls-cert", "", "PEM certificate of the embedded NATS server's client port (required for a non-loopback --listen)")
+	fs.StringVar(&c.listenTLSKey, "listen-tls-key", "", "PEM private key of --listen-tls-cert")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory of the embedded server's JetStream store")
 	fs.IntVar(&c.processor.Topology.Partitions, "partitions", c.processor.Topology.Partitions, "partitions of ACS_HOOKS, one durable consumer and worker each (fixed once the stream exists)")
 	fs.IntVar(&c.processor.Topology.Replicas, "replicas", c.processor.Topology.Replicas, "replicas of the streams, bucket and consumers created (clusters: 3)")
@@ -64,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
+		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
 		fs.PrintDefaults()
 	}
 	if err := cliflag.ApplyEnv(fs); err != nil {
@@ -78,6 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.listen == "none" {
 		c.listen = ""
+	}
+	if err := c.validateExposure(); err != nil {
+		return c, err
 	}
 	if err := c.core.Validate(); err != nil {
 		return c, err
@@ -102,4 +123,44 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("--session-ttl must be positive")
 	}
 	return c, c.processor.Topology.Validate()
+}
+
+// validateExposure refuses the configurations that would expose turnguard
+// without the protection the operator probably assumes: an open server off
+// loopback, or plaintext NATS off loopback.
+func (c config) validateExposure() error {
+	if c.auth != authRequired && c.auth != authNone {
+		return fmt.Errorf("--auth %q: want required or none", c.auth)
+	}
+	if (c.listenTLSCert == "") != (c.listenTLSKey == "") {
+		return errors.New("--listen-tls-cert and --listen-tls-key go together")
+	}
+	if c.natsURL != "" || c.listen == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", c.listen, err)
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	if c.auth == authNone {
+		return fmt.Errorf("--listen %s with --auth none would open NATS to the network without credentials; listen on 127.0.0.1, or drop --auth none", c.listen)
+	}
+	if c.listenTLSCert == "" {
+		return fmt.Errorf("--listen %s is not a loopback address: give --listen-tls-cert and --listen-tls-key, so that envelopes and decisions do not cross the network in plain text", c.listen)
+	}
+	return nil
+}
+
+// isLoopback reports whether host (a listen address's host part) only
+// reaches this machine. "localhost" counts; an empty host (all interfaces)
+// does not.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

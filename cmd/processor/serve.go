@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -23,10 +24,12 @@ import (
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
+	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/reload"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -78,22 +81,37 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	}
 	url := cfg.natsURL
 	if url == "" {
-		srv, err = stream.StartEmbedded(stream.EmbeddedConfig{DataDir: cfg.dataDir, Listen: cfg.listen, Logger: log})
+		var stop func()
+		srv, stop, err = startEmbedded(cfg, log)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			srv.Shutdown()
-			srv.WaitForShutdown()
-		}()
+		defer stop()
 		opts = append(opts, nats.InProcessServer(srv))
-		clientURL := "none (in-process only)"
-		if cfg.listen != "" {
-			clientURL = "nats://" + cfg.listen
+		if cfg.auth == authRequired {
+			auth, err := natsauth.Load(filepath.Join(cfg.dataDir, "auth"))
+			if err != nil {
+				return err
+			}
+			self, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleProcessor, Name: "processor-embedded"})
+			if err != nil {
+				return err
+			}
+			opts = append(opts, self)
 		}
-		log.Info().Str("data_dir", cfg.dataDir).Str("client_url", clientURL).Msg("embedded NATS JetStream server started")
-	} else if cfg.natsCreds != "" {
-		opts = append(opts, nats.UserCredentials(cfg.natsCreds))
+	} else {
+		if cfg.natsCreds != "" {
+			co, err := client.CredentialsOptions(cfg.natsCreds)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, co...)
+		} else {
+			log.Warn().Str("nats_url", url).Msg("connecting to NATS without credentials (--nats-creds): whoever can reach that server can forge and read everything")
+		}
+		if cfg.natsCA != "" {
+			opts = append(opts, nats.RootCAs(cfg.natsCA))
+		}
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -145,6 +163,42 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	st := p.Stats()
 	log.Info().Uint64("processed", st.Processed.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("turnguard stopped")
 	return nil
+}
+
+// startEmbedded starts the embedded NATS JetStream server: with
+// authentication (the default), it first makes sure the data dir holds an
+// authority and one credential per role for the operator to hand out.
+func startEmbedded(cfg config, log zerolog.Logger) (*server.Server, func(), error) {
+	ecfg := stream.EmbeddedConfig{DataDir: cfg.dataDir, Listen: cfg.listen, TLSCert: cfg.listenTLSCert, TLSKey: cfg.listenTLSKey, Logger: log}
+	if cfg.auth == authNone {
+		log.Warn().Msg("AUTHENTICATION IS OFF (--auth none): any local process can publish decisions, edit state and delete streams; development only")
+	} else {
+		auth, created, err := natsauth.LoadOrCreate(filepath.Join(cfg.dataDir, "auth"))
+		if err != nil {
+			return nil, nil, err
+		}
+		credsDir := filepath.Join(cfg.dataDir, "creds")
+		written, err := writeRoleCreds(auth, credsDir, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info().Bool("created", created).Str("account", auth.AccountPublicKey()).Str("creds_dir", credsDir).Strs("written", written).
+			Msg("embedded NATS requires credentials: agent.creds (tenant default), security.creds, admin.creds; mint more with processor creds add")
+		ecfg.Auth = auth
+	}
+	srv, err := stream.StartEmbedded(ecfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	clientURL := "none (in-process only)"
+	if cfg.listen != "" {
+		clientURL = srv.ClientURL()
+	}
+	log.Info().Str("data_dir", cfg.dataDir).Str("client_url", clientURL).Msg("embedded NATS JetStream server started")
+	return srv, func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}, nil
 }
 
 // reportReloadFailure publishes an operational alert saying why a rule set

@@ -14,8 +14,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/replay"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/pkg/client"
 )
 
 // conn is where the recorded streams are read from.
@@ -27,7 +29,7 @@ type conn struct {
 
 func (c *conn) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server or cluster URL(s) the processor records to; empty opens --data-dir")
-	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url: an admin credential (<data-dir>/creds/admin.creds of the embedded processor)")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "the embedded server's data directory, opened when no processor runs on it")
 }
 
@@ -41,7 +43,19 @@ func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), er
 		if _, err := os.Stat(filepath.Join(c.dataDir, "jetstream")); err != nil {
 			return nil, nil, fmt.Errorf("no turnguard store under %s (run the processor there first, or connect with --nats-url)", c.dataDir)
 		}
-		srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: c.dataDir, Logger: zerolog.Nop()})
+		// A data dir the processor ran on with authentication holds its
+		// authority: open the store as admin, minted on the spot.
+		ecfg := stream.EmbeddedConfig{DataDir: c.dataDir, Logger: zerolog.Nop()}
+		var admin nats.Option
+		if auth, err := natsauth.Load(filepath.Join(c.dataDir, "auth")); err == nil {
+			if admin, err = stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin, Name: "replay"}); err != nil {
+				return nil, nil, err
+			}
+			ecfg.Auth = auth
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, err
+		}
+		srv, err := stream.StartEmbedded(ecfg)
 		if errors.Is(err, stream.ErrDataDirInUse) {
 			return nil, nil, fmt.Errorf("a processor is running on %s; connect to it instead, e.g. --nats-url nats://127.0.0.1:4222", c.dataDir)
 		}
@@ -53,8 +67,15 @@ func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), er
 			srv.WaitForShutdown()
 		}
 		opts = append(opts, nats.InProcessServer(srv))
+		if admin != nil {
+			opts = append(opts, admin)
+		}
 	} else if c.natsCreds != "" {
-		opts = append(opts, nats.UserCredentials(c.natsCreds))
+		co, err := client.CredentialsOptions(c.natsCreds)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, co...)
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {

@@ -3,12 +3,16 @@ package stream
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/natsauth"
 )
 
 // EmbeddedMaxPayload is the embedded server's max_payload. It is above the
@@ -20,10 +24,16 @@ const EmbeddedMaxPayload = 2 << 20
 type EmbeddedConfig struct {
 	// DataDir holds the JetStream store (under DataDir/jetstream).
 	DataDir string
-	// Listen is the client address host:port; empty means no client
-	// listener (in-process connections only).
+	// Listen is the client address host:port (port 0: any free port, see
+	// the server's ClientURL); empty means no client listener (in-process
+	// connections only).
 	Listen string
-	Logger zerolog.Logger
+	// Auth, when set, makes the server trust only credentials the
+	// authority minted (operator mode); nil runs it open (--auth none).
+	Auth *natsauth.Authority
+	// TLSCert and TLSKey, when set, make the client port speak TLS only.
+	TLSCert, TLSKey string
+	Logger          zerolog.Logger
 }
 
 // StartEmbedded starts a single-node NATS JetStream server in this process
@@ -48,11 +58,33 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded server listen port %q: %w", port, err)
 		}
+		if p == 0 {
+			// Port 0 means the server's default (4222) to nats-server;
+			// here it means any free port, as net.Listen has it.
+			p = server.RANDOM_PORT
+		}
 		opts.Host, opts.Port = host, p
+	}
+	if cfg.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS server TLS: %w", err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 2
 	}
 	release, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Auth != nil {
+		if err := cfg.Auth.ConfigureServer(opts); err != nil {
+			release()
+			return nil, fmt.Errorf("embedded NATS server authentication: %w", err)
+		}
+		if err := adoptOpenStore(opts.StoreDir, cfg.Auth.AccountPublicKey(), cfg.Logger); err != nil {
+			release()
+			return nil, err
+		}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -83,6 +115,43 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// openAccountDir is where an open server (no accounts) keeps its streams.
+const openAccountDir = "$G"
+
+// adoptOpenStore moves the streams of a store written by an open server
+// (earlier versions, or --auth none) into the account that holds them with
+// authentication on, the first time authentication is on: the streams are
+// the same, only the account that owns them changes. Once the account has
+// a store of its own, an open store beside it is left alone (said loudly:
+// its streams are not visible with authentication on).
+func adoptOpenStore(storeDir, account string, log zerolog.Logger) error {
+	open := filepath.Join(storeDir, openAccountDir)
+	if _, err := os.Stat(filepath.Join(open, "streams")); err != nil {
+		return nil
+	}
+	dst := filepath.Join(storeDir, account)
+	if _, err := os.Stat(dst); err == nil {
+		log.Warn().Str("dir", open).Msg("this data dir also holds streams written with --auth none; they are not visible with authentication on")
+		return nil
+	}
+	if err := os.Rename(open, dst); err != nil {
+		return fmt.Errorf("move the open store %s into the authenticated account: %w", open, err)
+	}
+	log.Info().Str("from", open).Str("to", dst).Msg("streams written without authentication now belong to the turnguard account")
+	return nil
+}
+
+// EmbeddedUser is the connection option of an in-process client of an
+// authenticated embedded server, minted for the role on the spot: the
+// processor's own identity never has to lie in a file.
+func EmbeddedUser(auth *natsauth.Authority, u natsauth.User) (nats.Option, error) {
+	j, seed, err := auth.Issue(u)
+	if err != nil {
+		return nil, err
+	}
+	return nats.UserJWTAndSeed(j, string(seed)), nil
 }
 
 // serverLogger routes nats-server's log lines into zerolog. The server's

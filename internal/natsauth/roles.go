@@ -1,0 +1,192 @@
+// Package natsauth is turnguard's NATS identity layout: one operator, one
+// account holding every stream and bucket, and users minted per role with
+// subject permissions, all as NATS JWTs (nats-io/jwt, nkeys). The embedded
+// server trusts the operator; an external server is configured with the
+// same operator and account (ServerConfig), so the roles mean the same in
+// both.
+package natsauth
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/nats-io/jwt/v2"
+
+	"github.com/turnguard/turnguard/internal/acs"
+)
+
+// Role is what a credential may do.
+type Role string
+
+const (
+	// RoleAgent publishes one tenant's envelopes and reads that tenant's
+	// decisions: an agent framework or its adapter.
+	RoleAgent Role = "agent"
+	// RoleSecurity reads decisions, alerts, dead letters, state and hooks
+	// of every tenant and publishes nothing: a security team's monitor.
+	RoleSecurity Role = "security"
+	// RoleAdmin manages streams, buckets and consumers and runs replay; it
+	// cannot speak for the processor.
+	RoleAdmin Role = "admin"
+	// RoleProcessor is turnguard itself: the only identity that publishes
+	// decisions, alerts and dead letters and writes the state, membership
+	// and handshake buckets.
+	RoleProcessor Role = "processor"
+)
+
+// Roles lists every role, in the order the creds directory is written.
+var Roles = []Role{RoleAgent, RoleSecurity, RoleAdmin, RoleProcessor}
+
+// ParseRole returns the role named s.
+func ParseRole(s string) (Role, error) {
+	r := Role(s)
+	if !slices.Contains(Roles, r) {
+		return "", fmt.Errorf("unknown role %q: want agent, security, admin or processor", s)
+	}
+	return r, nil
+}
+
+// Streams and buckets whose names the permissions spell out. They are the
+// stream package's names; natsauth cannot import it (stream imports
+// natsauth to start the embedded server), so a test holds the two equal.
+const (
+	hooksStream     = "ACS_HOOKS"
+	decisionsStream = "ACS_DECISIONS"
+	alertsStream    = "ACS_ALERTS"
+	dlqStream       = "ACS_DLQ"
+	stateBucket     = "ACS_TURNSTATE"
+	membersBucket   = "ACS_PROCESSORS"
+	handshakeBucket = "ACS_HANDSHAKES"
+)
+
+// ProcessorOwned are the subjects only the processor may publish to: a
+// message there is either turnguard's or a forgery.
+var ProcessorOwned = []string{
+	acs.DecisionsPrefix + ".>",
+	acs.AlertsPrefix + ".>",
+	acs.DLQPrefix + ".>",
+	"$KV." + stateBucket + ".>",
+	"$KV." + membersBucket + ".>",
+	"$KV." + handshakeBucket + ".>",
+}
+
+// tenantPattern is a tenant a credential can be bound to: one NATS subject
+// token, no wildcard, not one of turnguard's reserved tenants (which start
+// with an underscore).
+var tenantPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// ErrBadTenant is returned for a tenant name a credential cannot be bound
+// to.
+var ErrBadTenant = errors.New("tenant must be 1-64 letters, digits, '_' or '-', starting with a letter or digit")
+
+// User is one credential to mint.
+type User struct {
+	Role Role
+	// Tenant binds an agent to one tenant's subjects; the other roles are
+	// not bound to a tenant.
+	Tenant string
+	// Name labels the credential (the JWT's name); default <role>[-<tenant>].
+	Name string
+}
+
+// Validate checks that the user can be minted.
+func (u User) Validate() error {
+	if _, err := ParseRole(string(u.Role)); err != nil {
+		return err
+	}
+	if u.Role == RoleAgent {
+		if !tenantPattern.MatchString(u.Tenant) {
+			return fmt.Errorf("agent tenant %q: %w", u.Tenant, ErrBadTenant)
+		}
+	} else if u.Tenant != "" {
+		return fmt.Errorf("role %s is not bound to a tenant (only agent credentials are)", u.Role)
+	}
+	return nil
+}
+
+// DisplayName is the credential's name.
+func (u User) DisplayName() string {
+	switch {
+	case u.Name != "":
+		return u.Name
+	case u.Tenant != "":
+		return string(u.Role) + "-" + u.Tenant
+	default:
+		return string(u.Role)
+	}
+}
+
+// InboxPrefix is the reply-subject prefix a role's connection must use
+// (nats.CustomInboxPrefix, the nats CLI's --inbox-prefix). Agents and the
+// security role may only subscribe below their own prefix, so nobody reads
+// the replies (publish acknowledgements, state reads) meant for another.
+// Empty means the default _INBOX.
+func (u User) InboxPrefix() string {
+	switch u.Role {
+	case RoleAgent:
+		return "_INBOX." + string(RoleAgent) + "." + u.Tenant
+	case RoleSecurity:
+		return "_INBOX." + string(RoleSecurity)
+	default:
+		return ""
+	}
+}
+
+// Permissions are the subject permissions of the user's role.
+func (u User) Permissions() jwt.Permissions {
+	var p jwt.Permissions
+	switch u.Role {
+	case RoleAgent:
+		p.Pub.Allow.Add(acs.InboundPrefix + "." + u.Tenant + ".>")
+		p.Sub.Allow.Add(acs.DecisionsPrefix+"."+u.Tenant+".>", u.InboxPrefix()+".>")
+	case RoleSecurity:
+		p.Pub.Allow.Add(securityAPI()...)
+		p.Sub.Allow.Add("acs.>", u.InboxPrefix()+".>")
+	case RoleAdmin:
+		p.Pub.Allow.Add(">")
+		p.Pub.Deny.Add(ProcessorOwned...)
+		p.Sub.Allow.Add(">")
+	case RoleProcessor:
+		p.Pub.Allow.Add(">")
+		p.Sub.Allow.Add(">")
+	}
+	return p
+}
+
+// securityAPI is the JetStream API a read-only monitor needs: stream and
+// message reads everywhere, and consumers of its own on every stream but
+// ACS_HOOKS, whose durable partition consumers belong to the processor (a
+// consumer create there could redefine one of them). No acknowledgements
+// ($JS.ACK) either: an ack of a processor's delivery would drop an envelope
+// unprocessed, and ordered consumers do not ack. Consumers may be deleted
+// (a watcher deletes its own when it stops) except on ACS_PROCESSORS, where
+// the processors' membership watchers live; a monitor's watcher there is
+// removed by its inactivity threshold instead.
+func securityAPI() []string {
+	api := []string{
+		"$JS.API.INFO",
+		"$JS.API.STREAM.NAMES",
+		"$JS.API.STREAM.LIST",
+		"$JS.API.STREAM.INFO.*",
+		"$JS.API.STREAM.MSG.GET.*",
+		"$JS.API.DIRECT.GET.>",
+		// Flow-control replies of the push consumers KV watchers use
+		// (nats kv ls, ListKeys): they only pace a delivery.
+		"$JS.FC.>",
+	}
+	for _, s := range []string{decisionsStream, alertsStream, dlqStream,
+		"KV_" + stateBucket, "KV_" + membersBucket, "KV_" + handshakeBucket} {
+		api = append(api,
+			"$JS.API.CONSUMER.CREATE."+s,
+			"$JS.API.CONSUMER.CREATE."+s+".>",
+			"$JS.API.CONSUMER.INFO."+s+".*",
+			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
+		)
+		if s != "KV_"+membersBucket {
+			api = append(api, "$JS.API.CONSUMER.DELETE."+s+".*")
+		}
+	}
+	return api
+}
