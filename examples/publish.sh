@@ -11,7 +11,9 @@
 # Each envelope is stamped with the current time: the processor refuses
 # envelopes whose timestamp is further than its skew window (default 5
 # minutes) from their arrival (-32006), and the files carry fixed times.
-# NATS_URL selects the server (default nats://127.0.0.1:4222).
+# The nats CLI's own settings select the server and credential: NATS_CONTEXT
+# (e.g. tg-agent, README "Walkthrough"), or NATS_URL and NATS_CREDS (e.g.
+# data/creds/agent.creds; core publishes need no inbox prefix).
 set -eu
 dir=${1:?usage: examples/publish.sh DIR [SESSION_ID] [TENANT]}
 first=$(ls "$dir"/[0-9][0-9]-*.json | head -n 1)

@@ -419,7 +419,7 @@ rules:
 	writeRules("shell")
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--rules", file)
-	nc := connect(t, "nats://"+listen)
+	nc := connectAs(t, "nats://"+listen, filepath.Join(dir, "data", "creds", "admin.creds"))
 	js, _ := jetstream.New(nc)
 	ops, err := nc.SubscribeSync("acs.alerts._system.>")
 	if err != nil {
