@@ -32,6 +32,19 @@ func TestParseFlags(t *testing.T) {
 		{"envelope limit above the stream limit", nil, []string{"--max-envelope-bytes", "2000000"}, nil, "--max-envelope-bytes"},
 		{"stray argument", nil, []string{"serve"}, nil, `unexpected argument "serve"`},
 		{"unknown flag", nil, []string{"--nats"}, nil, "flag provided but not defined"},
+		{"authentication by default", nil, nil, func(c config) bool { return c.auth == authRequired }, ""},
+		{"auth none on loopback", nil, []string{"--auth", "none"}, func(c config) bool { return c.auth == authNone }, ""},
+		{"auth none on localhost", nil, []string{"--auth", "none", "--listen", "localhost:4333"}, func(c config) bool { return c.auth == authNone }, ""},
+		{"auth none in-process", nil, []string{"--auth", "none", "--listen", "none"}, func(c config) bool { return c.listen == "" }, ""},
+		{"auth none off loopback", nil, []string{"--auth", "none", "--listen", "0.0.0.0:4222"}, nil, "--auth none would open NATS to the network"},
+		{"auth none on all interfaces", nil, []string{"--auth", "none", "--listen", ":4222"}, nil, "--auth none would open NATS to the network"},
+		{"unknown auth mode", nil, []string{"--auth", "off"}, nil, `--auth "off"`},
+		{"plaintext off loopback", nil, []string{"--listen", "10.0.0.5:4222"}, nil, "--listen-tls-cert"},
+		{"TLS off loopback", nil, []string{"--listen", "10.0.0.5:4222", "--listen-tls-cert", "c.pem", "--listen-tls-key", "k.pem"},
+			func(c config) bool { return c.listenTLSCert == "c.pem" }, ""},
+		{"TLS cert without key", nil, []string{"--listen-tls-cert", "c.pem"}, nil, "go together"},
+		{"external server: --listen is not used", nil, []string{"--nats-url", "nats://n1:4222", "--listen", "0.0.0.0:4222", "--auth", "none"},
+			func(c config) bool { return c.natsURL != "" }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
