@@ -2,7 +2,15 @@ package natsauth_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,16 +26,10 @@ import (
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
-// world is an authenticated embedded server with turnguard's topology and
-// a credentials file per role.
-type world struct {
-	t     *testing.T
-	dir   string
-	auth  *natsauth.Authority
-	start func() (stop func())
-}
-
-func newWorld(t *testing.T) (*world, func(u natsauth.User) *conn) {
+// newWorld starts an authenticated embedded server with turnguard's
+// topology (created as the processor) and returns how to connect to it as
+// a user, through a credentials file as users do.
+func newWorld(t *testing.T) func(u natsauth.User) *conn {
 	t.Helper()
 	dir := t.TempDir()
 	auth, created, err := natsauth.LoadOrCreate(filepath.Join(dir, "auth"))
@@ -68,13 +70,12 @@ func newWorld(t *testing.T) (*world, func(u natsauth.User) *conn) {
 		}
 		return c
 	}
-	w := &world{t: t, dir: dir, auth: auth}
 	proc := connect(natsauth.User{Role: natsauth.RoleProcessor})
 	ctx := context.Background()
 	if err := stream.Ensure(ctx, proc.js, stream.DefaultTopology()); err != nil {
 		t.Fatalf("the processor role cannot create the topology: %v", err)
 	}
-	return w, connect
+	return connect
 }
 
 type conn struct {
@@ -103,7 +104,7 @@ func (c *conn) denied(t *testing.T, what string) {
 func TestRolePermissions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, connect := newWorld(t)
+	connect := newWorld(t)
 	proc := connect(natsauth.User{Role: natsauth.RoleProcessor})
 	acme := connect(natsauth.User{Role: natsauth.RoleAgent, Tenant: "acme"})
 	beta := connect(natsauth.User{Role: natsauth.RoleAgent, Tenant: "beta"})
@@ -342,5 +343,73 @@ func TestNamesMatchTopology(t *testing.T) {
 		if !strings.Contains(owned, "$KV."+b+".>") {
 			t.Errorf("%s is not processor-owned", b)
 		}
+	}
+}
+
+// writeSelfSigned writes a certificate for 127.0.0.1 and its key as PEM
+// files, returning their paths.
+func writeSelfSigned(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "turnguard-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// With --listen-tls-cert the client port speaks TLS only: a plaintext
+// client cannot even present its credential.
+func TestEmbeddedTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeSelfSigned(t, dir)
+	auth, _, err := natsauth.LoadOrCreate(filepath.Join(dir, "auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Auth: auth, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	admin, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr().String()
+	if nc, err := nats.Connect("nats://"+addr, admin, nats.Timeout(2*time.Second)); err == nil {
+		// nats.go upgrades to TLS when the server requires it; without
+		// the CA it must fail verification.
+		nc.Close()
+		t.Fatal("connected without trusting the server's certificate")
+	}
+	nc, err := nats.Connect("tls://"+addr, admin, nats.RootCAs(cert))
+	if err != nil {
+		t.Fatalf("TLS connect with the CA: %v", err)
+	}
+	defer nc.Close()
+	if !nc.TLSRequired() {
+		t.Fatal("the connection is not TLS")
 	}
 }
