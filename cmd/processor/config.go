@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/logging"
@@ -20,6 +23,13 @@ type config struct {
 	// The synchronous Guardian and integrity.
 	httpAddr          string
 	httpTenant        string
+	httpTokens        string
+	httpTLSCert       string
+	httpTLSKey        string
+	httpClientCA      string
+	// authMode is --auth: authNATS (the default) or authNone, which lets
+	// the endpoint run without caller authentication.
+	authMode string
 	decisionTimeout   time.Duration
 	onDecisionFailure string
 	handshake         gateway.HandshakePolicy
@@ -36,6 +46,12 @@ type config struct {
 
 // receiptKeyNone as --receipt-key turns the receipts off.
 const receiptKeyNone = "none"
+
+// --auth values.
+const (
+	authNATS = "nats"
+	authNone = "none"
+)
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c := config{processor: stream.DefaultConfig()}
@@ -54,7 +70,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.processor.BatchSize, "batch-size", c.processor.BatchSize, "most envelopes a partition worker decides and acknowledges together")
 	fs.Var((*cliflag.List)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve the ACS JSON-RPC endpoint (POST /acs) on this address, e.g. 127.0.0.1:8787")
-	fs.StringVar(&c.httpTenant, "http-tenant", "default", "tenant of the envelopes received over HTTP")
+	fs.StringVar(&c.httpTenant, "http-tenant", "default", "tenant of the envelopes received over HTTP without caller authentication (--auth none); an authenticated caller's tenant is its own")
+	fs.StringVar(&c.httpTokens, "http-tokens", "", "callers file (YAML) of the HTTP endpoint: bearer-token hashes and client-certificate identities, each with its tenant (see processor http-token add)")
+	fs.StringVar(&c.httpTLSCert, "http-tls-cert", "", "serve the HTTP endpoint over TLS (1.2 or later) with this certificate chain (PEM)")
+	fs.StringVar(&c.httpTLSKey, "http-tls-key", "", "private key (PEM) of --http-tls-cert")
+	fs.StringVar(&c.httpClientCA, "http-client-ca", "", "CA bundle (PEM) verifying client certificates of the HTTP endpoint, mapped to callers by --http-tokens; required of every client when no caller there has a token")
+	fs.StringVar(&c.authMode, "auth", authNATS, "nats: callers must authenticate (HTTP: --http-tokens/--http-client-ca); none: allow an unauthenticated HTTP endpoint (development only)")
 	fs.DurationVar(&c.decisionTimeout, "decision-timeout", 5*time.Second, "how long an HTTP call waits for its decision (the ServerHello's timeout_config.default_ms is one second more)")
 	fs.StringVar(&c.onDecisionFailure, "on-decision-failure", "deny", "posture advertised in the ServerHello: deny (fail closed) or proceed")
 	handshake := string(gateway.HandshakeRequired)
@@ -64,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
+		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
 		fs.PrintDefaults()
 	}
 	if err := cliflag.ApplyEnv(fs); err != nil {
@@ -98,8 +119,60 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.receiptKey == "" {
 		c.receiptKey = filepath.Join(c.dataDir, "receipt-key.pem")
 	}
+	if err := c.checkHTTPSecurity(); err != nil {
+		return c, err
+	}
 	if c.processor.Topology.SessionTTL <= 0 {
 		return c, errors.New("--session-ttl must be positive")
 	}
 	return c, c.processor.Topology.Validate()
+}
+
+// checkHTTPSecurity refuses HTTP endpoint settings that would leave it
+// open or readable by accident: without caller authentication it runs only
+// under --auth none, and with authentication but without TLS only on a
+// loopback address (behind a TLS-terminating proxy on the same host), where
+// the tokens cannot be read off the network.
+func (c *config) checkHTTPSecurity() error {
+	if c.authMode != authNATS && c.authMode != authNone {
+		return fmt.Errorf("--auth %q: want %s or %s", c.authMode, authNATS, authNone)
+	}
+	if err := acs.CheckTenant(c.httpTenant); err != nil {
+		return fmt.Errorf("--http-tenant: %w", err)
+	}
+	if (c.httpTLSCert == "") != (c.httpTLSKey == "") {
+		return errors.New("--http-tls-cert and --http-tls-key go together")
+	}
+	if c.httpClientCA != "" && c.httpTLSCert == "" {
+		return errors.New("--http-client-ca needs TLS: give --http-tls-cert and --http-tls-key")
+	}
+	if c.httpClientCA != "" && c.httpTokens == "" {
+		return errors.New("--http-client-ca needs --http-tokens FILE, whose callers map client certificates (cert_subject, cert_uri or cert_dns) to tenants")
+	}
+	if c.httpAddr == "" {
+		return nil
+	}
+	authenticated := c.httpTokens != ""
+	switch {
+	case !authenticated && c.authMode != authNone:
+		return fmt.Errorf("--http %s has no caller authentication: give --http-tokens FILE (bearer tokens; client certificates too with --http-client-ca), or --auth none to run it open (development only)", c.httpAddr)
+	case authenticated && c.httpTLSCert == "" && !loopback(c.httpAddr):
+		return fmt.Errorf("--http %s without TLS: bearer tokens would cross the network in clear; give --http-tls-cert and --http-tls-key, or listen on a loopback address (127.0.0.1, [::1]) behind a TLS-terminating proxy", c.httpAddr)
+	}
+	return nil
+}
+
+// loopback reports whether a listen address is on a loopback interface
+// only. An empty host listens on every interface; a name other than
+// localhost could resolve anywhere.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

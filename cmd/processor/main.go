@@ -31,6 +31,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case "rules":
 			return rulesCommand(args[1:], stdout, stderr)
+		case "http-token":
+			return httpTokenCommand(args[1:], stdout, stderr)
 		}
 	}
 	cfg, err := parseFlags(args, stderr)
