@@ -23,13 +23,6 @@ type config struct {
 	// The synchronous Guardian and integrity.
 	httpAddr          string
 	httpTenant        string
-	httpTokens        string
-	httpTLSCert       string
-	httpTLSKey        string
-	httpClientCA      string
-	// authMode is --auth: authNATS (the default) or authNone, which lets
-	// the endpoint run without caller authentication.
-	authMode string
 	decisionTimeout   time.Duration
 	onDecisionFailure string
 	handshake         gateway.HandshakePolicy
@@ -42,6 +35,14 @@ type config struct {
 	logFormat         string
 	processor         stream.Config
 	core              cliflag.Core
+	// The HTTP endpoint's caller authentication and TLS.
+	httpTokens   string
+	httpTLSCert  string
+	httpTLSKey   string
+	httpClientCA string
+	// authMode is --auth: authNATS (the default) or authNone, which lets
+	// the endpoint run without caller authentication.
+	authMode string
 }
 
 // receiptKeyNone as --receipt-key turns the receipts off.
