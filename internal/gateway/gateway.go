@@ -612,7 +612,7 @@ func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref 
 		m.Header.Set(acs.HdrBodyTruncated, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the first %d are kept", len(m.Data), limit, keep))
 		m.Data = m.Data[:keep]
 	}
-	g.log.Warn().Str("caller", from.caller.Name).Str("remote", from.remote).Int("code", int(ref.Code)).
+	g.log.Warn().Str("http_caller", from.caller.Name).Str("remote", from.remote).Int("code", int(ref.Code)).
 		Str("reason", ref.Reason).Str("error", ref.Message).Msg("HTTP request refused and dead-lettered")
 	// Kept even when the client hung up meanwhile.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deadLetterTimeout)
