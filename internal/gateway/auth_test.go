@@ -69,7 +69,7 @@ type authEnv struct {
 
 // startAuth runs a processor and an endpoint with the callers of
 // authCallers, plain HTTP unless tlsCfg is set.
-func startAuth(t *testing.T, cfg gateway.Config, tlsCfg *tls.Config) *authEnv {
+func startAuth(t testing.TB, cfg gateway.Config, tlsCfg *tls.Config) *authEnv {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
