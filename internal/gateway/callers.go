@@ -354,10 +354,11 @@ func (g *Gateway) authenticate(r *http.Request) (*Caller, string) {
 
 // unauthenticated answers 401 with a JSON-RPC error, without reading the
 // body: nothing of a stranger's request reaches the Guardian or its
-// streams. It is logged and counted instead of dead-lettered.
+// streams. It is counted and logged (a burst a second at most) instead of
+// dead-lettered.
 func (g *Gateway) unauthenticated(w http.ResponseWriter, r *http.Request, why string) {
 	g.stats.Unauthenticated.Add(1)
-	g.log.Warn().Str("remote", r.RemoteAddr).Str("why", why).Uint64("unauthenticated_total", g.stats.Unauthenticated.Load()).
+	g.unauthLog.Warn().Str("remote", r.RemoteAddr).Str("why", why).Uint64("unauthenticated_total", g.stats.Unauthenticated.Load()).
 		Msg("HTTP request refused: no known caller")
 	challenge := `Bearer realm="turnguard"`
 	if r.Header.Get("Authorization") != "" {

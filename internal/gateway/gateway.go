@@ -86,6 +86,10 @@ type Gateway struct {
 	anonymous *Caller
 	stats     Stats
 	log       zerolog.Logger
+	// unauthLog logs 401s, at most a burst a second: strangers choose how
+	// many requests they send, not how much the Guardian logs. Stats
+	// counts them all.
+	unauthLog zerolog.Logger
 }
 
 // Stats counts what the endpoint turned away.
@@ -147,8 +151,12 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, validator: v, handshakes: hs,
-		anonymous: &Caller{Tenant: cfg.Tenant}, log: log}, nil
+		anonymous: &Caller{Tenant: cfg.Tenant}, log: log,
+		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}, nil
 }
+
+// unauthLogBurst is how many 401s a second are logged.
+const unauthLogBurst = 20
 
 // Handler routes POST /acs, GET /healthz, GET /readyz and GET /receipt-key.
 func (g *Gateway) Handler() http.Handler {
