@@ -197,6 +197,11 @@ func httpSecurity(cfg config, log zerolog.Logger) (*gateway.Callers, *tls.Config
 		case cfg.httpClientCA != "" && !callers.HasCerts():
 			log.Warn().Str("file", cfg.httpTokens).Msg("--http-client-ca is set but no caller has a cert_subject, cert_uri or cert_dns: client certificates authenticate nobody")
 		}
+		if fi, err := os.Stat(cfg.httpTokens); err == nil && fi.Mode().Perm()&0o022 != 0 {
+			// The file holds no secret, but whoever can write it decides
+			// who may call the Guardian, and as which tenant.
+			log.Warn().Str("file", cfg.httpTokens).Str("mode", fi.Mode().Perm().String()).Msg("--http-tokens is writable by group or others: anyone who can write it can admit callers (chmod 600)")
+		}
 		log.Info().Str("file", cfg.httpTokens).Int("callers", callers.Len()).Strs("tenants", callers.Tenants()).Msg("HTTP callers loaded")
 	} else {
 		log.Warn().Str("http", cfg.httpAddr).Str("tenant", cfg.httpTenant).
