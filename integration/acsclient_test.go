@@ -437,18 +437,38 @@ func (r reply) strList(path string) []string {
 // String shows a reply in failure messages.
 func (r reply) String() string { return string(r.raw) }
 
-// endpoint is a processor's HTTP address.
+// endpoint is a processor's HTTP address and the bearer token its
+// requests carry.
 type endpoint struct {
 	base string // http://127.0.0.1:port
+	// token is the caller's bearer token ("" none: an --auth none endpoint).
+	token string
 }
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// request is a POST /acs as an ACS adapter sends it: Content-Type
+// application/json, and the caller's token in an Authorization header —
+// what a client with configurable headers, or a proxy beside an adapter
+// that has none, adds.
+func (e endpoint) request(t *testing.T, body []byte) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.base+"/acs", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	return req
+}
 
 // postRaw posts a body to /acs and returns the raw answer: HTTP 200 with a
 // JSON body is required.
 func (e endpoint) postRaw(t *testing.T, body []byte) ([]byte, http.Header) {
 	t.Helper()
-	resp, err := httpClient.Post(e.base+"/acs", "application/json", bytes.NewReader(body))
+	resp, err := httpClient.Do(e.request(t, body))
 	if err != nil {
 		t.Fatalf("POST /acs: %v", err)
 	}
@@ -735,13 +755,20 @@ type guardianProc struct {
 }
 
 // startGuardian starts the processor binary with --listen none and --http
-// on a loopback port; keys (nil: none) is written and passed with
-// --require-signatures when require is set.
+// on a loopback port, its one caller (tenant default) authenticated by a
+// bearer token unless extra has --auth none; keys (nil: none) is written
+// and passed with --require-signatures when require is set.
 func startGuardian(t *testing.T, keys *testKeys, require bool, extra ...string) *guardianProc {
 	t.Helper()
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	args := []string{"--data-dir", filepath.Join(dir, "data"), "--listen", "none", "--http", addr}
+	var token string
+	if !slices.Contains(extra, "--auth") {
+		var tokenArgs []string
+		tokenArgs, token = httpCaller(t, dir, "default")
+		args = append(args, tokenArgs...)
+	}
 	if keys != nil {
 		args = append(args, "--keys", keys.write(t, dir))
 		if require {
@@ -749,10 +776,29 @@ func startGuardian(t *testing.T, keys *testKeys, require bool, extra ...string) 
 		}
 	}
 	args = append(args, extra...)
-	g := &guardianProc{acsClient: &acsClient{ep: endpoint{base: "http://" + addr}, keys: keys}, dataDir: filepath.Join(dir, "data"), args: args}
+	g := &guardianProc{acsClient: &acsClient{ep: endpoint{base: "http://" + addr, token: token}, keys: keys}, dataDir: filepath.Join(dir, "data"), args: args}
 	g.p = startProcessor(t, args...)
 	awaitReady(t, g.ep)
 	return g
+}
+
+// httpCaller writes a callers file with one caller of tenant and a fresh
+// bearer token, and returns the processor's flags for it and the token.
+// It writes what processor http-token add writes: the token's SHA-256.
+func httpCaller(t *testing.T, dir, tenant string) (args []string, token string) {
+	t.Helper()
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	token = "tgt_" + base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(token))
+	file := filepath.Join(dir, "callers.yaml")
+	body := fmt.Sprintf("callers:\n  - {name: integration, tenant: %s, token_sha256: %x}\n", tenant, sum)
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--http-tokens", file}, token
 }
 
 // awaitReady polls GET /readyz until it answers 200.

@@ -10,6 +10,8 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -689,8 +691,9 @@ func TestNoStaleAnswerAfterRestart(t *testing.T) {
 			dir := t.TempDir()
 			listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 			httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-			args := []string{"--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--http", httpAddr, "--skew-window", "5m"}
-			c := &acsClient{ep: endpoint{base: "http://" + httpAddr}}
+			callerArgs, token := httpCaller(t, dir, "default")
+			args := append([]string{"--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--http", httpAddr, "--skew-window", "5m"}, callerArgs...)
+			c := &acsClient{ep: endpoint{base: "http://" + httpAddr, token: token}}
 			if mode == "signed" {
 				c.keys = conformanceKeys()
 				args = append(args, "--keys", c.keys.write(t, dir), "--require-signatures")
@@ -880,6 +883,58 @@ func TestConformanceSettings(t *testing.T) {
 				}
 				r := s.do(t, sessionStart(s).withParams("timestamp", nowStamp(-time.Hour)))
 				checkExpect(t, g.acsClient, r, s.last, expect{decision: "allow"})
+			},
+		},
+		{
+			name: "HTTP callers: no token or a wrong one → HTTP 401 with a JSON-RPC -32000 unauthenticated and a Bearer challenge; text/plain → HTTP 415 -32600",
+			args: []string{"--skew-window", "5m"},
+			run: func(t *testing.T, g *guardianProc) {
+				s := g.newSession()
+				body := s.env("handshake/hello", clientHello(evaluatedMethods...)).bytes()
+				for _, tc := range []struct {
+					name, token, contentType, challenge string
+					status, code                        int
+					reason                              string
+				}{
+					{"no token", "", "application/json", `Bearer realm="turnguard"`, http.StatusUnauthorized, -32000, "unauthenticated"},
+					{"a wrong token", "tgt_wrong", "application/json", `Bearer realm="turnguard", error="invalid_token"`, http.StatusUnauthorized, -32000, "unauthenticated"},
+					{"text/plain", g.ep.token, "text/plain", "", http.StatusUnsupportedMediaType, -32600, "content_type_unsupported"},
+				} {
+					ep := g.ep
+					ep.token = tc.token
+					req := ep.request(t, body)
+					req.Header.Set("Content-Type", tc.contentType)
+					resp, err := httpClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					raw, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					r, err := parseReply(raw, resp.Header)
+					if err != nil || resp.StatusCode != tc.status || r.code() != tc.code || r.str("error.data.reason") != tc.reason {
+						t.Errorf("%s: HTTP %d %s (%v), want HTTP %d with %d %s", tc.name, resp.StatusCode, raw, err, tc.status, tc.code, tc.reason)
+					}
+					if got := resp.Header.Get("WWW-Authenticate"); got != tc.challenge {
+						t.Errorf("%s: WWW-Authenticate %q, want %q", tc.name, got, tc.challenge)
+					}
+				}
+				// With the token the same hello is answered.
+				checkExpect(t, g.acsClient, s.send(t, s.env("handshake/hello", clientHello(evaluatedMethods...))), s.last, expect{hello: true})
+			},
+		},
+		{
+			name: "--auth none: the endpoint is open, as before authentication, and says so loudly at start",
+			args: []string{"--skew-window", "5m", "--auth", "none"},
+			run: func(t *testing.T, g *guardianProc) {
+				if g.ep.token != "" {
+					t.Fatal("test bug: a token for an open endpoint")
+				}
+				s := g.newSession()
+				s.handshake(t)
+				s.decide(t, sessionStart(s), "allow")
+				if !strings.Contains(g.p.out.String(), "the ACS endpoint is OPEN (--auth none)") {
+					t.Errorf("no warning of the open endpoint at start:\n%s", g.p.out)
+				}
 			},
 		},
 	} {

@@ -512,10 +512,11 @@ func TestHTTPEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--data-dir", dir, "--listen", "none", "--http", httpAddr, "--keys", keys, "--require-signatures", "--skew-window", "5m")
+	callerArgs, token := httpCaller(t, dir, "default")
+	p := startProcessor(t, append([]string{"--data-dir", dir, "--listen", "none", "--http", httpAddr, "--keys", keys, "--require-signatures", "--skew-window", "5m"}, callerArgs...)...)
 	post := func(body string) map[string]any {
 		t.Helper()
-		resp, err := http.Post("http://"+httpAddr+"/acs", "application/json", strings.NewReader(body))
+		resp, err := httpClient.Do(endpoint{base: "http://" + httpAddr, token: token}.request(t, []byte(body)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/logging"
@@ -37,6 +39,11 @@ type config struct {
 	logFormat         string
 	processor         stream.Config
 	core              cliflag.Core
+	// The HTTP endpoint's caller authentication and TLS.
+	httpTokens   string
+	httpTLSCert  string
+	httpTLSKey   string
+	httpClientCA string
 }
 
 // receiptKeyNone as --receipt-key turns the receipts off.
@@ -72,7 +79,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.processor.BatchSize, "batch-size", c.processor.BatchSize, "most envelopes a partition worker decides and acknowledges together")
 	fs.Var((*cliflag.List)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve the ACS JSON-RPC endpoint (POST /acs) on this address, e.g. 127.0.0.1:8787")
-	fs.StringVar(&c.httpTenant, "http-tenant", "default", "tenant of the envelopes received over HTTP")
+	fs.StringVar(&c.httpTenant, "http-tenant", "default", "tenant of the envelopes received over HTTP without caller authentication (--auth none); an authenticated caller's tenant is its own")
+	fs.StringVar(&c.httpTokens, "http-tokens", "", "callers file (YAML) of the HTTP endpoint: bearer-token hashes and client-certificate identities, each with its tenant (see processor http-token add)")
+	fs.StringVar(&c.httpTLSCert, "http-tls-cert", "", "serve the HTTP endpoint over TLS (1.2 or later) with this certificate chain (PEM)")
+	fs.StringVar(&c.httpTLSKey, "http-tls-key", "", "private key (PEM) of --http-tls-cert")
+	fs.StringVar(&c.httpClientCA, "http-client-ca", "", "CA bundle (PEM) verifying client certificates of the HTTP endpoint, mapped to callers by --http-tokens; required of every client when no caller there has a token")
 	fs.DurationVar(&c.decisionTimeout, "decision-timeout", 5*time.Second, "how long an HTTP call waits for its decision (the ServerHello's timeout_config.default_ms is one second more)")
 	fs.StringVar(&c.onDecisionFailure, "on-decision-failure", "deny", "posture advertised in the ServerHello: deny (fail closed) or proceed")
 	handshake := string(gateway.HandshakeRequired)
@@ -82,7 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
+		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
 		fs.PrintDefaults()
 	}
 	if err := cliflag.ApplyEnv(fs); err != nil {
@@ -119,6 +130,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.receiptKey == "" {
 		c.receiptKey = filepath.Join(c.dataDir, "receipt-key.pem")
 	}
+	if err := c.checkHTTPSecurity(); err != nil {
+		return c, err
+	}
 	if c.processor.Topology.SessionTTL <= 0 {
 		return c, errors.New("--session-ttl must be positive")
 	}
@@ -138,11 +152,10 @@ func (c config) validateExposure() error {
 	if c.natsURL != "" || c.listen == "" {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(c.listen)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(c.listen); err != nil {
 		return fmt.Errorf("--listen %q: %w", c.listen, err)
 	}
-	if isLoopback(host) {
+	if loopback(c.listen) {
 		return nil
 	}
 	if c.auth == authNone {
@@ -154,11 +167,48 @@ func (c config) validateExposure() error {
 	return nil
 }
 
-// isLoopback reports whether host (a listen address's host part) only
-// reaches this machine. "localhost" counts; an empty host (all interfaces)
-// does not.
-func isLoopback(host string) bool {
-	if host == "localhost" {
+// checkHTTPSecurity refuses HTTP endpoint settings that would leave it
+// open or readable by accident: without caller authentication it runs only
+// under --auth none, and with authentication but without TLS only on a
+// loopback address (behind a TLS-terminating proxy on the same host), where
+// the tokens cannot be read off the network.
+func (c *config) checkHTTPSecurity() error {
+	if err := acs.CheckTenant(c.httpTenant); err != nil {
+		return fmt.Errorf("--http-tenant: %w", err)
+	}
+	if (c.httpTLSCert == "") != (c.httpTLSKey == "") {
+		return errors.New("--http-tls-cert and --http-tls-key go together")
+	}
+	if c.httpClientCA != "" && c.httpTLSCert == "" {
+		return errors.New("--http-client-ca needs TLS: give --http-tls-cert and --http-tls-key")
+	}
+	if c.httpClientCA != "" && c.httpTokens == "" {
+		return errors.New("--http-client-ca needs --http-tokens FILE, whose callers map client certificates (cert_subject, cert_uri or cert_dns) to tenants")
+	}
+	if c.httpAddr == "" {
+		return nil
+	}
+	authenticated := c.httpTokens != ""
+	switch {
+	case !authenticated && c.auth != authNone:
+		return fmt.Errorf("--http %s has no caller authentication: give --http-tokens FILE (bearer tokens; client certificates too with --http-client-ca), or --auth none to run it open (development only)", c.httpAddr)
+	case !authenticated && !loopback(c.httpAddr):
+		return fmt.Errorf("--http %s with --auth none would open the endpoint to the network without authentication; listen on 127.0.0.1, or give --http-tokens", c.httpAddr)
+	case authenticated && c.httpTLSCert == "" && !loopback(c.httpAddr):
+		return fmt.Errorf("--http %s without TLS: bearer tokens would cross the network in clear; give --http-tls-cert and --http-tls-key, or listen on a loopback address (127.0.0.1, [::1]) behind a TLS-terminating proxy", c.httpAddr)
+	}
+	return nil
+}
+
+// loopback reports whether a listen address is on a loopback interface
+// only. An empty host listens on every interface; a name other than
+// localhost could resolve anywhere.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)

@@ -45,6 +45,25 @@ func TestParseFlags(t *testing.T) {
 		{"TLS cert without key", nil, []string{"--listen-tls-cert", "c.pem"}, nil, "go together"},
 		{"external server: --listen is not used", nil, []string{"--nats-url", "nats://n1:4222", "--listen", "0.0.0.0:4222", "--auth", "none"},
 			func(c config) bool { return c.natsURL != "" }, ""},
+		// The HTTP endpoint's security.
+		{"http without caller authentication", nil, []string{"--http", "127.0.0.1:8787"}, nil, "--http-tokens FILE"},
+		{"http open with --auth none", nil, []string{"--http", "127.0.0.1:8787", "--auth", "none"},
+			func(c config) bool { return c.auth == authNone }, ""},
+		{"http open with --auth none off loopback", nil, []string{"--http", "0.0.0.0:8787", "--auth", "none"}, nil, "would open the endpoint to the network"},
+		{"tokens on loopback", nil, []string{"--http", "127.0.0.1:8787", "--http-tokens", "callers.yaml"},
+			func(c config) bool { return c.httpTokens == "callers.yaml" }, ""},
+		{"tokens on IPv6 loopback", nil, []string{"--http", "[::1]:8787", "--http-tokens", "callers.yaml"}, nil, ""},
+		{"tokens on localhost", nil, []string{"--http", "localhost:8787", "--http-tokens", "callers.yaml"}, nil, ""},
+		{"tokens on every interface without TLS", nil, []string{"--http", ":8787", "--http-tokens", "callers.yaml"}, nil, "without TLS"},
+		{"tokens on a public address without TLS", nil, []string{"--http", "192.0.2.10:8787", "--http-tokens", "callers.yaml"}, nil, "without TLS"},
+		{"tokens on a host name without TLS", nil, []string{"--http", "guardian.internal:8787", "--http-tokens", "callers.yaml"}, nil, "without TLS"},
+		{"tokens on a public address with TLS", nil, []string{"--http", "0.0.0.0:8443", "--http-tokens", "callers.yaml", "--http-tls-cert", "c.pem", "--http-tls-key", "k.pem"}, nil, ""},
+		{"environment", map[string]string{"TURNGUARD_HTTP": "0.0.0.0:8443", "TURNGUARD_HTTP_TOKENS": "callers.yaml", "TURNGUARD_HTTP_TLS_CERT": "c.pem", "TURNGUARD_HTTP_TLS_KEY": "k.pem"}, nil,
+			func(c config) bool { return c.httpTLSKey == "k.pem" }, ""},
+		{"a certificate without its key", nil, []string{"--http-tls-cert", "c.pem"}, nil, "go together"},
+		{"a client CA without TLS", nil, []string{"--http-client-ca", "ca.pem", "--http-tokens", "callers.yaml"}, nil, "needs TLS"},
+		{"a client CA without callers", nil, []string{"--http-client-ca", "ca.pem", "--http-tls-cert", "c.pem", "--http-tls-key", "k.pem"}, nil, "needs --http-tokens"},
+		{"a bad --http-tenant", nil, []string{"--http-tenant", "a.b"}, nil, "--http-tenant"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

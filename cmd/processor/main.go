@@ -33,6 +33,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return rulesCommand(args[1:], stdout, stderr)
 		case "creds":
 			return credsCommand(args[1:], stdout, stderr)
+		case "http-token":
+			return httpTokenCommand(args[1:], stdout, stderr)
 		}
 	}
 	cfg, err := parseFlags(args, stderr)

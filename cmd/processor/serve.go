@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +49,12 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	gcfg, err := cfg.core.GuardianConfig()
+	if err != nil {
+		return err
+	}
+	// The endpoint's security is settled before anything starts, so that a
+	// bad callers file or certificate stops the processor at once.
+	callers, tlsConfig, err := httpSecurity(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -130,17 +139,21 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	if cfg.httpAddr != "" {
-		gw, err := gateway.New(ctx, nc, v, gateway.Config{Tenant: cfg.httpTenant, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
+		gw, err := gateway.New(ctx, nc, v, gateway.Config{Tenant: cfg.httpTenant, Callers: callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
 			Keys: gcfg.Keys, RequireSignatures: gcfg.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
 			Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready}, log)
 		if err != nil {
 			return err
 		}
-		stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, gw.Handler(), log)
+		stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, tlsConfig, gw.Handler(), log)
 		if err != nil {
 			return err
 		}
-		defer stopHTTP()
+		defer func() {
+			stopHTTP()
+			st := gw.Stats()
+			log.Info().Uint64("unauthenticated", st.Unauthenticated.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("ACS JSON-RPC endpoint stopped")
+		}()
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -217,23 +230,82 @@ func reportReloadFailure(nc *nats.Conn, files []string, err error, log zerolog.L
 	}
 }
 
-// serveHTTP serves the gateway until ctx ends; the returned stop waits for
-// in-flight requests (bounded) before returning.
-func serveHTTP(ctx context.Context, addr string, h http.Handler, log zerolog.Logger) (func(), error) {
+// httpSecurity loads what authenticates the HTTP endpoint's callers and
+// its TLS configuration (nil: plain HTTP). parseFlags has checked the
+// flags' combinations; this checks the files.
+func httpSecurity(cfg config, log zerolog.Logger) (*gateway.Callers, *tls.Config, error) {
+	if cfg.httpAddr == "" {
+		return nil, nil, nil
+	}
+	var callers *gateway.Callers
+	if cfg.httpTokens != "" {
+		var err error
+		if callers, err = gateway.LoadCallers(cfg.httpTokens); err != nil {
+			return nil, nil, fmt.Errorf("--http-tokens: %w", err)
+		}
+		switch {
+		case callers.Len() == 0:
+			return nil, nil, fmt.Errorf("--http-tokens %s lists no callers: add one with processor http-token add", cfg.httpTokens)
+		case callers.HasCerts() && cfg.httpClientCA == "":
+			return nil, nil, fmt.Errorf("--http-tokens %s has certificate callers: give --http-client-ca to verify their certificates", cfg.httpTokens)
+		case cfg.httpClientCA != "" && !callers.HasCerts():
+			log.Warn().Str("file", cfg.httpTokens).Msg("--http-client-ca is set but no caller has a cert_subject, cert_uri or cert_dns: client certificates authenticate nobody")
+		}
+		if fi, err := os.Stat(cfg.httpTokens); err == nil && fi.Mode().Perm()&0o022 != 0 {
+			// The file holds no secret, but whoever can write it decides
+			// who may call the Guardian, and as which tenant.
+			log.Warn().Str("file", cfg.httpTokens).Str("mode", fi.Mode().Perm().String()).Msg("--http-tokens is writable by group or others: anyone who can write it can admit callers (chmod 600)")
+		}
+		log.Info().Str("file", cfg.httpTokens).Int("callers", callers.Len()).Strs("tenants", callers.Tenants()).Msg("HTTP callers loaded")
+	} else {
+		log.Warn().Str("http", cfg.httpAddr).Str("tenant", cfg.httpTenant).
+			Msg("SECURITY: the ACS endpoint is OPEN (--auth none): anyone who reaches it can send envelopes as tenant " + cfg.httpTenant + "; give --http-tokens to authenticate callers")
+	}
+	if cfg.httpTLSCert == "" {
+		return callers, nil, nil
+	}
+	tlsConfig, err := gateway.ServerTLS(gateway.TLSFiles{Cert: cfg.httpTLSCert, Key: cfg.httpTLSKey, ClientCA: cfg.httpClientCA,
+		RequireClientCert: callers != nil && !callers.HasTokens()})
+	if err != nil {
+		return nil, nil, err
+	}
+	return callers, tlsConfig, nil
+}
+
+// serveHTTP serves the gateway, over TLS when tlsConfig is set, until ctx
+// ends; the returned stop waits for in-flight requests (bounded) before
+// returning.
+func serveHTTP(ctx context.Context, addr string, tlsConfig *tls.Config, h http.Handler, log zerolog.Logger) (func(), error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	scheme := "http"
+	if tlsConfig != nil {
+		l, scheme = tls.NewListener(l, tlsConfig), "https"
+	}
+	srv := &http.Server{Handler: h, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		// The server's own errors — TLS handshake failures, such as a
+		// client without an acceptable certificate, among them — go to the
+		// structured log (warn) instead of plain lines on stderr.
+		ErrorLog: stdlog.New(serverLog{log}, "", 0)}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("HTTP endpoint stopped")
 		}
 	}()
-	log.Info().Str("url", "http://"+l.Addr().String()+"/acs").Msg("ACS JSON-RPC endpoint listening")
+	log.Info().Str("url", scheme+"://"+l.Addr().String()+"/acs").Msg("ACS JSON-RPC endpoint listening")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}, nil
+}
+
+// serverLog writes net/http's error log lines to zerolog.
+type serverLog struct{ log zerolog.Logger }
+
+func (s serverLog) Write(p []byte) (int, error) {
+	s.log.Warn().Str("source", "http").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

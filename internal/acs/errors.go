@@ -81,6 +81,11 @@ const (
 	ReasonSkew              = "timestamp_out_of_window"
 	ReasonSubjectMismatch   = "subject_mismatch"
 	ReasonBadSubject        = "subject_invalid"
+
+	// Reasons of the HTTP endpoint's caller authentication.
+	ReasonUnauthenticated = "unauthenticated"
+	ReasonCallerNotBound  = "caller_not_bound"
+	ReasonContentType     = "content_type_unsupported"
 )
 
 // Violation is one schema or protocol failure, located by a JSON pointer into

@@ -22,4 +22,10 @@ const (
 	HdrRuleID         = "Acs-Rule-Id"
 	HdrReceipt        = "Acs-Receipt"
 	HdrReceiptKey     = "Acs-Receipt-Key"
+	// Dead letters of the HTTP endpoint: the authenticated caller, the
+	// client's address, and, when the body did not fit a NATS message,
+	// how much of it was kept.
+	HdrCaller        = "Acs-Caller"
+	HdrRemoteAddr    = "Acs-Remote-Addr"
+	HdrBodyTruncated = "Acs-Body-Truncated"
 )

@@ -3,10 +3,13 @@ package gateway_test
 import (
 	"bytes"
 	"encoding/json"
+	"mime"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/gateway"
 )
 
@@ -50,6 +53,61 @@ func FuzzServeACS(f *testing.F) {
 		e.valid(t, raw)
 		if !bytes.Contains(raw, []byte(`"signature"`)) {
 			t.Fatalf("unsigned answer: %s", raw)
+		}
+	})
+}
+
+// FuzzCallerHeaders sends arbitrary Authorization and Content-Type headers
+// to an authenticated endpoint: only a caller's bearer token gets past 401,
+// only application/json past 415, and every answer is a JSON-RPC error or
+// response whatever the headers.
+func FuzzCallerHeaders(f *testing.F) {
+	hello := mustJSON(helloFor(uuid(41), "a1", 4100))
+	for _, seed := range []struct{ auth, ct string }{
+		{"Bearer " + tokenAlice, "application/json"},
+		{"bearer " + tokenAlice, "application/json; charset=utf-8"},
+		{"Bearer " + tokenAlice, "text/plain"},
+		{"Bearer  " + tokenAlice + " ", "application/x-www-form-urlencoded"},
+		{"Basic YTpi", "application/json"},
+		{"Bearer", ""},
+		{"", "application/json"},
+		{"Bearer " + gateway.HashToken(tokenAlice), "application/json"},
+	} {
+		f.Add(seed.auth, seed.ct)
+	}
+	e := startAuth(f, gateway.Config{Handshake: gateway.HandshakeRequired, Timeout: 20 * time.Millisecond}, nil)
+	f.Fuzz(func(t *testing.T, auth, ct string) {
+		req, err := http.NewRequest(http.MethodPost, e.url+"/acs", bytes.NewReader(hello))
+		if err != nil {
+			t.Skip()
+		}
+		// Header values the client refuses to send are not the server's
+		// concern.
+		req.Header["Authorization"] = []string{auth}
+		req.Header["Content-Type"] = []string{ct}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Skip()
+		}
+		defer resp.Body.Close()
+		var r reply
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			t.Fatalf("HTTP %d without a JSON-RPC body: %v", resp.StatusCode, err)
+		}
+		scheme, token, _ := strings.Cut(strings.TrimSpace(auth), " ")
+		known := strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) == tokenAlice
+		mt, _, _ := mime.ParseMediaType(ct)
+		switch {
+		case !known:
+			if resp.StatusCode != http.StatusUnauthorized || r.Error == nil || r.Error.Data["reason"] != acs.ReasonUnauthenticated {
+				t.Fatalf("Authorization %q: HTTP %d %+v, want 401", auth, resp.StatusCode, r.Error)
+			}
+		case mt != "application/json":
+			if resp.StatusCode != http.StatusUnsupportedMediaType || r.Error == nil || r.Error.Data["reason"] != acs.ReasonContentType {
+				t.Fatalf("Content-Type %q: HTTP %d %+v, want 415", ct, resp.StatusCode, r.Error)
+			}
+		case resp.StatusCode != http.StatusOK:
+			t.Fatalf("Authorization %q, Content-Type %q: HTTP %d", auth, ct, resp.StatusCode)
 		}
 	})
 }

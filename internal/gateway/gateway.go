@@ -14,8 +14,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,8 +36,13 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Config configures the gateway.
 type Config struct {
-	// Tenant is the tenant the endpoint's envelopes belong to.
+	// Tenant is the tenant of the envelopes of an open endpoint (Callers
+	// nil); an authenticated caller's envelopes are its own tenant's.
 	Tenant string
+	// Callers, when set, authenticates every POST /acs by bearer token or
+	// client certificate: a request of no caller is answered 401 without
+	// its body being read. Nil leaves the endpoint open (--auth none).
+	Callers *Callers
 	// Timeout is how long a call waits for its decision. Without a decision
 	// in time the answer is a JSON-RPC error, so the agent applies its
 	// on_decision_failure; the ServerHello tells clients to wait a second
@@ -67,14 +75,33 @@ type Config struct {
 
 // Gateway serves the endpoint.
 type Gateway struct {
-	cfg        Config
-	nc         *nats.Conn
-	js         jetstream.JetStream
-	client     *client.Client
+	cfg Config
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	// clients decide for each tenant a caller may belong to; fixed at New.
+	clients    map[string]*client.Client
 	validator  *schema.Validator
 	handshakes *handshakes
-	log        zerolog.Logger
+	// anonymous is the caller of every request of an open endpoint.
+	anonymous *Caller
+	stats     Stats
+	log       zerolog.Logger
+	// unauthLog logs 401s, at most a burst a second: strangers choose how
+	// many requests they send, not how much the Guardian logs. Stats
+	// counts them all.
+	unauthLog zerolog.Logger
 }
+
+// Stats counts what the endpoint turned away.
+type Stats struct {
+	// Unauthenticated counts 401 answers; DeadLettered the refusals the
+	// endpoint itself kept in ACS_DLQ.
+	Unauthenticated atomic.Uint64
+	DeadLettered    atomic.Uint64
+}
+
+// Stats returns the endpoint's counters.
+func (g *Gateway) Stats() *Stats { return &g.stats }
 
 // New returns a gateway deciding through nc. It opens (or creates) the
 // ACS_HANDSHAKES bucket.
@@ -100,9 +127,20 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if cfg.HandshakeTTL <= 0 {
 		cfg.HandshakeTTL = 24 * time.Hour
 	}
-	c, err := client.New(nc, client.Options{Tenant: cfg.Tenant, Timeout: cfg.Timeout})
-	if err != nil {
-		return nil, err
+	tenants := []string{cfg.Tenant}
+	if cfg.Callers != nil {
+		tenants = cfg.Callers.Tenants()
+	}
+	clients := map[string]*client.Client{}
+	for _, t := range tenants {
+		if err := acs.CheckTenant(t); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		c, err := client.New(nc, client.Options{Tenant: t, Timeout: cfg.Timeout})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: client of tenant %s: %w", t, err)
+		}
+		clients[t] = c
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -112,8 +150,13 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, nc: nc, js: js, client: c, validator: v, handshakes: hs, log: log}, nil
+	return &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, validator: v, handshakes: hs,
+		anonymous: &Caller{Tenant: cfg.Tenant}, log: log,
+		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}, nil
 }
+
+// unauthLogBurst is how many 401s a second are logged.
+const unauthLogBurst = 20
 
 // Handler routes POST /acs, GET /healthz, GET /readyz and GET /receipt-key.
 func (g *Gateway) Handler() http.Handler {
@@ -155,21 +198,47 @@ func writeText(w http.ResponseWriter, status int, s string) {
 	_, _ = io.WriteString(w, s)
 }
 
-// serveACS answers one JSON-RPC request or a batch, always with HTTP 200.
+// serveACS answers one JSON-RPC request or a batch: HTTP 200 with a
+// JSON-RPC body, except for a request of no known caller (401, its body
+// unread) and one that does not say it is JSON (415), so that a browser's
+// "simple request" — a form post or text/plain, which needs no CORS
+// preflight — never reaches the Guardian.
 func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
+	who, why := g.authenticate(r)
+	if who == nil {
+		g.unauthenticated(w, r, why)
+		return
+	}
+	ctx := r.Context()
+	from := origin{caller: who, remote: r.RemoteAddr}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
-	var rep reply
 	var mbe *http.MaxBytesError
+	tooLarge := errors.As(err, &mbe)
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		ref := &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonContentType,
+			Message: fmt.Sprintf("Content-Type %q: POST /acs takes application/json", ct)}
+		g.deadLetter(ctx, from, incoming{raw: body}, ref, tooLarge)
+		g.write(w, http.StatusUnsupportedMediaType, g.refuse(incoming{}, ref))
+		return
+	}
+	var rep reply
 	switch {
-	case errors.As(err, &mbe):
-		rep = g.refuse(incoming{}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", g.cfg.MaxBodyBytes)})
+	case tooLarge:
+		rep = g.reject(ctx, from, incoming{raw: body}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge,
+			Message: fmt.Sprintf("request body exceeds %d bytes", g.cfg.MaxBodyBytes)}, true)
 	case err != nil:
 		rep = g.refuse(incoming{}, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: "cannot read the request body: " + err.Error()})
 	default:
-		rep = g.dispatch(r.Context(), body, r.TLS != nil)
+		rep = g.dispatch(ctx, from, body, r.TLS != nil)
 	}
+	g.write(w, http.StatusOK, rep)
+}
+
+// write sends a reply with its receipt headers.
+func (g *Gateway) write(w http.ResponseWriter, status int, rep reply) {
 	out := rep.raw
 	if out == nil {
+		var err error
 		if out, err = json.Marshal(rep.doc); err != nil {
 			out, _ = json.Marshal(g.refuse(incoming{}, &acs.Error{Code: acs.CodeInternalError, Reason: "internal_error", Message: err.Error()}).doc)
 		}
@@ -179,8 +248,22 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(acs.HdrReceipt, rep.receipt)
 		w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
 	}
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_, _ = w.Write(out)
+}
+
+// isJSON reports whether a Content-Type is application/json, parameters
+// (charset=utf-8) allowed.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// origin is who sent a request: the authenticated caller (the anonymous
+// one of an open endpoint) and the client's address.
+type origin struct {
+	caller *Caller
+	remote string
 }
 
 // reply is one JSON-RPC answer: raw, as the processor published it, or a
@@ -200,23 +283,23 @@ func (r reply) MarshalJSON() ([]byte, error) {
 }
 
 // dispatch answers a body: one request, or a batch in declared order.
-func (g *Gateway) dispatch(ctx context.Context, body []byte, tls bool) reply {
+func (g *Gateway) dispatch(ctx context.Context, from origin, body []byte, tls bool) reply {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return g.one(ctx, trimmed, tls)
+		return g.one(ctx, from, trimmed, tls)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(trimmed, &items); err != nil {
-		return g.refuse(incoming{}, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
+		return g.reject(ctx, from, incoming{raw: body}, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}, false)
 	}
 	if len(items) == 0 {
-		return g.refuse(incoming{}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "an empty batch"})
+		return g.reject(ctx, from, incoming{raw: body}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "an empty batch"}, false)
 	}
 	replies := make([]reply, len(items))
 	for i, it := range items {
 		// Each item independently and in order (ACS §3: batches). A batch
 		// has no per-item headers, so receipts stay in the stream.
-		replies[i] = g.one(ctx, it, tls)
+		replies[i] = g.one(ctx, from, it, tls)
 		replies[i].receipt = ""
 	}
 	return reply{doc: replies}
@@ -252,14 +335,14 @@ type incoming struct {
 }
 
 // one answers one JSON-RPC request.
-func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
+func (g *Gateway) one(ctx context.Context, from origin, raw []byte, tls bool) reply {
 	in := incoming{raw: raw}
 	if err := json.Unmarshal(raw, &in.req); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
-			return g.refuse(in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "a request is a JSON object: " + err.Error()})
+			return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "a request is a JSON object: " + err.Error()}, false)
 		}
-		return g.refuse(in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}, false)
 	}
 	req := &in.req
 	if validID(req.ID) {
@@ -271,29 +354,37 @@ func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
 			in.keyID = p.Signature.KeyID
 		}
 	}
+	if req.Method != "" && !acs.Defined(req.Method) {
+		// Refused here, as the processor would (-32601 before anything
+		// else of the envelope), so that the dead letter names the caller.
+		return g.reject(ctx, from, in, acs.MethodError(req.Method), false)
+	}
+	if who := from.caller; who.AgentID != "" && req.Params != nil && req.Params.Metadata.AgentID != who.AgentID {
+		// A caller bound to an agent speaks for that agent only.
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAgentNotBound,
+			Message: fmt.Sprintf("caller %s may only send for agent %q, not %q", who.Name, who.AgentID, req.Params.Metadata.AgentID)}, false)
+	}
 	if req.Method == acs.HandshakeMethod {
-		return g.handshake(ctx, in, tls)
+		return g.handshake(ctx, from, in, tls)
 	}
-	if req.Params == nil || req.Params.RequestID == "" || acs.CheckSession(req.Params.Metadata.SessionID) != nil {
-		// Nowhere to route it: it is kept in the dead-letter stream by way
-		// of the unrouted subject, and refused here.
-		if err := g.nc.Publish(acs.InboundPrefix+"."+g.cfg.Tenant+".unrouted", raw); err != nil {
-			g.log.Warn().Err(err).Msg("keep an unroutable request")
+	if req.Method == "" || req.Params == nil || req.Params.RequestID == "" || acs.CheckSession(req.Params.Metadata.SessionID) != nil {
+		// Nowhere to route it: refused, and kept in the dead-letter stream.
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid,
+			Message: "a request needs a method, params.request_id and params.metadata.session_id (a UUID)"}, false)
+	}
+	if ref := g.checkNegotiated(ctx, from.caller, in); ref != nil {
+		if ref.Code == acs.CodeInternalError {
+			return g.refuse(in, ref)
 		}
-		return g.refuse(in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid,
-			Message: "a request needs params.request_id and params.metadata.session_id (a UUID)"})
+		return g.reject(ctx, from, in, ref, false)
 	}
-	if ref := g.checkNegotiated(ctx, in); ref != nil {
-		g.deadLetter(ctx, in, ref)
-		return g.refuse(in, ref)
-	}
-	// Everything else — methods turnguard does not know included — is
+	// Everything else — methods turnguard does not evaluate included — is
 	// decided by the processor, which refuses, signs and dead-letters it
 	// like any message on the stream.
-	d, err := g.client.Decide(ctx, raw)
+	d, err := g.clients[from.caller.Tenant].Decide(ctx, raw)
 	switch {
 	case err != nil:
-		return g.refuse(in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()})
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}, false)
 	case d.Replayed:
 		return g.refuse(in, &acs.Error{Code: acs.CodeReplayDetected, Reason: acs.ReasonReplayed,
 			Message: fmt.Sprintf("request %s of this session was already received", d.RequestID)})
@@ -308,16 +399,24 @@ func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
 // checkNegotiated holds a step to its session's handshake (ACS §4): with
 // the handshake required, a session must have negotiated, and in any case
 // a negotiated session may only send the methods it negotiated, signed
-// with the key and from the agent that negotiated it.
+// with the key and from the agent that negotiated it, by the caller that
+// negotiated it. With the handshake optional, an authenticated caller's
+// first step of a session binds the session to it.
 // system/ping is exempt, and so are methods turnguard does not evaluate,
 // which the processor refuses with their own code.
-func (g *Gateway) checkNegotiated(ctx context.Context, in incoming) *acs.Error {
+func (g *Gateway) checkNegotiated(ctx context.Context, who *Caller, in incoming) *acs.Error {
 	method := in.req.Method
 	spec := acs.LookupMethod(method)
 	if spec == nil || spec.Scope == acs.Liveness {
 		return nil
 	}
-	n, err := g.handshakes.get(ctx, acs.SessionKey(g.cfg.Tenant, in.sessionID))
+	key := acs.SessionKey(who.Tenant, in.sessionID)
+	n, err := g.handshakes.get(ctx, key)
+	if err == nil && n == nil && g.cfg.Handshake == HandshakeOptional && who.Name != "" {
+		// First use without a handshake: bound to its caller from now on.
+		// Whoever gets there first of two racing callers owns it.
+		n, err = g.handshakes.put(ctx, key, &negotiation{Caller: who.Name, At: time.Now().UTC()})
+	}
 	switch {
 	case err != nil:
 		return &acs.Error{Code: acs.CodeInternalError, Reason: "handshake_unavailable", Message: err.Error()}
@@ -325,6 +424,13 @@ func (g *Gateway) checkNegotiated(ctx context.Context, in incoming) *acs.Error {
 		return &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonHandshakeRequired,
 			Message: fmt.Sprintf("session %s has not completed handshake/hello", in.sessionID)}
 	case n == nil:
+		return nil
+	case n.Caller != who.Name:
+		return callerNotBound(in.sessionID, who.Name)
+	case !n.negotiated() && g.cfg.Handshake == HandshakeRequired:
+		return &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonHandshakeRequired,
+			Message: fmt.Sprintf("session %s has not completed handshake/hello", in.sessionID)}
+	case !n.negotiated():
 		return nil
 	case !n.evaluates(method):
 		return &acs.Error{Code: acs.CodeCapabilityNotNegotiated, Reason: acs.ReasonNotNegotiated,
@@ -343,61 +449,86 @@ func (g *Gateway) checkNegotiated(ctx context.Context, in incoming) *acs.Error {
 }
 
 // handshake answers handshake/hello with a ServerHello (ACS §4), the same
-// one again for a repeated identical hello.
-func (g *Gateway) handshake(ctx context.Context, in incoming, tls bool) reply {
+// one again for a repeated identical hello from the same caller.
+func (g *Gateway) handshake(ctx context.Context, from origin, in incoming, tls bool) reply {
 	// Decoded as the schemas and signing inputs need it, numbers exact.
 	decoded, err := schema.Decode(in.raw)
 	if err != nil {
-		return g.refuse(in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()})
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}, false)
 	}
 	// one read the body into a struct, so it is an object.
 	doc := decoded.(map[string]any)
 	if err := g.validator.ValidateRequest(doc); err != nil {
-		return g.refuse(in, asError(err))
+		return g.reject(ctx, from, in, asError(err), false)
 	}
 	p := in.req.Params
 	if ref := acs.VerifyRequest(g.cfg.Keys, g.cfg.RequireSignatures, doc, p.Signature, in.sessionID); ref != nil {
-		return g.refuse(in, ref)
+		return g.reject(ctx, from, in, ref, false)
 	}
 	// The endpoint is not the deterministic core: the hello's arrival is
 	// the clock's now.
 	if ref := acs.CheckSkew(p.Timestamp, time.Now(), g.cfg.SkewWindow); ref != nil {
-		return g.refuse(in, ref)
+		return g.reject(ctx, from, in, ref, false)
 	}
 	payload := doc["params"].(map[string]any)["payload"]
 	if err := g.validator.ValidatePayload(acs.HandshakeMethod, payload); err != nil {
-		return g.refuse(in, asError(err))
+		return g.reject(ctx, from, in, asError(err), false)
 	}
 	canonical, err := acs.Canonical(payload)
 	if err != nil {
-		return g.refuse(in, &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()})
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()}, false)
 	}
 	var hello clientHello
 	_ = json.Unmarshal(p.Payload, &hello)
 	sh, methods, ref := g.negotiate(hello, tls)
 	if ref != nil {
-		return g.refuse(in, ref)
+		return g.reject(ctx, from, in, ref, false)
 	}
-	key := acs.SessionKey(g.cfg.Tenant, p.Metadata.SessionID)
-	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.Metadata.AgentID, ServerHello: sh, Methods: methods, At: time.Now().UTC()}
+	who := from.caller
+	key := acs.SessionKey(who.Tenant, p.Metadata.SessionID)
+	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.Metadata.AgentID, Caller: who.Name,
+		ServerHello: sh, Methods: methods, At: time.Now().UTC()}
 	stored, err := g.handshakes.get(ctx, key)
-	if err == nil && stored == nil {
+	switch {
+	case err == nil && stored == nil:
 		stored, err = g.handshakes.put(ctx, key, n)
+	case err == nil && !stored.negotiated() && stored.Caller == who.Name:
+		// Used without a handshake (--handshake optional), now negotiated
+		// by the caller it is bound to.
+		stored, err = g.handshakes.upgrade(ctx, key, stored, n)
 	}
 	switch {
 	case err != nil:
 		return g.refuse(in, &acs.Error{Code: acs.CodeInternalError, Reason: "handshake_unavailable", Message: err.Error()})
+	case stored.Caller != who.Name:
+		return g.reject(ctx, from, in, callerNotBound(p.Metadata.SessionID, who.Name), false)
 	case !stored.sameHello(canonical, in.keyID, p.Metadata.AgentID):
 		// v0.1 has no renegotiation; the Go reference answers the same.
-		return g.refuse(in, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAlreadyNegotiated,
-			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.Metadata.SessionID)})
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAlreadyNegotiated,
+			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.Metadata.SessionID)}, false)
 	}
 	return g.seal(in, "result", maps.Clone(stored.ServerHello))
+}
+
+// callerNotBound refuses a caller reaching into another caller's session.
+// The answer does not name the session's caller: the callers file is not
+// every caller's business.
+func callerNotBound(sessionID, caller string) *acs.Error {
+	return &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonCallerNotBound,
+		Message: fmt.Sprintf("session %s belongs to another caller than %q", sessionID, caller)}
 }
 
 // refuse answers a request with a JSON-RPC error, signed.
 func (g *Gateway) refuse(in incoming, ref *acs.Error) reply {
 	return g.seal(in, "error", ref.RPC(in.req.Method))
+}
+
+// reject refuses a request and keeps it in the dead-letter stream, as the
+// processor keeps what it refuses on NATS. truncated says the body read
+// is only the first MaxBodyBytes of a larger one.
+func (g *Gateway) reject(ctx context.Context, from origin, in incoming, ref *acs.Error, truncated bool) reply {
+	g.deadLetter(ctx, from, in, ref, truncated)
+	return g.refuse(in, ref)
 }
 
 // seal builds a response to in with body as its result or error member,
@@ -459,22 +590,71 @@ func (g *Gateway) sign(doc *envelope, keyID, sessionID string) (*acs.Signature, 
 }
 
 // deadLetter keeps a request the endpoint refused itself, like the
-// processor keeps what it refuses: the original bytes, the reason in
-// headers.
-func (g *Gateway) deadLetter(ctx context.Context, in incoming, ref *acs.Error) {
-	m := nats.NewMsg(acs.DLQSubject(g.cfg.Tenant))
+// processor keeps what it refuses: the original bytes, the reason, the
+// caller and the client's address in headers. A body too large for one
+// NATS message keeps its beginning, and says so: over HTTP there is no
+// other copy of it to point to.
+func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref *acs.Error, truncated bool) {
+	g.stats.DeadLettered.Add(1)
+	m := nats.NewMsg(acs.DLQSubject(from.caller.Tenant))
 	m.Data = in.raw
 	m.Header.Set(acs.HdrErrorCode, strconv.Itoa(int(ref.Code)))
 	m.Header.Set(acs.HdrErrorName, ref.Code.String())
 	m.Header.Set(acs.HdrErrorReason, ref.Reason)
-	m.Header.Set(acs.HdrErrorMessage, ref.Message)
+	m.Header.Set(acs.HdrErrorMessage, headerValue(ref.Message))
 	m.Header.Set(acs.HdrOriginalStream, "http")
-	if p := in.req.Params; p != nil && p.RequestID != "" {
-		m.Header.Set(acs.HdrRequestID, p.RequestID)
+	if from.caller.Name != "" {
+		m.Header.Set(acs.HdrCaller, from.caller.Name)
 	}
+	if from.remote != "" {
+		m.Header.Set(acs.HdrRemoteAddr, from.remote)
+	}
+	if p := in.req.Params; p != nil && p.RequestID != "" {
+		m.Header.Set(acs.HdrRequestID, headerValue(p.RequestID))
+	}
+	if truncated {
+		m.Header.Set(acs.HdrBodyTruncated, fmt.Sprintf("the body exceeded %d bytes; the first %d are kept", g.cfg.MaxBodyBytes, len(m.Data)))
+	}
+	if limit := g.nc.MaxPayload(); limit > 0 && int64(len(m.Data)+headerSize(m.Header)) > limit {
+		keep := max(0, int(limit)-headerSize(m.Header)-256)
+		m.Header.Set(acs.HdrBodyTruncated, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the first %d are kept", len(m.Data), limit, keep))
+		m.Data = m.Data[:keep]
+	}
+	g.log.Warn().Str("http_caller", from.caller.Name).Str("remote", from.remote).Int("code", int(ref.Code)).
+		Str("reason", ref.Reason).Str("error", ref.Message).Msg("HTTP request refused and dead-lettered")
+	// Kept even when the client hung up meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deadLetterTimeout)
+	defer cancel()
 	if _, err := g.js.PublishMsg(ctx, m); err != nil {
 		g.log.Warn().Err(err).Str("reason", ref.Reason).Msg("dead-letter a refused HTTP request")
 	}
+}
+
+// deadLetterTimeout bounds the wait for ACS_DLQ to store a dead letter.
+const deadLetterTimeout = 5 * time.Second
+
+// headerValue makes a text fit a header value: one line, bounded.
+func headerValue(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 1024 {
+		s = s[:1024]
+	}
+	return s
+}
+
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }
 
 // validID reports a JSON-RPC id a response may echo: a string or a number.

@@ -53,6 +53,11 @@ type negotiation struct {
 	ClientHello json.RawMessage `json:"client_hello"`
 	KeyID       string          `json:"key_id,omitempty"`
 	AgentID     string          `json:"agent_id"`
+	// Caller is the authenticated caller the session belongs to ("" on
+	// an open endpoint): no other caller may use it. A record with a
+	// caller and no ClientHello binds a session used without a handshake
+	// (--handshake optional).
+	Caller string `json:"caller,omitempty"`
 	// ServerHello is the answer given, unsigned; it is signed anew for
 	// every response that repeats it.
 	ServerHello map[string]any `json:"server_hello"`
@@ -64,6 +69,10 @@ type negotiation struct {
 }
 
 func (n *negotiation) evaluates(method string) bool { return slices.Contains(n.Methods, method) }
+
+// negotiated reports whether the session completed a handshake, rather
+// than being only bound to its first caller.
+func (n *negotiation) negotiated() bool { return len(n.ClientHello) > 0 }
 
 // handshakes keeps negotiations in the KV bucket, with the ones in use in
 // memory: a negotiation never changes once made.
@@ -151,6 +160,28 @@ func (h *handshakes) put(ctx context.Context, key string, n *negotiation) (*nego
 	}
 	rev, err := h.kv.Create(ctx, key, raw)
 	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return h.get(ctx, key)
+		}
+		return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
+	}
+	n.rev = rev
+	h.remember(key, n)
+	return n, nil
+}
+
+// upgrade replaces a session's binding-only record with its negotiation;
+// when another gateway changed the record first it returns that one.
+func (h *handshakes) upgrade(ctx context.Context, key string, old, n *negotiation) (*negotiation, error) {
+	raw, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := h.kv.Update(ctx, key, raw, old.rev)
+	if err != nil {
+		h.mu.Lock()
+		delete(h.cache, key)
+		h.mu.Unlock()
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return h.get(ctx, key)
 		}
