@@ -9,6 +9,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,7 +101,7 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if cfg.HandshakeTTL <= 0 {
 		cfg.HandshakeTTL = 24 * time.Hour
 	}
-	c, err := client.New(nc, client.Options{Tenant: cfg.Tenant, Timeout: cfg.Timeout})
+	c, err := client.New(nc, decisionOptions(cfg, log))
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +115,30 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	}
 	return &Gateway{cfg: cfg, nc: nc, js: js, client: c, validator: v, handshakes: hs, log: log}, nil
 }
+
+// decisionOptions configure how the endpoint waits for decisions: it takes
+// a message on the decision subject as the answer only when its receipt
+// verifies with the processor's own key for the envelope it stored, and
+// logs everything else. Without receipts (--receipt-key none) it can only
+// trust NATS permissions, and says so.
+func decisionOptions(cfg Config, log zerolog.Logger) client.Options {
+	opt := client.Options{Tenant: cfg.Tenant, Timeout: cfg.Timeout, Posture: client.Deny,
+		OnDrop: func(d client.Drop) {
+			log.Warn().Str("subject", d.Subject).Str("request_id", d.RequestID).Uint64("claimed_seq", d.Seq).Bool("forged", d.Forged()).
+				Err(d.Reason).Msg("dropped a message on a decision subject that is not the answer to the envelope published")
+		}}
+	if cfg.Receipts != nil {
+		opt.TrustedKeys = []ed25519.PublicKey{cfg.Receipts.Public()}
+	} else {
+		log.Warn().Msg("receipts are off: the HTTP endpoint takes any decision with the right stream sequence, so whoever may publish on acs.decisions.> can answer in turnguard's name")
+		opt.InsecureAcceptUnsignedDecisions = true
+	}
+	return opt
+}
+
+// DecisionStats counts the decisions the endpoint took and the messages
+// on decision subjects it dropped (forged, or answering other envelopes).
+func (g *Gateway) DecisionStats() client.Stats { return g.client.Stats() }
 
 // Handler routes POST /acs, GET /healthz, GET /readyz and GET /receipt-key.
 func (g *Gateway) Handler() http.Handler {
@@ -178,18 +203,24 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	if rep.receipt != "" {
 		w.Header().Set(acs.HdrReceipt, rep.receipt)
 		w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
+		if rep.seq != 0 {
+			// What the receipt is bound to, for clients verifying it.
+			w.Header().Set(acs.HdrStreamSeq, strconv.FormatUint(rep.seq, 10))
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
 }
 
 // reply is one JSON-RPC answer: raw, as the processor published it, or a
-// document the endpoint made; with its Ed25519 receipt.
+// document the endpoint made; with its Ed25519 receipt and, for a
+// processor decision, the stream sequence the receipt is bound to.
 type reply struct {
 	raw        json.RawMessage
 	doc        any
 	receipt    string
 	receiptKey string
+	seq        uint64
 }
 
 func (r reply) MarshalJSON() ([]byte, error) {
@@ -302,7 +333,14 @@ func (g *Gateway) one(ctx context.Context, raw []byte, tls bool) reply {
 		// on_decision_failure, as ACS §6.4 prescribes.
 		return g.refuse(in, &acs.Error{Code: acs.CodeInternalError, Reason: "decision_timeout", Message: d.Failure.Error()})
 	}
-	return reply{raw: d.Response, receipt: d.Receipt, receiptKey: d.ReceiptKey}
+	// Only a verified decision gets here; its receipt headers are passed
+	// on only when they are the ones that verified (never with receipts
+	// off).
+	rep := reply{raw: d.Response}
+	if d.Verified {
+		rep.receipt, rep.receiptKey, rep.seq = d.Receipt, d.ReceiptKey, d.Seq
+	}
+	return rep
 }
 
 // checkNegotiated holds a step to its session's handshake (ACS §4): with
@@ -432,7 +470,9 @@ func (g *Gateway) seal(in incoming, member string, body any) reply {
 	}
 	rep := reply{doc: doc}
 	if g.cfg.Receipts != nil {
-		rcpt, err := g.cfg.Receipts.Sign(doc)
+		// Bound as the endpoint's own answer in the session: it can never
+		// pass for a processor decision.
+		rcpt, err := g.cfg.Receipts.Sign(receipt.Endpoint(g.cfg.Tenant, in.sessionID), doc)
 		if err != nil {
 			g.log.Error().Err(err).Msg("sign a receipt")
 		}
