@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -145,13 +146,20 @@ func (e *env) signedWith(t *testing.T, keyID string, doc map[string]any) map[str
 // the receipt header.
 func (e *env) post(t *testing.T, body []byte) (int, []byte, string) {
 	t.Helper()
+	code, out, h := e.postH(t, body)
+	return code, out, h.Get("Acs-Receipt")
+}
+
+// postH posts body and returns the answer with its headers.
+func (e *env) postH(t *testing.T, body []byte) (int, []byte, http.Header) {
+	t.Helper()
 	resp, err := http.Post(e.url+"/acs", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, resp.Header.Get("Acs-Receipt")
+	return resp.StatusCode, out, resp.Header
 }
 
 type reply struct {
@@ -322,10 +330,19 @@ func TestSignedDecisionsAndReceipts(t *testing.T) {
 		_ = json.Unmarshal(ex.Data, &doc)
 		params := doc["params"].(map[string]any)
 		params["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
-		_, raw, rcpt := e.post(t, mustJSON(e.signed(t, doc)))
+		_, raw, h := e.postH(t, mustJSON(e.signed(t, doc)))
 		e.valid(t, raw)
-		if err := receipt.Verify(pub, raw, rcpt); err != nil {
+		// The receipt is bound to the session's decision subject and the
+		// envelope's stream sequence, which the answer names.
+		seq, err := strconv.ParseUint(h.Get(acs.HdrStreamSeq), 10, 64)
+		if err != nil {
+			t.Fatalf("step %d: Acs-Stream-Seq %q", i+1, h.Get(acs.HdrStreamSeq))
+		}
+		if err := receipt.Verify(pub, receipt.Decision("default", sid, seq), raw, h.Get(acs.HdrReceipt)); err != nil {
 			t.Fatalf("step %d: receipt: %v", i+1, err)
+		}
+		if receipt.Verify(pub, receipt.Decision("default", sid, seq+1), raw, h.Get(acs.HdrReceipt)) == nil {
+			t.Fatalf("step %d: the receipt verifies for another sequence", i+1)
 		}
 		var r reply
 		_ = json.Unmarshal(raw, &r)

@@ -174,8 +174,17 @@ func TestReceipts(t *testing.T) {
 	g := guardian.New(newValidator(t), guardian.Config{Receipts: signer})
 	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 1})
 	raw, _ := json.Marshal(out.Response)
-	if out.Receipt == "" || receipt.Verify(signer.Public(), raw, out.Receipt) != nil {
+	route := routeFor("steps/sessionStart")
+	if out.Receipt == "" || receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 1), raw, out.Receipt) != nil {
 		t.Fatalf("receipt %q does not verify", out.Receipt)
+	}
+	// Bound to the envelope it answers: not to the next one, nor to the
+	// same sequence in another session.
+	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 2), raw, out.Receipt) == nil {
+		t.Fatal("the receipt verifies for another sequence")
+	}
+	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, "00000000-0000-4000-8000-000000000000", 1), raw, out.Receipt) == nil {
+		t.Fatal("the receipt verifies for another session")
 	}
 }
 

@@ -232,12 +232,6 @@ func Verify(ctx context.Context, src *Source, g *guardian.Guardian, keys *acs.Ke
 		} else {
 			m := &msgs[i]
 			d := newDecision(m.header, m.data, DecodeBodies)
-			c.Receipt = m.receipt
-			if m.receipt == CheckFailed {
-				fail("%s", m.detail)
-			} else if m.receipt == CheckNotChecked && m.detail != "" {
-				c.Receipt = CheckNone
-			}
 			if d.ParseErr != nil {
 				c.Decision, c.Request, c.Chain, c.Signature = d.Kind(), CheckFailed, CheckFailed, CheckFailed
 				fail("%v", d.ParseErr)
@@ -246,6 +240,12 @@ func Verify(ctx context.Context, src *Source, g *guardian.Guardian, keys *acs.Ke
 				c.Request = checkRequest(out, d, fail)
 				c.Chain = v.checkChain(e, out, d, fail)
 				c.Signature = checkSignature(keys, sessionID, d, fail)
+			}
+			c.Receipt = m.receipt
+			if m.receipt == CheckFailed {
+				fail("%s", m.detail)
+			} else if m.receipt == CheckNotChecked && m.detail != "" {
+				c.Receipt = CheckNone
 			}
 		}
 		c.Detail = strings.Join(problems, "; ")
