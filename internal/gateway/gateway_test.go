@@ -38,6 +38,7 @@ type env struct {
 	receipts *receipt.Signer
 	v        *schema.Validator
 	stop     func()
+	gw       *gateway.Gateway
 }
 
 func start(t *testing.T, timeout time.Duration) *env {
@@ -73,7 +74,7 @@ func startConfig(t testing.TB, cfg gateway.Config) *env {
 	}
 	hs := httptest.NewServer(g.Handler())
 	t.Cleanup(hs.Close)
-	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop}
+	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop, gw: g}
 }
 
 func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config, receiptKey string) func() {
