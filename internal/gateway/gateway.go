@@ -122,9 +122,12 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 // logs everything else. Without receipts (--receipt-key none) it can only
 // trust NATS permissions, and says so.
 func decisionOptions(cfg Config, log zerolog.Logger) client.Options {
+	// A forger can publish as fast as it likes: the warnings are sampled
+	// (DecisionStats counts every drop), so it cannot flood the log.
+	dropLog := log.Sample(&zerolog.BurstSampler{Burst: 20, Period: time.Second})
 	opt := client.Options{Tenant: cfg.Tenant, Timeout: cfg.Timeout, Posture: client.Deny,
 		OnDrop: func(d client.Drop) {
-			log.Warn().Str("subject", d.Subject).Str("request_id", d.RequestID).Uint64("claimed_seq", d.Seq).Bool("forged", d.Forged()).
+			dropLog.Warn().Str("subject", d.Subject).Str("request_id", d.RequestID).Uint64("claimed_seq", d.Seq).Bool("forged", d.Forged()).
 				Err(d.Reason).Msg("dropped a message on a decision subject that is not the answer to the envelope published")
 		}}
 	if cfg.Receipts != nil {

@@ -299,9 +299,9 @@ func (v *Verification) checkMessages(msgs []published, answer map[uint64]int, en
 			reject("sequence %d is not an envelope of this session%s", m.claimed, orReceipt(m))
 		case !first:
 			if bytes.Equal(m.data, msgs[answer[m.claimed]].data) {
-				reject("a second copy of the answer to seq %d%s", m.claimed, orReceipt(m))
+				reject("another copy of the answer to seq %d (ACS_DECISIONS message %d)%s", m.claimed, msgs[answer[m.claimed]].streamSeq, orReceipt(m))
 			} else {
-				reject("a second answer to seq %d%s", m.claimed, orReceipt(m))
+				reject("another answer to seq %d than ACS_DECISIONS message %d%s", m.claimed, msgs[answer[m.claimed]].streamSeq, orReceipt(m))
 			}
 		}
 		// A first answer's receipt failure is the step's problem, reported
