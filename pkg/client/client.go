@@ -168,9 +168,11 @@ func (d Drop) Forged() bool { return !errors.Is(d.Reason, ErrOtherEnvelope) }
 type Stats struct {
 	// Accepted is the number of decisions taken as answers.
 	Accepted uint64
-	// DroppedUnverified counts messages naming a waiting request whose
-	// receipt (or stream sequence) did not verify: forgeries, or a
-	// processor signing with a key the client does not trust.
+	// DroppedUnverified counts messages naming a waiting request that are
+	// not the processor's answer to it: no, bad or untrusted receipt, no
+	// stream sequence, or a signed body answering another request —
+	// forgeries, or a processor signing with a key the client does not
+	// trust.
 	DroppedUnverified uint64
 	// DroppedOtherEnvelope counts verified decisions answering another
 	// envelope than the waiting call's.
