@@ -1,13 +1,19 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
 )
@@ -19,7 +25,8 @@ import (
 // count the forgeries.
 func TestForgedDecisionsOverHTTP(t *testing.T) {
 	const sessions = 8
-	e := start(t, 10*time.Second)
+	var logs syncBuffer
+	e := startConfigLog(t, gateway.Config{Timeout: 10 * time.Second, Handshake: gateway.HandshakeOptional}, zerolog.New(&logs))
 	forger := natstest.StartForger(t, e.srv, "default")
 	for s := range sessions {
 		sid := uuid(300 + s)
@@ -53,6 +60,27 @@ func TestForgedDecisionsOverHTTP(t *testing.T) {
 	if forger.Sent.Load() == 0 || st.DroppedUnverified == 0 || st.Accepted != sessions*6 {
 		t.Fatalf("forgeries sent %d, stats %+v", forger.Sent.Load(), st)
 	}
+	if out := logs.String(); !strings.Contains(out, `"level":"warn"`) || !strings.Contains(out, `"forged":true`) || !strings.Contains(out, "dropped a message on a decision subject") {
+		t.Fatalf("no warning about the forgeries in the log:\n%.2000s", out)
+	}
+}
+
+// syncBuffer is a log sink safe for the subscription goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // The endpoint's own answers carry receipts bound as the endpoint's

@@ -55,6 +55,12 @@ func startWith(t *testing.T, timeout time.Duration, handshake gateway.HandshakeP
 // default) and k2 required, the default skew window and receipts.
 func startConfig(t testing.TB, cfg gateway.Config) *env {
 	t.Helper()
+	return startConfigLog(t, cfg, zerolog.Nop())
+}
+
+// startConfigLog is startConfig with the endpoint logging to log.
+func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
+	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
 	if err != nil {
@@ -68,7 +74,7 @@ func startConfig(t testing.TB, cfg gateway.Config) *env {
 	signer := receipt.NewSigner(priv)
 	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer}, signer.KeyID)
 	cfg.Keys, cfg.RequireSignatures, cfg.SkewWindow, cfg.Receipts = kr, true, guardian.DefaultSkewWindow, signer
-	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, zerolog.Nop())
+	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
