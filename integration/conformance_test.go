@@ -557,10 +557,15 @@ func conformanceRows() []conformanceRow {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if rc := r.hdr.Get("Acs-Receipt"); rc == "" {
-					t.Errorf("no Acs-Receipt header on a decision")
-				} else if err := receipt.Verify(pub, r.raw, rc); err != nil {
+				// The receipt is bound to the session's decision subject and
+				// the envelope's stream sequence, which Acs-Stream-Seq names.
+				seq, serr := strconv.ParseUint(r.hdr.Get("Acs-Stream-Seq"), 10, 64)
+				if rc := r.hdr.Get("Acs-Receipt"); rc == "" || serr != nil {
+					t.Errorf("no Acs-Receipt (%q) or Acs-Stream-Seq (%q) header on a decision", rc, r.hdr.Get("Acs-Stream-Seq"))
+				} else if err := receipt.Verify(pub, receipt.Decision("default", s.id, seq), r.raw, rc); err != nil {
 					t.Errorf("Acs-Receipt does not verify against the response body: %v", err)
+				} else if receipt.Verify(pub, receipt.Decision("default", s.id, seq+1), r.raw, rc) == nil {
+					t.Errorf("Acs-Receipt verifies for the next envelope too")
 				}
 			},
 		},

@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -547,6 +549,11 @@ func TestHTTPEndpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "receipt-key.pem")); err != nil {
 		t.Fatalf("receipt key not created in the data dir: %v", err)
+	}
+	// The public key next to it, for clients on the host: the key served.
+	served, _ := io.ReadAll(resp.Body)
+	if pub, err := os.ReadFile(filepath.Join(dir, "receipt-key.pub")); err != nil || !bytes.Equal(pub, served) {
+		t.Fatalf("receipt-key.pub %q, %v; GET /receipt-key %q", pub, err, served)
 	}
 	p.stop(t)
 }

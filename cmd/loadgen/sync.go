@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -31,6 +32,11 @@ type syncReport struct {
 	Decisions   map[string]int `json:"decisions"`
 	FromPosture int            `json:"from_posture"`
 	Errors      int            `json:"errors"`
+	// DroppedUnverified counts messages on decision subjects whose receipt
+	// did not verify (forged, or the wrong --receipt-key);
+	// DroppedOtherEnvelope genuine decisions of other envelopes.
+	DroppedUnverified    uint64 `json:"dropped_unverified"`
+	DroppedOtherEnvelope uint64 `json:"dropped_other_envelope"`
 }
 
 type latencies struct {
@@ -58,6 +64,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 5*time.Second, "decision timeout (then the posture answers and the call counts as from_posture)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
+	receiptKey := fs.String("receipt-key", "", "with --nats-url: the processor's receipt public key (PEM: <data-dir>/receipt-key.pub or GET /receipt-key) decisions must verify with; \"none\" for processors run with --receipt-key none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,6 +86,10 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := t.startProcessors(ctx, embeddedOptions{Partitions: *partitions, Processors: 1}); err != nil {
 		return err
 	}
+	trust, err := t.trust(*receiptKey)
+	if err != nil {
+		return err
+	}
 	n := int(*rate * duration.Seconds())
 	interval := time.Duration(float64(time.Second) / *rate)
 	rep := syncReport{Rate: *rate, Duration: duration.String(), Decisions: map[string]int{}}
@@ -91,7 +102,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rep.Raw = summarize(raw)
 
 	fmt.Fprintf(stderr, "synchronous decisions: %d at %.0f/s over %d sessions …\n", n, *rate, *sessions)
-	dec, err := decide(ctx, t, n, interval, *sessions, *timeout, &rep)
+	dec, err := decide(ctx, t, n, interval, *sessions, *timeout, trust, &rep)
 	if err != nil {
 		return err
 	}
@@ -111,8 +122,26 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}{{"raw JetStream sync publish", rep.Raw}, {"sync decision round trip", rep.Decide}} {
 		fmt.Fprintf(stdout, "%-34s %7d %9.3f %9.3f %9.3f %9.3f\n", row.name, row.l.Count, row.l.P50, row.l.P90, row.l.P99, row.l.Max)
 	}
-	fmt.Fprintf(stdout, "p99 ratio (decision / raw publish): %.2f\ndecisions: %v, from posture: %d, errors: %d\n", rep.P99Ratio, rep.Decisions, rep.FromPosture, rep.Errors)
+	fmt.Fprintf(stdout, "p99 ratio (decision / raw publish): %.2f\ndecisions: %v, from posture: %d, errors: %d, dropped unverified: %d\n", rep.P99Ratio, rep.Decisions, rep.FromPosture, rep.Errors, rep.DroppedUnverified)
 	return nil
+}
+
+// trust is how the synchronous client knows the processor's decisions:
+// the embedded processors' key, or --receipt-key against a URL.
+func (t *target) trust(receiptKey string) (client.Options, error) {
+	switch {
+	case receiptKey == "none":
+		return client.Options{InsecureAcceptUnsignedDecisions: true}, nil
+	case receiptKey != "":
+		k, err := client.LoadReceiptKey(receiptKey)
+		if err != nil {
+			return client.Options{}, err
+		}
+		return client.Options{TrustedKeys: []ed25519.PublicKey{k}}, nil
+	case t.receiptKey != nil:
+		return client.Options{TrustedKeys: []ed25519.PublicKey{t.receiptKey}}, nil
+	}
+	return client.Options{}, errors.New("--receipt-key is required with --nats-url: the processor's <data-dir>/receipt-key.pub (or GET /receipt-key), or none for processors without receipts")
 }
 
 // schedule runs do(i) for i in [0, n) at start + i·interval, each in its
@@ -170,8 +199,9 @@ func rawPublish(ctx context.Context, t *target, n int, interval time.Duration) (
 // decide sends the example session over many sessions: step k of session s
 // is due at (k·sessions + s)·interval, and waits for step k-1 of its
 // session so each session stays in order.
-func decide(ctx context.Context, t *target, n int, interval time.Duration, sessions int, timeout time.Duration, rep *syncReport) (*hdrhistogram.Histogram, error) {
-	c, err := client.New(t.nc, client.Options{Timeout: timeout, Posture: client.Deny})
+func decide(ctx context.Context, t *target, n int, interval time.Duration, sessions int, timeout time.Duration, trust client.Options, rep *syncReport) (*hdrhistogram.Histogram, error) {
+	trust.Timeout, trust.Posture = timeout, client.Deny
+	c, err := client.New(t.nc, trust)
 	if err != nil {
 		return nil, err
 	}
@@ -230,5 +260,7 @@ func decide(ctx context.Context, t *target, n int, interval time.Duration, sessi
 		return nil
 	})
 	_ = failed
+	st := c.Stats()
+	rep.DroppedUnverified, rep.DroppedOtherEnvelope = st.DroppedUnverified, st.DroppedOtherEnvelope
 	return h, err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,6 +34,9 @@ type target struct {
 	srv      *server.Server
 	dir      string
 	stops    []func()
+	// receiptKey is the embedded processors' receipt public key, which
+	// synchronous clients trust (nil: receipts off, or not embedded).
+	receiptKey ed25519.PublicKey
 }
 
 // embeddedOptions shape the in-process processors of the embedded target.
@@ -136,6 +140,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 			return err
 		}
 		gcfg.Receipts, keyID = signer, signer.KeyID
+		t.receiptKey = signer.Public()
 	}
 	g := guardian.New(v, gcfg)
 	for i := range max(o.Processors, 1) {

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/gateway"
@@ -70,6 +71,16 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		cfg.processor.ReceiptKeyID = signer.KeyID
 		log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
 			Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
+		// The public key next to the private one is what clients on this
+		// host load to verify decisions (pkg/client.LoadReceiptKey). Not
+		// writing it only costs them that file: GET /receipt-key and the
+		// log above still give the key.
+		pub := receipt.PublicPath(cfg.receiptKey)
+		if err := receipt.WritePublic(pub, signer); err != nil {
+			log.Warn().Err(err).Str("file", pub).Msg("write the receipt public key")
+		} else {
+			log.Info().Str("file", pub).Msg("receipt public key written for clients")
+		}
 	}
 	g := guardian.New(v, gcfg)
 	rs, err := rules.LoadFiles(cfg.rules...)
@@ -160,7 +171,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	defer signal.Stop(hup)
 	go func() {
 		err := reload.Run(ctx, reload.Config{Paths: cfg.rules, Source: source, Signals: hup, Log: log,
-			Failed: func(err error) { reportReloadFailure(nc, cfg.rules, err, log) }})
+			Failed: func(err error) { reportReloadFailure(nc, signer, cfg.rules, err, log) }})
 		if err != nil {
 			log.Error().Err(err).Msg("rule reloading is off")
 		}
@@ -215,17 +226,19 @@ func startEmbedded(cfg config, log zerolog.Logger) (*server.Server, func(), erro
 }
 
 // reportReloadFailure publishes an operational alert saying why a rule set
-// was refused. It is best effort: the failure is logged either way.
-func reportReloadFailure(nc *nats.Conn, files []string, err error, log zerolog.Logger) {
+// was refused, with its receipt (signer nil: none), so that a forged
+// "reload failed" on acs.alerts._system tells itself apart from a real
+// one. It is best effort: the failure is logged either way.
+func reportReloadFailure(nc *nats.Conn, signer *receipt.Signer, files []string, err error, log zerolog.Logger) {
 	subject, f := alert.Operational("rules_reload_failed", "high", "Rule reload refused",
 		"the new rule set does not load; the last good one keeps running:\n"+err.Error(), time.Now(),
 		map[string]any{"files": files, "error": err.Error()})
-	data, merr := json.Marshal(f)
+	m, merr := operationalMsg(subject, f, signer)
 	if merr != nil {
 		log.Error().Err(merr).Msg("encode reload alert")
 		return
 	}
-	if perr := nc.Publish(subject, data); perr != nil {
+	if perr := nc.PublishMsg(m); perr != nil {
 		log.Error().Err(perr).Msg("publish reload alert")
 	}
 }
@@ -270,6 +283,27 @@ func httpSecurity(cfg config, log zerolog.Logger) (*gateway.Callers, *tls.Config
 		return nil, nil, err
 	}
 	return callers, tlsConfig, nil
+}
+
+// operationalMsg is an operational alert as published: the finding, and
+// its receipt bound to the subject with sequence 0 (it answers no
+// envelope).
+func operationalMsg(subject string, f alert.Finding, signer *receipt.Signer) (*nats.Msg, error) {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("encode operational alert: %w", err)
+	}
+	m := nats.NewMsg(subject)
+	m.Data = data
+	if signer != nil {
+		rc, err := signer.Sign(receipt.Alert(subject, 0), f)
+		if err != nil {
+			return nil, fmt.Errorf("sign operational alert: %w", err)
+		}
+		m.Header.Set(acs.HdrReceipt, rc)
+		m.Header.Set(acs.HdrReceiptKey, signer.KeyID)
+	}
+	return m, nil
 }
 
 // serveHTTP serves the gateway, over TLS when tlsConfig is set, until ctx

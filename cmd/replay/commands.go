@@ -184,26 +184,31 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		core                    cliflag.Core
 		tenant, session, format string
 		receiptKey              string
+		systemAlerts            bool
 	)
-	fs := newFlagSet("verify", "--session S [--keys FILE] [--receipt-key PEM]", stderr)
+	fs := newFlagSet("verify", "--session S [--keys FILE] [--receipt-key PEM] [--system-alerts]", stderr)
 	c.register(fs)
 	core.Register(fs)
 	fs.StringVar(&tenant, "tenant", "default", "tenant of the session")
-	fs.StringVar(&session, "session", "", "session id (required)")
-	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM, public as GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pem when opening --data-dir")
+	fs.StringVar(&session, "session", "", "session id (required unless --system-alerts)")
+	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
+	fs.BoolVar(&systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>)")
 	fs.StringVar(&format, "format", "table", "table or json")
 	if err := parse(fs, args); err != nil {
 		return exitError, err
 	}
-	if session == "" {
+	if session == "" && !systemAlerts {
 		return exitError, errors.New("--session is required")
 	}
 	if err := checkFormat(format, "table", "json"); err != nil {
 		return exitError, err
 	}
 	if receiptKey == "" && c.natsURL == "" {
-		if p := filepath.Join(c.dataDir, "receipt-key.pem"); fileExists(p) {
-			receiptKey = p
+		for _, name := range []string{"receipt-key.pub", "receipt-key.pem"} {
+			if p := filepath.Join(c.dataDir, name); fileExists(p) {
+				receiptKey = p
+				break
+			}
 		}
 	}
 	var pub ed25519.PublicKey
@@ -223,12 +228,25 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitError, err
 	}
 	defer closeFn()
-	v, err := replay.Verify(ctx, src, g, gcfg.Keys, pub, r, tenant, session)
-	if err != nil {
-		return exitError, err
+	v := &replay.Verification{Chain: replay.ChainVerdict{Intact: true}}
+	if session != "" {
+		if v, err = replay.Verify(ctx, src, g, gcfg.Keys, pub, r, tenant, session); err != nil {
+			return exitError, err
+		}
+		if len(v.Steps) == 0 {
+			return exitError, fmt.Errorf("no envelopes of session %s (tenant %s)", session, tenant)
+		}
 	}
-	if len(v.Steps) == 0 {
-		return exitError, fmt.Errorf("no envelopes of session %s (tenant %s)", session, tenant)
+	if systemAlerts {
+		sys, err := replay.VerifySystemAlerts(ctx, src, pub)
+		if err != nil {
+			return exitError, err
+		}
+		if session == "" {
+			v = sys
+		} else {
+			v.Merge(sys)
+		}
 	}
 	if format == "json" {
 		err = writeJSON(stdout, v)

@@ -5,7 +5,7 @@
 //	replay sessions  [range] [--agent A]
 //	replay timeline  --session S [--format table|json|html] [--output FILE]
 //	replay run       --rules FILE... [range | --session S] [--diff] [--fail-on-diff]
-//	replay verify    --session S [--keys FILE] [--receipt-key PEM]
+//	replay verify    --session S [--keys FILE] [--receipt-key PEM] [--system-alerts]
 package main
 
 import (
@@ -37,8 +37,9 @@ Commands:
   timeline   one session step by step: turns, tools, decisions, taint,
              alerts, violations and the hash-chain check (table, json, html)
   run        re-decide history with other rules and report what changes
-  verify     recompute a session's hash chain and check every decision's
-             HMAC signature and Ed25519 receipt offline
+  verify     recompute a session's hash chain, check every decision's HMAC
+             signature and Ed25519 receipt offline, and report every message
+             on its decision subject and every alert that is not verified
   version    print the version
 
 Connect with --nats-url (and --nats-creds), or open the embedded server's

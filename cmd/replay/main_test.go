@@ -36,6 +36,11 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As the processor does: the public key next to the private one,
+	// which verify picks by default.
+	if err := receipt.WritePublic(filepath.Join(dataDir, "receipt-key.pub"), signer); err != nil {
+		t.Fatal(err)
+	}
 	v, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +145,12 @@ func TestReplayCommands(t *testing.T) {
 		{"run without --fail-on-diff", []string{"run", "--data-dir", data, "--rules", shadow}, exitOK, []string{"1 envelope(s) differ"}},
 		{"run as JSON", []string{"run", "--data-dir", data, "--rules", shadow, "--format", "json"}, exitOK, []string{`"deny→allow": 1`}},
 		{"verify with the store's receipt key", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID}, exitOK,
-			[]string{"chain      intact: 6 entries", "result     verified"}},
+			[]string{"chain      intact: 6 entries", "messages   6 on the decision subject: 6 checked, 0 not checked; 1 alert(s): 1 checked", "result     verified"}},
+		{"verify with the operational alerts", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID, "--system-alerts"}, exitOK,
+			[]string{"result     verified"}},
+		{"verify the operational alerts alone", []string{"verify", "--data-dir", data, "--system-alerts"}, exitOK,
+			[]string{"0 alert(s)", "result     verified"}},
+		{"verify without a session", []string{"verify", "--data-dir", data}, exitError, []string{"--session is required"}},
 		{"run without rules", []string{"run", "--data-dir", data}, exitError, []string{"--rules is required"}},
 		{"bad format", []string{"timeline", "--data-dir", data, "--session", "x", "--format", "pdf"}, exitError, []string{`--format "pdf"`}},
 		{"bad time", []string{"sessions", "--data-dir", data, "--from", "yesterday"}, exitError, []string{"RFC 3339"}},

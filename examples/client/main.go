@@ -6,10 +6,16 @@
 //	go run ./cmd/processor                       # in one terminal
 //	go run ./examples/client                     # in another
 //	go run ./examples/client -posture deny -timeout 500ms
+//	go run ./examples/client -receipt-key /srv/turnguard/receipt-key.pub
+//
+// A decision counts only when its Ed25519 receipt verifies with the
+// processor's public key, which the processor writes next to its private
+// key (<data-dir>/receipt-key.pub) and serves at GET /receipt-key.
 package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"flag"
 	"fmt"
@@ -27,20 +33,34 @@ func main() {
 	posture := flag.String("posture", "deny", "what to do when no decision arrives in time: deny or proceed")
 	timeout := flag.Duration("timeout", 5*time.Second, "how long to wait for each decision")
 	session := flag.String("session", "", "session id (default: a new one each run)")
+	receiptKey := flag.String("receipt-key", "data/receipt-key.pub", "the processor's receipt public key (PEM); \"none\" for a processor run with --receipt-key none")
 	flag.Parse()
-	if err := run(*url, client.Posture(*posture), *timeout, *session); err != nil {
+	opt := client.Options{Posture: client.Posture(*posture), Timeout: *timeout}
+	if *receiptKey == "none" {
+		// Without receipts anyone allowed to publish on the decision
+		// subject can answer in turnguard's name.
+		opt.InsecureAcceptUnsignedDecisions = true
+	} else {
+		key, err := client.LoadReceiptKey(*receiptKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "client:", err)
+			os.Exit(1)
+		}
+		opt.TrustedKeys = []ed25519.PublicKey{key}
+	}
+	if err := run(*url, opt, *session); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url string, posture client.Posture, timeout time.Duration, session string) error {
+func run(url string, opt client.Options, session string) error {
 	nc, err := nats.Connect(url, nats.Name("turnguard-example-client"))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	c, err := client.New(nc, client.Options{Posture: posture, Timeout: timeout})
+	c, err := client.New(nc, opt)
 	if err != nil {
 		return err
 	}
@@ -57,12 +77,15 @@ func run(url string, posture client.Posture, timeout time.Duration, session stri
 		}
 		switch {
 		case d.FromPosture:
-			fmt.Printf("%-16s %-5s  (no decision: %v; posture %s)\n", e.Hook, d.Decision, d.Failure, posture)
+			fmt.Printf("%-16s %-5s  (no decision: %v; posture %s)\n", e.Hook, d.Decision, d.Failure, opt.Posture)
 		case d.Error != nil:
 			fmt.Printf("%-16s error %d: %s\n", e.Hook, d.Error.Code, d.Error.Message)
 		default:
 			fmt.Printf("%-16s %-5s  %s\n", e.Hook, d.Decision, d.Reasoning)
 		}
+	}
+	if st := c.Stats(); st.DroppedUnverified > 0 {
+		fmt.Printf("dropped %d message(s) on the decision subject whose receipt did not verify\n", st.DroppedUnverified)
 	}
 	return nil
 }

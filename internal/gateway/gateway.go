@@ -9,6 +9,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,12 +132,15 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if cfg.Callers != nil {
 		tenants = cfg.Callers.Tenants()
 	}
+	if cfg.Receipts == nil {
+		log.Warn().Msg("receipts are off: the HTTP endpoint takes any decision with the right stream sequence, so whoever may publish on acs.decisions.> can answer in turnguard's name")
+	}
 	clients := map[string]*client.Client{}
 	for _, t := range tenants {
 		if err := acs.CheckTenant(t); err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
-		c, err := client.New(nc, client.Options{Tenant: t, Timeout: cfg.Timeout})
+		c, err := client.New(nc, decisionOptions(cfg, t, log))
 		if err != nil {
 			return nil, fmt.Errorf("gateway: client of tenant %s: %w", t, err)
 		}
@@ -157,6 +161,41 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 
 // unauthLogBurst is how many 401s a second are logged.
 const unauthLogBurst = 20
+
+// decisionOptions configure how the endpoint waits for decisions: it takes
+// a message on the decision subject as the answer only when its receipt
+// verifies with the processor's own key for the envelope it stored, and
+// logs everything else. Without receipts (--receipt-key none) it can only
+// trust NATS permissions, and says so.
+func decisionOptions(cfg Config, tenant string, log zerolog.Logger) client.Options {
+	// A forger can publish as fast as it likes: the warnings are sampled
+	// (DecisionStats counts every drop), so it cannot flood the log.
+	dropLog := log.Sample(&zerolog.BurstSampler{Burst: 20, Period: time.Second})
+	opt := client.Options{Tenant: tenant, Timeout: cfg.Timeout, Posture: client.Deny,
+		OnDrop: func(d client.Drop) {
+			dropLog.Warn().Str("subject", d.Subject).Str("request_id", d.RequestID).Uint64("claimed_seq", d.Seq).Bool("forged", d.Forged()).
+				Err(d.Reason).Msg("dropped a message on a decision subject that is not the answer to the envelope published")
+		}}
+	if cfg.Receipts != nil {
+		opt.TrustedKeys = []ed25519.PublicKey{cfg.Receipts.Public()}
+	} else {
+		opt.InsecureAcceptUnsignedDecisions = true
+	}
+	return opt
+}
+
+// DecisionStats counts the decisions the endpoint took and the messages
+// on decision subjects it dropped (forged, or answering other envelopes).
+func (g *Gateway) DecisionStats() client.Stats {
+	var sum client.Stats
+	for _, c := range g.clients {
+		st := c.Stats()
+		sum.Accepted += st.Accepted
+		sum.DroppedUnverified += st.DroppedUnverified
+		sum.DroppedOtherEnvelope += st.DroppedOtherEnvelope
+	}
+	return sum
+}
 
 // Handler routes POST /acs, GET /healthz, GET /readyz and GET /receipt-key.
 func (g *Gateway) Handler() http.Handler {
@@ -247,6 +286,10 @@ func (g *Gateway) write(w http.ResponseWriter, status int, rep reply) {
 	if rep.receipt != "" {
 		w.Header().Set(acs.HdrReceipt, rep.receipt)
 		w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
+		if rep.seq != 0 {
+			// What the receipt is bound to, for clients verifying it.
+			w.Header().Set(acs.HdrStreamSeq, strconv.FormatUint(rep.seq, 10))
+		}
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
@@ -267,12 +310,14 @@ type origin struct {
 }
 
 // reply is one JSON-RPC answer: raw, as the processor published it, or a
-// document the endpoint made; with its Ed25519 receipt.
+// document the endpoint made; with its Ed25519 receipt and, for a
+// processor decision, the stream sequence the receipt is bound to.
 type reply struct {
 	raw        json.RawMessage
 	doc        any
 	receipt    string
 	receiptKey string
+	seq        uint64
 }
 
 func (r reply) MarshalJSON() ([]byte, error) {
@@ -393,7 +438,14 @@ func (g *Gateway) one(ctx context.Context, from origin, raw []byte, tls bool) re
 		// on_decision_failure, as ACS §6.4 prescribes.
 		return g.refuse(in, &acs.Error{Code: acs.CodeInternalError, Reason: "decision_timeout", Message: d.Failure.Error()})
 	}
-	return reply{raw: d.Response, receipt: d.Receipt, receiptKey: d.ReceiptKey}
+	// Only a verified decision gets here; its receipt headers are passed
+	// on only when they are the ones that verified (never with receipts
+	// off).
+	rep := reply{raw: d.Response}
+	if d.Verified {
+		rep.receipt, rep.receiptKey, rep.seq = d.Receipt, d.ReceiptKey, d.Seq
+	}
+	return rep
 }
 
 // checkNegotiated holds a step to its session's handshake (ACS §4): with
@@ -563,7 +615,9 @@ func (g *Gateway) seal(in incoming, member string, body any) reply {
 	}
 	rep := reply{doc: doc}
 	if g.cfg.Receipts != nil {
-		rcpt, err := g.cfg.Receipts.Sign(doc)
+		// Bound as the endpoint's own answer in the session: it can never
+		// pass for a processor decision.
+		rcpt, err := g.cfg.Receipts.Sign(receipt.Endpoint(g.cfg.Tenant, in.sessionID), doc)
 		if err != nil {
 			g.log.Error().Err(err).Msg("sign a receipt")
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,7 @@ type env struct {
 	receipts *receipt.Signer
 	v        *schema.Validator
 	stop     func()
+	gw       *gateway.Gateway
 }
 
 func start(t *testing.T, timeout time.Duration) *env {
@@ -53,6 +55,12 @@ func startWith(t *testing.T, timeout time.Duration, handshake gateway.HandshakeP
 // default) and k2 required, the default skew window and receipts.
 func startConfig(t testing.TB, cfg gateway.Config) *env {
 	t.Helper()
+	return startConfigLog(t, cfg, zerolog.Nop())
+}
+
+// startConfigLog is startConfig with the endpoint logging to log.
+func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
+	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
 	if err != nil {
@@ -66,13 +74,13 @@ func startConfig(t testing.TB, cfg gateway.Config) *env {
 	signer := receipt.NewSigner(priv)
 	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer}, signer.KeyID)
 	cfg.Keys, cfg.RequireSignatures, cfg.SkewWindow, cfg.Receipts = kr, true, guardian.DefaultSkewWindow, signer
-	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, zerolog.Nop())
+	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(g.Handler())
 	t.Cleanup(hs.Close)
-	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop}
+	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop, gw: g}
 }
 
 func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config, receiptKey string) func() {
@@ -145,13 +153,20 @@ func (e *env) signedWith(t *testing.T, keyID string, doc map[string]any) map[str
 // the receipt header.
 func (e *env) post(t *testing.T, body []byte) (int, []byte, string) {
 	t.Helper()
+	code, out, h := e.postH(t, body)
+	return code, out, h.Get("Acs-Receipt")
+}
+
+// postH posts body and returns the answer with its headers.
+func (e *env) postH(t *testing.T, body []byte) (int, []byte, http.Header) {
+	t.Helper()
 	resp, err := http.Post(e.url+"/acs", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, resp.Header.Get("Acs-Receipt")
+	return resp.StatusCode, out, resp.Header
 }
 
 type reply struct {
@@ -322,10 +337,19 @@ func TestSignedDecisionsAndReceipts(t *testing.T) {
 		_ = json.Unmarshal(ex.Data, &doc)
 		params := doc["params"].(map[string]any)
 		params["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
-		_, raw, rcpt := e.post(t, mustJSON(e.signed(t, doc)))
+		_, raw, h := e.postH(t, mustJSON(e.signed(t, doc)))
 		e.valid(t, raw)
-		if err := receipt.Verify(pub, raw, rcpt); err != nil {
+		// The receipt is bound to the session's decision subject and the
+		// envelope's stream sequence, which the answer names.
+		seq, err := strconv.ParseUint(h.Get(acs.HdrStreamSeq), 10, 64)
+		if err != nil {
+			t.Fatalf("step %d: Acs-Stream-Seq %q", i+1, h.Get(acs.HdrStreamSeq))
+		}
+		if err := receipt.Verify(pub, receipt.Decision("default", sid, seq), raw, h.Get(acs.HdrReceipt)); err != nil {
 			t.Fatalf("step %d: receipt: %v", i+1, err)
+		}
+		if receipt.Verify(pub, receipt.Decision("default", sid, seq+1), raw, h.Get(acs.HdrReceipt)) == nil {
+			t.Fatalf("step %d: the receipt verifies for another sequence", i+1)
 		}
 		var r reply
 		_ = json.Unmarshal(raw, &r)

@@ -114,7 +114,9 @@ type Outcome struct {
 	// findings.
 	Hits   []rules.Hit
 	Alerts []Alert
-	// Receipt is the Ed25519 receipt of Response, when receipts are on.
+	// Receipt is the Ed25519 receipt of Response, when receipts are on:
+	// bound to the session's decision subject and the envelope's stream
+	// sequence (receipt.Decision).
 	Receipt string
 }
 
@@ -135,13 +137,13 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
 		out.Refusal = ref
 		out.Response = refusalResponse(k, ref)
-		g.seal(&out, k.keyID, route.SessionID)
+		g.seal(&out, k.keyID, route, msg.Seq)
 		return out
 	}
 	out.Method, out.RequestID, out.TurnID = env.req.Method, env.req.Params.RequestID, env.req.Params.Metadata.TurnID
 	if env.spec.Scope == acs.Liveness {
 		out.Response = pingResponse(env, msg.Time)
-		g.seal(&out, env.signedWith, route.SessionID)
+		g.seal(&out, env.signedWith, route, msg.Seq)
 		return out
 	}
 	if ref := replayed(state, env); ref != nil {
@@ -149,7 +151,7 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		// refused -32005 and changes nothing.
 		out.Refusal = ref
 		out.Response = refusalResponse(known{id: env.req.ID, method: env.req.Method, requestID: env.req.Params.RequestID}, ref)
-		g.seal(&out, env.signedWith, route.SessionID)
+		g.seal(&out, env.signedWith, route, msg.Seq)
 		return out
 	}
 	if state == nil {
@@ -193,7 +195,7 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	out.Response = &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: v.result}
 	out.Hits = rr.Hits
 	out.Alerts = v.alerts
-	g.seal(&out, env.signedWith, route.SessionID)
+	g.seal(&out, env.signedWith, route, msg.Seq)
 	return out
 }
 
@@ -229,20 +231,27 @@ func replayed(state *turnstate.Session, env *envelope) *acs.Error {
 // seal signs the response with the session key of keyID — the key the
 // request named when the keyring has it, verified or not, so that a
 // multi-key deployment can verify its refusals too; else the keyring's
-// default — and adds the receipt.
-func (g *Guardian) seal(out *Outcome, keyID, sessionID string) {
+// default — and adds the receipts of the response and the alerts, each
+// bound to where it is published and to the envelope at seq it answers.
+func (g *Guardian) seal(out *Outcome, keyID string, route acs.Route, seq uint64) {
 	r := out.Response
 	if r == nil || g.cfg.Unsigned {
 		return
 	}
 	if kr := g.cfg.Keys; kr != nil {
-		if keyID = kr.ResponseKey(keyID, sessionID); keyID != "" {
+		if keyID = kr.ResponseKey(keyID, route.SessionID); keyID != "" {
 			// Signing only fails on an unknown key, which keyID cannot be.
-			_ = kr.SignResponse(r, keyID, sessionID)
+			_ = kr.SignResponse(r, keyID, route.SessionID)
 		}
 	}
-	if g.cfg.Receipts != nil {
-		out.Receipt, _ = g.cfg.Receipts.Sign(r)
+	if s := g.cfg.Receipts; s != nil {
+		// Signing fails only on a body that does not encode or a subject
+		// with a space in it, neither of which a routed envelope has.
+		out.Receipt, _ = s.Sign(receipt.Decision(route.Tenant, route.SessionID, seq), r)
+		for i := range out.Alerts {
+			a := &out.Alerts[i]
+			a.Receipt, _ = s.Sign(receipt.Alert(a.Subject, seq), a.Finding)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/turnstate"
@@ -174,8 +175,17 @@ func TestReceipts(t *testing.T) {
 	g := guardian.New(newValidator(t), guardian.Config{Receipts: signer})
 	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 1})
 	raw, _ := json.Marshal(out.Response)
-	if out.Receipt == "" || receipt.Verify(signer.Public(), raw, out.Receipt) != nil {
+	route := routeFor("steps/sessionStart")
+	if out.Receipt == "" || receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 1), raw, out.Receipt) != nil {
 		t.Fatalf("receipt %q does not verify", out.Receipt)
+	}
+	// Bound to the envelope it answers: not to the next one, nor to the
+	// same sequence in another session.
+	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 2), raw, out.Receipt) == nil {
+		t.Fatal("the receipt verifies for another sequence")
+	}
+	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, "00000000-0000-4000-8000-000000000000", 1), raw, out.Receipt) == nil {
+		t.Fatal("the receipt verifies for another session")
 	}
 }
 
@@ -339,5 +349,52 @@ func TestRequestHashCoversTheSignature(t *testing.T) {
 	withoutSig, _ := json.Marshal(unsigned)
 	if got := out.Response.Result.ChainHash; got != head(env.Params) || got == head(withoutSig) {
 		t.Fatalf("chain_hash %s; over the signed params %s, without the signature %s", got, head(env.Params), head(withoutSig))
+	}
+}
+
+// TestAlertReceipts: with receipts on, every alert carries a receipt bound
+// to its subject and the envelope's stream sequence; replay (Unsigned)
+// makes none.
+func TestAlertReceipts(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer := receipt.NewSigner(priv)
+	for _, tc := range []struct {
+		name string
+		cfg  guardian.Config
+		want bool
+	}{{"receipts", guardian.Config{Receipts: signer}, true}, {"unsigned", guardian.Config{Receipts: signer, Unsigned: true}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := guardian.New(newValidator(t), tc.cfg)
+			rs := defaultRules(t)
+			var state *turnstate.Session
+			var out guardian.Outcome
+			envs := examples.Taint("")
+			for i, e := range envs {
+				route := acs.Route{Tenant: "default", SessionID: examples.TaintSessionID, Hook: e.Hook}
+				out = g.Decide(rs, state, nil, route, guardian.Message{Data: e.Data, Seq: uint64(i + 10)})
+				state = out.State
+			}
+			seq := uint64(len(envs) - 1 + 10)
+			if len(out.Alerts) != 1 {
+				t.Fatalf("%d alerts", len(out.Alerts))
+			}
+			a := out.Alerts[0]
+			if !tc.want {
+				if a.Receipt != "" || out.Receipt != "" {
+					t.Fatal("an unsigned core made receipts")
+				}
+				return
+			}
+			raw, _ := json.Marshal(a.Finding)
+			if err := receipt.Verify(signer.Public(), receipt.Alert(a.Subject, seq), raw, a.Receipt); err != nil {
+				t.Fatalf("alert receipt: %v", err)
+			}
+			for _, other := range []receipt.Binding{receipt.Alert(a.Subject, seq+1), receipt.Decision("default", examples.TaintSessionID, seq),
+				receipt.Alert(alert.Subject("default", "critical", a.RuleID), seq)} {
+				if receipt.Verify(signer.Public(), other, raw, a.Receipt) == nil {
+					t.Fatalf("the alert's receipt verifies for %+v", other)
+				}
+			}
+		})
 	}
 }

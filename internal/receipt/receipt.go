@@ -1,10 +1,19 @@
-// Package receipt signs every decision with the processor's Ed25519 key, so
-// that a third party holding only the public key can verify offline that
-// turnguard issued a decision (an AARM receipt). The HMAC signature ACS puts
-// in result.signature needs the shared secret; a receipt does not.
+// Package receipt signs every decision and alert with the processor's
+// Ed25519 key, so that a third party holding only the public key can verify
+// offline that turnguard issued it (an AARM receipt) and which stored
+// envelope it answers. The HMAC signature ACS puts in result.signature
+// needs the shared secret; a receipt does not.
+//
+// A receipt signs Message(binding, body): a domain line with the format's
+// version, the kind (decision, alert, endpoint), the subject it was
+// published on, the ACS_HOOKS sequence of the envelope it answers, and the
+// body's RFC 8785 form. Anyone on the bus can publish on a decision
+// subject; only a message whose receipt verifies with a trusted key for
+// the envelope the verifier published is an answer.
 package receipt
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,11 +25,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/turnguard/turnguard/internal/acs"
 )
 
-// Signer signs decisions with one Ed25519 key.
+// Signer signs decisions and alerts with one Ed25519 key.
 type Signer struct {
 	key ed25519.PrivateKey
 	// KeyID names the public key: the first 16 hex digits of its SHA-256.
@@ -38,41 +50,288 @@ func KeyID(pub ed25519.PublicKey) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Sign returns the receipt of a response: the base64 Ed25519 signature of
-// its canonical (RFC 8785) form. r is an *acs.Response or any other value
-// encoding/json marshals to a response envelope (the HTTP endpoint's
-// ServerHello). Ed25519 is deterministic, so a replay computes the same
+// Domain opens every message a receipt signs. It names the format and its
+// version, so that a signature made for anything else with the same key —
+// or for a later version of this format — can never pass for a receipt.
+const Domain = "turnguard-receipt/1"
+
+// Kind says what a receipt vouches for. It is part of the signed message:
+// a receipt of one kind never verifies as another.
+type Kind string
+
+// Kinds of receipts.
+const (
+	// KindDecision is a decision the processor published on
+	// acs.decisions.<tenant>.<session_id> for the envelope stored at Seq
+	// in ACS_HOOKS.
+	KindDecision Kind = "decision"
+	// KindAlert is an alert published on Subject for the envelope at Seq
+	// (0 for turnguard's own operational alerts, which answer none).
+	KindAlert Kind = "alert"
+	// KindEndpoint is a response the HTTP endpoint made itself (the
+	// ServerHello, its refusals): it answers no stored envelope, so Seq is
+	// 0, and its kind keeps it from ever passing for a decision.
+	KindEndpoint Kind = "endpoint"
+)
+
+// Binding is the identity a receipt binds its body to: what the body is,
+// where it was published and which stored envelope it answers. Without it
+// a receipt would prove only that turnguard once wrote the body, and a
+// genuine decision could be replayed as the answer to another envelope.
+type Binding struct {
+	Kind Kind
+	// Subject is the subject the message is published on (for KindEndpoint
+	// the session's decision subject, or "" when the request named no
+	// usable session).
+	Subject string
+	// Seq is the ACS_HOOKS stream sequence of the envelope answered.
+	Seq uint64
+}
+
+// Decision is the binding of the decision on the envelope of a session
+// stored at seq.
+func Decision(tenant, sessionID string, seq uint64) Binding {
+	return Binding{Kind: KindDecision, Subject: acs.DecisionSubject(tenant, sessionID), Seq: seq}
+}
+
+// Alert is the binding of an alert published on subject about the
+// envelope stored at seq (0: an operational alert).
+func Alert(subject string, seq uint64) Binding {
+	return Binding{Kind: KindAlert, Subject: subject, Seq: seq}
+}
+
+// Endpoint is the binding of a response the HTTP endpoint makes itself in
+// a session; an unusable session id binds to no subject.
+func Endpoint(tenant, sessionID string) Binding {
+	b := Binding{Kind: KindEndpoint}
+	if acs.CheckTenant(tenant) == nil && acs.CheckSession(sessionID) == nil {
+		b.Subject = acs.DecisionSubject(tenant, sessionID)
+	}
+	return b
+}
+
+// Errors of verification, for callers that count what they drop.
+var (
+	// ErrMissing: the message carries no receipt.
+	ErrMissing = errors.New("no receipt")
+	// ErrMalformed: the receipt, its binding or the body cannot be read.
+	ErrMalformed = errors.New("malformed receipt")
+	// ErrUnknownKey: no trusted key made the receipt.
+	ErrUnknownKey = errors.New("receipt made with an untrusted key")
+	// ErrMismatch: the receipt does not match the body and binding.
+	ErrMismatch = errors.New("receipt does not match")
+)
+
+func (b Binding) check() error {
+	switch b.Kind {
+	case KindDecision, KindAlert:
+		if b.Subject == "" {
+			return fmt.Errorf("%w: a %s receipt needs a subject", ErrMalformed, b.Kind)
+		}
+	case KindEndpoint:
+	default:
+		return fmt.Errorf("%w: kind %q", ErrMalformed, b.Kind)
+	}
+	// The subject is one line of the signed message: no byte that could
+	// end it or make two bindings print alike. NATS subjects have none.
+	for i := 0; i < len(b.Subject); i++ {
+		if c := b.Subject[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("%w: subject %q", ErrMalformed, b.Subject)
+		}
+	}
+	return nil
+}
+
+// Message returns the exact bytes a receipt signs: four lines and the
+// body's RFC 8785 form,
+//
+//	turnguard-receipt/1 LF kind LF subject LF seq LF canonical-body
+//
+// kind is decision, alert or endpoint, seq is decimal without leading
+// zeros. canonical is the body's RFC 8785 form (see acs.CanonicalRaw).
+func Message(b Binding, canonical []byte) ([]byte, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	m := make([]byte, 0, len(Domain)+len(b.Kind)+len(b.Subject)+24+len(canonical))
+	m = append(m, Domain...)
+	m = append(m, '\n')
+	m = append(m, b.Kind...)
+	m = append(m, '\n')
+	m = append(m, b.Subject...)
+	m = append(m, '\n')
+	m = strconv.AppendUint(m, b.Seq, 10)
+	m = append(m, '\n')
+	return append(m, canonical...), nil
+}
+
+// Sign returns the receipt of body under binding b: the base64 (standard,
+// padded) Ed25519 signature of Message(b, RFC 8785 form of body). body is
+// an *acs.Response, an alert.Finding or anything else encoding/json
+// marshals. Ed25519 is deterministic, so a replay computes the same
 // receipt.
-func (s *Signer) Sign(r any) (string, error) {
-	c, err := acs.Canonical(r)
+func (s *Signer) Sign(b Binding, body any) (string, error) {
+	c, err := acs.Canonical(body)
 	if err != nil {
 		return "", err
 	}
-	return base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, c)), nil
+	m, err := Message(b, c)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, m)), nil
 }
 
 // Public returns the public key.
 func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
 
 // PublicPEM returns the public key as PEM (PKIX).
-func (s *Signer) PublicPEM() []byte {
-	der, _ := x509.MarshalPKIXPublicKey(s.Public())
+func (s *Signer) PublicPEM() []byte { return PublicPEM(s.Public()) }
+
+// PublicPEM encodes a public key as PEM (PKIX), as GET /receipt-key serves
+// it and <data-dir>/receipt-key.pub holds it.
+func PublicPEM(pub ed25519.PublicKey) []byte {
+	der, _ := x509.MarshalPKIXPublicKey(pub)
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
-// Verify checks a receipt against the decision as received (its JSON) and
-// a public key.
-func Verify(pub ed25519.PublicKey, response []byte, receipt string) error {
-	sig, err := base64.StdEncoding.DecodeString(receipt)
-	if err != nil {
-		return fmt.Errorf("receipt is not base64: %w", err)
+// encodedLen is the length of a receipt: 64 signature bytes in padded
+// base64. Anything else is refused before decoding, so that an untrusted
+// header cannot make a verifier allocate.
+var encodedLen = base64.StdEncoding.EncodedLen(ed25519.SignatureSize)
+
+func decode(receipt string) ([]byte, error) {
+	if receipt == "" {
+		return nil, ErrMissing
 	}
-	c, err := acs.CanonicalRaw(response)
+	if len(receipt) != encodedLen {
+		return nil, fmt.Errorf("%w: %d characters, want %d", ErrMalformed, len(receipt), encodedLen)
+	}
+	sig, err := base64.StdEncoding.Strict().DecodeString(receipt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not base64: %w", ErrMalformed, err)
+	}
+	return sig, nil
+}
+
+// Verify checks a receipt against a body as received (its JSON text, in
+// any serialization), the binding the verifier expects — the subject the
+// message came on and the sequence of the envelope it must answer, never
+// values taken from the message unchecked — and a public key.
+func Verify(pub ed25519.PublicKey, b Binding, body []byte, receipt string) error {
+	sig, err := decode(receipt)
 	if err != nil {
 		return err
 	}
-	if !ed25519.Verify(pub, c, sig) {
-		return errors.New("receipt does not match the decision")
+	m, err := message(b, body)
+	if err != nil {
+		return err
+	}
+	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, m, sig) {
+		return fmt.Errorf("%w the %s on %s for seq %d", ErrMismatch, b.Kind, b.Subject, b.Seq)
+	}
+	return nil
+}
+
+func message(b Binding, body []byte) ([]byte, error) {
+	c, err := acs.CanonicalRaw(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: body: %w", ErrMalformed, err)
+	}
+	return Message(b, c)
+}
+
+// Trusted is a set of public keys receipts are accepted from: a verifier
+// that knows the processor's keys (more than one while a key is rotated).
+// It is safe for concurrent use.
+type Trusted struct {
+	keys map[string]ed25519.PublicKey
+}
+
+// NewTrusted returns the set of keys; keys of the wrong size are an error.
+func NewTrusted(keys ...ed25519.PublicKey) (*Trusted, error) {
+	t := &Trusted{keys: make(map[string]ed25519.PublicKey, len(keys))}
+	for i, k := range keys {
+		if len(k) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("trusted key %d: %d bytes, not an Ed25519 public key", i, len(k))
+		}
+		t.keys[KeyID(k)] = slices.Clone(k)
+	}
+	return t, nil
+}
+
+// Len is the number of keys.
+func (t *Trusted) Len() int { return len(t.keys) }
+
+// Verify checks a receipt with the trusted key keyID names (the
+// Acs-Receipt-Key header); with no keyID, with every trusted key. It
+// returns the id of the key that verified. The header only picks the key:
+// an unknown id is ErrUnknownKey, never a reason to trust one.
+func (t *Trusted) Verify(keyID string, b Binding, body []byte, receipt string) (string, error) {
+	sig, err := decode(receipt)
+	if err != nil {
+		return "", err
+	}
+	if keyID != "" {
+		if _, ok := t.keys[keyID]; !ok {
+			return "", fmt.Errorf("%w: %.32q", ErrUnknownKey, keyID)
+		}
+	}
+	m, err := message(b, body)
+	if err != nil {
+		return "", err
+	}
+	if keyID != "" {
+		if ed25519.Verify(t.keys[keyID], m, sig) {
+			return keyID, nil
+		}
+		return "", fmt.Errorf("%w the %s on %s for seq %d", ErrMismatch, b.Kind, b.Subject, b.Seq)
+	}
+	for id, k := range t.keys {
+		if ed25519.Verify(k, m, sig) {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no trusted key made it for the %s on %s for seq %d", ErrUnknownKey, b.Kind, b.Subject, b.Seq)
+}
+
+// PublicPath is where the public key of the private key file at path is
+// written: the same name with the extension .pub
+// (<data-dir>/receipt-key.pem → <data-dir>/receipt-key.pub).
+func PublicPath(privatePath string) string {
+	p := strings.TrimSuffix(privatePath, filepath.Ext(privatePath)) + ".pub"
+	if p == privatePath {
+		p += ".pub"
+	}
+	return p
+}
+
+// WritePublic writes the signer's public key (PEM) to path, mode 0644, by
+// way of a temporary file renamed into place, so that a client reading it
+// never sees half a key.
+func WritePublic(path string, s *Signer) error {
+	want := s.PublicPEM()
+	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".receipt-key-*.pub")
+	if err != nil {
+		return fmt.Errorf("receipt public key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(want); err != nil {
+		tmp.Close()
+		return fmt.Errorf("receipt public key: %w", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("receipt public key: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("receipt public key: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("receipt public key: %w", err)
 	}
 	return nil
 }

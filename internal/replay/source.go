@@ -231,6 +231,19 @@ func kindFromHeaders(h nats.Header) string {
 	}
 }
 
+// newDecision reads a recorded decision message.
+func newDecision(h nats.Header, data []byte, bodies Bodies) Decision {
+	d := Decision{Data: data, Receipt: h.Get(acs.HdrReceipt), ReceiptKey: h.Get(acs.HdrReceiptKey), headerKind: kindFromHeaders(h)}
+	if bodies == DecodeBodies || d.headerKind == "" {
+		if err := json.Unmarshal(d.Data, &d.Response); err != nil {
+			d.ParseErr = fmt.Errorf("the recorded decision is not a JSON response: %w", err)
+		} else {
+			d.Parsed = true
+		}
+	}
+	return d
+}
+
 // Alert is a recorded alert.
 type Alert struct {
 	RuleID  string
@@ -271,16 +284,7 @@ func (s *Source) ReadRecorded(ctx context.Context, tenant, sessionID string, sin
 		if err != nil {
 			return nil // not a decision turnguard published
 		}
-		d := Decision{Data: m.Data(), Receipt: m.Headers().Get(acs.HdrReceipt), ReceiptKey: m.Headers().Get(acs.HdrReceiptKey),
-			headerKind: kindFromHeaders(m.Headers())}
-		if bodies == DecodeBodies || d.headerKind == "" {
-			if err := json.Unmarshal(d.Data, &d.Response); err != nil {
-				d.ParseErr = fmt.Errorf("the recorded decision is not a JSON response: %w", err)
-			} else {
-				d.Parsed = true
-			}
-		}
-		rec.Decisions[seq] = d
+		rec.Decisions[seq] = newDecision(m.Headers(), m.Data(), bodies)
 		return nil
 	})
 	if err != nil {

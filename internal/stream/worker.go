@@ -569,7 +569,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		// publications end with a decision: finding that decision stored
 		// tells a later load that the whole outbox went out (flushOutbox).
 		for _, a := range out.Alerts {
-			am, err := alertMsg(a, in.msg.Seq)
+			am, err := w.alertMsg(a, in.msg.Seq)
 			if err != nil {
 				return err
 			}
@@ -876,7 +876,10 @@ func (w *worker) decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, erro
 	return m, nil
 }
 
-func alertMsg(a guardian.Alert, seq uint64) (*nats.Msg, error) {
+// alertMsg publishes an alert with its receipt, so that an alert forged
+// on the bus — which anyone allowed to publish there can do — tells itself
+// apart from a real one.
+func (w *worker) alertMsg(a guardian.Alert, seq uint64) (*nats.Msg, error) {
 	data, err := json.Marshal(a.Finding)
 	if err != nil {
 		return nil, fmt.Errorf("encode alert of %s: %w", a.RuleID, err)
@@ -886,6 +889,10 @@ func alertMsg(a guardian.Alert, seq uint64) (*nats.Msg, error) {
 	m.Header.Set(acs.HdrMsgID, a.MsgID)
 	m.Header.Set(acs.HdrRuleID, a.RuleID)
 	m.Header.Set(acs.HdrStreamSeq, strconv.FormatUint(seq, 10))
+	if a.Receipt != "" {
+		m.Header.Set(acs.HdrReceipt, a.Receipt)
+		m.Header.Set(acs.HdrReceiptKey, w.receiptKey)
+	}
 	return m, nil
 }
 

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 func BenchmarkDecideRoundTrip(b *testing.B) {
 	srv := natstest.RunServer(b)
 	runProcessorB(b, srv)
-	c, err := client.New(natstest.Connect(b, srv), client.Options{Timeout: 10 * time.Second})
+	c, err := client.New(natstest.Connect(b, srv), client.Options{Timeout: 10 * time.Second, TrustedKeys: []ed25519.PublicKey{testSigner.Public()}})
 	if err != nil {
 		b.Fatal(err)
 	}

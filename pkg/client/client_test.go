@@ -1,10 +1,13 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +23,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -45,7 +49,8 @@ func runProcessorB(t testing.TB, srv *server.Server) (stop func()) {
 	nc := natstest.Connect(t, srv)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
+	cfg.ReceiptKeyID = testSigner.KeyID
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: testSigner}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +68,16 @@ func runProcessorB(t testing.TB, srv *server.Server) (stop func()) {
 	return stop
 }
 
+// testSigner is the test processors' receipt key.
+var testSigner = receipt.NewSigner(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+
+// newClient returns a client; one configured with neither trusted keys nor
+// the insecure opt-out trusts the test processors' key.
 func newClient(t *testing.T, nc *nats.Conn, opt client.Options) *client.Client {
 	t.Helper()
+	if len(opt.TrustedKeys) == 0 && !opt.InsecureAcceptUnsignedDecisions {
+		opt.TrustedKeys = []ed25519.PublicKey{testSigner.Public()}
+	}
 	c, err := client.New(nc, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +169,11 @@ func TestTimeoutPostureAndNothingLost(t *testing.T) {
 	srv := natstest.RunServer(t)
 	stop := runProcessor(t, srv)
 	nc := natstest.Connect(t, srv)
-	deny := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond, Posture: client.Deny})
-	proceed := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond})
+	deny := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond})
+	proceed := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond, Posture: client.Proceed})
+	if deny.Options().Posture != client.Deny {
+		t.Fatalf("default posture %q, want deny (fail closed)", deny.Options().Posture)
+	}
 	envs := examples.Session("")
 	if d, err := deny.Decide(context.Background(), envs[0].Data); err != nil || d.FromPosture {
 		t.Fatalf("with the processor up: %+v, %v", d, err)
@@ -201,8 +217,52 @@ func TestMalformedEnvelopeIsAnError(t *testing.T) {
 			t.Errorf("%s: no error", bad)
 		}
 	}
-	if _, err := client.New(natstest.Connect(t, srv), client.Options{Posture: "maybe"}); err == nil {
+	if _, err := client.New(natstest.Connect(t, srv), client.Options{Posture: "maybe", InsecureAcceptUnsignedDecisions: true}); err == nil {
 		t.Error("an unknown posture was accepted")
+	}
+}
+
+// A client that cannot tell the processor's decisions from forged ones is
+// refused, unless the insecure opt-out says so out loud.
+func TestNewNeedsTrustedKeys(t *testing.T) {
+	nc := natstest.Connect(t, natstest.RunServer(t))
+	tests := []struct {
+		name string
+		opt  client.Options
+		want error
+	}{
+		{"no key", client.Options{}, client.ErrNoTrustedKeys},
+		{"no key, proceed", client.Options{Posture: client.Proceed}, client.ErrNoTrustedKeys},
+		{"a key", client.Options{TrustedKeys: []ed25519.PublicKey{testSigner.Public()}}, nil},
+		{"the explicit opt-out", client.Options{InsecureAcceptUnsignedDecisions: true}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := client.New(nc, tt.opt); !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if _, err := client.New(nc, client.Options{TrustedKeys: []ed25519.PublicKey{[]byte("short")}}); err == nil {
+		t.Fatal("a malformed key was accepted")
+	}
+}
+
+func TestLoadReceiptKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "receipt-key.pub")
+	if err := receipt.WritePublic(path, testSigner); err != nil {
+		t.Fatal(err)
+	}
+	k, err := client.LoadReceiptKey(path)
+	if err != nil || !k.Equal(testSigner.Public()) {
+		t.Fatalf("LoadReceiptKey: %v", err)
+	}
+	if k, err := client.ParseReceiptKey(testSigner.PublicPEM()); err != nil || !k.Equal(testSigner.Public()) {
+		t.Fatalf("ParseReceiptKey: %v", err)
+	}
+	if _, err := client.ParseReceiptKey([]byte("AAAA")); err == nil {
+		t.Fatal("garbage parsed as a key")
 	}
 }
 
@@ -256,11 +316,19 @@ func TestOnlyItsOwnDecision(t *testing.T) {
 			t.Fatalf("the envelope was not stored: %v", err)
 		}
 	}
+	// Both answers carry genuine receipts, each bound to its sequence:
+	// the stale one is the processor's too, only not for this envelope.
 	answer := func(decision string, seq uint64) {
 		m := nats.NewMsg(acs.DecisionSubject("default", examples.SessionID))
 		m.Header.Set(acs.HdrRequestID, requestID)
 		m.Header.Set(acs.HdrStreamSeq, strconv.FormatUint(seq, 10))
 		m.Data = []byte(`{"jsonrpc":"2.0","id":"x","result":{"type":"final","acs_version":"0.1.0","request_id":"` + requestID + `","decision":"` + decision + `","reasoning":"r"}}`)
+		rc, err := testSigner.Sign(receipt.Decision("default", examples.SessionID, seq), json.RawMessage(m.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Header.Set(acs.HdrReceipt, rc)
+		m.Header.Set(acs.HdrReceiptKey, testSigner.KeyID)
 		if err := nc.PublishMsg(m); err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +336,10 @@ func TestOnlyItsOwnDecision(t *testing.T) {
 	answer("allow", seq+1000)
 	answer("deny", seq)
 	r := <-done
-	if r.err != nil || r.d.Decision != "deny" || r.d.FromPosture {
+	if r.err != nil || r.d.Decision != "deny" || r.d.FromPosture || !r.d.Verified || r.d.Seq != seq {
 		t.Fatalf("decision %+v, %v; want the deny answering sequence %d", r.d, r.err, seq)
+	}
+	if st := c.Stats(); st.Accepted != 1 || st.DroppedOtherEnvelope != 1 || st.DroppedUnverified != 0 {
+		t.Fatalf("stats %+v, want 1 accepted and the stale answer dropped", st)
 	}
 }
