@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/pkg/client"
 )
 
 // violations collects a connection's asynchronous permission errors.
@@ -104,6 +108,21 @@ func TestEmbeddedAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCompleteSession(t, secJS, exampleSession)
+
+	// pkg/client with the agent credential, verifying the receipts with
+	// the public key the processor wrote.
+	key, err := client.LoadReceiptKey(filepath.Join(dataDir, "receipt-key.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(agent, client.Options{TrustedKeys: []ed25519.PublicKey{key}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Decide(ctx, examples.Session(sessionID(7))[0].Data)
+	if err != nil || d.FromPosture || !d.Verified || d.Decision != "allow" {
+		t.Fatalf("pkg/client as the agent: %+v, %v", d, err)
+	}
 
 	agent.Publish("acs.hooks.acme."+exampleSession+".turnEnd", []byte(`{}`))
 	agentErrs.expectDenied(t, agent, "agent of tenant default publishes as tenant acme")

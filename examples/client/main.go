@@ -7,6 +7,11 @@
 //	go run ./examples/client                     # in another
 //	go run ./examples/client -posture deny -timeout 500ms
 //	go run ./examples/client -receipt-key /srv/turnguard/receipt-key.pub
+//	go run ./examples/client -nats-creds acme.creds   # processor creds add --role agent --tenant acme
+//
+// It connects as the agent the processor wrote data/creds/agent.creds for
+// (tenant default); an agent credential may only publish its tenant's
+// envelopes and read its tenant's decisions.
 //
 // A decision counts only when its Ed25519 receipt verifies with the
 // processor's public key, which the processor writes next to its private
@@ -29,13 +34,15 @@ import (
 )
 
 func main() {
-	url := flag.String("nats-url", nats.DefaultURL, "NATS server")
+	url := flag.String("nats-url", envOr("TURNGUARD_NATS_URL", nats.DefaultURL), "NATS server (or TURNGUARD_NATS_URL)")
+	creds := flag.String("nats-creds", envOr("TURNGUARD_NATS_CREDS", "data/creds/agent.creds"), "agent credential (or TURNGUARD_NATS_CREDS); \"none\" for a processor run with --auth none")
+	tenant := flag.String("tenant", "default", "the tenant the credential is bound to")
 	posture := flag.String("posture", "deny", "what to do when no decision arrives in time: deny or proceed")
 	timeout := flag.Duration("timeout", 5*time.Second, "how long to wait for each decision")
 	session := flag.String("session", "", "session id (default: a new one each run)")
 	receiptKey := flag.String("receipt-key", "data/receipt-key.pub", "the processor's receipt public key (PEM); \"none\" for a processor run with --receipt-key none")
 	flag.Parse()
-	opt := client.Options{Posture: client.Posture(*posture), Timeout: *timeout}
+	opt := client.Options{Tenant: *tenant, Posture: client.Posture(*posture), Timeout: *timeout}
 	if *receiptKey == "none" {
 		// Without receipts anyone allowed to publish on the decision
 		// subject can answer in turnguard's name.
@@ -48,14 +55,30 @@ func main() {
 		}
 		opt.TrustedKeys = []ed25519.PublicKey{key}
 	}
-	if err := run(*url, opt, *session); err != nil {
+	if err := run(*url, *creds, opt, *session); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url string, opt client.Options, session string) error {
-	nc, err := nats.Connect(url, nats.Name("turnguard-example-client"))
+// envOr is the environment variable's value, or def when it is unset.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func run(url, creds string, opt client.Options, session string) error {
+	opts := []nats.Option{nats.Name("turnguard-example-client")}
+	if creds != "none" {
+		co, err := client.CredentialsOptions(creds)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, co...)
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return err
 	}
