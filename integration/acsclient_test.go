@@ -443,22 +443,29 @@ type endpoint struct {
 	base string // http://127.0.0.1:port
 	// token is the caller's bearer token ("" none: an --auth none endpoint).
 	token string
+	// tokenInURL sends the token as the access_token query parameter, as
+	// a client configured only with a URL (the ACS Python adapters'
+	// ACS_GUARDIAN_URL) does.
+	tokenInURL bool
 }
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
-// request is a POST /acs as an ACS adapter sends it: Content-Type
-// application/json, and the caller's token in an Authorization header —
-// what a client with configurable headers, or a proxy beside an adapter
-// that has none, adds.
+// request is a POST /acs as an ACS client sends it: Content-Type
+// application/json, and the caller's token in an Authorization header (a
+// client with configurable headers) or in the URL (tokenInURL).
 func (e endpoint) request(t *testing.T, body []byte) *http.Request {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.base+"/acs", bytes.NewReader(body))
+	url := e.base + "/acs"
+	if e.token != "" && e.tokenInURL {
+		url += "?access_token=" + e.token
+	}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if e.token != "" {
+	if e.token != "" && !e.tokenInURL {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
 	return req

@@ -255,6 +255,9 @@ func TestAdapterSessions(t *testing.T) {
 				keys = pythonAdapterKeys()
 			}
 			g := startGuardian(t, keys, signed, "--skew-window", "5m")
+			// The adapters are configured with a URL only
+			// (ACS_GUARDIAN_URL): the caller's token rides in it.
+			g.ep.tokenInURL = true
 			for _, a := range []adapter{claudeCode(signed), cursor(signed), codex(signed)} {
 				t.Run(a.name, func(t *testing.T) { runAdapter(t, g.acsClient, a, signed) })
 			}

@@ -226,15 +226,20 @@ func TestUnauthenticated(t *testing.T) {
 	body := mustJSON(sessionStartOf(uuid(1), "agent-one", 101))
 	for i, tc := range []struct {
 		name, authorization, challenge string
+		query                          string
 	}{
-		{"no credentials", "", `Bearer realm="turnguard"`},
-		{"a wrong token", "Bearer tgt_not-a-caller", `Bearer realm="turnguard", error="invalid_token"`},
-		{"the hash instead of the token", "Bearer " + gateway.HashToken(tokenAlice), `Bearer realm="turnguard", error="invalid_token"`},
-		{"another scheme", "Basic YWxpY2U6c2VjcmV0", `Bearer realm="turnguard", error="invalid_token"`},
-		{"an empty bearer token", "Bearer ", `Bearer realm="turnguard", error="invalid_token"`},
+		{"no credentials", "", `Bearer realm="turnguard"`, ""},
+		{"a wrong token in the URL", "", `Bearer realm="turnguard", error="invalid_token"`, "?access_token=tgt_not-a-caller"},
+		{"an empty token in the URL", "", `Bearer realm="turnguard", error="invalid_token"`, "?access_token="},
+		{"two tokens in the URL", "", `Bearer realm="turnguard", error="invalid_token"`, "?access_token=" + tokenAlice + "&access_token=" + tokenAlice},
+		{"a token in the URL and the header", "Bearer " + tokenAlice, `Bearer realm="turnguard", error="invalid_token"`, "?access_token=" + tokenAlice},
+		{"a wrong token", "Bearer tgt_not-a-caller", `Bearer realm="turnguard", error="invalid_token"`, ""},
+		{"the hash instead of the token", "Bearer " + gateway.HashToken(tokenAlice), `Bearer realm="turnguard", error="invalid_token"`, ""},
+		{"another scheme", "Basic YWxpY2U6c2VjcmV0", `Bearer realm="turnguard", error="invalid_token"`, ""},
+		{"an empty bearer token", "Bearer ", `Bearer realm="turnguard", error="invalid_token"`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, e.url+"/acs", bytes.NewReader(body))
+			req, _ := http.NewRequest(http.MethodPost, e.url+"/acs"+tc.query, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			if tc.authorization != "" {
 				req.Header.Set("Authorization", tc.authorization)
@@ -261,6 +266,21 @@ func TestUnauthenticated(t *testing.T) {
 	// The same body with a caller's token is decided: it had not reached
 	// the Guardian before.
 	e.post(t, tokenBound, sessionStartOf(uuid(1), "agent-one", 101)).wantDecision(t, "allow")
+
+	// The token as the access_token query parameter (RFC 6750 §2.3), the
+	// one credential a client that takes only a URL — the ACS Python
+	// adapters' ACS_GUARDIAN_URL — can carry. The answer is not cacheable.
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/acs?access_token="+tokenBound, bytes.NewReader(mustJSON(sessionStartOf(uuid(3), "agent-one", 102))))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"decision":"allow"`) || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("token in the URL: HTTP %d, Cache-Control %q: %s", resp.StatusCode, resp.Header.Get("Cache-Control"), raw)
+	}
 	if n := e.dlqCount(t); n != 0 {
 		t.Fatalf("%d dead letters of unauthenticated requests, want none (their bodies are not read)", n)
 	}

@@ -310,9 +310,15 @@ func writeAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// accessTokenParam is the URI query parameter of RFC 6750 §2.3 that carries
+// a bearer token. It exists for clients that can be given a URL but no
+// header: the ACS Python adapters take only ACS_GUARDIAN_URL.
+const accessTokenParam = "access_token"
+
 // authenticate returns the caller a request comes from, or nil and why it
 // is of none. An open endpoint has one anonymous caller. A bearer token,
-// when sent, must be a caller's; without one, a verified client
+// when sent (Authorization: Bearer, or the access_token query parameter,
+// not both), must be a caller's; without one, a verified client
 // certificate must be; sent both, they must name the same caller.
 func (g *Gateway) authenticate(r *http.Request) (*Caller, string) {
 	cs := g.cfg.Callers
@@ -328,7 +334,17 @@ func (g *Gateway) authenticate(r *http.Request) (*Caller, string) {
 		byCert = cs.byCert(leaf)
 	}
 	auth := r.Header.Get("Authorization")
-	if auth == "" {
+	query, inQuery := r.URL.Query()[accessTokenParam]
+	var token string
+	switch {
+	case auth != "" && inQuery:
+		return nil, "a bearer token in both the Authorization header and the access_token parameter"
+	case inQuery:
+		if len(query) != 1 || query[0] == "" {
+			return nil, "the access_token parameter is not one token"
+		}
+		token = query[0]
+	case auth == "":
 		switch {
 		case byCert != nil:
 			return byCert, ""
@@ -336,11 +352,12 @@ func (g *Gateway) authenticate(r *http.Request) (*Caller, string) {
 			return nil, "the client certificate is no caller's"
 		}
 		return nil, "no credentials"
-	}
-	scheme, token, _ := strings.Cut(auth, " ")
-	token = strings.TrimSpace(token)
-	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return nil, "the Authorization header is not a bearer token"
+	default:
+		scheme, t, _ := strings.Cut(auth, " ")
+		token = strings.TrimSpace(t)
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			return nil, "the Authorization header is not a bearer token"
+		}
 	}
 	c := cs.byToken(token)
 	switch {
@@ -361,7 +378,7 @@ func (g *Gateway) unauthenticated(w http.ResponseWriter, r *http.Request, why st
 	g.unauthLog.Warn().Str("remote", r.RemoteAddr).Str("why", why).Uint64("unauthenticated_total", g.stats.Unauthenticated.Load()).
 		Msg("HTTP request refused: no known caller")
 	challenge := `Bearer realm="turnguard"`
-	if r.Header.Get("Authorization") != "" {
+	if r.Header.Get("Authorization") != "" || r.URL.Query().Has(accessTokenParam) {
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)

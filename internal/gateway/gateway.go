@@ -248,6 +248,11 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 		g.unauthenticated(w, r, why)
 		return
 	}
+	if r.URL.Query().Has(accessTokenParam) {
+		// RFC 6750 §2.3: a response to a request with the token in its
+		// URL must not be cached, lest the URL be replayed from a cache.
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	ctx := r.Context()
 	from := origin{caller: who, remote: r.RemoteAddr}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
