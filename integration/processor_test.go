@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 const exampleSession = examples.SessionID
@@ -144,7 +145,7 @@ func state(t *testing.T, js jetstream.JetStream, sid string) sessionState {
 		t.Fatalf("state of %s: %v", sid, err)
 	}
 	var s sessionState
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
+	if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s
