@@ -337,9 +337,13 @@ func newResult(requestID string, d acs.Disposition, reasoning string) *acs.Resul
 func (g *Guardian) Refuse(route acs.Route, msg Message, ref *acs.Error) Outcome {
 	out := Outcome{Route: route, Refusal: ref}
 	var k known
-	if doc, _, err := decodeIJSON(msg.Data); err == nil && len(msg.Data) <= g.cfg.MaxEnvelopeBytes {
-		if obj, ok := doc.(map[string]any); ok {
-			k = readKnown(obj)
+	// Only the request's identity is read, and not from an envelope intake
+	// would refuse unread for its size.
+	if len(msg.Data) <= g.cfg.MaxEnvelopeBytes {
+		if doc, _, err := decodeIJSON(msg.Data); err == nil {
+			if obj, ok := doc.(map[string]any); ok {
+				k = readKnown(obj)
+			}
 		}
 	}
 	out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
