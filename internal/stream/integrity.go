@@ -288,3 +288,29 @@ func ownOutput(subject, tenant, id string) bool {
 		return subject == acs.DLQSubject(tenant)
 	}
 }
+
+// rolledBack reports a verified session value that is older than what was
+// already published for the session: a valid earlier value put back under
+// its key (the MAC proves who wrote a value, not when). Every decision is
+// published only after the write whose outbox holds it is stored, so the
+// current value accounts for every stored decision — its own envelopes up
+// to LastSeq, or its outbox (refusals leave LastSeq alone). last is the
+// sequence the session's newest stored decision answers.
+func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Outbox, last uint64) *turnstate.IntegrityError {
+	accounted := s.LastSeq
+	if out != nil {
+		own := acs.DecisionSubject(s.Tenant, s.SessionID)
+		for _, p := range out.Msgs {
+			if p.Subject == own {
+				if seq, err := strconv.ParseUint(p.Header.Get(acs.HdrStreamSeq), 10, 64); err == nil {
+					accounted = max(accounted, seq)
+				}
+			}
+		}
+	}
+	if last <= accounted {
+		return nil
+	}
+	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
+		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last)}
+}

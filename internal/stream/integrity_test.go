@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -192,9 +193,7 @@ func TestTamperedStateIsRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 			bash := r.send(t, sid, envs[len(envs)-1:])[0]
-			if got := bash.Header.Get(acs.HdrDecision); got != "deny" {
-				t.Fatalf("the tainted Bash call after tampering: %s, want deny\n%s", got, bash.Data)
-			}
+			checkTaintDeny(t, bash)
 			r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": sid, "tenant": "default",
 				"revision": float64(rev), "reason": tc.reason, "action": "rebuilt_from_stream", "kind": "session"})
 			st := r.proc.p.Stats()
@@ -410,5 +409,46 @@ func TestTamperedAgentStateIsReset(t *testing.T) {
 	a, arev, err := turnstate.NewStore(r.kv, r.sealer).LoadAgent(ctx, akey)
 	if err != nil || arev <= rev || a == nil {
 		t.Fatalf("agent state after the reset: %v at %d (%v)", a, arev, err)
+	}
+}
+
+// TestRolledBackStateIsRebuilt puts back a valid earlier value of the
+// session — sealed by the processor itself, from before the web page
+// tainted it: the MAC verifies, but the value is older than the decisions
+// already published, so it is rebuilt all the same.
+func TestRolledBackStateIsRebuilt(t *testing.T) {
+	r := newIntegrityRig(t, nil)
+	sid := examples.TaintSessionID
+	envs := examples.Taint(sid)
+	r.send(t, sid, envs[:2])
+	old := r.value(t, sid).Value()
+	r.send(t, sid, envs[2:len(envs)-1])
+	rev, err := r.kv.Put(context.Background(), acs.SessionKey("default", sid), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bash := r.send(t, sid, envs[len(envs)-1:])[0]
+	checkTaintDeny(t, bash)
+	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": sid, "revision": float64(rev),
+		"reason": turnstate.ReasonRolledBack, "action": "rebuilt_from_stream"})
+}
+
+// checkTaintDeny requires the Bash call's decision to be the taint rule's
+// deny, from a state with its turns in order: a deny for a protocol
+// violation (a state that lost its turns) would prove nothing.
+func checkTaintDeny(t *testing.T, d *nats.Msg) {
+	t.Helper()
+	var resp struct {
+		Result struct {
+			Decision    string   `json:"decision"`
+			ReasonCodes []string `json:"reason_codes"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(d.Data, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Result.Decision != "deny" || !slices.Contains(resp.Result.ReasonCodes, "untrusted_into_consequential") ||
+		slices.Contains(resp.Result.ReasonCodes, turnstate.TurnIDMismatch) {
+		t.Fatalf("the tainted Bash call: %s %v, want the taint rule's deny\n%s", resp.Result.Decision, resp.Result.ReasonCodes, d.Data)
 	}
 }

@@ -718,6 +718,10 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Session], error) {
 	key := in.route.SessionKey()
 	c, ok := w.cache.get(key)
+	// last is the stream sequence the session's newest stored decision
+	// answers, looked up once for the rollback check and the outbox.
+	var last uint64
+	looked := false
 	if !ok {
 		s, out, rev, err := w.store.Load(ctx, key)
 		if ie := (*turnstate.IntegrityError)(nil); errors.As(err, &ie) {
@@ -726,13 +730,28 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 		if err != nil {
 			return c, err
 		}
+		if s != nil {
+			if last, err = w.lastDecision(ctx, in.route); err != nil {
+				return c, err
+			}
+			looked = true
+			if ie := rolledBack(key, rev, s, out, last); ie != nil {
+				return w.unverifiedSession(ctx, ie, in)
+			}
+		}
 		c = cached[turnstate.Session]{key: key, state: s, rev: rev, outbox: out}
 		w.cache.put(c)
 	}
 	if c.outbox == nil {
 		return c, nil
 	}
-	if err := w.flushOutbox(ctx, key, c.rev, c.outbox); err != nil {
+	if !looked {
+		var err error
+		if last, err = w.lastDecision(ctx, in.route); err != nil {
+			return c, err
+		}
+	}
+	if err := w.flushOutbox(ctx, key, c.rev, c.outbox, last); err != nil {
 		return c, fmt.Errorf("publish the outbox of %s: %w", key, err)
 	}
 	w.cache.published(key)
@@ -752,8 +771,9 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 // session's last batch, whose decisions had not all been stored.
 //
 // Only publications to the session's own output subjects leave, even from
-// a verified outbox (allowedOutbox).
-func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *turnstate.Outbox) error {
+// a verified outbox (allowedOutbox). last is the stream sequence the
+// session's newest stored decision answers (0: none).
+func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *turnstate.Outbox, last uint64) error {
 	msgs := make([]*nats.Msg, len(out.Msgs))
 	for i, p := range out.Msgs {
 		msgs[i] = &nats.Msg{Subject: p.Subject, Header: p.Header, Data: p.Data}
@@ -762,34 +782,42 @@ func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *t
 	if err != nil {
 		return err
 	}
-	done, err := w.outboxPublished(ctx, msgs)
-	if err != nil || done {
-		return err
+	if outboxPublished(msgs, last) {
+		return nil
 	}
 	w.stats.Republished.Add(uint64(len(msgs)))
 	return w.publishAll(ctx, msgs)
 }
 
 // outboxPublished reports whether the last decision of an outbox is the
-// newest in its session's decision subject, or older.
-func (w *worker) outboxPublished(ctx context.Context, msgs []*nats.Msg) (bool, error) {
+// newest stored in its session's decision subject, or older: whether it
+// answers a stream sequence at or below last. (allowedOutbox leaves only
+// the session's own decision subject.)
+func outboxPublished(msgs []*nats.Msg, last uint64) bool {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if !strings.HasPrefix(m.Subject, acs.DecisionsPrefix+".") {
 			continue
 		}
-		seq, _ := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
-		last, err := w.decisions.GetLastMsgForSubject(ctx, m.Subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("look up the last decision on %s: %w", m.Subject, err)
-		}
-		lastSeq, err := strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
-		return err == nil && lastSeq >= seq, nil
+		seq, err := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
+		return err == nil && last >= seq
 	}
-	return false, nil
+	return false
+}
+
+// lastDecision is the stream sequence the newest stored decision of the
+// session answers (0: none).
+func (w *worker) lastDecision(ctx context.Context, route acs.Route) (uint64, error) {
+	subject := acs.DecisionSubject(route.Tenant, route.SessionID)
+	last, err := w.decisions.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look up the last decision on %s: %w", subject, err)
+	}
+	seq, _ := strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
+	return seq, nil
 }
 
 // publications is what an outbox keeps of messages.

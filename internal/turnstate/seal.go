@@ -58,6 +58,9 @@ const (
 	ReasonNotSealed  = "mac_missing"
 	ReasonBadMAC     = "mac_invalid"
 	ReasonNotDecoded = "record_undecodable"
+	// ReasonRolledBack is a value that verifies but is older than what the
+	// processor already published for the session (internal/stream).
+	ReasonRolledBack = "stale_value"
 )
 
 // mac computes the MAC of a record stored under key. The kind (session or
@@ -146,7 +149,8 @@ type IntegrityError struct {
 	Kind     string
 	Key      string
 	Revision uint64
-	// Reason is ReasonNotSealed, ReasonBadMAC or ReasonNotDecoded.
+	// Reason is ReasonNotSealed, ReasonBadMAC, ReasonNotDecoded or
+	// ReasonRolledBack.
 	Reason string
 	Err    error
 }
