@@ -173,18 +173,15 @@ func (e *IntegrityError) Unwrap() error { return e.Err }
 // the winner's.
 func LoadOrCreateKey(path string) ([]byte, bool, error) {
 	key, err := os.ReadFile(path)
+	created := false
 	if errors.Is(err, os.ErrNotExist) {
-		created, err := createKey(path)
-		if err != nil {
+		if created, err = createKey(path); err != nil {
 			return nil, false, err
 		}
-		if created {
-			key, err = os.ReadFile(path)
-			return key, true, checkKeyFile(path, key, err)
-		}
+		// Ours or a concurrent creator's: whichever is in place.
 		key, err = os.ReadFile(path)
 	}
-	return key, false, checkKeyFile(path, key, err)
+	return key, created, checkKeyFile(path, key, err)
 }
 
 func checkKeyFile(path string, key []byte, err error) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/turnstate"
@@ -142,4 +143,23 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("Open accepted what Unseal refuses: %q", value)
 		}
 	})
+}
+
+// TestLoadOrCreateKeyConcurrently starts many processors on one missing
+// key file at once: all of them end up with the same key.
+func TestLoadOrCreateKeyConcurrently(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state-key")
+	const n = 16
+	keys := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { keys[i], _, errs[i] = turnstate.LoadOrCreateKey(path) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || !bytes.Equal(keys[i], keys[0]) {
+			t.Fatalf("starter %d: %v, same key %v", i, errs[i], bytes.Equal(keys[i], keys[0]))
+		}
+	}
 }
