@@ -53,6 +53,13 @@ func startProcessor(t *testing.T, args ...string) *proc {
 	// partitions, each with a data dir of its own — gets the test's one
 	// state key file, as an operator distributes one to every instance.
 	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4", "--data-dir", t.TempDir(), "--skew-window", "0", "--state-key", stateKeyFile(t)}, args...)...)
+	// No test here forges state: a value that fails to verify would be a
+	// processor sealing wrong, or instances that do not share the key.
+	t.Cleanup(func() {
+		if strings.Contains(p.out.String(), "does not verify") {
+			t.Errorf("a stored state value failed to verify:\n%s", p.out)
+		}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(p.out.String(), `"message":"processing"`) {
 		select {

@@ -74,6 +74,7 @@ func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
 		rs = defaultRules(t)
 	}
 	r.proc = startProcessorWith(t, srv, cfg, rs)
+	r.proc.tampering = true
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
 	ctx := context.Background()
 	if r.kv, err = js.KeyValue(ctx, stream.StateBucket); err != nil {

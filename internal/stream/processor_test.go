@@ -43,6 +43,10 @@ type running struct {
 	p    *stream.Processor
 	nc   *nats.Conn
 	stop func()
+	// tampering is set by tests that forge state values; in every other
+	// test no value may fail to verify — instances, restarts and crashes
+	// included.
+	tampering bool
 }
 
 func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *running {
@@ -85,6 +89,9 @@ func startProcessorWith(t testing.TB, srv *server.Server, cfg stream.Config, rs 
 				}
 			case <-time.After(waitFor):
 				t.Error("processor did not stop")
+			}
+			if n := p.Stats().IntegrityFailures.Load(); n > 0 && !r.tampering {
+				t.Errorf("%d stored values failed to verify in a test that forged none", n)
 			}
 			_ = nc.Drain()
 		})
