@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
@@ -451,5 +452,54 @@ func checkTaintDeny(t *testing.T, d *nats.Msg) {
 	if resp.Result.Decision != "deny" || !slices.Contains(resp.Result.ReasonCodes, "untrusted_into_consequential") ||
 		slices.Contains(resp.Result.ReasonCodes, turnstate.TurnIDMismatch) {
 		t.Fatalf("the tainted Bash call: %s %v, want the taint rule's deny\n%s", resp.Result.Decision, resp.Result.ReasonCodes, d.Data)
+	}
+}
+
+// TestTamperedSubagentIsRebuiltWithItsParent tampers a subagent's state
+// before its first turn, which names the parent's spawning turn: the
+// rebuild must replay the parent's subagentStart too, or the turn would be
+// refused as naming an unknown parent. Every decision stays byte for byte
+// the pure core's.
+func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
+	sc, built := loadScenario(t, "subagent")
+	pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
+	r := newIntegrityRig(t, nil)
+	child := sc.SessionID("child")
+	tampered := false
+	for i, m := range built.Messages {
+		if !tampered && m.SessionID == child && i > 0 && built.Messages[i-1].SessionID == child {
+			// The child's sessionStart is applied; its link to the parent
+			// is what the forgery drops.
+			key := acs.SessionKey(m.Tenant, child)
+			e, err := r.kv.Get(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec map[string]any
+			if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &rec); err != nil || rec["parent"] == nil {
+				t.Fatalf("child state without its parent link (%v): %s", err, e.Value())
+			}
+			delete(rec, "parent")
+			forged, _ := json.Marshal(rec)
+			if _, err := r.kv.Put(context.Background(), key, forged); err != nil {
+				t.Fatal(err)
+			}
+			tampered = true
+		}
+		seq := publish(t, r.js, m.Subject, m.Data)
+		if m.Expect.Decision == "none" {
+			continue
+		}
+		d, _ := r.w.await(t, seq, true, m.Expect.DeadLetter)
+		if raw, _ := json.Marshal(pure.Outcomes[i].Response); string(raw) != string(d.Data) {
+			t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, d.Data, raw)
+		}
+	}
+	if !tampered {
+		t.Fatal("the scenario has no second step of the child; the test proves nothing")
+	}
+	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": child, "action": "rebuilt_from_stream"})
+	if n := r.proc.p.Stats().Rebuilt.Load(); n != 1 {
+		t.Errorf("rebuilt %d, want 1", n)
 	}
 }
