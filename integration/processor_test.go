@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 const exampleSession = examples.SessionID
@@ -48,7 +51,17 @@ func startProcessor(t *testing.T, args ...string) *proc {
 	// args comes later and wins. The fixtures and the load generator carry
 	// timestamps of their own, not the time they are published at, so the
 	// skew window is off unless a test sets it.
-	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4", "--data-dir", t.TempDir(), "--skew-window", "0"}, args...)...)
+	// Every processor of a test — restarts and instances sharing the
+	// partitions, each with a data dir of its own — gets the test's one
+	// state key file, as an operator distributes one to every instance.
+	p := start(t, "processor", append([]string{"--log-format", "json", "--partitions", "4", "--data-dir", t.TempDir(), "--skew-window", "0", "--state-key", stateKeyFile(t)}, args...)...)
+	// No test here forges state: a value that fails to verify would be a
+	// processor sealing wrong, or instances that do not share the key.
+	t.Cleanup(func() {
+		if strings.Contains(p.out.String(), "does not verify") {
+			t.Errorf("a stored state value failed to verify:\n%s", p.out)
+		}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(p.out.String(), `"message":"processing"`) {
 		select {
@@ -62,6 +75,29 @@ func startProcessor(t *testing.T, args ...string) *proc {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return p
+}
+
+// stateKeys holds each test's state key file, by test name.
+var stateKeys sync.Map
+
+// stateKeyFile returns the test's state key file, creating it (32 random
+// bytes, mode 0600) on first use.
+func stateKeyFile(t *testing.T) string {
+	t.Helper()
+	if path, ok := stateKeys.Load(t.Name()); ok {
+		return path.(string)
+	}
+	path := filepath.Join(t.TempDir(), "state-key")
+	key := make([]byte, turnstate.StateKeySize)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stateKeys.Store(t.Name(), path)
+	t.Cleanup(func() { stateKeys.Delete(t.Name()) })
+	return path
 }
 
 // count returns how many messages stream holds. It retries for a while: in
@@ -146,7 +182,7 @@ func state(t *testing.T, js jetstream.JetStream, sid string) sessionState {
 		t.Fatalf("state of %s: %v", sid, err)
 	}
 	var s sessionState
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
+	if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -21,9 +21,12 @@ for n in 1 2 3; do
   "$work/nats-server" -a 127.0.0.1 -p "$port" -js -sd "$round/js" >"$round/nats.log" 2>&1 &
   server=$!
   sleep 1
+  # One state key for every processor of the round: instances sharing the
+  # partitions must verify each other's state values.
+  (umask 077; head -c 32 /dev/urandom >"$round/state-key")
   pids=()
   for i in $(seq 1 "$n"); do
-    "$work/processor" --nats-url "$url" --data-dir "$round/p$i" --instance "p$i" --log-format json --skew-window 0 >"$round/p$i.log" 2>&1 &
+    "$work/processor" --nats-url "$url" --data-dir "$round/p$i" --state-key "$round/state-key" --instance "p$i" --log-format json --skew-window 0 >"$round/p$i.log" 2>&1 &
     pids+=($!)
   done
   for i in $(seq 1 "$n"); do

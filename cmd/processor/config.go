@@ -27,6 +27,7 @@ type config struct {
 	onDecisionFailure string
 	handshake         gateway.HandshakePolicy
 	receiptKey        string
+	stateKey          string
 	natsURL           string
 	natsCreds         string
 	natsCA            string
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&handshake, "handshake", handshake, "HTTP steps need a handshake/hello first (required, ACS §4) or not (optional, for clients that cannot send one)")
 	c.core.Register(fs)
 	fs.StringVar(&c.receiptKey, "receipt-key", "", "Ed25519 key (PEM) signing every decision as a receipt; default <data-dir>/receipt-key.pem, created on first start; \"none\" turns receipts off")
+	fs.StringVar(&c.stateKey, "state-key", "", "secret key (at least 32 bytes) authenticating every value written to the ACS_TURNSTATE bucket; every processor sharing the partitions must use the same file; default <data-dir>/state-key, created with 32 random bytes on first start")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {
@@ -132,6 +134,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := c.checkHTTPSecurity(); err != nil {
 		return c, err
+	}
+	if c.stateKey == "" {
+		c.stateKey = filepath.Join(c.dataDir, "state-key")
 	}
 	if c.processor.Topology.SessionTTL <= 0 {
 		return c, errors.New("--session-ttl must be positive")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,9 @@ func TestParseFlags(t *testing.T) {
 			}, ""},
 		{"flag beats environment", map[string]string{"TURNGUARD_PARTITIONS": "8"}, []string{"--partitions", "4"},
 			func(c config) bool { return c.processor.Topology.Partitions == 4 }, ""},
+		{"state key in the data dir", nil, []string{"--data-dir", "/var/lib/tg"}, func(c config) bool { return c.stateKey == filepath.Join("/var/lib/tg", "state-key") }, ""},
+		{"shared state key", map[string]string{"TURNGUARD_STATE_KEY": "/etc/turnguard/state-key"}, nil,
+			func(c config) bool { return c.stateKey == "/etc/turnguard/state-key" }, ""},
 		{"listen none", nil, []string{"--listen", "none"}, func(c config) bool { return c.listen == "" }, ""},
 		{"bad environment value", map[string]string{"TURNGUARD_PARTITIONS": "many"}, nil, nil, "TURNGUARD_PARTITIONS"},
 		{"zero partitions", nil, []string{"--partitions", "0"}, nil, "partitions must be 1..1024"},

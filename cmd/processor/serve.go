@@ -33,6 +33,7 @@ import (
 	"github.com/turnguard/turnguard/internal/reload"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -82,6 +83,14 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			log.Info().Str("file", pub).Msg("receipt public key written for clients")
 		}
 	}
+	stateKey, created, err := turnstate.LoadOrCreateKey(cfg.stateKey)
+	if err != nil {
+		return err
+	}
+	cfg.processor.StateKey = stateKey
+	// The key itself is never logged; processors sharing partitions must
+	// all have this file.
+	log.Info().Str("file", cfg.stateKey).Bool("created", created).Msg("state values are authenticated with this key")
 	g := guardian.New(v, gcfg)
 	rs, err := rules.LoadFiles(cfg.rules...)
 	if err != nil {

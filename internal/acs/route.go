@@ -19,6 +19,22 @@ const (
 	DLQPrefix         = "acs.dlq"
 )
 
+// OutputPrefixes are the subjects turnguard publishes on: decisions,
+// alerts and dead letters. A stored outbox may only hold publications under
+// them (IsOutputSubject): the processor publishes what it finds in the state
+// bucket, and must not become a relay to any other subject.
+var OutputPrefixes = []string{DecisionsPrefix, AlertsPrefix, DLQPrefix}
+
+// IsOutputSubject reports whether subject lies under one of OutputPrefixes.
+func IsOutputSubject(subject string) bool {
+	for _, p := range OutputPrefixes {
+		if rest, ok := strings.CutPrefix(subject, p+"."); ok && rest != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // UnroutedTenant is the dead-letter tenant token for messages whose subject
 // names no usable tenant.
 const UnroutedTenant = "_unrouted"

@@ -335,3 +335,28 @@ func newResult(requestID string, d acs.Disposition, reasoning string) *acs.Resul
 	return &acs.Result{Type: acs.ResultTypeFinal, ACSVersion: acs.Version, RequestID: requestID, Decision: d,
 		Reasoning: reasoning, Metadata: &acs.ResultMetadata{Evaluator: "deterministic"}}
 }
+
+// Refuse is the outcome of a message the caller will not decide: it is
+// answered with ref and dead-lettered, and changes no state. The processor
+// refuses this way the steps of a session whose stored state does not verify
+// and cannot be rebuilt from the stream: deciding them from a state it cannot
+// trust would be deciding blind. ref should be an error ACS answers with its
+// own code (acs.CodeInternalError), on which a client fails closed whatever
+// its posture.
+func (g *Guardian) Refuse(route acs.Route, msg Message, ref *acs.Error) Outcome {
+	out := Outcome{Route: route, Refusal: ref}
+	var k known
+	// Only the request's identity is read, and not from an envelope intake
+	// would refuse unread for its size.
+	if len(msg.Data) <= g.cfg.MaxEnvelopeBytes {
+		if doc, _, err := decodeIJSON(msg.Data); err == nil {
+			if obj, ok := doc.(map[string]any); ok {
+				k = readKnown(obj)
+			}
+		}
+	}
+	out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
+	out.Response = refusalResponse(k, ref)
+	g.seal(&out, k.keyID, route, msg.Seq)
+	return out
+}

@@ -3,6 +3,7 @@ package stream
 import (
 	"container/list"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -15,6 +16,14 @@ type cached[T any] struct {
 	// outbox is what the write at rev left to publish, until it is known
 	// published (sessions only).
 	outbox *turnstate.Outbox
+	// rebuilt is set when the value at rev did not verify and state is
+	// what replaces it (integrity.go): not yet written, and written by the
+	// next batch whatever it decides.
+	rebuilt bool
+	// refuse, when set, is the refusal of every step of the session: its
+	// value did not verify and could not be rebuilt. Such an entry is never
+	// cached.
+	refuse *acs.Error
 }
 
 // stateCache keeps the most recently used committed states of one

@@ -106,7 +106,7 @@ func fenceRig(t *testing.T) *fenceTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &fenceTest{p: p, store: turnstate.NewStore(kv), decisionS: decisions}
+	r := &fenceTest{p: p, store: turnstate.NewStore(kv, p.sealer), decisionS: decisions}
 	r.a = p.newWorker(cons, hooks, decisions, r.store, acs.PartitionFilter(0), true)
 	r.b = p.newWorker(cons, hooks, decisions, r.store, acs.PartitionFilter(0), true)
 	for _, e := range examples.Session(examples.SessionID) {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +35,13 @@ type Config struct {
 	// InstanceID names this instance among those sharing the partitions
 	// (its key in MembersBucket); empty: host, pid and a random suffix.
 	InstanceID string
+	// StateKey authenticates every value written to StateBucket (at least
+	// turnstate.StateKeySize bytes). Every instance sharing the partitions
+	// must have the same key: a value another key sealed does not verify and
+	// is rebuilt. Empty: a random key of this OS process, shared by the
+	// processors it runs and lost when it exits — for tests and embedded
+	// use; a restart then finds every stored state unverified.
+	StateKey []byte
 }
 
 // DefaultConfig is the processor's default configuration.
@@ -59,12 +67,25 @@ type Stats struct {
 	// Republished counts publications sent again from an outbox found
 	// with a state (after a crash or a handover).
 	Republished atomic.Uint64
+	// IntegrityFailures counts stored values (sessions, agent states) that
+	// did not verify against the state key: edited, moved to another key,
+	// sealed with another key, or written by a version without MACs.
+	IntegrityFailures atomic.Uint64
+	// Rebuilt counts sessions rebuilt from ACS_HOOKS after their value
+	// failed to verify; Unverifiable those whose history was gone, whose
+	// steps were refused instead.
+	Rebuilt      atomic.Uint64
+	Unverifiable atomic.Uint64
+	// OutboxRefused counts publications of verified outboxes that were not
+	// published because their subject is not one of turnguard's outputs.
+	OutboxRefused atomic.Uint64
 }
 
 // Processor consumes ACS_HOOKS with one worker per partition and publishes
 // decisions, alerts, dead letters and session state.
 type Processor struct {
 	js       jetstream.JetStream
+	sealer   *turnstate.Sealer
 	guardian *guardian.Guardian
 	rules    *RuleSource
 	cfg      Config
@@ -90,12 +111,32 @@ func New(nc *nats.Conn, g *guardian.Guardian, rules *RuleSource, cfg Config, log
 	if err := cfg.Topology.Validate(); err != nil {
 		return nil, err
 	}
+	key := cfg.StateKey
+	if len(key) == 0 {
+		key = processKey()
+		log.Warn().Msg("no state key configured: state values are sealed with a key of this process only; after a restart every stored state fails to verify and is rebuilt")
+	}
+	sealer, err := turnstate.NewSealer(key)
+	if err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4*cfg.BatchSize))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Processor{js: js, guardian: g, rules: rules, cfg: cfg, log: log}, nil
+	return &Processor{js: js, sealer: sealer, guardian: g, rules: rules, cfg: cfg, log: log}, nil
 }
+
+// processKey is the state key of processors configured without one: random,
+// and the same for every processor of this OS process, so that several
+// instances in one process (tests, loadgen --processors) verify each
+// other's values.
+var processKey = sync.OnceValue(func() []byte {
+	k := make([]byte, turnstate.StateKeySize)
+	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
+	_, _ = rand.Read(k)
+	return k
+})
 
 // self describes this instance for MembersBucket.
 func (p *Processor) self() (Member, error) {
@@ -156,7 +197,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open KV bucket %s: %w", MembersBucket, err)
 	}
-	store := turnstate.NewStore(kv)
+	store := turnstate.NewStore(kv, p.sealer)
 	newWorker := func(consumer, filter string, routed bool) (*worker, error) {
 		c, err := hooks.Consumer(ctx, consumer)
 		if err != nil {

@@ -43,6 +43,10 @@ type running struct {
 	p    *stream.Processor
 	nc   *nats.Conn
 	stop func()
+	// tampering is set by tests that forge state values; in every other
+	// test no value may fail to verify — instances, restarts and crashes
+	// included.
+	tampering bool
 }
 
 func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *running {
@@ -85,6 +89,9 @@ func startProcessorWith(t testing.TB, srv *server.Server, cfg stream.Config, rs 
 				}
 			case <-time.After(waitFor):
 				t.Error("processor did not stop")
+			}
+			if n := p.Stats().IntegrityFailures.Load(); n > 0 && !r.tampering {
+				t.Errorf("%d stored values failed to verify in a test that forged none", n)
 			}
 			_ = nc.Drain()
 		})
@@ -725,7 +732,7 @@ func checkStates(t *testing.T, js jetstream.JetStream, states []scenario.Expecte
 			t.Errorf("session %s: %v", want.Alias, err)
 			continue
 		}
-		if err := scenario.CheckState(want.Alias, e.Value(), want.Fields); err != nil {
+		if err := scenario.CheckState(want.Alias, turnstate.RecordOf(e.Value()), want.Fields); err != nil {
 			t.Error(err)
 		}
 	}
@@ -778,7 +785,7 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var agent turnstate.Agent
-	if err := json.Unmarshal(e.Value(), &agent); err != nil || agent.AgentID != "shared-agent" || len(agent.Counters["AGENT-RATE"].Times) == 0 {
+	if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &agent); err != nil || agent.AgentID != "shared-agent" || len(agent.Counters["AGENT-RATE"].Times) == 0 {
 		t.Fatalf("agent state %s (%v)", e.Value(), err)
 	}
 }

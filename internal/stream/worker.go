@@ -484,6 +484,9 @@ type pending[T any] struct {
 	// the same as saved with it.
 	out    []*nats.Msg
 	outbox *turnstate.Outbox
+	// refuse is set for a session whose stored state failed its integrity
+	// check and could not be rebuilt (integrity.go).
+	refuse *acs.Error
 }
 
 // apply decides every message of the batch against the committed session
@@ -517,15 +520,26 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		key := in.route.SessionKey()
 		p, ok := sessions[key]
 		if !ok {
-			c, err := w.session(ctx, key)
+			c, err := w.session(ctx, in)
 			if err != nil {
 				return err
 			}
-			p = &pending[turnstate.Session]{rev: c.rev}
+			p = &pending[turnstate.Session]{rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
 			if c.state != nil {
 				p.state = c.state.Clone()
 			}
 			sessions[key] = p
+		}
+		if p.refuse != nil {
+			// Its state cannot be trusted: refused, answered and
+			// dead-lettered, nothing written.
+			out := w.guardian.Refuse(in.route, in.msg, p.refuse)
+			m, err := w.decisionMsg(in, out)
+			if err != nil {
+				return err
+			}
+			direct = append(direct, w.deadLetter(in, out), m)
+			continue
 		}
 		var pa *pending[turnstate.Agent]
 		if byAgent {
@@ -533,10 +547,13 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 				akey := turnstate.AgentKey(in.route.Tenant, id)
 				if pa = agents[akey]; pa == nil {
 					c, err := load(ctx, w.agents, akey, w.store.LoadAgent)
+					if ie := (*turnstate.IntegrityError)(nil); errors.As(err, &ie) {
+						c, err = w.unverifiedAgent(ctx, ie, in.msg.Seq)
+					}
 					if err != nil {
 						return err
 					}
-					pa = &pending[turnstate.Agent]{rev: c.rev, state: turnstate.NewAgent(in.route.Tenant, id)}
+					pa = &pending[turnstate.Agent]{rev: c.rev, dirty: c.rebuilt, state: turnstate.NewAgent(in.route.Tenant, id)}
 					if c.state != nil {
 						pa.state = c.state.Clone()
 					}
@@ -633,10 +650,11 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			// does not exist. If another instance created it meanwhile,
 			// they were decided from a stale "none" and are decided again.
 			s, _, _, err := w.store.Load(ctx, key)
-			if err != nil {
+			var ie *turnstate.IntegrityError
+			if err != nil && !errors.As(err, &ie) {
 				return err
 			}
-			if s != nil {
+			if s != nil || ie != nil {
 				w.cache.drop(key)
 				conflict = true
 				continue
@@ -693,15 +711,33 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	return nil
 }
 
-// session returns the committed state of a session, from the cache or the
-// bucket. What its last write left unpublished goes out first: a
-// publication of this batch must not overtake it.
-func (w *worker) session(ctx context.Context, key string) (cached[turnstate.Session], error) {
+// session returns the committed state of in's session, from the cache or
+// the bucket. What its last write left unpublished goes out first: a
+// publication of this batch must not overtake it. A stored value that does
+// not verify is never used: the session is rebuilt (unverifiedSession).
+func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Session], error) {
+	key := in.route.SessionKey()
 	c, ok := w.cache.get(key)
+	// last is the stream sequence the session's newest stored decision
+	// answers, looked up once for the rollback check and the outbox.
+	var last uint64
+	looked := false
 	if !ok {
 		s, out, rev, err := w.store.Load(ctx, key)
+		if ie := (*turnstate.IntegrityError)(nil); errors.As(err, &ie) {
+			return w.unverifiedSession(ctx, ie, in)
+		}
 		if err != nil {
 			return c, err
+		}
+		if s != nil {
+			if last, err = w.lastDecision(ctx, in.route); err != nil {
+				return c, err
+			}
+			looked = true
+			if ie := rolledBack(key, rev, s, out, last); ie != nil {
+				return w.unverifiedSession(ctx, ie, in)
+			}
 		}
 		c = cached[turnstate.Session]{key: key, state: s, rev: rev, outbox: out}
 		w.cache.put(c)
@@ -709,7 +745,13 @@ func (w *worker) session(ctx context.Context, key string) (cached[turnstate.Sess
 	if c.outbox == nil {
 		return c, nil
 	}
-	if err := w.flushOutbox(ctx, c.outbox); err != nil {
+	if !looked {
+		var err error
+		if last, err = w.lastDecision(ctx, in.route); err != nil {
+			return c, err
+		}
+	}
+	if err := w.flushOutbox(ctx, key, c.rev, c.outbox, last); err != nil {
 		return c, fmt.Errorf("publish the outbox of %s: %w", key, err)
 	}
 	w.cache.published(key)
@@ -727,39 +769,55 @@ func (w *worker) session(ctx context.Context, key string) (cached[turnstate.Sess
 // last decision being stored means the outbox went out. After a clean stop
 // nothing is published again; after a crash, at most the outbox of the
 // session's last batch, whose decisions had not all been stored.
-func (w *worker) flushOutbox(ctx context.Context, out *turnstate.Outbox) error {
+//
+// Only publications to the session's own output subjects leave, even from
+// a verified outbox (allowedOutbox). last is the stream sequence the
+// session's newest stored decision answers (0: none).
+func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *turnstate.Outbox, last uint64) error {
 	msgs := make([]*nats.Msg, len(out.Msgs))
 	for i, p := range out.Msgs {
 		msgs[i] = &nats.Msg{Subject: p.Subject, Header: p.Header, Data: p.Data}
 	}
-	done, err := w.outboxPublished(ctx, msgs)
-	if err != nil || done {
+	msgs, err := w.allowedOutbox(ctx, key, rev, msgs)
+	if err != nil {
 		return err
+	}
+	if outboxPublished(msgs, last) {
+		return nil
 	}
 	w.stats.Republished.Add(uint64(len(msgs)))
 	return w.publishAll(ctx, msgs)
 }
 
 // outboxPublished reports whether the last decision of an outbox is the
-// newest in its session's decision subject, or older.
-func (w *worker) outboxPublished(ctx context.Context, msgs []*nats.Msg) (bool, error) {
+// newest stored in its session's decision subject, or older: whether it
+// answers a stream sequence at or below last. (allowedOutbox leaves only
+// the session's own decision subject.)
+func outboxPublished(msgs []*nats.Msg, last uint64) bool {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if !strings.HasPrefix(m.Subject, acs.DecisionsPrefix+".") {
 			continue
 		}
-		seq, _ := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
-		last, err := w.decisions.GetLastMsgForSubject(ctx, m.Subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("look up the last decision on %s: %w", m.Subject, err)
-		}
-		lastSeq, err := strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
-		return err == nil && lastSeq >= seq, nil
+		seq, err := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
+		return err == nil && last >= seq
 	}
-	return false, nil
+	return false
+}
+
+// lastDecision is the stream sequence the newest stored decision of the
+// session answers (0: none).
+func (w *worker) lastDecision(ctx context.Context, route acs.Route) (uint64, error) {
+	subject := acs.DecisionSubject(route.Tenant, route.SessionID)
+	last, err := w.decisions.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look up the last decision on %s: %w", subject, err)
+	}
+	seq, _ := strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
+	return seq, nil
 }
 
 // publications is what an outbox keeps of messages.

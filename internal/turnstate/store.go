@@ -19,13 +19,22 @@ var ErrConflict = errors.New("turn state revision conflict")
 
 // Store keeps session states in a JetStream KV bucket, one JSON value per
 // session under <tenant>.<session_id>, written with compare-and-set on the
-// revision so that a stale writer can never overwrite a newer state.
+// revision so that a stale writer can never overwrite a newer state. Every
+// value is sealed (seal.go): written with an HMAC over its key and record,
+// and verified before it is decoded.
 type Store struct {
-	kv jetstream.KeyValue
+	kv     jetstream.KeyValue
+	sealer *Sealer
 }
 
-// NewStore returns a Store over the given bucket.
-func NewStore(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
+// NewStore returns a Store over the given bucket, sealing with sealer.
+func NewStore(kv jetstream.KeyValue, sealer *Sealer) *Store { return &Store{kv: kv, sealer: sealer} }
+
+// Kinds of stored values, bound into their MACs.
+const (
+	KindSession = "session"
+	KindAgent   = "agent"
+)
 
 // Publication is a message the processor publishes because of a state
 // write: a decision, an alert, a dead letter.
@@ -54,12 +63,14 @@ type record struct {
 
 // Load returns the session stored under key, the outbox of its last write
 // and its revision; a session that does not exist (never written, or
-// expired by the bucket's TTL) is (nil, nil, 0, nil).
+// expired by the bucket's TTL) is (nil, nil, 0, nil). A value that does not
+// verify is an *IntegrityError, returned with its revision (the fence of the
+// state that replaces it) and nothing of its contents.
 func (s *Store) Load(ctx context.Context, key string) (*Session, *Outbox, uint64, error) {
 	r := record{Session: &Session{}}
-	rev, found, err := s.load(ctx, "session", key, &r)
-	if !found {
-		return nil, nil, 0, err
+	rev, found, err := s.load(ctx, KindSession, key, &r)
+	if !found || err != nil {
+		return nil, nil, rev, err
 	}
 	return r.Session, r.Outbox, rev, nil
 }
@@ -68,23 +79,24 @@ func (s *Store) Load(ctx context.Context, key string) (*Session, *Outbox, uint64
 // must not exist yet) and returns the new revision. A moved revision is
 // ErrConflict.
 func (s *Store) Save(ctx context.Context, sess *Session, rev uint64) (uint64, error) {
-	return s.save(ctx, "session", sess.Key(), sess, rev)
+	return s.save(ctx, KindSession, sess.Key(), record{Session: sess}, rev)
 }
 
 // LoadAgent returns an agent's shared state and its revision, or
-// (nil, 0, nil) when there is none.
+// (nil, 0, nil) when there is none; a value that does not verify is an
+// *IntegrityError with its revision, as Load's.
 func (s *Store) LoadAgent(ctx context.Context, key string) (*Agent, uint64, error) {
 	var a Agent
-	rev, found, err := s.load(ctx, "agent", key, &a)
-	if !found {
-		return nil, 0, err
+	rev, found, err := s.load(ctx, KindAgent, key, &a)
+	if !found || err != nil {
+		return nil, rev, err
 	}
 	return &a, rev, nil
 }
 
 // SaveAgent writes an agent's state with compare-and-set, as Save does.
 func (s *Store) SaveAgent(ctx context.Context, a *Agent, rev uint64) (uint64, error) {
-	return s.save(ctx, "agent", a.Key(), a, rev)
+	return s.save(ctx, KindAgent, a.Key(), a, rev)
 }
 
 func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, found bool, err error) {
@@ -95,17 +107,24 @@ func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, 
 	case err != nil:
 		return 0, false, fmt.Errorf("load %s %s: %w", what, key, err)
 	}
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, false, fmt.Errorf("decode %s %s at revision %d: %w", what, key, e.Revision(), err)
+	// Verified first, decoded after: nothing of a value that does not
+	// verify is ever parsed into a state.
+	rec, reason := s.sealer.Open(what, key, e.Value())
+	if reason != "" {
+		return e.Revision(), true, &IntegrityError{Kind: what, Key: key, Revision: e.Revision(), Reason: reason}
+	}
+	if err := json.Unmarshal(rec, v); err != nil {
+		return e.Revision(), true, &IntegrityError{Kind: what, Key: key, Revision: e.Revision(), Reason: ReasonNotDecoded, Err: err}
 	}
 	return e.Revision(), true, nil
 }
 
 func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (uint64, error) {
-	val, err := json.Marshal(v)
+	rec, err := json.Marshal(v)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s %s: %w", what, key, err)
 	}
+	val := s.sealer.Seal(what, key, rec)
 	var next uint64
 	if rev == 0 {
 		next, err = s.kv.Create(ctx, key, val)
@@ -130,12 +149,13 @@ func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (
 // revision, and a refusal for which IsConflict holds means the revision
 // moved.
 func (s *Store) SaveMsg(sess *Session, out *Outbox, rev uint64) (*nats.Msg, error) {
-	val, err := json.Marshal(record{Session: sess, Outbox: out})
+	rec, err := json.Marshal(record{Session: sess, Outbox: out})
 	if err != nil {
 		return nil, fmt.Errorf("encode session %s: %w", sess.Key(), err)
 	}
-	m := nats.NewMsg("$KV." + s.kv.Bucket() + "." + sess.Key())
-	m.Data = val
+	key := sess.Key()
+	m := nats.NewMsg("$KV." + s.kv.Bucket() + "." + key)
+	m.Data = s.sealer.Seal(KindSession, key, rec)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
 	return m, nil
 }

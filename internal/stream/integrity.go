@@ -1,0 +1,316 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Operational alert ids of the state bucket's integrity checks.
+const (
+	// AlertStateIntegrity: a stored session or agent state did not verify.
+	AlertStateIntegrity = "state_integrity_failed"
+	// AlertOutboxRefused: a verified outbox held a publication to a subject
+	// that is not one of turnguard's outputs.
+	AlertOutboxRefused = "outbox_subject_refused"
+)
+
+// ReasonStateUnverifiable is the refusal reason of steps of a session whose
+// stored state did not verify and whose history is no longer in ACS_HOOKS.
+const ReasonStateUnverifiable = "state_unverifiable"
+
+// What was done about a value that did not verify (the alert's "action").
+const (
+	actionRebuilt = "rebuilt_from_stream"
+	actionReset   = "reset"
+	actionRefused = "steps_refused"
+)
+
+// errHistoryGone marks a rebuild that cannot be trusted: ACS_HOOKS lost
+// messages (limits, deletes) and what is left of the session does not start
+// with its sessionStart.
+var errHistoryGone = errors.New("the session's history is no longer complete in " + HooksStream)
+
+// unverifiedSession handles a session whose stored value did not verify:
+// nothing of the value is used, its outbox least of all. The session is
+// rebuilt from ACS_HOOKS — its envelopes before in, decided again by the
+// same core — and the batch continues from that state, which is written with
+// the compare-and-set fence against the value's revision. When the history
+// is gone it returns a state that refuses the session's steps instead.
+func (w *worker) unverifiedSession(ctx context.Context, ie *turnstate.IntegrityError, in *inbound) (cached[turnstate.Session], error) {
+	w.stats.IntegrityFailures.Add(1)
+	w.log.Error().Str("tenant", in.route.Tenant).Str("session", in.route.SessionID).Uint64("revision", ie.Revision).
+		Str("reason", ie.Reason).Msg("stored session state does not verify; its contents and outbox are ignored")
+	c := cached[turnstate.Session]{key: ie.Key, rev: ie.Revision}
+	s, err := w.rebuild(ctx, in.route, in.msg.Seq)
+	switch {
+	case errors.Is(err, errHistoryGone):
+		// Failing closed: without a trustworthy state nothing of the
+		// session is decided. Nothing is cached, so every batch checks
+		// again; deleting the key (an operator's call) starts it afresh.
+		w.stats.Unverifiable.Add(1)
+		w.log.Error().Str("session", ie.Key).Err(err).Msg("the session cannot be rebuilt; its steps are refused")
+		c.refuse = &acs.Error{Code: acs.CodeInternalError, Reason: ReasonStateUnverifiable,
+			Message: "the session's stored state failed its integrity check and its history is no longer available to rebuild it; the step was not decided"}
+		return c, w.integrityAlert(ctx, ie, actionRefused, in.msg.Seq)
+	case err != nil:
+		return c, fmt.Errorf("rebuild session %s: %w", ie.Key, err)
+	}
+	if err := w.integrityAlert(ctx, ie, actionRebuilt, in.msg.Seq); err != nil {
+		return c, err
+	}
+	w.stats.Rebuilt.Add(1)
+	w.log.Warn().Str("session", ie.Key).Uint64("last_seq", s.LastSeq).Uint64("envelopes", s.Envelopes).Msg("session rebuilt from the stream")
+	c.state, c.rebuilt = s, true
+	w.cache.put(c)
+	return c, nil
+}
+
+// unverifiedAgent handles an agent state that did not verify: it is reset
+// to an agent with nothing counted, written over the value's revision.
+// Rebuilding it would mean re-reading every session of the agent in every
+// partition; a reset loses at most one window of counts, and is alerted.
+func (w *worker) unverifiedAgent(ctx context.Context, ie *turnstate.IntegrityError, seq uint64) (cached[turnstate.Agent], error) {
+	w.stats.IntegrityFailures.Add(1)
+	w.log.Error().Str("agent_key", ie.Key).Uint64("revision", ie.Revision).Str("reason", ie.Reason).
+		Msg("stored agent state does not verify; it is reset")
+	return cached[turnstate.Agent]{key: ie.Key, rev: ie.Revision, rebuilt: true}, w.integrityAlert(ctx, ie, actionReset, seq)
+}
+
+// rebuild decides the session's recorded envelopes before upper again, with
+// the sessions that spawned it (a subagent's state starts from its parent's
+// subagentStart), through the same core and the current rules, as replay
+// does. A session with no envelopes before upper is returned new.
+func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*turnstate.Session, error) {
+	info, err := w.hooks.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s info: %w", HooksStream, err)
+	}
+	// Complete unless the stream dropped or deleted messages.
+	lost := info.State.FirstSeq > 1 || info.State.NumDeleted > 0
+	key := route.SessionKey()
+	links, err := w.spawnLinks(ctx, route.Tenant, upper)
+	if err != nil {
+		return nil, err
+	}
+	var filters []string
+	chain := map[string]bool{}
+	for k := key; k != "" && !chain[k]; k = links[k] {
+		chain[k] = true
+		tenant, id, _ := strings.Cut(k, ".")
+		filters = append(filters, acs.StoredFilter(tenant, id, "*"))
+	}
+	mem := guardian.NewMemory()
+	rs := w.rules.Current()
+	first := map[string]string{}
+	err = w.history(ctx, filters, upper, func(subject string, data []byte, seq uint64, ts time.Time) {
+		r, err := acs.ParsePartitioned(subject)
+		if err != nil {
+			return
+		}
+		if _, ok := first[r.SessionKey()]; !ok {
+			first[r.SessionKey()] = r.Hook
+		}
+		mem.Decide(w.guardian, rs, r, guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if lost {
+		for k := range chain {
+			if first[k] != "sessionStart" {
+				return nil, fmt.Errorf("%s (first sequence %d, %d deleted; %s starts with %q): %w",
+					HooksStream, info.State.FirstSeq, info.State.NumDeleted, k, first[k], errHistoryGone)
+			}
+		}
+	}
+	if s := mem.Sessions[key]; s != nil {
+		return s, nil
+	}
+	return turnstate.New(route.Tenant, route.SessionID), nil
+}
+
+// spawnLinks maps each subagent session of tenant announced before upper
+// to the session that announced it (the first announcement wins, as in the
+// state bucket).
+func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (map[string]string, error) {
+	links := map[string]string{}
+	err := w.history(ctx, []string{acs.StoredFilter(tenant, "*", "subagentStart")}, upper, func(subject string, data []byte, _ uint64, _ time.Time) {
+		r, err := acs.ParsePartitioned(subject)
+		if err != nil {
+			return
+		}
+		var env struct {
+			Params struct {
+				Payload struct {
+					SubagentSessionID string `json:"subagent_session_id"`
+				} `json:"payload"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(data, &env) != nil || env.Params.Payload.SubagentSessionID == "" {
+			return
+		}
+		child := acs.SessionKey(tenant, env.Params.Payload.SubagentSessionID)
+		if _, seen := links[child]; !seen && child != r.SessionKey() {
+			links[child] = r.SessionKey()
+		}
+	})
+	return links, err
+}
+
+// history calls fn for each message of ACS_HOOKS matching filters stored
+// before upper, in stream order.
+func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn func(subject string, data []byte, seq uint64, ts time.Time)) error {
+	c, err := w.js.OrderedConsumer(ctx, HooksStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return fmt.Errorf("read %s history: %w", HooksStream, err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s history: %w", HooksStream, err)
+	}
+	if info.NumPending == 0 {
+		return nil
+	}
+	it, err := c.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		return fmt.Errorf("read %s history: %w", HooksStream, err)
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
+		if err != nil {
+			return fmt.Errorf("read %s history: %w", HooksStream, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("read %s history: %w", HooksStream, err)
+		}
+		if md.Sequence.Stream >= upper {
+			return nil
+		}
+		fn(m.Subject(), m.Data(), md.Sequence.Stream, md.Timestamp)
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// integrityAlert publishes the critical operational alert of a value that
+// did not verify. It names the key, tenant, session and revision, never the
+// value's contents, which may be an attacker's. Its Nats-Msg-Id makes the
+// alert of one revision one message however often it is found.
+func (w *worker) integrityAlert(ctx context.Context, ie *turnstate.IntegrityError, action string, seq uint64) error {
+	tenant, id, _ := strings.Cut(ie.Key, ".")
+	details := map[string]any{"kind": ie.Kind, "key": ie.Key, "tenant": tenant, "revision": ie.Revision,
+		"reason": ie.Reason, "action": action, "bucket": StateBucket, "stream_seq": seq}
+	if ie.Kind == turnstate.KindSession {
+		details["session_id"] = id
+	}
+	msg := fmt.Sprintf("the stored %s state %s at revision %d failed its integrity check (%s): it was not written by a processor holding the state key for this key; action: %s",
+		ie.Kind, ie.Key, ie.Revision, ie.Reason, action)
+	return w.operationalAlert(ctx, AlertStateIntegrity, "State integrity check failed", msg,
+		AlertStateIntegrity+":"+ie.Key+":"+strconv.FormatUint(ie.Revision, 10), details)
+}
+
+func (w *worker) operationalAlert(ctx context.Context, id, title, msg, msgID string, details map[string]any) error {
+	subject, f := alert.Operational(id, "critical", title, msg, time.Now(), details)
+	data, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encode alert %s: %w", id, err)
+	}
+	m := nats.NewMsg(subject)
+	m.Data = data
+	m.Header.Set(acs.HdrMsgID, msgID)
+	m.Header.Set(acs.HdrRuleID, id)
+	if _, err := w.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("publish alert %s: %w", id, err)
+	}
+	return nil
+}
+
+// allowedOutbox keeps the publications of a verified outbox that go where a
+// processor writing key's state publishes: the session's decision subject,
+// an alert or a dead letter of its tenant (alert.SystemTenant for
+// turnguard's own). Everything else is dropped, counted and alerted: a valid
+// MAC on it means a processor bug or a leaked state key, and either way
+// turnguard must not relay it.
+func (w *worker) allowedOutbox(ctx context.Context, key string, rev uint64, msgs []*nats.Msg) ([]*nats.Msg, error) {
+	tenant, id, _ := strings.Cut(key, ".")
+	kept := msgs[:0:0]
+	var refused []string
+	for _, m := range msgs {
+		if ownOutput(m.Subject, tenant, id) {
+			kept = append(kept, m)
+			continue
+		}
+		refused = append(refused, m.Subject)
+	}
+	if len(refused) == 0 {
+		return msgs, nil
+	}
+	w.stats.OutboxRefused.Add(uint64(len(refused)))
+	w.log.Error().Str("session", key).Uint64("revision", rev).Strs("subjects", refused).
+		Msg("outbox publications to subjects that are not turnguard's outputs were not published")
+	msg := fmt.Sprintf("the outbox of session %s at revision %d held %d publication(s) to subjects that are not turnguard's outputs; they were not published",
+		key, rev, len(refused))
+	err := w.operationalAlert(ctx, AlertOutboxRefused, "Outbox publication refused", msg,
+		AlertOutboxRefused+":"+key+":"+strconv.FormatUint(rev, 10),
+		map[string]any{"key": key, "tenant": tenant, "session_id": id, "revision": rev, "subjects": refused, "bucket": StateBucket})
+	return kept, err
+}
+
+// ownOutput reports whether subject is one a processor publishes for a
+// session of tenant with id: under turnguard's output prefixes, and within
+// the session's tenant (its own decision subject for decisions).
+func ownOutput(subject, tenant, id string) bool {
+	if !acs.IsOutputSubject(subject) {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(subject, acs.DecisionsPrefix+"."):
+		return subject == acs.DecisionSubject(tenant, id)
+	case strings.HasPrefix(subject, acs.AlertsPrefix+"."):
+		return strings.HasPrefix(subject, acs.AlertsPrefix+"."+tenant+".")
+	default:
+		return subject == acs.DLQSubject(tenant)
+	}
+}
+
+// rolledBack reports a verified session value that is older than what was
+// already published for the session: a valid earlier value put back under
+// its key (the MAC proves who wrote a value, not when). Every decision is
+// published only after the write whose outbox holds it is stored, so the
+// current value accounts for every stored decision — its own envelopes up
+// to LastSeq, or its outbox (refusals leave LastSeq alone). last is the
+// sequence the session's newest stored decision answers.
+func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Outbox, last uint64) *turnstate.IntegrityError {
+	accounted := s.LastSeq
+	if out != nil {
+		own := acs.DecisionSubject(s.Tenant, s.SessionID)
+		for _, p := range out.Msgs {
+			if p.Subject == own {
+				if seq, err := strconv.ParseUint(p.Header.Get(acs.HdrStreamSeq), 10, 64); err == nil {
+					accounted = max(accounted, seq)
+				}
+			}
+		}
+	}
+	if last <= accounted {
+		return nil
+	}
+	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
+		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last)}
+}
