@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/gateway"
@@ -242,7 +240,7 @@ func reportReloadFailure(nc *nats.Conn, signer *receipt.Signer, files []string, 
 	subject, f := alert.Operational("rules_reload_failed", "high", "Rule reload refused",
 		"the new rule set does not load; the last good one keeps running:\n"+err.Error(), time.Now(),
 		map[string]any{"files": files, "error": err.Error()})
-	m, merr := operationalMsg(subject, f, signer)
+	m, merr := stream.OperationalMsg(subject, f, signer)
 	if merr != nil {
 		log.Error().Err(merr).Msg("encode reload alert")
 		return
@@ -292,27 +290,6 @@ func httpSecurity(cfg config, log zerolog.Logger) (*gateway.Callers, *tls.Config
 		return nil, nil, err
 	}
 	return callers, tlsConfig, nil
-}
-
-// operationalMsg is an operational alert as published: the finding, and
-// its receipt bound to the subject with sequence 0 (it answers no
-// envelope).
-func operationalMsg(subject string, f alert.Finding, signer *receipt.Signer) (*nats.Msg, error) {
-	data, err := json.Marshal(f)
-	if err != nil {
-		return nil, fmt.Errorf("encode operational alert: %w", err)
-	}
-	m := nats.NewMsg(subject)
-	m.Data = data
-	if signer != nil {
-		rc, err := signer.Sign(receipt.Alert(subject, 0), f)
-		if err != nil {
-			return nil, fmt.Errorf("sign operational alert: %w", err)
-		}
-		m.Header.Set(acs.HdrReceipt, rc)
-		m.Header.Set(acs.HdrReceiptKey, signer.KeyID)
-	}
-	return m, nil
 }
 
 // serveHTTP serves the gateway, over TLS when tlsConfig is set, until ctx

@@ -255,6 +255,10 @@ func (g *Guardian) seal(out *Outcome, keyID string, route acs.Route, seq uint64)
 	}
 }
 
+// Receipts is the signer of the core's receipts (nil: receipts are off),
+// for the processor's own operational alerts, which the core does not make.
+func (g *Guardian) Receipts() *receipt.Signer { return g.cfg.Receipts }
+
 // AgentOf reads the agent id of an inbound message without deciding it, so
 // a caller can fetch the agent's shared state first. "" when unreadable.
 func AgentOf(data []byte) string {

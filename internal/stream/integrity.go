@@ -15,6 +15,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -227,12 +228,10 @@ func (w *worker) integrityAlert(ctx context.Context, ie *turnstate.IntegrityErro
 
 func (w *worker) operationalAlert(ctx context.Context, id, title, msg, msgID string, details map[string]any) error {
 	subject, f := alert.Operational(id, "critical", title, msg, time.Now(), details)
-	data, err := json.Marshal(f)
+	m, err := OperationalMsg(subject, f, w.guardian.Receipts())
 	if err != nil {
-		return fmt.Errorf("encode alert %s: %w", id, err)
+		return fmt.Errorf("alert %s: %w", id, err)
 	}
-	m := nats.NewMsg(subject)
-	m.Data = data
 	m.Header.Set(acs.HdrMsgID, msgID)
 	m.Header.Set(acs.HdrRuleID, id)
 	if _, err := w.js.PublishMsg(ctx, m); err != nil {
@@ -313,4 +312,25 @@ func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Out
 	}
 	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
 		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last)}
+}
+
+// OperationalMsg is one of turnguard's own alerts as published: the finding, and
+// its receipt bound to the subject with sequence 0 (it answers no
+// envelope).
+func OperationalMsg(subject string, f alert.Finding, signer *receipt.Signer) (*nats.Msg, error) {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("encode operational alert: %w", err)
+	}
+	m := nats.NewMsg(subject)
+	m.Data = data
+	if signer != nil {
+		rc, err := signer.Sign(receipt.Alert(subject, 0), f)
+		if err != nil {
+			return nil, fmt.Errorf("sign operational alert: %w", err)
+		}
+		m.Header.Set(acs.HdrReceipt, rc)
+		m.Header.Set(acs.HdrReceiptKey, signer.KeyID)
+	}
+	return m, nil
 }
