@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // loadReport is the part of `loadgen run --json` these tests read.
@@ -203,7 +205,9 @@ func members(t *testing.T, js jetstream.JetStream) map[string][]int {
 			ID   string `json:"id"`
 			Owns []int  `json:"owns"`
 		}
-		if json.Unmarshal(e.Value(), &m) == nil {
+		// Records are sealed with the state key; a reader without it
+		// takes the record as it stands.
+		if json.Unmarshal(turnstate.RecordOf(e.Value()), &m) == nil {
 			out[m.ID] = m.Owns
 		}
 	}

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // owners reads who holds which partition from the member bucket.
@@ -36,7 +39,7 @@ func owners(t *testing.T, js jetstream.JetStream) map[string][]int {
 			continue
 		}
 		var m stream.Member
-		if err := json.Unmarshal(e.Value(), &m); err != nil {
+		if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &m); err != nil {
 			t.Fatal(err)
 		}
 		out[m.ID] = m.Owns
@@ -196,4 +199,86 @@ func TestHandoverUnderBacklog(t *testing.T) {
 		t.Errorf("deciding the backlog over two handovers took %s", took)
 	}
 	t.Logf("a decided %d before leaving; %d in all in %s", first.p.Stats().Processed.Load(), total, time.Since(start).Round(time.Millisecond))
+}
+
+// TestFakeMembersAreIgnored is the fake-member attack: records written into
+// ACS_PROCESSORS by someone without the state key — plain JSON claiming
+// partitions, or sealed with another key — and kept alive. The real
+// instance keeps every partition, counts each fake record and alerts on
+// it; before records were sealed, three fakes made the only processor give
+// up 12 of 16 partitions.
+func TestFakeMembersAreIgnored(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.Topology.Partitions = 8
+	cfg.Topology.MemberTTL = 2 * time.Second
+	cfg.InstanceID = "real"
+	r := startProcessor(t, srv, cfg)
+	awaitOwners(t, js, cfg.Topology.Partitions, "real")
+	kv, err := js.KeyValue(ctx, stream.MembersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts, err := nc.SubscribeSync("acs.alerts._system.critical." + stream.AlertMemberRejected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey := make([]byte, turnstate.StateKeySize)
+	other, err := turnstate.NewSealer(otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakes := map[string][]byte{}
+	for _, id := range []string{"fake-1", "fake-2"} {
+		fakes[id], _ = json.Marshal(stream.Member{ID: id, Started: time.Now(), Owns: []int{0, 1, 2, 3}})
+	}
+	sealedElsewhere, _ := json.Marshal(stream.Member{ID: "fake-3", Started: time.Now(), Owns: []int{4, 5}})
+	fakes["fake-3"] = other.Seal("member", "fake-3", sealedElsewhere)
+	// Kept alive for a few of the real instance's ticks.
+	for range 5 {
+		for id, v := range fakes {
+			if _, err := kv.Put(ctx, id, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(cfg.Topology.MemberTTL / 4)
+	}
+	e, err := kv.Get(ctx, "real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var self stream.Member
+	if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &self); err != nil {
+		t.Fatal(err)
+	}
+	if len(self.Owns) != cfg.Topology.Partitions {
+		t.Fatalf("the real instance holds %v with fake members around, want all %d partitions", self.Owns, cfg.Topology.Partitions)
+	}
+	if n := r.p.Stats().MembersRejected.Load(); n != uint64(len(fakes)) {
+		t.Fatalf("%d fake members counted, want %d (one per key, however often it is kept alive)", n, len(fakes))
+	}
+	seen := map[string]bool{}
+	for {
+		m, err := alerts.NextMsg(time.Second)
+		if errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := range fakes {
+			if strings.Contains(string(m.Data), `"key":"`+id+`"`) {
+				if seen[id] {
+					t.Errorf("a second alert for %s", id)
+				}
+				seen[id] = true
+			}
+		}
+	}
+	if len(seen) != len(fakes) {
+		t.Fatalf("alerts for %v, want one for each of %d fakes", seen, len(fakes))
+	}
 }

@@ -26,6 +26,10 @@ const (
 	// AlertOutboxRefused: a verified outbox held a publication to a subject
 	// that is not one of turnguard's outputs.
 	AlertOutboxRefused = "outbox_subject_refused"
+	// AlertMemberRejected is a record in MembersBucket that no processor
+	// holding the state key wrote: a fake member, which is left out of
+	// the member set.
+	AlertMemberRejected = "member_record_rejected"
 )
 
 // ReasonStateUnverifiable is the refusal reason of steps of a session whose
@@ -227,14 +231,21 @@ func (w *worker) integrityAlert(ctx context.Context, ie *turnstate.IntegrityErro
 }
 
 func (w *worker) operationalAlert(ctx context.Context, id, title, msg, msgID string, details map[string]any) error {
+	return publishOperational(ctx, w.js, w.guardian.Receipts(), id, title, msg, msgID, details)
+}
+
+// publishOperational publishes one of the processor's own critical alerts,
+// signed, under a message id that makes a repeat within the duplicate
+// window a no-op.
+func publishOperational(ctx context.Context, js jetstream.JetStream, signer *receipt.Signer, id, title, msg, msgID string, details map[string]any) error {
 	subject, f := alert.Operational(id, "critical", title, msg, time.Now(), details)
-	m, err := OperationalMsg(subject, f, w.guardian.Receipts())
+	m, err := OperationalMsg(subject, f, signer)
 	if err != nil {
 		return fmt.Errorf("alert %s: %w", id, err)
 	}
 	m.Header.Set(acs.HdrMsgID, msgID)
 	m.Header.Set(acs.HdrRuleID, id)
-	if _, err := w.js.PublishMsg(ctx, m); err != nil {
+	if _, err := js.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("publish alert %s: %w", id, err)
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // Member is what a processor instance says about itself in MembersBucket,
@@ -30,9 +32,20 @@ type Member struct {
 	Pins map[string]string `json:"pins,omitempty"`
 }
 
-// members reads and writes MembersBucket.
+// memberKind is the kind sealed into member records' MACs, so that no
+// state value can pass for one.
+const memberKind = "member"
+
+// members reads and writes MembersBucket. Its records are sealed with the
+// state key, like the state: a record no processor wrote — a fake member
+// that would make the real ones give up partitions to nobody — does not
+// verify and is left out of the member set.
 type members struct {
-	kv jetstream.KeyValue
+	kv     jetstream.KeyValue
+	sealer *turnstate.Sealer
+	// rejected is told of each record that does not verify (key, its
+	// revision, why).
+	rejected func(key string, rev uint64, reason string)
 }
 
 // heartbeat stores m under its id; the bucket's TTL forgets it unless the
@@ -42,7 +55,7 @@ func (ms members) heartbeat(ctx context.Context, m Member) error {
 	if err != nil {
 		return fmt.Errorf("encode member %s: %w", m.ID, err)
 	}
-	if _, err := ms.kv.Put(ctx, m.ID, data); err != nil {
+	if _, err := ms.kv.Put(ctx, m.ID, ms.sealer.Seal(memberKind, m.ID, data)); err != nil {
 		return fmt.Errorf("heartbeat of %s: %w", m.ID, err)
 	}
 	return nil
@@ -63,9 +76,17 @@ func (ms members) live(ctx context.Context) (map[string]Member, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read member %s: %w", k, err)
 		}
+		record, reason := ms.sealer.Open(memberKind, k, e.Value())
+		if reason != "" {
+			if ms.rejected != nil {
+				ms.rejected(k, e.Revision(), reason)
+			}
+			continue
+		}
 		var m Member
-		if err := json.Unmarshal(e.Value(), &m); err != nil || m.ID != k {
-			// Not one of ours; an instance never writes such a value.
+		if err := json.Unmarshal(record, &m); err != nil || m.ID != k {
+			// Sealed by a processor, so this cannot happen short of a
+			// bug; such a record is no member either.
 			continue
 		}
 		out[k] = m

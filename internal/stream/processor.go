@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,10 @@ type Stats struct {
 	// OutboxRefused counts publications of verified outboxes that were not
 	// published because their subject is not one of turnguard's outputs.
 	OutboxRefused atomic.Uint64
+	// MembersRejected counts the keys in MembersBucket whose records were
+	// left out of the member set because they did not verify: fake
+	// members.
+	MembersRejected atomic.Uint64
 }
 
 // Processor consumes ACS_HOOKS with one worker per partition and publishes
@@ -222,7 +227,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		return err
 	}
 	own := &ownership{
-		self: self, members: members{kv: memberKV}, hooks: hooks, workers: partitions,
+		self: self, members: members{kv: memberKV, sealer: p.sealer, rejected: p.memberRejected(ctx)}, hooks: hooks, workers: partitions,
 		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
 		running: map[int]*running{}, suspect: map[int]string{}, pinned: make(chan struct{}, 1),
 	}
@@ -242,4 +247,32 @@ func (p *Processor) Run(ctx context.Context) error {
 		return context.Cause(wctx)
 	}
 	return nil
+}
+
+// memberRejected returns what the ownership loop calls for a member record
+// that does not verify: it is counted, logged and alerted once per key, not
+// at every tick that sees it again nor at every put that keeps a fake
+// alive. Only the ownership goroutine calls it.
+func (p *Processor) memberRejected(ctx context.Context) func(key string, rev uint64, reason string) {
+	seen := map[string]bool{}
+	return func(key string, rev uint64, reason string) {
+		if seen[key] {
+			return
+		}
+		if len(seen) >= 1024 {
+			clear(seen) // bounded: a flood of fakes is reported again, not remembered forever
+		}
+		seen[key] = true
+		id := key + ":" + strconv.FormatUint(rev, 10)
+		p.stats.MembersRejected.Add(1)
+		p.log.Error().Str("key", key).Uint64("revision", rev).Str("reason", reason).
+			Msg("a record in " + MembersBucket + " was not written by a processor holding the state key; it is not counted as a member")
+		msg := fmt.Sprintf("the record %s at revision %d of %s failed its integrity check (%s): it is no processor's, and is left out of the partition assignment",
+			key, rev, MembersBucket, reason)
+		details := map[string]any{"key": key, "revision": rev, "reason": reason, "bucket": MembersBucket}
+		if err := publishOperational(ctx, p.js, p.guardian.Receipts(), AlertMemberRejected, "Fake processor member record", msg,
+			AlertMemberRejected+":"+id, details); err != nil && ctx.Err() == nil {
+			p.log.Error().Err(err).Msg("publish the member integrity alert")
+		}
+	}
 }
