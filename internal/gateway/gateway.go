@@ -18,7 +18,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/msghdr"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
@@ -660,7 +660,7 @@ func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref 
 	m.Header.Set(acs.HdrErrorCode, strconv.Itoa(int(ref.Code)))
 	m.Header.Set(acs.HdrErrorName, ref.Code.String())
 	m.Header.Set(acs.HdrErrorReason, ref.Reason)
-	m.Header.Set(acs.HdrErrorMessage, headerValue(ref.Message))
+	m.Header.Set(acs.HdrErrorMessage, msghdr.Value(ref.Message))
 	m.Header.Set(acs.HdrOriginalStream, "http")
 	if from.caller.Name != "" {
 		m.Header.Set(acs.HdrCaller, from.caller.Name)
@@ -669,13 +669,13 @@ func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref 
 		m.Header.Set(acs.HdrRemoteAddr, from.remote)
 	}
 	if p := in.req.Params; p != nil && p.RequestID != "" {
-		m.Header.Set(acs.HdrRequestID, headerValue(p.RequestID))
+		m.Header.Set(acs.HdrRequestID, msghdr.Value(p.RequestID))
 	}
 	if truncated {
 		m.Header.Set(acs.HdrBodyTruncated, fmt.Sprintf("the body exceeded %d bytes; the first %d are kept", g.cfg.MaxBodyBytes, len(m.Data)))
 	}
-	if limit := g.nc.MaxPayload(); limit > 0 && int64(len(m.Data)+headerSize(m.Header)) > limit {
-		keep := max(0, int(limit)-headerSize(m.Header)-256)
+	if limit := g.nc.MaxPayload(); limit > 0 && int64(len(m.Data)+msghdr.Size(m.Header)) > limit {
+		keep := max(0, int(limit)-msghdr.Size(m.Header)-256)
 		m.Header.Set(acs.HdrBodyTruncated, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the first %d are kept", len(m.Data), limit, keep))
 		m.Data = m.Data[:keep]
 	}
@@ -691,30 +691,6 @@ func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref 
 
 // deadLetterTimeout bounds the wait for ACS_DLQ to store a dead letter.
 const deadLetterTimeout = 5 * time.Second
-
-// headerValue makes a text fit a header value: one line, bounded.
-func headerValue(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\r' || r == '\n' {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > 1024 {
-		s = s[:1024]
-	}
-	return s
-}
-
-func headerSize(h nats.Header) int {
-	n := len("NATS/1.0\r\n\r\n")
-	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
-	}
-	return n
-}
 
 // validID reports a JSON-RPC id a response may echo: a string or a number.
 // Anything else (an object, an array, true) cannot be echoed in a valid

@@ -2,6 +2,3 @@ package stream
 
 // hdrPinID is set by the server on deliveries to a consumer's pinned client.
 const hdrPinID = "Nats-Pin-Id"
-
-// maxHeaderValue bounds header values built from error text.
-const maxHeaderValue = 2048

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/msghdr"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -47,7 +47,7 @@ func (w *worker) maxOutbox() int {
 func outboxSize(msgs []*nats.Msg) int {
 	n := 0
 	for _, m := range msgs {
-		n += len(m.Subject) + headerSize(m.Header) + (len(m.Data)+2)/3*4 + 64
+		n += len(m.Subject) + msghdr.Size(m.Header) + (len(m.Data)+2)/3*4 + 64
 	}
 	return n
 }
@@ -967,7 +967,7 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 	m.Header.Set(acs.HdrErrorCode, strconv.Itoa(int(ref.Code)))
 	m.Header.Set(acs.HdrErrorName, ref.Code.String())
 	m.Header.Set(acs.HdrErrorReason, ref.Reason)
-	m.Header.Set(acs.HdrErrorMessage, headerValue(ref.Error()))
+	m.Header.Set(acs.HdrErrorMessage, msghdr.Value(ref.Error()))
 	m.Header.Set(acs.HdrOriginalSubj, acs.InboundOf(in.msg.Subject))
 	m.Header.Set(acs.HdrOriginalSeq, strconv.FormatUint(in.msg.Seq, 10))
 	m.Header.Set(acs.HdrOriginalStream, HooksStream)
@@ -977,46 +977,17 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 	// cannot take a near-limit message plus headers. The original stays in
 	// ACS_HOOKS at its sequence; the dead letter says so rather than block
 	// the partition on a publish that can never succeed.
-	if limit := w.js.Conn().MaxPayload(); limit > 0 && int64(len(m.Data)+headerSize(m.Header)) > limit {
+	if limit := w.js.Conn().MaxPayload(); limit > 0 && int64(len(m.Data)+msghdr.Size(m.Header)) > limit {
 		m.Header.Set(acs.HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, HooksStream, in.msg.Seq))
 		m.Data = nil
 	}
 	return m
 }
 
-func headerSize(h nats.Header) int {
-	n := len("NATS/1.0\r\n\r\n")
-	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
-	}
-	return n
-}
-
 func setIf(h nats.Header, k, v string) {
 	if v != "" {
-		h.Set(k, headerValue(v))
+		h.Set(k, msghdr.Value(v))
 	}
-}
-
-// headerValue makes text safe for a NATS header: one line, bounded.
-func headerValue(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\r' || r == '\n' {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > maxHeaderValue {
-		// Cut on a rune boundary so the value stays valid UTF-8.
-		cut := maxHeaderValue
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
 }
 
 // sleep waits d or until ctx ends; it reports whether the full wait passed.
