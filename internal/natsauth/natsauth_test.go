@@ -413,3 +413,60 @@ func TestEmbeddedTLS(t *testing.T) {
 		t.Fatal("the connection is not TLS")
 	}
 }
+
+// A store written by an open server (an earlier turnguard, or --auth none)
+// belongs to the turnguard account from the first authenticated start on:
+// its streams are still there.
+func TestOpenStoreIsAdopted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	open, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(open))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "acs.hooks.default.s1.sessionStart", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	open.Shutdown()
+	open.WaitForShutdown()
+
+	auth, _, err := natsauth.LoadOrCreate(filepath.Join(dir, "auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	admin, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anc, err := nats.Connect("", nats.InProcessServer(srv), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anc.Close()
+	ajs, _ := jetstream.New(anc)
+	hooks, err := ajs.Stream(ctx, stream.HooksStream)
+	if err != nil {
+		t.Fatalf("the open store's streams are gone with authentication on: %v", err)
+	}
+	if n := hooks.CachedInfo().State.Msgs; n != 1 {
+		t.Fatalf("ACS_HOOKS holds %d messages after the move, want 1", n)
+	}
+}

@@ -127,6 +127,8 @@ const openAccountDir = "$G"
 // a store of its own, an open store beside it is left alone (said loudly:
 // its streams are not visible with authentication on).
 func adoptOpenStore(storeDir, account string, log zerolog.Logger) error {
+	// The server keeps each account's streams under <store>/jetstream.
+	storeDir = filepath.Join(storeDir, server.JetStreamStoreDir)
 	open := filepath.Join(storeDir, openAccountDir)
 	if _, err := os.Stat(filepath.Join(open, "streams")); err != nil {
 		return nil
