@@ -307,3 +307,30 @@ func TestLoadPublic(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkVerify is what a verifier (pkg/client, the HTTP endpoint, replay
+// verify) pays per decision: canonicalising the body and one Ed25519
+// verification.
+func BenchmarkVerify(b *testing.B) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := receipt.NewSigner(priv)
+	body := []byte(`{"jsonrpc":"2.0","id":"a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c06","result":{"type":"final","acs_version":"0.1.0","request_id":"a1c7e9f0-3b2d-4c5e-8f61-0d2e4a6b8c06","decision":"deny","reasoning":"Blocked Bash: untrusted content entered the session 1 turn(s) ago","reason_codes":["untrusted_into_consequential","aarm_cumulative_taint"],"metadata":{"evaluator":"deterministic"}}}`)
+	bind := receipt.Decision("default", "3b9d6f2e-8c41-4e7a-b5d0-9a2c4e6f8b13", 6)
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		b.Fatal(err)
+	}
+	rc, err := s.Sign(bind, doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := receipt.Verify(s.Public(), bind, body, rc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
