@@ -64,9 +64,9 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		core                    cliflag.Core
 		ruleFiles               cliflag.List
 		tenant, session, format string
-		output                  string
+		output, receiptKey      string
 	)
-	fs := newFlagSet("timeline", "--session S [--format table|json|html] [--output FILE]", stderr)
+	fs := newFlagSet("timeline", "--session S [--format table|json|html] [--output FILE] [--receipt-key PEM]", stderr)
 	c.register(fs)
 	core.Register(fs)
 	fs.StringVar(&tenant, "tenant", "default", "tenant of the session")
@@ -74,6 +74,7 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.Var(&ruleFiles, "rules", "rules whose taint labels and windows to show, and to re-decide with (default builtin:default, the processor's default)")
 	fs.StringVar(&format, "format", "table", "table, json (JSON Lines: one object per step) or html (one self-contained file)")
 	fs.StringVar(&output, "output", "", "write to this file instead of standard output")
+	fs.StringVar(&receiptKey, "receipt-key", "", "show only decisions and alerts whose receipts verify with this key (PEM, as <data-dir>/receipt-key.pub); default <data-dir>/receipt-key.pub when opening --data-dir, else \"none\": the first message per step is shown")
 	if err := parse(fs, args); err != nil {
 		return exitError, err
 	}
@@ -81,6 +82,10 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitError, errors.New("--session is required")
 	}
 	if err := checkFormat(format, "table", "json", "html"); err != nil {
+		return exitError, err
+	}
+	pub, err := trustedReceiptKey(c, receiptKey)
+	if err != nil {
 		return exitError, err
 	}
 	g, rs, err := guardianAndRules(core, ruleFiles)
@@ -92,6 +97,7 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitError, err
 	}
 	defer closeFn()
+	src.SetTrustedKey(pub)
 	tl, err := replay.BuildTimeline(ctx, src, g, rs, r, tenant, session)
 	if err != nil {
 		return exitError, err
@@ -260,6 +266,23 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitDifferences, nil
 	}
 	return exitOK, nil
+}
+
+// trustedReceiptKey loads the receipt key a command trusts: flag (a PEM
+// file, or "none"), else the data dir's public key when the command opens
+// the data dir and the processor wrote one, else none (nil).
+func trustedReceiptKey(c conn, flag string) (ed25519.PublicKey, error) {
+	switch {
+	case flag == "none":
+		return nil, nil
+	case flag != "":
+		return receipt.LoadPublic(flag)
+	case c.natsURL == "":
+		if p := filepath.Join(c.dataDir, "receipt-key.pub"); fileExists(p) {
+			return receipt.LoadPublic(p)
+		}
+	}
+	return nil, nil
 }
 
 // newGuardian builds the decision core as the processor had it, minus

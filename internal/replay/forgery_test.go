@@ -206,3 +206,60 @@ func TestVerifyCountsWhatItChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestTimelineShowsOnlyVerifiedDecisions: a forged allow stored before the
+// real deny of the tainted call (so that "the last message wins" or "the
+// first wins" would both be fooled by one ordering or the other) is left
+// out of the timeline given the receipt key, and counted; without the key
+// the first message per step is shown.
+func TestTimelineShowsOnlyVerifiedDecisions(t *testing.T) {
+	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
+	rec := newRecorder(t, defaultRules(t))
+	rec.publishStepwise(built.Messages)
+	rec.finish()
+	session := built.Messages[0].SessionID
+	var denied uint64
+	for i, m := range built.Messages {
+		if m.Expect.Decision == "deny" && denied == 0 {
+			denied = uint64(i + 1)
+		}
+	}
+	_, signer := testKeys(t)
+	deny := strconv.FormatUint(denied, 10)
+	h := nats.Header{}
+	h.Set(acs.HdrStreamSeq, deny)
+	h.Set(acs.HdrDecision, "allow")
+	h.Set(acs.HdrReceipt, "AAAA")
+	forgedAllow := recordedMsg{Subject: acs.DecisionSubject("default", session), Header: h,
+		Data: []byte(`{"jsonrpc":"2.0","id":"x","result":{"type":"final","acs_version":"0.1.0","request_id":"x","decision":"allow"}}`)}
+	cp := copyRecording(t, rec.srv, func(hooks, d []recordedMsg) ([]recordedMsg, []recordedMsg) {
+		for i, m := range d {
+			if m.Header.Get(acs.HdrStreamSeq) == deny {
+				return hooks, append(d[:i:i], append([]recordedMsg{forgedAllow}, d[i:]...)...)
+			}
+		}
+		t.Fatal("no decision of the denied step")
+		return hooks, d
+	})
+	src := openSource(t, cp)
+	src.SetTrustedKey(signer.Public())
+	tl, err := replay.BuildTimeline(context.Background(), src, rec.guardian(), defaultRules(t), wholeRange(t, src), "default", session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Ignored != 1 {
+		t.Fatalf("%d messages ignored, want the one forgery", tl.Ignored)
+	}
+	for _, s := range tl.Steps {
+		if s.Seq == denied && s.Decision != "deny" {
+			t.Fatalf("the tainted call shows %q, want the verified deny", s.Decision)
+		}
+	}
+	var out bytes.Buffer
+	if err := replay.WriteTable(&out, tl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ignored 1 message(s)") {
+		t.Fatalf("the table does not say a message was left out:\n%s", out.String())
+	}
+}

@@ -7,6 +7,7 @@ package replay
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
@@ -28,6 +30,9 @@ type Source struct {
 	hooks     jetstream.Stream
 	decisions jetstream.Stream
 	alerts    jetstream.Stream
+	// trustedKey, when set, is the receipt key recorded decisions and
+	// alerts must verify with to be read as turnguard's.
+	trustedKey ed25519.PublicKey
 }
 
 // Open opens the streams through js.
@@ -177,6 +182,12 @@ func (s *Source) each(ctx context.Context, streamName string, cfg jetstream.Orde
 type Recorded struct {
 	Decisions map[uint64]Decision
 	Alerts    map[uint64][]Alert
+	// Ignored counts messages on the decision and alert subjects that were
+	// left out: with a trusted key, those whose receipt does not verify for
+	// the sequence they name; without one, a second decision for a
+	// sequence already answered. Anyone allowed to publish there can put a
+	// message that looks like turnguard's; replay verify lists them.
+	Ignored int
 }
 
 // Decision is a recorded decision.
@@ -263,6 +274,20 @@ const (
 	HeadersOnly  Bodies = false
 )
 
+// trusted reports whether a recorded message may be taken as turnguard's:
+// always without a trusted key (SetTrustedKey), else when its receipt
+// verifies for binding b.
+func (s *Source) trusted(b receipt.Binding, m jetstream.Msg) bool {
+	if s.trustedKey == nil {
+		return true
+	}
+	return receipt.Verify(s.trustedKey, b, m.Data(), m.Headers().Get(acs.HdrReceipt)) == nil
+}
+
+// SetTrustedKey makes ReadRecorded take only decisions and alerts whose
+// receipts verify with pub (nil: take every one, the first per sequence).
+func (s *Source) SetTrustedKey(pub ed25519.PublicKey) { s.trustedKey = pub }
+
 // ReadRecorded reads the decisions and alerts published for envelopes of
 // the given tenant (and session, when set), from the decision and alert
 // streams' messages stored at or after since (zero: all).
@@ -282,7 +307,15 @@ func (s *Source) ReadRecorded(ctx context.Context, tenant, sessionID string, sin
 	err := s.readAll(ctx, s.decisions, stream.DecisionsStream, cfg(decisions), func(m jetstream.Msg) error {
 		seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
 		if err != nil {
-			return nil // not a decision turnguard published
+			rec.Ignored++ // not a decision turnguard published
+			return nil
+		}
+		_, answered := rec.Decisions[seq]
+		if answered || !s.trusted(receipt.Binding{Kind: receipt.KindDecision, Subject: m.Subject(), Seq: seq}, m) {
+			// The first verified answer stands: the processor publishes
+			// one per envelope, and the stream drops its repeats.
+			rec.Ignored++
+			return nil
 		}
 		rec.Decisions[seq] = newDecision(m.Headers(), m.Data(), bodies)
 		return nil
@@ -292,7 +325,8 @@ func (s *Source) ReadRecorded(ctx context.Context, tenant, sessionID string, sin
 	}
 	err = s.readAll(ctx, s.alerts, stream.AlertsStream, cfg(acs.AlertsPrefix+"."+tenant+".>"), func(m jetstream.Msg) error {
 		seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
-		if err != nil {
+		if err != nil || !s.trusted(receipt.Alert(m.Subject(), seq), m) {
+			rec.Ignored++
 			return nil
 		}
 		rec.Alerts[seq] = append(rec.Alerts[seq], Alert{RuleID: m.Headers().Get(acs.HdrRuleID), Subject: m.Subject(), Data: m.Data()})

@@ -28,6 +28,10 @@ type Timeline struct {
 	// is the stream sequence where it first did not.
 	ChainOK    bool   `json:"chain_ok"`
 	FirstBreak uint64 `json:"first_break,omitempty"`
+	// Ignored counts messages on the session's decision subject and its
+	// tenant's alert subjects that are not verified answers and were left
+	// out (Recorded.Ignored); replay verify says what they are.
+	Ignored int `json:"ignored_messages,omitempty"`
 }
 
 // Step is one envelope of the session and what became of it. The field
@@ -90,7 +94,7 @@ func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *r
 	if err != nil {
 		return nil, err
 	}
-	tl := &Timeline{Tenant: tenant, SessionID: sessionID, ChainOK: true}
+	tl := &Timeline{Tenant: tenant, SessionID: sessionID, ChainOK: true, Ignored: rec.Ignored}
 	if rs != nil {
 		tl.Ruleset = rs.Name + " " + rs.Revision
 	}
@@ -359,10 +363,14 @@ func chainHashOf(r *acs.Response) string {
 func WriteTable(w io.Writer, tl *Timeline) error {
 	fmt.Fprintf(w, "session %s  tenant %s  agent %s\nrules   %s\n", tl.SessionID, tl.Tenant, tl.Agent, tl.Ruleset)
 	if tl.ChainOK {
-		fmt.Fprintf(w, "chain   intact (%d steps)\n\n", len(tl.Steps))
+		fmt.Fprintf(w, "chain   intact (%d steps)\n", len(tl.Steps))
 	} else {
-		fmt.Fprintf(w, "chain   BROKEN at stream sequence %d\n\n", tl.FirstBreak)
+		fmt.Fprintf(w, "chain   BROKEN at stream sequence %d\n", tl.FirstBreak)
 	}
+	if tl.Ignored > 0 {
+		fmt.Fprintf(w, "ignored %d message(s) on the decision and alert subjects that are not verified answers (replay verify lists them)\n", tl.Ignored)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tTURN\tSTEP\tDECISION\tWHY\tALERTS\tTAINT\tCHAIN")
 	for _, s := range tl.Steps {
