@@ -27,6 +27,7 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
 	"github.com/turnguard/turnguard/internal/natsauth"
+	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/reload"
 	"github.com/turnguard/turnguard/internal/rules"
@@ -240,7 +241,7 @@ func reportReloadFailure(nc *nats.Conn, signer *receipt.Signer, files []string, 
 	subject, f := alert.Operational("rules_reload_failed", "high", "Rule reload refused",
 		"the new rule set does not load; the last good one keeps running:\n"+err.Error(), time.Now(),
 		map[string]any{"files": files, "error": err.Error()})
-	m, merr := stream.OperationalMsg(subject, f, signer)
+	m, merr := opsalert.Msg(subject, f, signer)
 	if merr != nil {
 		log.Error().Err(merr).Msg("encode reload alert")
 		return

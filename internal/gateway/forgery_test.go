@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -9,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
@@ -62,6 +65,28 @@ func TestForgedDecisionsOverHTTP(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, `"level":"warn"`) || !strings.Contains(out, `"forged":true`) || !strings.Contains(out, "dropped a message on a decision subject") {
 		t.Fatalf("no warning about the forgeries in the log:\n%.2000s", out)
+	}
+	// And an operational alert, signed, at most one a second.
+	js, _ := jetstream.New(natstest.Connect(t, e.srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subject := alert.Subject(alert.SystemTenant, "critical", gateway.AlertForgedDecision)
+	alerts, err := js.Stream(ctx, "ACS_ALERTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *jetstream.RawStreamMsg
+	for m == nil && ctx.Err() == nil {
+		m, _ = alerts.GetLastMsgForSubject(ctx, subject)
+		if m == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if m == nil {
+		t.Fatal("no forged-decision alert")
+	}
+	if err := receipt.Verify(e.receipts.Public(), receipt.Alert(subject, 0), m.Data, m.Header.Get(acs.HdrReceipt)); err != nil {
+		t.Fatalf("the forged-decision alert's receipt: %v", err)
 	}
 }
 

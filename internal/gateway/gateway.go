@@ -27,6 +27,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/msghdr"
+	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
@@ -135,20 +136,21 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if cfg.Receipts == nil {
 		log.Warn().Msg("receipts are off: the HTTP endpoint takes any decision with the right stream sequence, so whoever may publish on acs.decisions.> can answer in turnguard's name")
 	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	alarm := &forgeryAlarm{js: js, signer: cfg.Receipts, log: log}
 	clients := map[string]*client.Client{}
 	for _, t := range tenants {
 		if err := acs.CheckTenant(t); err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
-		c, err := client.New(nc, decisionOptions(cfg, t, log))
+		c, err := client.New(nc, decisionOptions(cfg, t, log, alarm.drop))
 		if err != nil {
 			return nil, fmt.Errorf("gateway: client of tenant %s: %w", t, err)
 		}
 		clients[t] = c
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
 	}
 	hs, err := openHandshakes(ctx, js, cfg.Replicas, cfg.HandshakeTTL)
 	if err != nil {
@@ -159,6 +161,47 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}, nil
 }
 
+// AlertForgedDecision is the operational alert raised when the endpoint
+// drops a forged message on a decision subject.
+const AlertForgedDecision = "forged_decision_dropped"
+
+// forgeryAlarm turns the forged decisions the endpoint drops into
+// operational alerts: at most one a second, each saying how many were
+// dropped in all, so that a forger can flood neither the alert stream nor
+// the endpoint (the publish runs on its own goroutine).
+type forgeryAlarm struct {
+	js      jetstream.JetStream
+	signer  *receipt.Signer
+	log     zerolog.Logger
+	dropped atomic.Uint64
+	// last is when the last alert went out (Unix nanoseconds).
+	last atomic.Int64
+}
+
+func (a *forgeryAlarm) drop(d client.Drop) {
+	if !d.Forged() {
+		return // a genuine decision of another envelope: no attack
+	}
+	n := a.dropped.Add(1)
+	now := time.Now().UnixNano()
+	last := a.last.Load()
+	if now-last < int64(time.Second) || !a.last.CompareAndSwap(last, now) {
+		return
+	}
+	al := opsalert.Alert{ID: AlertForgedDecision, Severity: "critical", Title: "Forged decision dropped",
+		Message: fmt.Sprintf("a message on %s claiming to answer sequence %d is not turnguard's (%v); the HTTP endpoint dropped it (%d forged so far) and waits for the processor's answer",
+			d.Subject, d.Seq, d.Reason, n),
+		MsgID:   AlertForgedDecision + ":" + strconv.FormatInt(now, 10),
+		Details: map[string]any{"subject": d.Subject, "claimed_seq": d.Seq, "request_id": d.RequestID, "reason": d.Reason.Error(), "dropped_total": n}}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := opsalert.Publish(ctx, a.js, a.signer, al); err != nil {
+			a.log.Error().Err(err).Msg("publish the forged-decision alert")
+		}
+	}()
+}
+
 // unauthLogBurst is how many 401s a second are logged.
 const unauthLogBurst = 20
 
@@ -167,7 +210,7 @@ const unauthLogBurst = 20
 // verifies with the processor's own key for the envelope it stored, and
 // logs everything else. Without receipts (--receipt-key none) it can only
 // trust NATS permissions, and says so.
-func decisionOptions(cfg Config, tenant string, log zerolog.Logger) client.Options {
+func decisionOptions(cfg Config, tenant string, log zerolog.Logger, alarm func(client.Drop)) client.Options {
 	// A forger can publish as fast as it likes: the warnings are sampled
 	// (DecisionStats counts every drop), so it cannot flood the log.
 	dropLog := log.Sample(&zerolog.BurstSampler{Burst: 20, Period: time.Second})
@@ -175,6 +218,7 @@ func decisionOptions(cfg Config, tenant string, log zerolog.Logger) client.Optio
 		OnDrop: func(d client.Drop) {
 			dropLog.Warn().Str("subject", d.Subject).Str("request_id", d.RequestID).Uint64("claimed_seq", d.Seq).Bool("forged", d.Forged()).
 				Err(d.Reason).Msg("dropped a message on a decision subject that is not the answer to the envelope published")
+			alarm(d)
 		}}
 	if cfg.Receipts != nil {
 		opt.TrustedKeys = []ed25519.PublicKey{cfg.Receipts.Public()}

@@ -13,9 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -231,24 +230,7 @@ func (w *worker) integrityAlert(ctx context.Context, ie *turnstate.IntegrityErro
 }
 
 func (w *worker) operationalAlert(ctx context.Context, id, title, msg, msgID string, details map[string]any) error {
-	return publishOperational(ctx, w.js, w.guardian.Receipts(), id, title, msg, msgID, details)
-}
-
-// publishOperational publishes one of the processor's own critical alerts,
-// signed, under a message id that makes a repeat within the duplicate
-// window a no-op.
-func publishOperational(ctx context.Context, js jetstream.JetStream, signer *receipt.Signer, id, title, msg, msgID string, details map[string]any) error {
-	subject, f := alert.Operational(id, "critical", title, msg, time.Now(), details)
-	m, err := OperationalMsg(subject, f, signer)
-	if err != nil {
-		return fmt.Errorf("alert %s: %w", id, err)
-	}
-	m.Header.Set(acs.HdrMsgID, msgID)
-	m.Header.Set(acs.HdrRuleID, id)
-	if _, err := js.PublishMsg(ctx, m); err != nil {
-		return fmt.Errorf("publish alert %s: %w", id, err)
-	}
-	return nil
+	return opsalert.Publish(ctx, w.js, w.guardian.Receipts(), opsalert.Alert{ID: id, Severity: "critical", Title: title, Message: msg, MsgID: msgID, Details: details})
 }
 
 // allowedOutbox keeps the publications of a verified outbox that go where a
@@ -323,25 +305,4 @@ func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Out
 	}
 	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
 		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last)}
-}
-
-// OperationalMsg is one of turnguard's own alerts as published: the finding, and
-// its receipt bound to the subject with sequence 0 (it answers no
-// envelope).
-func OperationalMsg(subject string, f alert.Finding, signer *receipt.Signer) (*nats.Msg, error) {
-	data, err := json.Marshal(f)
-	if err != nil {
-		return nil, fmt.Errorf("encode operational alert: %w", err)
-	}
-	m := nats.NewMsg(subject)
-	m.Data = data
-	if signer != nil {
-		rc, err := signer.Sign(receipt.Alert(subject, 0), f)
-		if err != nil {
-			return nil, fmt.Errorf("sign operational alert: %w", err)
-		}
-		m.Header.Set(acs.HdrReceipt, rc)
-		m.Header.Set(acs.HdrReceiptKey, signer.KeyID)
-	}
-	return m, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -270,8 +271,9 @@ func (p *Processor) memberRejected(ctx context.Context) func(key string, rev uin
 		msg := fmt.Sprintf("the record %s at revision %d of %s failed its integrity check (%s): it is no processor's, and is left out of the partition assignment",
 			key, rev, MembersBucket, reason)
 		details := map[string]any{"key": key, "revision": rev, "reason": reason, "bucket": MembersBucket}
-		if err := publishOperational(ctx, p.js, p.guardian.Receipts(), AlertMemberRejected, "Fake processor member record", msg,
-			AlertMemberRejected+":"+id, details); err != nil && ctx.Err() == nil {
+		a := opsalert.Alert{ID: AlertMemberRejected, Severity: "critical", Title: "Fake processor member record", Message: msg,
+			MsgID: AlertMemberRejected + ":" + id, Details: details}
+		if err := opsalert.Publish(ctx, p.js, p.guardian.Receipts(), a); err != nil && ctx.Err() == nil {
 			p.log.Error().Err(err).Msg("publish the member integrity alert")
 		}
 	}
