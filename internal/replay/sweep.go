@@ -79,7 +79,8 @@ func VerifyAll(ctx context.Context, src *Source, receiptKey ed25519.PublicKey, o
 	}
 	sw := &sweeper{
 		src: src, pub: receiptKey, workers: opts.Workers,
-		v:       &Verification{Tenant: scope.Tenant, Sweep: scope},
+		// Empty lists, not null: a JSON consumer of an audit reads [].
+		v:       &Verification{Tenant: scope.Tenant, Sweep: scope, Rejected: []MessageCheck{}, Problems: []string{}},
 		hooks:   newHookIndex(src.hooks),
 		decided: map[uint64]answerRef{},
 		alerted: map[alertKey]answerRef{},
