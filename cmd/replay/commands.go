@@ -186,6 +186,7 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		tenant, session, format string
 		receiptKey              string
 		systemAlerts, all       bool
+		maxRejected             int
 	)
 	fs := newFlagSet("verify", "--session S | --all [--tenant T] [--since D | --from T --to T] [--keys FILE] [--receipt-key PEM] [--system-alerts]", stderr)
 	c.register(fs)
@@ -196,9 +197,13 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.BoolVar(&all, "all", false, "audit every message of ACS_DECISIONS and ACS_ALERTS stored in range (--since, --from, --to), of every tenant or --tenant: report each that is not a verified answer; no hash chains are recomputed (that is --session's); exit 1 unless everything was checked and nothing rejected")
 	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
 	fs.BoolVar(&systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>; --all without --tenant always does)")
+	fs.IntVar(&maxRejected, "max-rejected", 10000, "with --all, list at most this many rejected messages and count the rest (0: list all)")
 	fs.StringVar(&format, "format", "table", "table or json")
 	if err := parse(fs, args); err != nil {
 		return exitError, err
+	}
+	if maxRejected < 0 {
+		return exitError, errors.New("--max-rejected must not be negative")
 	}
 	ranged := rf.since != 0 || rf.from != "" || rf.to != ""
 	switch {
@@ -248,7 +253,7 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	v := &replay.Verification{Chain: replay.ChainVerdict{Intact: true}}
 	switch {
 	case all:
-		if v, err = replay.VerifyAll(ctx, src, pub, replay.SweepOptions{Tenant: tenant, Bounds: b, Progress: stderr}); err != nil {
+		if v, err = replay.VerifyAll(ctx, src, pub, replay.SweepOptions{Tenant: tenant, Bounds: b, Progress: stderr, MaxRejected: maxRejected}); err != nil {
 			return exitError, err
 		}
 	case session != "":

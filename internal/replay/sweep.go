@@ -36,6 +36,10 @@ type SweepOptions struct {
 	// GOMAXPROCS): an Ed25519 verification is the largest cost of a
 	// message.
 	Workers int
+	// MaxRejected bounds the rejected messages listed (0: no bound); the
+	// rest are counted in SweepScope.RejectedUnlisted. Whoever may publish
+	// forgeries may publish millions, and the audit must still finish.
+	MaxRejected int
 }
 
 // SweepScope says what a whole-stream audit covered.
@@ -44,6 +48,19 @@ type SweepScope struct {
 	Tenant string    `json:"tenant"`
 	From   time.Time `json:"from,omitzero"`
 	To     time.Time `json:"to,omitzero"`
+	// RejectedUnlisted counts the rejected messages beyond
+	// SweepOptions.MaxRejected, which are not in Rejected.
+	RejectedUnlisted int `json:"rejected_unlisted,omitempty"`
+}
+
+// RejectedCount is how many messages a verification rejected, listed
+// or not.
+func (v *Verification) RejectedCount() int {
+	n := len(v.Rejected)
+	if v.Sweep != nil {
+		n += v.Sweep.RejectedUnlisted
+	}
+	return n
 }
 
 // sweepBatch is how many messages are checked together: enough to keep
@@ -78,7 +95,7 @@ func VerifyAll(ctx context.Context, src *Source, receiptKey ed25519.PublicKey, o
 		decisions, alerts = acs.DecisionsPrefix+"."+opts.Tenant+".>", acs.AlertsPrefix+"."+opts.Tenant+".>"
 	}
 	sw := &sweeper{
-		src: src, pub: receiptKey, workers: opts.Workers,
+		src: src, pub: receiptKey, workers: opts.Workers, maxRejected: opts.MaxRejected,
 		// Empty lists, not null: a JSON consumer of an audit reads [].
 		v:       &Verification{Tenant: scope.Tenant, Sweep: scope, Rejected: []MessageCheck{}, Problems: []string{}},
 		hooks:   newHookIndex(src.hooks),
@@ -105,13 +122,14 @@ func VerifyAll(ctx context.Context, src *Source, receiptKey ed25519.PublicKey, o
 // sweeper holds what a sweep remembers between batches: per answered
 // sequence, its first verified answer.
 type sweeper struct {
-	src     *Source
-	pub     ed25519.PublicKey
-	workers int
-	v       *Verification
-	hooks   *hookIndex
-	decided map[uint64]answerRef
-	alerted map[alertKey]answerRef
+	src         *Source
+	pub         ed25519.PublicKey
+	workers     int
+	maxRejected int
+	v           *Verification
+	hooks       *hookIndex
+	decided     map[uint64]answerRef
+	alerted     map[alertKey]answerRef
 	// rules interns rule ids, so that alerted's keys stay small.
 	rules map[string]uint32
 }
@@ -399,6 +417,10 @@ func first[K comparable](answers map[K]answerRef, key K, m *sweptMsg, what, stre
 
 // reject records a message that is not a verified answer.
 func (sw *sweeper) reject(streamName string, m *sweptMsg, id string, why []string) {
+	if sw.maxRejected > 0 && len(sw.v.Rejected) >= sw.maxRejected {
+		sw.v.Sweep.RejectedUnlisted++
+		return
+	}
 	mc := MessageCheck{Stream: streamName, StreamSeq: m.streamSeq, Subject: m.subject, ClaimedSeq: m.claimed, RequestID: id, Detail: strings.Join(why, "; ")}
 	sw.v.Rejected = append(sw.v.Rejected, mc)
 	sw.v.Problems = append(sw.v.Problems, fmt.Sprintf("%s message %d on %s (Acs-Stream-Seq %q): %s",
@@ -507,7 +529,7 @@ func writeSweep(w io.Writer, v *Verification) error {
 	fmt.Fprintf(w, "sweep      %s\n", scope)
 	fmt.Fprintf(w, "decisions  %d: %d checked, %d not checked\n", m.Decisions, m.DecisionsChecked, m.DecisionsNotChecked)
 	fmt.Fprintf(w, "alerts     %d: %d checked, %d not checked\n", m.Alerts, m.AlertsChecked, m.AlertsNotChecked)
-	fmt.Fprintf(w, "rejected   %d\n", len(v.Rejected))
+	fmt.Fprintf(w, "rejected   %d\n", v.RejectedCount())
 	switch {
 	case v.OK() && v.Complete():
 		fmt.Fprintln(w, "result     verified")
@@ -516,7 +538,7 @@ func writeSweep(w io.Writer, v *Verification) error {
 		fmt.Fprintf(w, "result     no problem found, but %d message(s) not checked (no --receipt-key): not verified\n", m.DecisionsNotChecked+m.AlertsNotChecked)
 		return nil
 	}
-	fmt.Fprintf(w, "result     %d message(s) rejected\n\n", len(v.Rejected))
+	fmt.Fprintf(w, "result     %d message(s) rejected\n\n", v.RejectedCount())
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STREAM\tSEQ\tSUBJECT\tCLAIMED SEQ\tREQUEST/RULE\tWHY")
 	for _, r := range v.Rejected {
@@ -530,7 +552,13 @@ func writeSweep(w io.Writer, v *Verification) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Stream, r.StreamSeq, headerText(r.Subject), claimed, id, r.Detail)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := v.Sweep.RejectedUnlisted; n > 0 {
+		fmt.Fprintf(w, "… and %d more, not listed (--max-rejected %d)\n", n, len(v.Rejected))
+	}
+	return nil
 }
 
 func timeOrOpen(t time.Time) string {

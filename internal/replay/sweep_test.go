@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -289,6 +290,19 @@ func TestVerifyAll(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Log(report)
+		}
+	})
+
+	t.Run("listing bounded", func(t *testing.T) {
+		v, err := replay.VerifyAll(ctx, openSource(t, cp), signer.Public(), replay.SweepOptions{MaxRejected: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_ = replay.WriteVerification(&out, v)
+		if len(v.Rejected) != 3 || v.RejectedCount() != len(forgeries) || v.OK() ||
+			!strings.Contains(out.String(), fmt.Sprintf("… and %d more, not listed", len(forgeries)-3)) {
+			t.Errorf("listed %d, counted %d:\n%s", len(v.Rejected), v.RejectedCount(), out.String())
 		}
 	})
 
