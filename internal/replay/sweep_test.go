@@ -23,6 +23,19 @@ import (
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
+// forgery is a forged message and what its rejection must say.
+type forgery struct {
+	name string
+	m    recordedMsg
+	want string
+}
+
+// msgKey names a stored message.
+type msgKey struct {
+	stream string
+	seq    uint64
+}
+
 // sweepWorld is a recording of sessions of two tenants, acme and globex:
 // per tenant a clean session and two whose shell call is denied (with an
 // alert) one and zero turns after web content.
@@ -205,11 +218,7 @@ func TestVerifyAll(t *testing.T) {
 	}
 	acme1Subject := acs.DecisionSubject("acme", acme1)
 	seq := strconv.FormatUint(acme1Seq, 10)
-	forgeries := []struct {
-		name string
-		m    recordedMsg
-		want string
-	}{
+	forgeries := []forgery{
 		{"bogus receipt", msg(acme1Subject, seq, allow, nil, "AAAA"), "malformed receipt"},
 		{"no receipt", msg(acme1Subject, seq, allow, nil, ""), "no receipt"},
 		{"unknown key", msg(acme1Subject, seq, allow, foreign, ""), "receipt made with key"},
@@ -236,62 +245,28 @@ func TestVerifyAll(t *testing.T) {
 		batch = append(batch, f.m)
 	}
 	seqs := publishAcked(t, cp, batch)
-	type key struct {
-		stream string
-		seq    uint64
-	}
-	forged := map[key]int{}
+	forged := map[msgKey]int{}
 	for i, f := range forgeries {
 		name := stream.DecisionsStream
 		if strings.HasPrefix(f.m.Subject, acs.AlertsPrefix) {
 			name = stream.AlertsStream
 		}
-		forged[key{name, seqs[i]}] = i
+		forged[msgKey{name, seqs[i]}] = i
 	}
-	t.Run("forgeries", func(t *testing.T) {
-		v, err := replay.VerifyAll(ctx, openSource(t, cp), signer.Public(), replay.SweepOptions{Workers: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		if err := replay.WriteVerification(&out, v); err != nil {
-			t.Fatal(err)
-		}
-		report := out.String()
-		if v.OK() || strings.Contains(report, "verified") {
-			t.Fatalf("forgeries unreported:\n%s", report)
-		}
-		seen := map[key]int{}
-		for _, r := range v.Rejected {
-			k := key{r.Stream, r.StreamSeq}
-			seen[k]++
-			i, ok := forged[k]
-			if !ok {
-				t.Errorf("a genuine message rejected: %+v", r)
-				continue
+	for _, window := range []struct {
+		name    string
+		size    int
+		advance uint64
+		restart int
+	}{{name: "forgeries"}, {"forgeries, tiny window", 4, 16, 1}} {
+		t.Run(window.name, func(t *testing.T) {
+			if window.size > 0 {
+				// The same verdicts whichever way envelopes are looked up.
+				t.Cleanup(replay.SetHookWindow(window.size, window.advance, window.restart))
 			}
-			if !strings.Contains(r.Detail, forgeries[i].want) {
-				t.Errorf("%s: %q lacks %q", forgeries[i].name, r.Detail, forgeries[i].want)
-			}
-		}
-		for k, i := range forged {
-			if seen[k] != 1 {
-				t.Errorf("%s (%s %d) reported %d times", forgeries[i].name, k.stream, k.seq, seen[k])
-			}
-		}
-		m := v.Messages
-		if m.Decisions+m.Alerts != decisions+alerts+len(forgeries) || m.DecisionsNotChecked+m.AlertsNotChecked != 0 {
-			t.Errorf("counts %+v, want %d messages all checked", m, decisions+alerts+len(forgeries))
-		}
-		for _, w := range []string{"rejected   " + strconv.Itoa(len(forgeries)), "STREAM", "another answer to seq " + seq} {
-			if !strings.Contains(report, w) {
-				t.Errorf("report lacks %q:\n%s", w, report)
-			}
-		}
-		if t.Failed() {
-			t.Log(report)
-		}
-	})
+			sweepForgeries(t, cp, signer, forgeries, forged, decisions+alerts, seq)
+		})
+	}
 
 	t.Run("listing bounded", func(t *testing.T) {
 		v, err := replay.VerifyAll(ctx, openSource(t, cp), signer.Public(), replay.SweepOptions{MaxRejected: 3})
@@ -348,4 +323,52 @@ func BenchmarkVerifyAll(b *testing.B) {
 		n += v.Messages.Decisions + v.Messages.Alerts
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "messages/s")
+}
+
+// sweepForgeries sweeps the forged copy and requires every forgery, and
+// nothing else, reported once, for its reason.
+func sweepForgeries(t *testing.T, cp *server.Server, signer *receipt.Signer, forgeries []forgery, forged map[msgKey]int, genuine int, seq string) {
+	t.Helper()
+	v, err := replay.VerifyAll(context.Background(), openSource(t, cp), signer.Public(), replay.SweepOptions{Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := replay.WriteVerification(&out, v); err != nil {
+		t.Fatal(err)
+	}
+	report := out.String()
+	if v.OK() || strings.Contains(report, "verified") {
+		t.Fatalf("forgeries unreported:\n%s", report)
+	}
+	seen := map[msgKey]int{}
+	for _, r := range v.Rejected {
+		k := msgKey{r.Stream, r.StreamSeq}
+		seen[k]++
+		i, ok := forged[k]
+		if !ok {
+			t.Errorf("a genuine message rejected: %+v", r)
+			continue
+		}
+		if !strings.Contains(r.Detail, forgeries[i].want) {
+			t.Errorf("%s: %q lacks %q", forgeries[i].name, r.Detail, forgeries[i].want)
+		}
+	}
+	for k, i := range forged {
+		if seen[k] != 1 {
+			t.Errorf("%s (%s %d) reported %d times", forgeries[i].name, k.stream, k.seq, seen[k])
+		}
+	}
+	m := v.Messages
+	if m.Decisions+m.Alerts != genuine+len(forgeries) || m.DecisionsNotChecked+m.AlertsNotChecked != 0 {
+		t.Errorf("counts %+v, want %d messages all checked", m, genuine+len(forgeries))
+	}
+	for _, w := range []string{"rejected   " + strconv.Itoa(len(forgeries)), "STREAM", "another answer to seq " + seq} {
+		if !strings.Contains(report, w) {
+			t.Errorf("report lacks %q:\n%s", w, report)
+		}
+	}
+	if t.Failed() {
+		t.Log(report)
+	}
 }
