@@ -68,8 +68,8 @@ func (v *Verification) RejectedCount() int {
 // every worker busy, few enough that the bodies held at once stay small.
 const sweepBatch = 1024
 
-// hookCacheSize bounds the envelopes whose subjects are remembered; an
-// alert usually names the envelope its decision named a moment before.
+// hookCacheSize bounds the envelopes got one by one (outside the window
+// read through ACS_HOOKS) whose subjects are remembered.
 const hookCacheSize = 8192
 
 // VerifyAll is the whole-stream audit: every message of ACS_DECISIONS
@@ -108,9 +108,9 @@ func VerifyAll(ctx context.Context, src *Source, receiptKey ed25519.PublicKey, o
 		sw.workers = runtime.GOMAXPROCS(0)
 	}
 	defer sw.hooks.close()
-	// A decision or alert stored by the time the streams' ends are fixed
-	// answers an envelope stored before: fix them first, ACS_HOOKS is
-	// looked up afterwards.
+	// A decision stored by the time its stream's end is fixed answers an
+	// envelope stored before: that end is fixed first, ACS_HOOKS' at the
+	// first lookup (what an alert names beyond it is got, not read).
 	err := src.sweepStream(ctx, src.decisions, stream.DecisionsStream, decisions, opts, sw.decisions)
 	if err != nil {
 		return sw.v, err
@@ -182,7 +182,7 @@ func (s *Source) sweepStream(ctx context.Context, st jetstream.Stream, name, fil
 		batch = batch[:0]
 		return err
 	}
-	err = s.each(ctx, name, cfg, func(m jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
+	err = s.readToEnd(ctx, name, cfg, func(m jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
 		seq := md.Sequence.Stream
 		if seq > last || !opts.Bounds.To.IsZero() && md.Timestamp.After(opts.Bounds.To) {
 			return false, nil
@@ -211,6 +211,43 @@ func (s *Source) sweepStream(ctx context.Context, st jetstream.Stream, name, fil
 		return fmt.Errorf("sweep %s: %w", name, err)
 	}
 	return nil
+}
+
+// readToEnd drives an ordered consumer until fn says it has all it
+// wants. Unlike each, a read that stalls is an error, not the end: an
+// audit that stopped early must not pass for one that saw everything.
+func (s *Source) readToEnd(ctx context.Context, streamName string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg, *jetstream.MsgMetadata) (bool, error)) error {
+	c, err := s.js.OrderedConsumer(ctx, streamName, cfg)
+	if err != nil {
+		return err
+	}
+	if info, err := c.Info(ctx); err != nil {
+		return err
+	} else if info.NumPending == 0 {
+		return nil
+	}
+	it, err := c.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextMaxWait(10 * time.Second))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("the read stalled: %w", err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		more, err := fn(m, md)
+		if err != nil || !more {
+			return err
+		}
+	}
 }
 
 // lookupWorkers is how many envelope lookups are in flight at once: they
