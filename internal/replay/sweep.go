@@ -276,10 +276,11 @@ func parallel(workers, n int, fn func(i int)) {
 // names, both in parallel and at the same time (the lookups wait on the
 // server while the receipts keep the CPUs busy); the verdicts are then
 // reached in stream order.
-func (sw *sweeper) prepare(ctx context.Context, batch []sweptMsg, binding func(*sweptMsg) (receipt.Binding, bool)) (map[uint64]hookRef, error) {
+func (sw *sweeper) prepare(ctx context.Context, batch []sweptMsg, alerts bool, binding func(*sweptMsg) (receipt.Binding, bool)) (map[uint64]hookRef, error) {
 	var seqs []uint64
 	for i := range batch {
-		if batch[i].claimed != 0 && batch[i].tenant != alert.SystemTenant {
+		// turnguard's operational alerts answer no envelope.
+		if batch[i].claimed != 0 && !(alerts && batch[i].tenant == alert.SystemTenant) {
 			seqs = append(seqs, batch[i].claimed)
 		}
 	}
@@ -310,7 +311,7 @@ func (sw *sweeper) decisions(ctx context.Context, batch []sweptMsg) error {
 			m.tenant, m.session = tok[2], tok[3]
 		}
 	}
-	hooks, err := sw.prepare(ctx, batch, func(m *sweptMsg) (receipt.Binding, bool) {
+	hooks, err := sw.prepare(ctx, batch, false, func(m *sweptMsg) (receipt.Binding, bool) {
 		// The receipt is bound to the subject the message is stored on
 		// and the sequence it claims: a genuine receipt moved to another
 		// session or envelope does not verify.
@@ -372,7 +373,7 @@ func (sw *sweeper) alerts(ctx context.Context, batch []sweptMsg) error {
 			m.tenant, m.rule = tok[2], tok[4]
 		}
 	}
-	hooks, err := sw.prepare(ctx, batch, func(m *sweptMsg) (receipt.Binding, bool) {
+	hooks, err := sw.prepare(ctx, batch, true, func(m *sweptMsg) (receipt.Binding, bool) {
 		if m.tenant == alert.SystemTenant {
 			// An operational alert answers no envelope: bound to 0.
 			return receipt.Alert(m.subject, 0), true
