@@ -187,27 +187,50 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var (
 		c                       conn
+		rf                      rangeFlags
 		core                    cliflag.Core
 		tenant, session, format string
 		receiptKey              string
-		systemAlerts            bool
+		systemAlerts, all       bool
+		maxRejected             int
 	)
-	fs := newFlagSet("verify", "--session S [--keys FILE] [--receipt-key PEM] [--system-alerts]", stderr)
+	fs := newFlagSet("verify", "--session S | --all [--tenant T] [--since D | --from T --to T] [--keys FILE] [--receipt-key PEM] [--system-alerts]", stderr)
 	c.register(fs)
+	rf.register(fs)
 	core.Register(fs)
-	fs.StringVar(&tenant, "tenant", "default", "tenant of the session")
-	fs.StringVar(&session, "session", "", "session id (required unless --system-alerts)")
+	fs.StringVar(&tenant, "tenant", "", `tenant of the session (default "default"); with --all only this tenant's messages (default every tenant's, and turnguard's own _system alerts)`)
+	fs.StringVar(&session, "session", "", "session id (required unless --all or --system-alerts)")
+	fs.BoolVar(&all, "all", false, "audit every message of ACS_DECISIONS and ACS_ALERTS stored in range (--since, --from, --to), of every tenant or --tenant: report each that is not a verified answer; no hash chains are recomputed (that is --session's); exit 1 unless everything was checked and nothing rejected")
 	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
-	fs.BoolVar(&systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>)")
+	fs.BoolVar(&systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>; --all without --tenant always does)")
+	fs.IntVar(&maxRejected, "max-rejected", 10000, "with --all, list at most this many rejected messages and count the rest (0: list all)")
 	fs.StringVar(&format, "format", "table", "table or json")
 	if err := parse(fs, args); err != nil {
 		return exitError, err
 	}
-	if session == "" && !systemAlerts {
-		return exitError, errors.New("--session is required")
+	if maxRejected < 0 {
+		return exitError, errors.New("--max-rejected must not be negative")
+	}
+	ranged := rf.since != 0 || rf.from != "" || rf.to != ""
+	switch {
+	case all && session != "":
+		return exitError, errors.New("--all and --session are alternatives")
+	case ranged && !all:
+		// A session is verified whole: its chain starts at its first
+		// envelope.
+		return exitError, errors.New("--since, --from and --to select what --all audits; --session verifies the whole session")
+	case !all && session == "" && !systemAlerts:
+		return exitError, errors.New("--session or --all is required")
 	}
 	if err := checkFormat(format, "table", "json"); err != nil {
 		return exitError, err
+	}
+	b, err := rf.bounds(time.Now())
+	if err != nil {
+		return exitError, err
+	}
+	if tenant == "" && !all {
+		tenant = "default"
 	}
 	if receiptKey == "" && c.natsURL == "" {
 		for _, name := range []string{"receipt-key.pub", "receipt-key.pem"} {
@@ -219,7 +242,6 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	var pub ed25519.PublicKey
 	if receiptKey != "" {
-		var err error
 		if pub, err = receipt.LoadPublic(receiptKey); err != nil {
 			return exitError, err
 		}
@@ -235,7 +257,12 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer closeFn()
 	v := &replay.Verification{Chain: replay.ChainVerdict{Intact: true}}
-	if session != "" {
+	switch {
+	case all:
+		if v, err = replay.VerifyAll(ctx, src, pub, replay.SweepOptions{Tenant: tenant, Bounds: b, Progress: stderr, MaxRejected: maxRejected}); err != nil {
+			return exitError, err
+		}
+	case session != "":
 		if v, err = replay.Verify(ctx, src, g, gcfg.Keys, pub, r, tenant, session); err != nil {
 			return exitError, err
 		}
@@ -243,12 +270,13 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return exitError, fmt.Errorf("no envelopes of session %s (tenant %s)", session, tenant)
 		}
 	}
-	if systemAlerts {
+	// A sweep of every tenant has read the _system alerts already.
+	if systemAlerts && !(all && tenant == "") {
 		sys, err := replay.VerifySystemAlerts(ctx, src, pub)
 		if err != nil {
 			return exitError, err
 		}
-		if session == "" {
+		if !all && session == "" {
 			v = sys
 		} else {
 			v.Merge(sys)
@@ -262,7 +290,9 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return exitError, err
 	}
-	if !v.OK() {
+	if !v.OK() || all && !v.Complete() {
+		// An audit that could not check everything proves nothing about
+		// what it skipped: only "verified" passes.
 		return exitDifferences, nil
 	}
 	return exitOK, nil

@@ -6,6 +6,7 @@
 //	replay timeline  --session S [--format table|json|html] [--output FILE]
 //	replay run       --rules FILE... [range | --session S] [--diff] [--fail-on-diff]
 //	replay verify    --session S [--keys FILE] [--receipt-key PEM] [--system-alerts]
+//	replay verify    --all [--tenant T] [range] [--receipt-key PEM]
 package main
 
 import (
@@ -39,7 +40,8 @@ Commands:
   run        re-decide history with other rules and report what changes
   verify     recompute a session's hash chain, check every decision's HMAC
              signature and Ed25519 receipt offline, and report every message
-             on its decision subject and every alert that is not verified
+             on its decision subject and every alert that is not verified;
+             --all audits every decision and alert in range, of all tenants
   version    print the version
 
 Connect with --nats-url (and --nats-creds), or open the embedded server's

@@ -118,6 +118,10 @@ func TestReplayCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := filepath.Join(t.TempDir(), "report.html")
+	otherKey := filepath.Join(t.TempDir(), "other.pem")
+	if _, _, err := receipt.LoadOrCreate(otherKey); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		args     []string
@@ -150,7 +154,23 @@ func TestReplayCommands(t *testing.T) {
 			[]string{"result     verified"}},
 		{"verify the operational alerts alone", []string{"verify", "--data-dir", data, "--system-alerts"}, exitOK,
 			[]string{"0 alert(s)", "result     verified"}},
-		{"verify without a session", []string{"verify", "--data-dir", data}, exitError, []string{"--session is required"}},
+		{"verify without a session", []string{"verify", "--data-dir", data}, exitError, []string{"--session or --all is required"}},
+		{"verify --all", []string{"verify", "--data-dir", data, "--all"}, exitOK,
+			[]string{"sweep      all tenants", "decisions  14: 14 checked, 0 not checked", "alerts     1: 1 checked, 0 not checked", "rejected   0", "result     verified"}},
+		{"verify --all of one tenant in a range", []string{"verify", "--data-dir", data, "--all", "--tenant", "default", "--since", "1h"}, exitOK,
+			[]string{"sweep      tenant default, stored ", "decisions  14: 14 checked", "result     verified"}},
+		{"verify --all of another tenant", []string{"verify", "--data-dir", data, "--all", "--tenant", "acme"}, exitOK,
+			[]string{"decisions  0: 0 checked", "alerts     0:", "result     verified"}},
+		{"verify --all after the last message", []string{"verify", "--data-dir", data, "--all", "--from", "2099-01-01T00:00:00Z"}, exitOK,
+			[]string{"decisions  0:", "result     verified"}},
+		{"verify --all as JSON", []string{"verify", "--data-dir", data, "--all", "--format", "json"}, exitOK,
+			[]string{`"sweep": {`, `"tenant": "*"`, `"decisions": 14`, `"rejected": []`}},
+		{"verify --all with another key", []string{"verify", "--data-dir", data, "--all", "--receipt-key", otherKey}, exitDifferences,
+			[]string{"rejected   15", "result     15 message(s) rejected", "ACS_DECISIONS", "ACS_ALERTS", "receipt made with key"}},
+		{"verify --all and --session", []string{"verify", "--data-dir", data, "--all", "--session", examples.TaintSessionID}, exitError,
+			[]string{"--all and --session are alternatives"}},
+		{"verify a session in a range", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID, "--since", "1h"}, exitError,
+			[]string{"--session verifies the whole session"}},
 		{"run without rules", []string{"run", "--data-dir", data}, exitError, []string{"--rules is required"}},
 		{"bad format", []string{"timeline", "--data-dir", data, "--session", "x", "--format", "pdf"}, exitError, []string{`--format "pdf"`}},
 		{"bad time", []string{"sessions", "--data-dir", data, "--from", "yesterday"}, exitError, []string{"RFC 3339"}},
@@ -181,6 +201,17 @@ func TestReplayCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Without a receipt key nothing can be checked: --all then fails, as
+	// an audit that proves nothing must.
+	for _, name := range []string{"receipt-key.pub", "receipt-key.pem"} {
+		if err := os.Rename(filepath.Join(data, name), filepath.Join(data, name+".away")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, stdout, stderr := runReplay(t, "verify", "--data-dir", data, "--all"); code != exitDifferences ||
+		!strings.Contains(stdout, "decisions  14: 0 checked, 14 not checked") || !strings.Contains(stdout, "not verified") {
+		t.Errorf("verify --all without a key: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// A range after the last envelope is empty, at once.
 	if code, stdout, stderr := runReplay(t, "sessions", "--data-dir", data, "--from", "2099-01-01T00:00:00Z", "--format", "json"); code != exitOK || stdout != "" {

@@ -45,13 +45,21 @@ type Progress struct {
 	n        uint64
 	start    time.Time
 	shown    time.Time
+	// unit names what is counted in the rate.
+	unit string
 }
 
 // NewProgress returns a progress line for the stream range [from, to],
 // written to w when w is a terminal.
 func NewProgress(w io.Writer, from, to uint64) *Progress {
+	return newProgress(w, from, to, "envelopes")
+}
+
+// newProgress is NewProgress over a range of another stream, whose rate
+// is counted in unit.
+func newProgress(w io.Writer, from, to uint64, unit string) *Progress {
 	f, ok := w.(*os.File)
-	return &Progress{w: w, on: ok && isatty.IsTerminal(f.Fd()), from: from, to: to, start: time.Now()}
+	return &Progress{w: w, on: ok && isatty.IsTerminal(f.Fd()), from: from, to: to, start: time.Now(), unit: unit}
 }
 
 // At records that the envelope at seq was read.
@@ -65,7 +73,7 @@ func (p *Progress) At(seq uint64) {
 	total := p.to - p.from + 1
 	rate := float64(p.n) / time.Since(p.start).Seconds()
 	eta := time.Duration(float64(total-min(done, total)) / max(rate, 1) * float64(time.Second))
-	fmt.Fprintf(p.w, "\r  %d/%d  %3.0f%%  %.0f envelopes/s  ETA %s   ", done, total, 100*float64(done)/float64(total), rate, eta.Round(time.Second))
+	fmt.Fprintf(p.w, "\r  %d/%d  %3.0f%%  %.0f %s/s  ETA %s   ", done, total, 100*float64(done)/float64(total), rate, p.unit, eta.Round(time.Second))
 }
 
 // Done clears the progress line.

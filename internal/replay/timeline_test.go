@@ -39,6 +39,12 @@ func TestTimelineGolden(t *testing.T) {
 			if rep.Differs() || rep.Compared == 0 {
 				t.Errorf("back-test with the live rules: %d compared, changes %+v", rep.Compared, rep.Changes)
 			}
+			// Whatever the scenario does — refusals, subagents, dead
+			// letters — the audit of the streams finds nothing forged.
+			_, signer := testKeys(t)
+			if v, err := replay.VerifyAll(context.Background(), src, signer.Public(), replay.SweepOptions{}); err != nil || !v.OK() || !v.Complete() {
+				t.Errorf("verify --all of the untouched recording: %v %+v %v", err, v.Messages, v.Problems)
+			}
 			for _, alias := range append([]string{"main"}, sc.Sessions...) {
 				tl, err := replay.BuildTimeline(context.Background(), src, rec.guardian(), rs, wholeRange(t, src), sc.Tenant, sc.SessionID(alias))
 				if err != nil {

@@ -34,10 +34,13 @@ const (
 // HMAC signature and Ed25519 receipt, every other message on the
 // session's decision subject, and the session's alerts.
 type Verification struct {
-	Tenant    string       `json:"tenant"`
-	SessionID string       `json:"session_id"`
-	Steps     []StepCheck  `json:"steps"`
-	Chain     ChainVerdict `json:"chain"`
+	Tenant    string `json:"tenant"`
+	SessionID string `json:"session_id"`
+	// Steps and Chain are a session's; a sweep (VerifyAll) has neither.
+	Steps []StepCheck  `json:"steps,omitzero"`
+	Chain ChainVerdict `json:"chain,omitzero"`
+	// Sweep says what a whole-stream audit covered (nil: one session).
+	Sweep *SweepScope `json:"sweep,omitempty"`
 	// Messages counts what was found on the decision subject and in the
 	// session's alerts, and how much of it could be checked.
 	Messages MessageCounts `json:"messages"`
@@ -510,6 +513,9 @@ func short(h string) string {
 
 // WriteVerification prints a verification for a terminal.
 func WriteVerification(w io.Writer, v *Verification) error {
+	if v.Sweep != nil {
+		return writeSweep(w, v)
+	}
 	if v.SessionID == "" {
 		return writeMessages(w, v)
 	}
