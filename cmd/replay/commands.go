@@ -290,9 +290,10 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return exitError, err
 	}
-	if !v.OK() || all && !v.Complete() {
-		// An audit that could not check everything proves nothing about
-		// what it skipped: only "verified" passes.
+	if !v.OK() || !v.Complete() {
+		// A verification that could not check everything proves nothing
+		// about what it skipped: only "verified" passes, for a session as
+		// for the whole stream.
 		return exitDifferences, nil
 	}
 	return exitOK, nil
