@@ -232,19 +232,9 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if tenant == "" && !all {
 		tenant = "default"
 	}
-	if receiptKey == "" && c.natsURL == "" {
-		for _, name := range []string{"receipt-key.pub", "receipt-key.pem"} {
-			if p := filepath.Join(c.dataDir, name); fileExists(p) {
-				receiptKey = p
-				break
-			}
-		}
-	}
-	var pub ed25519.PublicKey
-	if receiptKey != "" {
-		if pub, err = receipt.LoadPublic(receiptKey); err != nil {
-			return exitError, err
-		}
+	pub, err := trustedReceiptKey(c, receiptKey)
+	if err != nil {
+		return exitError, err
 	}
 	// Rules do not enter the hash chain: verify decides with none.
 	g, gcfg, err := newGuardian(core)
@@ -300,8 +290,9 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 // trustedReceiptKey loads the receipt key a command trusts: flag (a PEM
-// file, or "none"), else the data dir's public key when the command opens
-// the data dir and the processor wrote one, else none (nil).
+// file, or "none"), else the data dir's key when the command opens the
+// data dir and the processor wrote one (the public key, or the private key
+// of a processor from before public keys were written), else none (nil).
 func trustedReceiptKey(c conn, flag string) (ed25519.PublicKey, error) {
 	switch {
 	case flag == "none":
@@ -309,8 +300,10 @@ func trustedReceiptKey(c conn, flag string) (ed25519.PublicKey, error) {
 	case flag != "":
 		return receipt.LoadPublic(flag)
 	case c.natsURL == "":
-		if p := filepath.Join(c.dataDir, "receipt-key.pub"); fileExists(p) {
-			return receipt.LoadPublic(p)
+		for _, name := range []string{"receipt-key.pub", "receipt-key.pem"} {
+			if p := filepath.Join(c.dataDir, name); fileExists(p) {
+				return receipt.LoadPublic(p)
+			}
 		}
 	}
 	return nil, nil
