@@ -137,7 +137,10 @@ func (s *Source) Each(ctx context.Context, r Range, filters []string, fn func(En
 	})
 }
 
-// each drives an ordered consumer; fn says whether to go on.
+// each drives an ordered consumer; fn says whether to go on. Callers stop
+// at the last message they want (NumPending, their range's end), so a read
+// that stalls before is an error, not the end: a verification or back-test
+// cut short must not pass for one that saw everything.
 func (s *Source) each(ctx context.Context, streamName string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg, *jetstream.MsgMetadata) (bool, error)) error {
 	c, err := s.js.OrderedConsumer(ctx, streamName, cfg)
 	if err != nil {
@@ -156,15 +159,12 @@ func (s *Source) each(ctx context.Context, streamName string, cfg jetstream.Orde
 	}
 	defer it.Stop()
 	for {
-		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
+		m, err := it.Next(jetstream.NextMaxWait(10 * time.Second))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			return nil
-		}
 		if err != nil {
-			return err
+			return fmt.Errorf("the read of %s stalled: %w", streamName, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {

@@ -182,7 +182,7 @@ func (s *Source) sweepStream(ctx context.Context, st jetstream.Stream, name, fil
 		batch = batch[:0]
 		return err
 	}
-	err = s.readToEnd(ctx, name, cfg, func(m jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
+	err = s.each(ctx, name, cfg, func(m jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
 		seq := md.Sequence.Stream
 		if seq > last || !opts.Bounds.To.IsZero() && md.Timestamp.After(opts.Bounds.To) {
 			return false, nil
@@ -211,43 +211,6 @@ func (s *Source) sweepStream(ctx context.Context, st jetstream.Stream, name, fil
 		return fmt.Errorf("sweep %s: %w", name, err)
 	}
 	return nil
-}
-
-// readToEnd drives an ordered consumer until fn says it has all it
-// wants. Unlike each, a read that stalls is an error, not the end: an
-// audit that stopped early must not pass for one that saw everything.
-func (s *Source) readToEnd(ctx context.Context, streamName string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg, *jetstream.MsgMetadata) (bool, error)) error {
-	c, err := s.js.OrderedConsumer(ctx, streamName, cfg)
-	if err != nil {
-		return err
-	}
-	if info, err := c.Info(ctx); err != nil {
-		return err
-	} else if info.NumPending == 0 {
-		return nil
-	}
-	it, err := c.Messages(jetstream.PullMaxMessages(1000))
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		m, err := it.Next(jetstream.NextMaxWait(10 * time.Second))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			return fmt.Errorf("the read stalled: %w", err)
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		more, err := fn(m, md)
-		if err != nil || !more {
-			return err
-		}
-	}
 }
 
 // lookupWorkers is how many envelope lookups are in flight at once: they
