@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -36,14 +37,7 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 	if err != nil || !created {
 		t.Fatalf("LoadOrCreate: created %v, %v", created, err)
 	}
-	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
+	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
 	connect := func(u natsauth.User) *conn {
 		t.Helper()
 		path := filepath.Join(dir, "creds", u.DisplayName()+".creds")
@@ -76,6 +70,21 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 		t.Fatalf("the processor role cannot create the topology: %v", err)
 	}
 	return connect
+}
+
+// startEmbedded starts an embedded server for the test, shut down when it
+// ends.
+func startEmbedded(t *testing.T, cfg stream.EmbeddedConfig) *server.Server {
+	t.Helper()
+	srv, err := stream.StartEmbedded(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	return srv
 }
 
 type conn struct {
@@ -243,14 +252,7 @@ func TestUnauthenticatedClientsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", Auth: auth, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}()
+	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", Auth: auth, Logger: zerolog.Nop()})
 	if nc, err := nats.Connect(srv.ClientURL()); err == nil {
 		nc.Close()
 		t.Fatal("a client without credentials connected")
@@ -385,14 +387,7 @@ func TestEmbeddedTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Auth: auth, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}()
+	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Auth: auth, Logger: zerolog.Nop()})
 	admin, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
@@ -444,14 +439,7 @@ func TestOpenStoreIsAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	}()
+	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
 	admin, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
