@@ -40,6 +40,9 @@ const (
 	actionRebuilt = "rebuilt_from_stream"
 	actionReset   = "reset"
 	actionRefused = "steps_refused"
+	// actionStartedAfresh: a deleted session without history to rebuild
+	// it from starts with no state.
+	actionStartedAfresh = "started_afresh"
 )
 
 // errHistoryGone marks a rebuild that cannot be trusted: ACS_HOOKS lost
@@ -60,6 +63,13 @@ func (w *worker) unverifiedSession(ctx context.Context, ie *turnstate.IntegrityE
 	c := cached[turnstate.Session]{key: ie.Key, rev: ie.Revision}
 	s, err := w.rebuild(ctx, in.route, in.msg.Seq)
 	switch {
+	case errors.Is(err, errHistoryGone) && ie.Reason == turnstate.ReasonDeleted:
+		// Deleting the key is also how an operator clears a session that
+		// could not be rebuilt (below): with no history to rebuild from,
+		// the session starts afresh, said loudly.
+		w.log.Error().Str("session", ie.Key).Err(err).Msg("the deleted session cannot be rebuilt; it starts afresh")
+		w.cache.put(c)
+		return c, w.integrityAlert(ctx, ie, actionStartedAfresh, in.msg.Seq)
 	case errors.Is(err, errHistoryGone):
 		// Failing closed: without a trustworthy state nothing of the
 		// session is decided. Nothing is cached, so every batch checks
@@ -78,6 +88,28 @@ func (w *worker) unverifiedSession(ctx context.Context, ie *turnstate.IntegrityE
 	w.stats.Rebuilt.Add(1)
 	w.log.Warn().Str("session", ie.Key).Uint64("last_seq", s.LastSeq).Uint64("envelopes", s.Envelopes).Msg("session rebuilt from the stream")
 	c.state, c.rebuilt = s, true
+	w.cache.put(c)
+	return c, nil
+}
+
+// missingSession handles a session with no stored value and no marker but
+// with stored decisions: the whole bucket was purged, or the session's
+// value expired and it came back. It is rebuilt from the stream, as a
+// tampered one is, but not alerted (expiry is routine); with its history
+// gone it starts afresh.
+func (w *worker) missingSession(ctx context.Context, key string, rev uint64, in *inbound) (cached[turnstate.Session], error) {
+	c := cached[turnstate.Session]{key: key, rev: rev}
+	s, err := w.rebuild(ctx, in.route, in.msg.Seq)
+	switch {
+	case errors.Is(err, errHistoryGone):
+		w.log.Warn().Str("session", key).Msg("session state missing and its history incomplete; it starts afresh")
+	case err != nil:
+		return c, fmt.Errorf("rebuild session %s: %w", key, err)
+	default:
+		w.stats.Rebuilt.Add(1)
+		w.log.Warn().Str("session", key).Uint64("last_seq", s.LastSeq).Msg("session state missing though its decisions are stored (bucket purged, or expired); rebuilt from the stream")
+		c.state, c.rebuilt = s, true
+	}
 	w.cache.put(c)
 	return c, nil
 }

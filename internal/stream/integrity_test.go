@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -502,4 +503,90 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 	if n := r.proc.p.Stats().Rebuilt.Load(); n != 1 {
 		t.Errorf("rebuilt %d, want 1", n)
 	}
+}
+
+// TestDeletedStateIsRebuilt: `nats kv del` or `kv purge` of one session's
+// key used to wedge its whole partition (every write expected the key
+// absent and failed against the marker) and, once that was fixed, would
+// have let the session start blank — its taint gone. Now the marker's
+// revision fences the rebuilt state: the tainted call is still denied, the
+// deletion alerted, and the partition's other sessions decided. A purge of
+// the whole bucket leaves no marker; sessions whose decisions are stored
+// are rebuilt silently (as after expiry).
+func TestDeletedStateIsRebuilt(t *testing.T) {
+	sid := examples.TaintSessionID
+	for _, tc := range []struct {
+		name   string
+		remove func(t *testing.T, r *integrityRig, key string)
+		alert  bool
+	}{
+		{"kv del", func(t *testing.T, r *integrityRig, key string) {
+			if err := r.kv.Delete(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"kv purge of the key", func(t *testing.T, r *integrityRig, key string) {
+			if err := r.kv.Purge(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"purge of the whole bucket", func(t *testing.T, r *integrityRig, _ string) {
+			st, err := r.js.Stream(context.Background(), "KV_"+stream.StateBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Purge(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newIntegrityRig(t, nil)
+			envs := examples.Taint(sid)
+			r.send(t, sid, envs[:len(envs)-1])
+			key := acs.SessionKey("default", sid)
+			tc.remove(t, r, key)
+			bash := r.send(t, sid, envs[len(envs)-1:])[0]
+			checkTaintDeny(t, bash)
+			if tc.alert {
+				r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": sid, "reason": turnstate.ReasonDeleted, "action": "rebuilt_from_stream"})
+			}
+			if st := r.proc.p.Stats(); st.Rebuilt.Load() != 1 {
+				t.Errorf("rebuilt %d, want 1", st.Rebuilt.Load())
+			}
+			s, _, _, err := turnstate.NewStore(r.kv, r.sealer).Load(context.Background(), key)
+			if err != nil || s == nil || s.Envelopes != uint64(len(envs)) || s.Taints["untrusted_content"] == nil {
+				t.Fatalf("stored state after the rebuild: %+v, %v", s, err)
+			}
+			// Another session of every partition is still decided.
+			for i := range 8 {
+				other := fmt.Sprintf("00000000-0000-4000-8000-0000000de1%02d", i)
+				if d := r.send(t, other, examples.Session(other)[:1])[0]; d.Header.Get(acs.HdrDecision) != "allow" {
+					t.Fatalf("session %s after the deletion: %q", other, d.Header.Get(acs.HdrDecision))
+				}
+			}
+		})
+	}
+}
+
+// A deleted session whose history is gone starts afresh: deleting the key
+// is how an operator clears a session that cannot be rebuilt.
+func TestDeletedStateWithoutHistoryStartsAfresh(t *testing.T) {
+	r := newIntegrityRig(t, nil)
+	sid := examples.TaintSessionID
+	envs := examples.Taint(sid)
+	r.send(t, sid, envs[:2])
+	ctx := context.Background()
+	// The session's beginning leaves the stream.
+	if err := r.hooks.DeleteMsg(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.kv.Delete(ctx, acs.SessionKey("default", sid)); err != nil {
+		t.Fatal(err)
+	}
+	d := r.send(t, sid, envs[2:3])[0]
+	if d.Header.Get(acs.HdrDecision) == "error" && d.Header.Get(acs.HdrErrorReason) == stream.ReasonStateUnverifiable {
+		t.Fatalf("the deleted session's step was refused: %v", d.Header)
+	}
+	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": sid, "reason": turnstate.ReasonDeleted, "action": "started_afresh"})
 }

@@ -203,7 +203,11 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open KV bucket %s: %w", MembersBucket, err)
 	}
-	store := turnstate.NewStore(kv, p.sealer)
+	stateStream, err := p.js.Stream(ctx, "KV_"+StateBucket)
+	if err != nil {
+		return fmt.Errorf("open the stream of KV bucket %s: %w", StateBucket, err)
+	}
+	store := turnstate.NewStore(kv, p.sealer).WithMarkers(stateStream)
 	newWorker := func(consumer, filter string, routed bool) (*worker, error) {
 		c, err := hooks.Consumer(ctx, consumer)
 		if err != nil {

@@ -654,7 +654,8 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			if err != nil && !errors.As(err, &ie) {
 				return err
 			}
-			if s != nil || ie != nil {
+			// A deleted value's marker is no session created meanwhile.
+			if s != nil || ie != nil && ie.Reason != turnstate.ReasonDeleted {
 				w.cache.drop(key)
 				conflict = true
 				continue
@@ -730,14 +731,20 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 		if err != nil {
 			return c, err
 		}
+		if last, err = w.lastDecision(ctx, in.route); err != nil {
+			return c, err
+		}
+		looked = true
 		if s != nil {
-			if last, err = w.lastDecision(ctx, in.route); err != nil {
-				return c, err
-			}
-			looked = true
 			if ie := rolledBack(key, rev, s, out, last); ie != nil {
 				return w.unverifiedSession(ctx, ie, in)
 			}
+		} else if last > 0 {
+			// No value, no marker, yet decisions of the session are
+			// stored: the bucket was purged whole, or the session
+			// expired (--session-ttl) and came back. Either way its
+			// history, not a blank state, is what it is.
+			return w.missingSession(ctx, key, rev, in)
 		}
 		c = cached[turnstate.Session]{key: key, state: s, rev: rev, outbox: out}
 		w.cache.put(c)

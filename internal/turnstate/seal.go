@@ -61,6 +61,10 @@ const (
 	// ReasonRolledBack is a value that verifies but is older than what the
 	// processor already published for the session (internal/stream).
 	ReasonRolledBack = "stale_value"
+	// ReasonDeleted is a key whose value was deleted or purged (a KV
+	// delete or purge marker stands in its place): no processor does that,
+	// so the state was taken away, taints and all.
+	ReasonDeleted = "deleted"
 )
 
 // mac computes the MAC of a record stored under key. The kind (session or

@@ -25,10 +25,23 @@ var ErrConflict = errors.New("turn state revision conflict")
 type Store struct {
 	kv     jetstream.KeyValue
 	sealer *Sealer
+	// st, when set, is the bucket's stream, read so that delete and purge
+	// markers are seen (WithMarkers).
+	st jetstream.Stream
 }
 
 // NewStore returns a Store over the given bucket, sealing with sealer.
 func NewStore(kv jetstream.KeyValue, sealer *Sealer) *Store { return &Store{kv: kv, sealer: sealer} }
+
+// WithMarkers makes the store read values through the bucket's stream
+// (KV_<bucket>), where a deleted or purged key shows as its marker, with a
+// revision: the KV API reports such a key as absent, and a write expecting
+// it absent would fail against the marker for ever. The processor reads
+// this way; tools that only look may use the KV API alone.
+func (s *Store) WithMarkers(bucketStream jetstream.Stream) *Store {
+	s.st = bucketStream
+	return s
+}
 
 // Kinds of stored values, bound into their MACs.
 const (
@@ -64,8 +77,9 @@ type record struct {
 // Load returns the session stored under key, the outbox of its last write
 // and its revision; a session that does not exist (never written, or
 // expired by the bucket's TTL) is (nil, nil, 0, nil). A value that does not
-// verify is an *IntegrityError, returned with its revision (the fence of the
-// state that replaces it) and nothing of its contents.
+// verify, and a deleted or purged one (ReasonDeleted), is an
+// *IntegrityError, returned with its revision (the fence of the state that
+// replaces it) and nothing of its contents.
 func (s *Store) Load(ctx context.Context, key string) (*Session, *Outbox, uint64, error) {
 	r := record{Session: &Session{}}
 	rev, found, err := s.load(ctx, KindSession, key, &r)
@@ -100,23 +114,58 @@ func (s *Store) SaveAgent(ctx context.Context, a *Agent, rev uint64) (uint64, er
 }
 
 func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, found bool, err error) {
-	e, err := s.kv.Get(ctx, key)
+	value, rev, deleted, err := s.get(ctx, key)
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		return 0, false, nil
 	case err != nil:
 		return 0, false, fmt.Errorf("load %s %s: %w", what, key, err)
+	case deleted:
+		// The marker's revision is the fence the replacement is written
+		// against; without it every write would expect the key absent,
+		// fail, and wedge the partition.
+		return rev, false, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: ReasonDeleted}
+	case rev == 0:
+		return 0, false, nil
 	}
 	// Verified first, decoded after: nothing of a value that does not
 	// verify is ever parsed into a state.
-	rec, reason := s.sealer.Open(what, key, e.Value())
+	rec, reason := s.sealer.Open(what, key, value)
 	if reason != "" {
-		return e.Revision(), true, &IntegrityError{Kind: what, Key: key, Revision: e.Revision(), Reason: reason}
+		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: reason}
 	}
 	if err := json.Unmarshal(rec, v); err != nil {
-		return e.Revision(), true, &IntegrityError{Kind: what, Key: key, Revision: e.Revision(), Reason: ReasonNotDecoded, Err: err}
+		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: ReasonNotDecoded, Err: err}
 	}
-	return e.Revision(), true, nil
+	return rev, true, nil
+}
+
+// kvOperation is the header a KV delete or purge marker carries.
+const kvOperation = "KV-Operation"
+
+// get reads key's newest message: its value and revision, or a delete or
+// purge marker (deleted, with the marker's revision), or nothing (rev 0).
+func (s *Store) get(ctx context.Context, key string) (value []byte, rev uint64, deleted bool, err error) {
+	if s.st == nil {
+		e, err := s.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return nil, 0, false, nil
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+		return e.Value(), e.Revision(), false, nil
+	}
+	m, err := s.st.GetLastMsgForSubject(ctx, "$KV."+s.kv.Bucket()+"."+key)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	switch m.Header.Get(kvOperation) {
+	case "DEL", "PURGE":
+		return nil, m.Sequence, true, nil
+	}
+	return m.Data, m.Sequence, false, nil
 }
 
 func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (uint64, error) {
