@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,6 +36,9 @@ type ownership struct {
 	// pinned is poked when a worker learns its pin, so the heartbeat
 	// claims it at once and nobody takes it for a dead instance's.
 	pinned chan struct{}
+	// snapshot is the workers of running, for readers outside the
+	// ownership loop (readiness).
+	snapshot atomic.Pointer[[]*worker]
 }
 
 // poke has the next tick come now.
@@ -106,6 +110,11 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 	for _, p := range leaving {
 		o.stop(ctx, p)
 	}
+	ws := make([]*worker, 0, len(o.running))
+	for _, p := range slices.Sorted(maps.Keys(o.running)) {
+		ws = append(ws, o.workers[p])
+	}
+	o.snapshot.Store(&ws)
 	if !slices.Equal(ids, o.view) {
 		o.view = ids
 		o.log.Info().Strs("members", ids).Ints("partitions", slices.Sorted(maps.Keys(o.running))).Msg("membership changed; partitions reassigned")

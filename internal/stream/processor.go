@@ -44,6 +44,9 @@ type Config struct {
 	// processors it runs and lost when it exits — for tests and embedded
 	// use; a restart then finds every stored state unverified.
 	StateKey []byte
+	// StuckAfter is how long an owned partition may keep failing before
+	// Ready says the processor is not (0: DefaultStuckAfter).
+	StuckAfter time.Duration
 }
 
 // DefaultConfig is the processor's default configuration.
@@ -98,14 +101,25 @@ type Processor struct {
 	log      zerolog.Logger
 	stats    Stats
 	running  atomic.Bool
+	// own is the running ownership loop, whose snapshot says which
+	// partitions this instance consumes; unrouted is the worker every
+	// instance runs.
+	own      atomic.Pointer[ownership]
+	unrouted atomic.Pointer[worker]
 }
 
-// Ready reports whether the processor's workers are consuming.
-func (p *Processor) Ready() error {
-	if !p.running.Load() {
-		return errors.New("the processor is not consuming")
+// owned lists the workers this instance runs now.
+func (p *Processor) owned() []*worker {
+	var out []*worker
+	if w := p.unrouted.Load(); w != nil {
+		out = append(out, w)
 	}
-	return nil
+	if o := p.own.Load(); o != nil {
+		if ws := o.snapshot.Load(); ws != nil {
+			out = append(out, *ws...)
+		}
+	}
+	return out
 }
 
 // New returns a Processor publishing through nc and deciding with the rule
@@ -239,6 +253,8 @@ func (p *Processor) Run(ctx context.Context) error {
 	for _, w := range partitions {
 		w.onPinned = own.poke
 	}
+	p.own.Store(own)
+	p.unrouted.Store(unrouted)
 	p.log.Info().Str("instance", self.ID).Int("partitions", p.cfg.Topology.Partitions).Int("batch", p.cfg.BatchSize).Msg("processing")
 	wctx, fatal := context.WithCancelCause(ctx)
 	defer fatal(nil)

@@ -100,6 +100,8 @@ type worker struct {
 	kick chan struct{}
 	// receiptKey names the key receipts are signed with.
 	receiptKey string
+	// health is the worker's failure streak, for readiness.
+	health health
 	// lastConsumerSeq is the consumer sequence of the last delivery seen;
 	// deliveries are numbered without gaps, so a gap means deliveries were
 	// lost in transit (or went to another instance) and must be read back
@@ -160,6 +162,7 @@ func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc, e
 			fatal(fmt.Errorf("%s: %w", w.consumer, err))
 			return
 		}
+		w.health.failing(err)
 		w.log.Error().Err(err).Dur("retry_in", backoff).Msg("partition worker failed; restarting")
 		if !sleep(ctx, backoff) {
 			return
@@ -179,6 +182,9 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 	deliveries := make(chan jetstream.Msg, w.batchSize)
 	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrPinIDMismatch) {
+			if persistentConsumeError(err) {
+				w.health.failing(fmt.Errorf("consume %s: %w", w.consumer, err))
+			}
 			w.log.Warn().Err(err).Msg("consume")
 			return
 		}
@@ -222,6 +228,7 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", w.consumer, err)
 	}
+	w.health.healthy()
 	defer func() {
 		close(stopping)
 		cc.Drain()
@@ -419,6 +426,7 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 	for {
 		err := w.apply(ctx, ins)
 		if err == nil {
+			w.health.healthy()
 			break
 		}
 		if errors.Is(err, errOutboxTooLarge) && len(ins) > 1 {
@@ -446,6 +454,7 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 			return errors.Join(err, ctx.Err())
 		}
 		w.stats.Retries.Add(1)
+		w.health.failing(err)
 		w.log.Warn().Err(err).Int("batch", len(ins)).Dur("retry_in", backoff).Msg("batch effects failed; retrying")
 		if time.Since(lastProgress) > w.ackWait/3 {
 			for _, in := range ins {
