@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -36,8 +37,9 @@ type ownership struct {
 	// pinned is poked when a worker learns its pin, so the heartbeat
 	// claims it at once and nobody takes it for a dead instance's.
 	pinned chan struct{}
-	// snapshot is the workers of running, for readers outside the
-	// ownership loop (readiness).
+	// snapshot is the workers of the partitions assigned to this instance
+	// at the last tick, for readers outside the ownership loop
+	// (readiness).
 	snapshot atomic.Pointer[[]*worker]
 }
 
@@ -110,9 +112,12 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 	for _, p := range leaving {
 		o.stop(ctx, p)
 	}
-	ws := make([]*worker, 0, len(o.running))
-	for _, p := range slices.Sorted(maps.Keys(o.running)) {
-		ws = append(ws, o.workers[p])
+	// Readiness looks at every partition assigned here, started or not.
+	var ws []*worker
+	for p, id := range assignment {
+		if id == o.self.ID {
+			ws = append(ws, o.workers[p])
+		}
 	}
 	o.snapshot.Store(&ws)
 	if !slices.Equal(ids, o.view) {
@@ -145,6 +150,9 @@ func (o *ownership) start(ctx context.Context, p int, claimed map[string]bool, f
 	w := o.workers[p]
 	pin, err := o.currentPin(ctx, w)
 	if err != nil {
+		// An assigned partition that cannot start is stuck as surely as
+		// one that fails while running (its consumer deleted, say).
+		w.health.failing(fmt.Errorf("start %s: %w", w.consumer, err))
 		o.log.Warn().Err(err).Str("consumer", w.consumer).Msg("cannot read the partition's pin; trying next tick")
 		return
 	}
