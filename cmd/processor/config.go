@@ -46,6 +46,9 @@ type config struct {
 	httpTLSKey   string
 	httpClientCA string
 	httpLimits   httpLimits
+	// Bounds of one request to the HTTP endpoint.
+	httpMaxBatch       int
+	httpMaxDeadLetters int
 }
 
 // receiptKeyNone as --receipt-key turns the receipts off.
@@ -92,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.httpLimits.writeTimeout, "http-write-timeout", 0, "most time from the end of a request's headers to the end of its answer; must exceed --decision-timeout (0: --decision-timeout + 10s)")
 	fs.DurationVar(&c.httpLimits.idleTimeout, "http-idle-timeout", defaultHTTPIdleTimeout, "how long an idle keep-alive HTTP connection stays open")
 	fs.IntVar(&c.httpLimits.maxConns, "http-max-conns", defaultHTTPMaxConns, "most HTTP connections open at once; further ones wait in the listen backlog until one closes")
+	fs.IntVar(&c.httpMaxBatch, "http-max-batch", gateway.DefaultMaxBatch, "most requests in one JSON-RPC batch; a larger batch is refused as a whole (-32600 batch_too_large)")
+	fs.IntVar(&c.httpMaxDeadLetters, "http-max-dead-letters", gateway.DefaultMaxDeadLetters, "most dead letters the HTTP endpoint keeps for one request; the rest are counted in one summary record")
 	fs.StringVar(&c.onDecisionFailure, "on-decision-failure", "deny", "posture advertised in the ServerHello: deny (fail closed) or proceed")
 	handshake := string(gateway.HandshakeRequired)
 	fs.StringVar(&handshake, "handshake", handshake, "HTTP steps need a handshake/hello first (required, ACS §4) or not (optional, for clients that cannot send one)")
@@ -136,6 +141,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := c.httpLimits.check(c.decisionTimeout); err != nil {
 		return c, err
+	}
+	if c.httpMaxBatch <= 0 {
+		return c, errors.New("--http-max-batch must be positive")
+	}
+	if c.httpMaxDeadLetters <= 0 {
+		return c, errors.New("--http-max-dead-letters must be positive")
 	}
 	var err error
 	if c.handshake, err = gateway.ParseHandshakePolicy(handshake); err != nil {

@@ -76,6 +76,9 @@ func TestParseFlags(t *testing.T) {
 		{"write timeout follows the decision timeout", nil, []string{"--decision-timeout", "20s"},
 			func(c config) bool { return c.httpLimits.writeTimeout == 30*time.Second }, ""},
 		{"write timeout within the decision timeout", nil, []string{"--http-write-timeout", "3s"}, nil, "must exceed --decision-timeout"},
+		{"batch bounds by default", nil, nil, func(c config) bool { return c.httpMaxBatch == 100 && c.httpMaxDeadLetters == 10 }, ""},
+		{"no batch limit", nil, []string{"--http-max-batch", "0"}, nil, "--http-max-batch must be positive"},
+		{"no dead-letter limit", nil, []string{"--http-max-dead-letters", "-1"}, nil, "--http-max-dead-letters must be positive"},
 		{"no connection limit", nil, []string{"--http-max-conns", "0"}, nil, "--http-max-conns must be positive"},
 		{"a bad --http-tenant", nil, []string{"--http-tenant", "a.b"}, nil, "--http-tenant"},
 	}
