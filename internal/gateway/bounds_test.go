@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,42 @@ func TestBatchBounds(t *testing.T) {
 			}
 			if tc.wantBatch == 0 && !bytes.Equal(last.Data, tc.body) {
 				t.Fatalf("the refused batch's dead letter holds %d bytes, not the body's %d", len(last.Data), len(tc.body))
+			}
+		})
+	}
+}
+
+// TestDepthBound: the endpoint refuses a body nesting deeper than
+// acs.MaxDepth before decoding it — one request or a batch as a whole —
+// with -32600 envelope_too_deep and one dead letter.
+func TestDepthBound(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat("[", n) + "1" + strings.Repeat("]", n) }
+	one := `{"jsonrpc":"2.0","id":1,"method":"steps/turnStart","params":{"payload":` + nest(10_000) + `}}`
+	tests := []struct {
+		name string
+		body string
+	}{
+		{"one request, 10,000 deep", one},
+		{"a batch with a deep item", `[{"jsonrpc":"2.0","id":2,"method":"system/ping"},` + one + `]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startConfig(t, gateway.Config{Timeout: 5 * time.Second, Handshake: gateway.HandshakeOptional})
+			_, out, _ := e.post(t, []byte(tc.body))
+			var r struct {
+				Error struct {
+					Code int `json:"code"`
+					Data struct {
+						Reason string `json:"reason"`
+					} `json:"data"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || r.Error.Code != int(acs.CodeInvalidRequest) || r.Error.Data.Reason != acs.ReasonTooDeep {
+				t.Fatalf("answer %.300s, want -32600 %s", out, acs.ReasonTooDeep)
+			}
+			dl := e.dlq(t)
+			if len(dl) != 1 || dl[0].Header.Get(acs.HdrErrorReason) != acs.ReasonTooDeep {
+				t.Fatalf("%d dead letters, want one %s", len(dl), acs.ReasonTooDeep)
 			}
 		})
 	}

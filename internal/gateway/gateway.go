@@ -414,7 +414,17 @@ func (r reply) MarshalJSON() ([]byte, error) {
 // dispatch answers a body: one request, or a batch in declared order.
 func (g *Gateway) dispatch(ctx context.Context, from origin, body []byte, tls bool) reply {
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '[' {
+	batch := len(trimmed) > 0 && trimmed[0] == '['
+	// Before any decoding, as the processor does: a batch's array is one
+	// level more than its items.
+	limit := acs.MaxDepth
+	if batch {
+		limit++
+	}
+	if ref := acs.CheckDepth(trimmed, limit); ref != nil {
+		return g.reject(ctx, from, incoming{raw: body}, ref, false)
+	}
+	if !batch {
 		return g.one(ctx, from, trimmed, tls)
 	}
 	items, err := splitBatch(trimmed, g.cfg.MaxBatch)

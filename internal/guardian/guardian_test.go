@@ -176,3 +176,49 @@ func FuzzDecide(f *testing.F) {
 		checkResponse(t, v, out.Response)
 	})
 }
+
+// TestTooDeepIsRefusedUnread: an envelope nesting deeper than acs.MaxDepth
+// is refused (-32600 envelope_too_deep) before it is decoded, so a 10,000
+// deep one of 20 KB costs about what a flat one does, not a container a
+// level.
+func TestTooDeepIsRefusedUnread(t *testing.T) {
+	g := guardian.New(newValidator(t), guardian.Config{})
+	rs := defaultRules(t)
+	nest := func(n int) string { return strings.Repeat(`[`, n) + `1` + strings.Repeat(`]`, n) }
+	deep := envelope("steps/userMessage", `{"content":[{"type":"text","value":"x"}],"extra":`+nest(10_000)+`}`)
+	if len(deep) < 20_000 {
+		t.Fatalf("%d bytes", len(deep))
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"10,000 deep", deep, true},
+		{"just past the limit", envelope("steps/userMessage", `{"content":`+nest(acs.MaxDepth-2)+`}`), true},
+		{"at the limit", envelope("steps/userMessage", `{"content":`+nest(acs.MaxDepth-3)+`}`), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := g.Decide(rs, nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: tc.data, Seq: 1})
+			tooDeep := errors.Is(out.Refusal, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooDeep})
+			if tooDeep != tc.want {
+				t.Fatalf("refusal %v, want envelope_too_deep %v", out.Refusal, tc.want)
+			}
+		})
+	}
+	// Refusing it costs no more than refusing a flat envelope too large to
+	// read: the allocations of the refusal itself, not of the tree.
+	big := guardian.New(newValidator(t), guardian.Config{MaxEnvelopeBytes: 100})
+	flat := envelope("steps/userMessage", `{"content":[{"type":"text","value":"x"}]}`)
+	base := testing.AllocsPerRun(20, func() {
+		_ = big.Decide(rs, nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: flat, Seq: 1})
+	})
+	got := testing.AllocsPerRun(20, func() {
+		_ = g.Decide(rs, nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: deep, Seq: 1})
+	})
+	if got > base+5 {
+		t.Fatalf("refusing the 10,000-deep envelope took %v allocations; refusing an oversized one %v", got, base)
+	}
+	t.Logf("allocations: too deep %v, too large %v", got, base)
+}
