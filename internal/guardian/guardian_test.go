@@ -5,12 +5,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -221,4 +224,45 @@ func TestTooDeepIsRefusedUnread(t *testing.T) {
 		t.Fatalf("refusing the 10,000-deep envelope took %v allocations; refusing an oversized one %v", got, base)
 	}
 	t.Logf("allocations: too deep %v, too large %v", got, base)
+}
+
+// TestCostlyConditionFollowsOnRuleError: a rule condition stopped by the
+// CEL cost limit is a failed evaluation, decided by --on-rule-error.
+func TestCostlyConditionFollowsOnRuleError(t *testing.T) {
+	f, err := rules.ParseFile("cost.yaml", []byte(`apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+rules:
+  - {id: R, title: r, severity: low, on: [toolCallRequest], decision: deny,
+     when: 'payload.arguments.items.value.exists(x, x == -1) || payload.arguments.items.value.exists(x, x == -2) || payload.arguments.items.value.exists(x, x == -3) || payload.arguments.items.value.exists(x, x == -4) || payload.arguments.items.value.exists(x, x == -5) || payload.arguments.items.value.exists(x, x == -6) || payload.arguments.items.value.exists(x, x == -7) || payload.arguments.items.value.exists(x, x == -8)'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := rules.Compile([]*rules.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]string, 100_000)
+	for i := range items {
+		items[i] = strconv.Itoa(i % 10)
+	}
+	data := envelope("steps/toolCallRequest", `{"tool":{"name":"Read"},"arguments":{"items":{"value":[`+strings.Join(items, ",")+`]}}}`)
+	for _, tc := range []struct {
+		onError acs.Disposition
+		want    acs.Disposition
+	}{{acs.Deny, acs.Deny}, {acs.Allow, acs.Allow}} {
+		t.Run(string(tc.onError), func(t *testing.T) {
+			g := guardian.New(newValidator(t), guardian.Config{MaxEnvelopeBytes: 1 << 20, OnRuleError: tc.onError})
+			out := g.Decide(rs, turnstate.New("default", testSession), nil, routeFor("steps/toolCallRequest"), guardian.Message{Data: data, Seq: 1})
+			if out.Refusal != nil || out.Response == nil || out.Response.Result == nil {
+				t.Fatalf("outcome %+v", out)
+			}
+			res := out.Response.Result
+			// A deny says why; an allow only carries the reason code.
+			if res.Decision != tc.want || !slices.Contains(res.ReasonCodes, "evaluation_failed") || tc.want == acs.Deny && !strings.Contains(res.Reasoning, "cost") {
+				t.Fatalf("decision %s %v %q, want %s for a condition over its cost limit", res.Decision, res.ReasonCodes, res.Reasoning, tc.want)
+			}
+		})
+	}
 }
