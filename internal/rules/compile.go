@@ -841,7 +841,8 @@ func (c *compiler) expr(f *File, s Str, what string) cel.Program {
 		}
 		return nil
 	}
-	if est, err := c.env.EstimateCost(checked, envelopeSized{}); err != nil || est.Max > MaxEstimatedCost {
+	est, err := c.env.EstimateCost(checked, envelopeSized{})
+	if err != nil || est.Max > MaxEstimatedCost {
 		// Such a condition would hit MaxConditionCost on a large enough
 		// envelope, and leave the decision to --on-rule-error: refused
 		// here, where its author sees it, instead.
@@ -852,10 +853,17 @@ func (c *compiler) expr(f *File, s Str, what string) cel.Program {
 		c.errf(f, s.Pos, "%s: the condition is %s, want bool", what, checked.OutputType())
 		return nil
 	}
-	// The cost limit counts CEL's own operation costs, not time: the same
-	// condition on the same envelope is cut off at the same point on every
-	// processor and in replay, and the failure goes to --on-rule-error.
-	prg, err := c.env.Program(checked, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxConditionCost))
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if est.Max > MaxConditionCost {
+		// The cost limit counts CEL's own operation costs, not time: the
+		// same condition on the same envelope is cut off at the same point
+		// on every processor and in replay, and the failure goes to
+		// --on-rule-error. Only where the estimate — an upper bound, with
+		// every value as large as the largest envelope — says it could be
+		// reached: tracking the cost doubles a condition's evaluation time.
+		opts = append(opts, cel.CostLimit(MaxConditionCost))
+	}
+	prg, err := c.env.Program(checked, opts...)
 	if err != nil {
 		c.errf(f, s.Pos, "%s: %v", what, err)
 		return nil
