@@ -161,7 +161,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		gw, err := gateway.New(ctx, nc, v, gateway.Config{Tenant: cfg.httpTenant, Callers: callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
 			Keys: gcfg.Keys, RequireSignatures: gcfg.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
 			Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready,
-			MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters}, log)
+			MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters, WriteTimeout: cfg.httpLimits.writeTimeout}, log)
 		if err != nil {
 			return err
 		}

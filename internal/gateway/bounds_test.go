@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,5 +154,40 @@ func TestDepthBound(t *testing.T) {
 				t.Fatalf("%d dead letters, want one %s", len(dl), acs.ReasonTooDeep)
 			}
 		})
+	}
+}
+
+// TestBatchOutlastsWriteTimeout: with a write timeout, a batch whose items
+// together wait longer than it for their decisions still gets every
+// answer: each item renews the deadline.
+func TestBatchOutlastsWriteTimeout(t *testing.T) {
+	const decision, write = 400 * time.Millisecond, time.Second
+	e := startConfig(t, gateway.Config{Timeout: decision, Handshake: gateway.HandshakeOptional, WriteTimeout: write})
+	e.stop() // no processor: every item waits its whole decision timeout
+	hs := httptest.NewUnstartedServer(e.gw.Handler())
+	hs.Config.WriteTimeout = write
+	hs.Start()
+	t.Cleanup(hs.Close)
+	var items []any
+	for i := range 4 { // 4 × 400ms > 1s
+		items = append(items, e.signed(t, envelope("steps/sessionStart", uuid(700+i), uuid(800+i), `{}`, time.Now())))
+	}
+	resp, err := http.Post(hs.URL+"/acs", "application/json", bytes.NewReader(mustJSON(items)))
+	if err != nil {
+		t.Fatalf("the batch was cut off: %v", err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the batch was cut off: %v", err)
+	}
+	var rs []reply
+	if err := json.Unmarshal(out, &rs); err != nil || len(rs) != len(items) {
+		t.Fatalf("%d answers, want %d: %.300s", len(rs), len(items), out)
+	}
+	for _, r := range rs {
+		if r.Error == nil || r.Error.Data["reason"] != "decision_timeout" {
+			t.Fatalf("answer %+v, want decision_timeout", r)
+		}
 	}
 }

@@ -86,6 +86,13 @@ type Config struct {
 	// one request (a batch of invalid items); the rest are counted in one
 	// summary record, so that one request cannot flood ACS_DLQ.
 	MaxDeadLetters int
+	// WriteTimeout is the HTTP server's write timeout, from the end of a
+	// request's headers to the end of its answer. When set, each item of a
+	// batch gets it afresh: the items are decided one after another, each
+	// waiting up to Timeout, so a batch would otherwise be cut off whole
+	// once its decisions together took longer. MaxBatch bounds how long a
+	// batch can hold its connection.
+	WriteTimeout time.Duration
 	// Ready reports whether the processor is running (GET /readyz).
 	Ready func() error
 }
@@ -323,6 +330,10 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	from := origin{caller: who, remote: r.RemoteAddr, dl: &dlBudget{left: g.cfg.MaxDeadLetters}}
+	if g.cfg.WriteTimeout > 0 {
+		rc := http.NewResponseController(w)
+		from.extend = func() { _ = rc.SetWriteDeadline(time.Now().Add(g.cfg.WriteTimeout)) }
+	}
 	defer g.summariseDeadLetters(ctx, from)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
 	var mbe *http.MaxBytesError
@@ -383,6 +394,9 @@ type origin struct {
 	remote string
 	// dl is what is left of the request's dead letters; nil: no bound.
 	dl *dlBudget
+	// extend, when set, renews the connection's write deadline before
+	// each item of a batch.
+	extend func()
 }
 
 // dlBudget counts one request's dead letters: the first ones are kept one
@@ -439,6 +453,9 @@ func (g *Gateway) dispatch(ctx context.Context, from origin, body []byte, tls bo
 	}
 	replies := make([]reply, len(items))
 	for i, it := range items {
+		if from.extend != nil {
+			from.extend()
+		}
 		// Each item independently and in order (ACS §3: batches). A batch
 		// has no per-item headers, so receipts stay in the stream.
 		replies[i] = g.one(ctx, from, it, tls)
