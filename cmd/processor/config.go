@@ -45,6 +45,10 @@ type config struct {
 	httpTLSCert  string
 	httpTLSKey   string
 	httpClientCA string
+	httpLimits   httpLimits
+	// Bounds of one request to the HTTP endpoint.
+	httpMaxBatch       int
+	httpMaxDeadLetters int
 }
 
 // receiptKeyNone as --receipt-key turns the receipts off.
@@ -86,6 +90,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.httpTLSKey, "http-tls-key", "", "private key (PEM) of --http-tls-cert")
 	fs.StringVar(&c.httpClientCA, "http-client-ca", "", "CA bundle (PEM) verifying client certificates of the HTTP endpoint, mapped to callers by --http-tokens; required of every client when no caller there has a token")
 	fs.DurationVar(&c.decisionTimeout, "decision-timeout", 5*time.Second, "how long an HTTP call waits for its decision (the ServerHello's timeout_config.default_ms is one second more)")
+	fs.DurationVar(&c.httpLimits.readHeaderTimeout, "http-read-header-timeout", defaultHTTPReadHeaderTimeout, "most time an HTTP client may take to send a request's headers")
+	fs.DurationVar(&c.httpLimits.readTimeout, "http-read-timeout", defaultHTTPReadTimeout, "most time an HTTP client may take to send a whole request, headers and body")
+	fs.DurationVar(&c.httpLimits.writeTimeout, "http-write-timeout", 0, "most time from the end of a request's headers to the end of its answer; must exceed --decision-timeout (0: --decision-timeout + 10s)")
+	fs.DurationVar(&c.httpLimits.idleTimeout, "http-idle-timeout", defaultHTTPIdleTimeout, "how long an idle keep-alive HTTP connection stays open")
+	fs.IntVar(&c.httpLimits.maxConns, "http-max-conns", defaultHTTPMaxConns, "most HTTP connections open at once; further ones wait in the listen backlog until one closes")
+	fs.IntVar(&c.httpMaxBatch, "http-max-batch", gateway.DefaultMaxBatch, "most requests in one JSON-RPC batch; a larger batch is refused as a whole (-32600 batch_too_large)")
+	fs.IntVar(&c.httpMaxDeadLetters, "http-max-dead-letters", gateway.DefaultMaxDeadLetters, "most dead letters the HTTP endpoint keeps for one request; the rest are counted in one summary record")
 	fs.StringVar(&c.onDecisionFailure, "on-decision-failure", "deny", "posture advertised in the ServerHello: deny (fail closed) or proceed")
 	handshake := string(gateway.HandshakeRequired)
 	fs.StringVar(&handshake, "handshake", handshake, "HTTP steps need a handshake/hello first (required, ACS §4) or not (optional, for clients that cannot send one)")
@@ -124,6 +135,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.decisionTimeout <= 0 {
 		return c, errors.New("--decision-timeout must be positive")
+	}
+	if c.httpLimits.writeTimeout == 0 {
+		c.httpLimits.writeTimeout = defaultWriteTimeout(c.decisionTimeout)
+	}
+	if err := c.httpLimits.check(c.decisionTimeout); err != nil {
+		return c, err
+	}
+	if c.httpMaxBatch <= 0 {
+		return c, errors.New("--http-max-batch must be positive")
+	}
+	if c.httpMaxDeadLetters <= 0 {
+		return c, errors.New("--http-max-dead-letters must be positive")
 	}
 	var err error
 	if c.handshake, err = gateway.ParseHandshakePolicy(handshake); err != nil {

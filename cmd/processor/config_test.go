@@ -67,6 +67,19 @@ func TestParseFlags(t *testing.T) {
 		{"a certificate without its key", nil, []string{"--http-tls-cert", "c.pem"}, nil, "go together"},
 		{"a client CA without TLS", nil, []string{"--http-client-ca", "ca.pem", "--http-tokens", "callers.yaml"}, nil, "needs TLS"},
 		{"a client CA without callers", nil, []string{"--http-client-ca", "ca.pem", "--http-tls-cert", "c.pem", "--http-tls-key", "k.pem"}, nil, "needs --http-tokens"},
+		// The HTTP endpoint's resource bounds.
+		{"http limits by default", nil, nil, func(c config) bool {
+			l := c.httpLimits
+			return l.readHeaderTimeout == 10*time.Second && l.readTimeout == 30*time.Second && l.idleTimeout == 2*time.Minute &&
+				l.maxConns == 1024 && l.writeTimeout == 15*time.Second
+		}, ""},
+		{"write timeout follows the decision timeout", nil, []string{"--decision-timeout", "20s"},
+			func(c config) bool { return c.httpLimits.writeTimeout == 30*time.Second }, ""},
+		{"write timeout within the decision timeout", nil, []string{"--http-write-timeout", "3s"}, nil, "must exceed --decision-timeout"},
+		{"batch bounds by default", nil, nil, func(c config) bool { return c.httpMaxBatch == 100 && c.httpMaxDeadLetters == 10 }, ""},
+		{"no batch limit", nil, []string{"--http-max-batch", "0"}, nil, "--http-max-batch must be positive"},
+		{"no dead-letter limit", nil, []string{"--http-max-dead-letters", "-1"}, nil, "--http-max-dead-letters must be positive"},
+		{"no connection limit", nil, []string{"--http-max-conns", "0"}, nil, "--http-max-conns must be positive"},
 		{"a bad --http-tenant", nil, []string{"--http-tenant", "a.b"}, nil, "--http-tenant"},
 	}
 	for _, tc := range tests {

@@ -160,11 +160,12 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if cfg.httpAddr != "" {
 		gw, err := gateway.New(ctx, nc, v, gateway.Config{Tenant: cfg.httpTenant, Callers: callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
 			Keys: gcfg.Keys, RequireSignatures: gcfg.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
-			Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready}, log)
+			Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready,
+			MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters, WriteTimeout: cfg.httpLimits.writeTimeout}, log)
 		if err != nil {
 			return err
 		}
-		stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, tlsConfig, gw.Handler(), log)
+		_, stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, tlsConfig, gw.Handler(), cfg.httpLimits, log)
 		if err != nil {
 			return err
 		}
@@ -294,18 +295,26 @@ func httpSecurity(cfg config, log zerolog.Logger) (*gateway.Callers, *tls.Config
 }
 
 // serveHTTP serves the gateway, over TLS when tlsConfig is set, until ctx
-// ends; the returned stop waits for in-flight requests (bounded) before
-// returning.
-func serveHTTP(ctx context.Context, addr string, tlsConfig *tls.Config, h http.Handler, log zerolog.Logger) (func(), error) {
-	l, err := net.Listen("tcp", addr)
+// ends, within limits; the returned stop waits for in-flight requests
+// (bounded) before returning.
+func serveHTTP(ctx context.Context, addr string, tlsConfig *tls.Config, h http.Handler, limits httpLimits, log zerolog.Logger) (net.Addr, func(), error) {
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
+	// Counted before TLS, so that clients stalling in the handshake hold
+	// a slot as well.
+	var l net.Listener = newLimitListener(raw, limits.maxConns)
 	scheme := "http"
 	if tlsConfig != nil {
 		l, scheme = tls.NewListener(l, tlsConfig), "https"
 	}
-	srv := &http.Server{Handler: h, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	srv := &http.Server{Handler: h, TLSConfig: tlsConfig,
+		// A client that trickles its headers or its body is cut off: it
+		// cannot hold a connection (and a slot of --http-max-conns) for
+		// longer than these, however slowly it sends.
+		ReadHeaderTimeout: limits.readHeaderTimeout, ReadTimeout: limits.readTimeout,
+		WriteTimeout: limits.writeTimeout, IdleTimeout: limits.idleTimeout,
 		// The server's own errors — TLS handshake failures, such as a
 		// client without an acceptable certificate, among them — go to the
 		// structured log (warn) instead of plain lines on stderr.
@@ -315,8 +324,8 @@ func serveHTTP(ctx context.Context, addr string, tlsConfig *tls.Config, h http.H
 			log.Error().Err(err).Msg("HTTP endpoint stopped")
 		}
 	}()
-	log.Info().Str("url", scheme+"://"+l.Addr().String()+"/acs").Msg("ACS JSON-RPC endpoint listening")
-	return func() {
+	log.Info().Str("url", scheme+"://"+raw.Addr().String()+"/acs").Int("max_conns", limits.maxConns).Msg("ACS JSON-RPC endpoint listening")
+	return raw.Addr(), func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)

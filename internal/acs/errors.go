@@ -86,6 +86,10 @@ const (
 	ReasonUnauthenticated = "unauthenticated"
 	ReasonCallerNotBound  = "caller_not_bound"
 	ReasonContentType     = "content_type_unsupported"
+
+	// Reasons of the HTTP endpoint's resource bounds.
+	ReasonBatchTooLarge   = "batch_too_large"
+	ReasonDeadLetterLimit = "dead_letter_limit"
 )
 
 // Violation is one schema or protocol failure, located by a JSON pointer into

@@ -28,4 +28,8 @@ const (
 	HdrCaller        = "Acs-Caller"
 	HdrRemoteAddr    = "Acs-Remote-Addr"
 	HdrBodyTruncated = "Acs-Body-Truncated"
+	// HdrDeadLettersOmitted, on the one summary record of a request whose
+	// refusals exceeded the endpoint's dead-letter limit, says how many
+	// were not kept one by one.
+	HdrDeadLettersOmitted = "Acs-Dead-Letters-Omitted"
 )

@@ -36,6 +36,13 @@ import (
 // DefaultMaxBodyBytes bounds a request body (a batch included).
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultMaxBatch bounds the items of a JSON-RPC batch, and
+// DefaultMaxDeadLetters the dead letters one request can make.
+const (
+	DefaultMaxBatch       = 100
+	DefaultMaxDeadLetters = 10
+)
+
 // Config configures the gateway.
 type Config struct {
 	// Tenant is the tenant of the envelopes of an open endpoint (Callers
@@ -71,6 +78,21 @@ type Config struct {
 	// endpoint makes itself and is served at GET /receipt-key.
 	Receipts     *receipt.Signer
 	MaxBodyBytes int64
+	// MaxBatch bounds the items of a batch: a larger one is refused as a
+	// whole (-32600 batch_too_large, one dead letter), before any item is
+	// decided, so that one request cannot queue thousands of decisions.
+	MaxBatch int
+	// MaxDeadLetters bounds the dead letters the endpoint itself keeps for
+	// one request (a batch of invalid items); the rest are counted in one
+	// summary record, so that one request cannot flood ACS_DLQ.
+	MaxDeadLetters int
+	// WriteTimeout is the HTTP server's write timeout, from the end of a
+	// request's headers to the end of its answer. When set, each item of a
+	// batch gets it afresh: the items are decided one after another, each
+	// waiting up to Timeout, so a batch would otherwise be cut off whole
+	// once its decisions together took longer. MaxBatch bounds how long a
+	// batch can hold its connection.
+	WriteTimeout time.Duration
 	// Ready reports whether the processor is running (GET /readyz).
 	Ready func() error
 }
@@ -100,6 +122,9 @@ type Stats struct {
 	// endpoint itself kept in ACS_DLQ.
 	Unauthenticated atomic.Uint64
 	DeadLettered    atomic.Uint64
+	// DeadLettersOmitted counts refusals beyond a request's dead-letter
+	// limit, kept only as counts in its summary record.
+	DeadLettersOmitted atomic.Uint64
 }
 
 // Stats returns the endpoint's counters.
@@ -116,6 +141,12 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.MaxDeadLetters <= 0 {
+		cfg.MaxDeadLetters = DefaultMaxDeadLetters
 	}
 	if cfg.OnDecisionFailure == "" {
 		cfg.OnDecisionFailure = "deny"
@@ -298,7 +329,12 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 	}
 	ctx := r.Context()
-	from := origin{caller: who, remote: r.RemoteAddr}
+	from := origin{caller: who, remote: r.RemoteAddr, dl: &dlBudget{left: g.cfg.MaxDeadLetters}}
+	if g.cfg.WriteTimeout > 0 {
+		rc := http.NewResponseController(w)
+		from.extend = func() { _ = rc.SetWriteDeadline(time.Now().Add(g.cfg.WriteTimeout)) }
+	}
+	defer g.summariseDeadLetters(ctx, from)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	tooLarge := errors.As(err, &mbe)
@@ -356,6 +392,19 @@ func isJSON(ct string) bool {
 type origin struct {
 	caller *Caller
 	remote string
+	// dl is what is left of the request's dead letters; nil: no bound.
+	dl *dlBudget
+	// extend, when set, renews the connection's write deadline before
+	// each item of a batch.
+	extend func()
+}
+
+// dlBudget counts one request's dead letters: the first ones are kept one
+// by one, the rest only counted, by reason, for one summary record. The
+// items of a batch are answered one after another, so it needs no lock.
+type dlBudget struct {
+	left    int
+	omitted map[string]int
 }
 
 // reply is one JSON-RPC answer: raw, as the processor published it, or a
@@ -379,18 +428,34 @@ func (r reply) MarshalJSON() ([]byte, error) {
 // dispatch answers a body: one request, or a batch in declared order.
 func (g *Gateway) dispatch(ctx context.Context, from origin, body []byte, tls bool) reply {
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '[' {
+	batch := len(trimmed) > 0 && trimmed[0] == '['
+	// Before any decoding, as the processor does: a batch's array is one
+	// level more than its items.
+	limit := acs.MaxDepth
+	if batch {
+		limit++
+	}
+	if ref := acs.CheckDepth(trimmed, limit); ref != nil {
+		return g.reject(ctx, from, incoming{raw: body}, ref, false)
+	}
+	if !batch {
 		return g.one(ctx, from, trimmed, tls)
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(trimmed, &items); err != nil {
+	items, err := splitBatch(trimmed, g.cfg.MaxBatch)
+	var tooMany *batchTooLargeError
+	switch {
+	case errors.As(err, &tooMany):
+		return g.reject(ctx, from, incoming{raw: body}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonBatchTooLarge, Message: err.Error()}, false)
+	case err != nil:
 		return g.reject(ctx, from, incoming{raw: body}, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}, false)
-	}
-	if len(items) == 0 {
+	case len(items) == 0:
 		return g.reject(ctx, from, incoming{raw: body}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "an empty batch"}, false)
 	}
 	replies := make([]reply, len(items))
 	for i, it := range items {
+		if from.extend != nil {
+			from.extend()
+		}
 		// Each item independently and in order (ACS §3: batches). A batch
 		// has no per-item headers, so receipts stay in the stream.
 		replies[i] = g.one(ctx, from, it, tls)
@@ -426,6 +491,9 @@ type incoming struct {
 	id        json.RawMessage
 	sessionID string
 	keyID     string
+	// omitted, on a request's summary dead letter, is how many of its
+	// refusals it stands for.
+	omitted int
 }
 
 // one answers one JSON-RPC request.
@@ -698,6 +766,17 @@ func (g *Gateway) sign(doc *envelope, keyID, sessionID string) (*acs.Signature, 
 // NATS message keeps its beginning, and says so: over HTTP there is no
 // other copy of it to point to.
 func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref *acs.Error, truncated bool) {
+	if b := from.dl; b != nil {
+		if b.left <= 0 {
+			if b.omitted == nil {
+				b.omitted = map[string]int{}
+			}
+			b.omitted[ref.Reason]++
+			g.stats.DeadLettersOmitted.Add(1)
+			return
+		}
+		b.left--
+	}
 	g.stats.DeadLettered.Add(1)
 	m := nats.NewMsg(acs.DLQSubject(from.caller.Tenant))
 	m.Data = in.raw
@@ -715,6 +794,9 @@ func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref 
 	if p := in.req.Params; p != nil && p.RequestID != "" {
 		m.Header.Set(acs.HdrRequestID, msghdr.Value(p.RequestID))
 	}
+	if in.omitted > 0 {
+		m.Header.Set(acs.HdrDeadLettersOmitted, strconv.Itoa(in.omitted))
+	}
 	if truncated {
 		m.Header.Set(acs.HdrBodyTruncated, fmt.Sprintf("the body exceeded %d bytes; the first %d are kept", g.cfg.MaxBodyBytes, len(m.Data)))
 	}
@@ -731,6 +813,58 @@ func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref 
 	if _, err := g.js.PublishMsg(ctx, m); err != nil {
 		g.log.Warn().Err(err).Str("reason", ref.Reason).Msg("dead-letter a refused HTTP request")
 	}
+}
+
+// summariseDeadLetters keeps, for a request whose refusals went beyond
+// its dead-letter limit, one record counting the ones not kept, by reason.
+func (g *Gateway) summariseDeadLetters(ctx context.Context, from origin) {
+	b := from.dl
+	if b == nil || len(b.omitted) == 0 {
+		return
+	}
+	n := 0
+	for _, c := range b.omitted {
+		n += c
+	}
+	body, _ := json.Marshal(map[string]any{"dead_letters_omitted": n, "by_reason": b.omitted})
+	from.dl = nil // the summary itself is kept whatever the budget
+	g.deadLetter(ctx, from, incoming{raw: body, omitted: n}, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonDeadLetterLimit,
+		Message: fmt.Sprintf("%d more refusals of this request were not dead-lettered one by one (limit %d a request)", n, g.cfg.MaxDeadLetters)}, false)
+}
+
+// batchTooLargeError is a batch of more items than the endpoint takes.
+type batchTooLargeError struct{ max int }
+
+func (e *batchTooLargeError) Error() string {
+	return fmt.Sprintf("a batch of more than %d requests", e.max)
+}
+
+// splitBatch splits a JSON array into its items, stopping as soon as there
+// are more than max: a batch too large is refused without the rest of it
+// being decoded.
+func splitBatch(b []byte, max int) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // '[', as dispatch checked
+		return nil, err
+	}
+	var items []json.RawMessage
+	for dec.More() {
+		if len(items) == max {
+			return nil, &batchTooLargeError{max: max}
+		}
+		var it json.RawMessage
+		if err := dec.Decode(&it); err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	if _, err := dec.Token(); err != nil { // ']'
+		return nil, err
+	}
+	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
+		return nil, errors.New("invalid character after the top-level value")
+	}
+	return items, nil
 }
 
 // deadLetterTimeout bounds the wait for ACS_DLQ to store a dead letter.

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -175,4 +178,91 @@ func FuzzDecide(f *testing.F) {
 		}
 		checkResponse(t, v, out.Response)
 	})
+}
+
+// TestTooDeepIsRefusedUnread: an envelope nesting deeper than acs.MaxDepth
+// is refused (-32600 envelope_too_deep) before it is decoded, so a 10,000
+// deep one of 20 KB costs about what a flat one does, not a container a
+// level.
+func TestTooDeepIsRefusedUnread(t *testing.T) {
+	g := guardian.New(newValidator(t), guardian.Config{})
+	rs := defaultRules(t)
+	nest := func(n int) string { return strings.Repeat(`[`, n) + `1` + strings.Repeat(`]`, n) }
+	deep := envelope("steps/userMessage", `{"content":[{"type":"text","value":"x"}],"extra":`+nest(10_000)+`}`)
+	if len(deep) < 20_000 {
+		t.Fatalf("%d bytes", len(deep))
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"10,000 deep", deep, true},
+		{"just past the limit", envelope("steps/userMessage", `{"content":`+nest(acs.MaxDepth-2)+`}`), true},
+		{"at the limit", envelope("steps/userMessage", `{"content":`+nest(acs.MaxDepth-3)+`}`), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := g.Decide(rs, nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: tc.data, Seq: 1})
+			tooDeep := errors.Is(out.Refusal, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooDeep})
+			if tooDeep != tc.want {
+				t.Fatalf("refusal %v, want envelope_too_deep %v", out.Refusal, tc.want)
+			}
+		})
+	}
+	// Refusing it costs no more than refusing a flat envelope too large to
+	// read: the allocations of the refusal itself, not of the tree.
+	big := guardian.New(newValidator(t), guardian.Config{MaxEnvelopeBytes: 100})
+	flat := envelope("steps/userMessage", `{"content":[{"type":"text","value":"x"}]}`)
+	base := testing.AllocsPerRun(20, func() {
+		_ = big.Decide(rs, nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: flat, Seq: 1})
+	})
+	got := testing.AllocsPerRun(20, func() {
+		_ = g.Decide(rs, nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: deep, Seq: 1})
+	})
+	if got > base+5 {
+		t.Fatalf("refusing the 10,000-deep envelope took %v allocations; refusing an oversized one %v", got, base)
+	}
+	t.Logf("allocations: too deep %v, too large %v", got, base)
+}
+
+// TestCostlyConditionFollowsOnRuleError: a rule condition stopped by the
+// CEL cost limit is a failed evaluation, decided by --on-rule-error.
+func TestCostlyConditionFollowsOnRuleError(t *testing.T) {
+	f, err := rules.ParseFile("cost.yaml", []byte(`apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+rules:
+  - {id: R, title: r, severity: low, on: [toolCallRequest], decision: deny,
+     when: 'payload.arguments.items.value.exists(x, x == -1) || payload.arguments.items.value.exists(x, x == -2) || payload.arguments.items.value.exists(x, x == -3) || payload.arguments.items.value.exists(x, x == -4) || payload.arguments.items.value.exists(x, x == -5) || payload.arguments.items.value.exists(x, x == -6) || payload.arguments.items.value.exists(x, x == -7) || payload.arguments.items.value.exists(x, x == -8)'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := rules.Compile([]*rules.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]string, 100_000)
+	for i := range items {
+		items[i] = strconv.Itoa(i % 10)
+	}
+	data := envelope("steps/toolCallRequest", `{"tool":{"name":"Read"},"arguments":{"items":{"value":[`+strings.Join(items, ",")+`]}}}`)
+	for _, tc := range []struct {
+		onError acs.Disposition
+		want    acs.Disposition
+	}{{acs.Deny, acs.Deny}, {acs.Allow, acs.Allow}} {
+		t.Run(string(tc.onError), func(t *testing.T) {
+			g := guardian.New(newValidator(t), guardian.Config{MaxEnvelopeBytes: 1 << 20, OnRuleError: tc.onError})
+			out := g.Decide(rs, turnstate.New("default", testSession), nil, routeFor("steps/toolCallRequest"), guardian.Message{Data: data, Seq: 1})
+			if out.Refusal != nil || out.Response == nil || out.Response.Result == nil {
+				t.Fatalf("outcome %+v", out)
+			}
+			res := out.Response.Result
+			// A deny says why; an allow only carries the reason code.
+			if res.Decision != tc.want || !slices.Contains(res.ReasonCodes, "evaluation_failed") || tc.want == acs.Deny && !strings.Contains(res.Reasoning, "cost") {
+				t.Fatalf("decision %s %v %q, want %s for a condition over its cost limit", res.Decision, res.ReasonCodes, res.Reasoning, tc.want)
+			}
+		})
+	}
 }

@@ -54,6 +54,11 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge,
 			Message: fmt.Sprintf("envelope is %d bytes; the limit is %d", len(data), g.cfg.MaxEnvelopeBytes)}
 	}
+	// Before decoding: a document nested thousands deep costs a decoder
+	// per level (recursion, a container each), however few bytes it has.
+	if ref := acs.CheckDepth(data, acs.MaxDepth); ref != nil {
+		return nil, k, ref
+	}
 	doc, rawParams, err := decodeIJSON(data)
 	if err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}

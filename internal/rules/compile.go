@@ -795,6 +795,24 @@ func (c *compiler) expand(src string, depth int) (expansion, error) {
 	return e, nil
 }
 
+// MaxConditionCost bounds what one evaluation of one condition may cost, in
+// CEL's cost units (a few per list element a comprehension visits, a tenth
+// per byte of a string operation): about a tenth of a second of CPU. A
+// scan of a list as long as a default-sized (256 KiB) envelope can hold
+// fits; rules check refuses conditions whose cost grows faster than the
+// envelope (MaxEstimatedCost), and this stops what is left — many scans of
+// a large list in one condition, say — at a bounded cost: the evaluation
+// fails and --on-rule-error decides.
+const MaxConditionCost = 1_000_000
+
+// MaxEstimatedCost is the most a condition's statically estimated cost may
+// be, with every string and list it reads as large as a 1 MiB envelope:
+// conditions linear in the envelope estimate at a few million at most,
+// ones quadratic in it (a comprehension inside a comprehension over
+// envelope data) at 10^12 or more, or unbounded. rules check refuses the
+// latter with the condition's file:line:col.
+const MaxEstimatedCost = 1_000_000_000
+
 type exprError struct {
 	offset int
 	msg    string
@@ -823,11 +841,29 @@ func (c *compiler) expr(f *File, s Str, what string) cel.Program {
 		}
 		return nil
 	}
+	est, err := c.env.EstimateCost(checked, envelopeSized{})
+	if err != nil || est.Max > MaxEstimatedCost {
+		// Such a condition would hit MaxConditionCost on a large enough
+		// envelope, and leave the decision to --on-rule-error: refused
+		// here, where its author sees it, instead.
+		c.errf(f, s.Pos, "%s: the condition's cost grows faster than the envelope (nested comprehensions over envelope data?): estimated at more than %d CEL cost units on a 1 MiB envelope", what, uint64(MaxEstimatedCost))
+		return nil
+	}
 	if checked.OutputType() != cel.BoolType {
 		c.errf(f, s.Pos, "%s: the condition is %s, want bool", what, checked.OutputType())
 		return nil
 	}
-	prg, err := c.env.Program(checked, cel.EvalOptions(cel.OptOptimize))
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if est.Max > MaxConditionCost {
+		// The cost limit counts CEL's own operation costs, not time: the
+		// same condition on the same envelope is cut off at the same point
+		// on every processor and in replay, and the failure goes to
+		// --on-rule-error. Only where the estimate — an upper bound, with
+		// every value as large as the largest envelope — says it could be
+		// reached: tracking the cost doubles a condition's evaluation time.
+		opts = append(opts, cel.CostLimit(MaxConditionCost))
+	}
+	prg, err := c.env.Program(checked, opts...)
 	if err != nil {
 		c.errf(f, s.Pos, "%s: %v", what, err)
 		return nil

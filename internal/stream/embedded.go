@@ -20,6 +20,20 @@ import (
 // still fits, with its headers, into the dead-letter stream.
 const EmbeddedMaxPayload = 2 << 20
 
+// The embedded server's slow-consumer bounds. A client that does not read
+// what it subscribed to — a subscriber on acs.> that never reads, say —
+// is disconnected as a slow consumer once this much is waiting for it (the
+// server stops queueing for it at once; the socket is closed when the
+// blocked write gives up), or once a write to it has blocked this long,
+// instead of the server holding ever more of its messages in memory. They are nats-server's own defaults,
+// set here so that an upgrade cannot change them unnoticed: lower would
+// risk cutting off the processor itself, whose partition workers pull up
+// to --batch-size envelopes of up to 1 MiB at a time.
+const (
+	EmbeddedMaxPending    = 64 << 20
+	EmbeddedWriteDeadline = 10 * time.Second
+)
+
 // EmbeddedConfig configures the in-process NATS JetStream server.
 type EmbeddedConfig struct {
 	// DataDir holds the JetStream store (under DataDir/jetstream).
@@ -34,6 +48,9 @@ type EmbeddedConfig struct {
 	// TLSCert and TLSKey, when set, make the client port speak TLS only.
 	TLSCert, TLSKey string
 	Logger          zerolog.Logger
+	// WriteDeadline is how long a write to a client may block before the
+	// client is disconnected as a slow consumer; 0: EmbeddedWriteDeadline.
+	WriteDeadline time.Duration
 }
 
 // StartEmbedded starts a single-node NATS JetStream server in this process
@@ -44,8 +61,14 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		JetStream:  true,
 		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
 		MaxPayload: EmbeddedMaxPayload,
+		MaxPending: EmbeddedMaxPending,
+		// WriteTimeout's default policy: a client, not a route, is closed.
+		WriteDeadline: EmbeddedWriteDeadline,
 		// The processor owns signal handling and shuts the server down itself.
 		NoSigs: true,
+	}
+	if cfg.WriteDeadline > 0 {
+		opts.WriteDeadline = cfg.WriteDeadline
 	}
 	if cfg.Listen == "" {
 		opts.DontListen = true

@@ -56,7 +56,10 @@ func TestForgedDecisionsAreDropped(t *testing.T) {
 		}
 	}
 	st := c.Stats()
+	// OnDrop may still be running for a late forgery: reasons under its lock.
+	mu.Lock()
 	t.Logf("forgeries sent %d; client stats %+v; reasons %v", forger.Sent.Load(), st, reasons)
+	mu.Unlock()
 	if forger.Sent.Load() == 0 || st.DroppedUnverified == 0 {
 		t.Fatalf("the attack did not run: sent %d, stats %+v", forger.Sent.Load(), st)
 	}
