@@ -264,7 +264,10 @@ func (b *builder) turnStart(trigger string, parent *turnRec) *turnRec {
 		b.autoRun = 0
 	}
 	if b.autoRun > maxAutoRun {
+		// A denied turnStart is not a turn: the counter goes back and the
+		// next turn shares its index (turnstate.RecordDecision).
 		t.denied = true
+		b.turnsStarted--
 		b.emit("steps/turnStart", rid, t, p, acs.Deny, RuleContinuation)
 		return t
 	}
