@@ -334,9 +334,9 @@ func (c *compiler) declare(f *File) {
 			c.errf(f, firstPos(t.Classes), "a tool class entry needs match (a tool name glob) or capability (a capability glob)")
 			continue
 		}
-		// Globs are kept in catalog form (see catalogKey) and checked in
+		// Globs are kept in catalog form (see catalogGlob) and checked in
 		// that form: that is the pattern matching will use.
-		tc := toolClass{match: catalogKey(t.Match.Value), capability: catalogKey(t.Capability.Value)}
+		tc := toolClass{match: catalogGlob(t.Match.Value), capability: catalogGlob(t.Capability.Value)}
 		for _, g := range []struct {
 			src  Str
 			glob string
