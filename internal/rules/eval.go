@@ -168,8 +168,27 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 		return *e.content, true
 	case "time":
 		return e.in.Time, true
+	case "subagent":
+		return e.subagentView(), true
 	}
 	return nil, false
+}
+
+// subagentView describes Input.Subagent, but only on a subagentStop and
+// only for a session this one spawned: a subagentStop naming someone
+// else's session must not import (or hide) that session's taint.
+func (e *evalCtx) subagentView() SubagentView {
+	v := SubagentView{Taints: []string{}}
+	c := e.in.Subagent
+	if e.hook != "subagentStop" || c == nil || c.Parent == nil || c.Parent.SessionID != e.sess.SessionID {
+		return v
+	}
+	v.Present, v.SessionID = true, c.SessionID
+	for label := range c.Taints {
+		v.Taints = append(v.Taints, label)
+	}
+	slices.Sort(v.Taints)
+	return v
 }
 
 // Parent implements interpreter.Activation.
