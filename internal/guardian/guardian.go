@@ -84,6 +84,10 @@ type Message struct {
 	// used only where ACS wants a Guardian time (system/ping).
 	Seq  uint64
 	Time time.Time
+	// Subagent is the state of the subagent session a subagentStop names
+	// (see SubagentOf), when the caller has it: the rules may carry its
+	// taint to this session. Decide only reads it.
+	Subagent *turnstate.Session
 }
 
 // Outcome is everything Decide concluded about one message.
@@ -179,7 +183,7 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 			agent = nil
 		}
 		rr = rs.Evaluate(state, agent, rules.Input{Spec: env.spec, Req: &env.req, Payload: env.payload, Seq: msg.Seq,
-			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition, Provenance: env.provenance})
+			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition, Provenance: env.provenance, Subagent: msg.Subagent})
 		if rr.AgentChanged {
 			out.Agent = agent
 		}
@@ -273,6 +277,26 @@ func AgentOf(data []byte) string {
 		return ""
 	}
 	return env.Params.Metadata.AgentID
+}
+
+// SubagentOf returns the subagent session id a subagentStop names, or ""
+// for any other message (or one that does not decode): a caller that
+// keeps session states passes that session's state as Message.Subagent.
+func SubagentOf(route acs.Route, data []byte) string {
+	if route.Hook != "subagentStop" {
+		return ""
+	}
+	var env struct {
+		Params struct {
+			Payload struct {
+				SubagentSessionID string `json:"subagent_session_id"`
+			} `json:"payload"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(data, &env) != nil {
+		return ""
+	}
+	return env.Params.Payload.SubagentSessionID
 }
 
 // Unroutable is the outcome for a message whose subject names no usable

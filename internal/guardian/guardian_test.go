@@ -266,3 +266,27 @@ rules:
 		})
 	}
 }
+
+// SubagentOf names the subagent session of a subagentStop only: that is
+// the one message whose rules may read another session's state.
+func TestSubagentOf(t *testing.T) {
+	stop := []byte(`{"params":{"payload":{"subagent_session_id":"child-1","outcome":"completed"}}}`)
+	tests := []struct {
+		name string
+		hook string
+		data []byte
+		want string
+	}{
+		{"subagentStop", "subagentStop", stop, "child-1"},
+		{"another hook with the same payload", "subagentStart", stop, ""},
+		{"no subagent_session_id", "subagentStop", []byte(`{"params":{"payload":{}}}`), ""},
+		{"not JSON", "subagentStop", []byte(`{`), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := guardian.SubagentOf(acs.Route{Tenant: "t", SessionID: "s", Hook: tc.hook}, tc.data); got != tc.want {
+				t.Errorf("SubagentOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -31,6 +31,9 @@ func (m *Memory) Decide(g *Guardian, rs *rules.Set, route acs.Route, msg Message
 			}
 		}
 	}
+	if id := SubagentOf(route, msg.Data); id != "" && msg.Subagent == nil {
+		msg.Subagent = m.Sessions[acs.SessionKey(route.Tenant, id)]
+	}
 	out := g.Decide(rs, m.Sessions[route.SessionKey()], agent, route, msg)
 	if out.State != nil {
 		m.Sessions[route.SessionKey()] = out.State

@@ -140,7 +140,7 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 		if len(inRange) == 0 {
 			return rep, nil
 		}
-		warm := withAncestors(inRange, links)
+		warm := withSpawnTree(inRange, links)
 		if sel.SessionID != "" {
 			filters = sessionFilters(warm)
 		}

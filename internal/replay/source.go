@@ -384,14 +384,25 @@ func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[
 	return links, err
 }
 
-// withAncestors adds to sessions (keys) the sessions that spawned them,
-// transitively: a subagent's state starts from its parent's
-// subagentStart, so replaying it needs the parent replayed too.
-func withAncestors(sessions map[string]bool, links map[string]string) map[string]bool {
+// withSpawnTree adds to sessions (keys) the rest of their spawn trees: the
+// sessions that spawned them, transitively — a subagent's state starts
+// from its parent's subagentStart, so replaying it needs the parent
+// replayed too — and every session those spawned, transitively — a
+// subagent's taint reaches its parent at subagentStop, so replaying the
+// parent needs its subagents replayed too.
+func withSpawnTree(sessions map[string]bool, links map[string]string) map[string]bool {
 	out := make(map[string]bool, len(sessions))
 	for key := range sessions {
 		for k := key; k != "" && !out[k]; k = links[k] {
 			out[k] = true
+		}
+	}
+	for grew := true; grew; {
+		grew = false
+		for child, parent := range links {
+			if out[parent] && !out[child] {
+				out[child], grew = true, true
+			}
 		}
 	}
 	return out

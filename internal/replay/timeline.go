@@ -106,10 +106,11 @@ func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *r
 	}
 	depth := map[string]int{}
 	whole := Range{From: 1, To: r.To, ToTime: r.ToTime}
-	err = src.Each(ctx, whole, sessionFilters(withAncestors(map[string]bool{key: true}, links)), func(e Envelope) error {
+	err = src.Each(ctx, whole, sessionFilters(withSpawnTree(map[string]bool{key: true}, links)), func(e Envelope) error {
 		if e.RouteErr != nil || e.Route.SessionKey() != key {
-			// An ancestor's envelope: it shapes the subagent's first
-			// state, and is not a step of this timeline.
+			// Another session of the spawn tree: an ancestor shapes a
+			// subagent's first state, a subagent's taint reaches its
+			// parent at subagentStop. Not a step of this timeline.
 			eng.Decide(e)
 			return nil
 		}

@@ -42,13 +42,68 @@ tools:
 		{"pay", " PAYMENTS.Transfer ", []string{"consequential"}},
 		{"HTTP_Post", "Network.Egress", []string{"egress"}},
 		{"http_post", "", []string{}},
-		// Case and space are all that is forgiven.
+		// Only the spelling of the words is forgiven, not the words.
 		{"Bas", "", []string{}},
 		{"Bash2", "", []string{}},
 		{"TodoWrite", "", []string{}},
 		{"myshell", "", []string{}},
 		{" ", "", []string{}},
 		{"", "", []string{}},
+	}
+	for _, tc := range tests {
+		if got := rs.ToolClasses(tc.name, tc.capability); !slices.Equal(got, tc.want) {
+			t.Errorf("ToolClasses(%q, %q) = %v, want %v", tc.name, tc.capability, got, tc.want)
+		}
+	}
+}
+
+// Names, capabilities and globs are compared as words: case, surrounding
+// space, the separators _ - . / : and camelCase boundaries never decide a
+// match, and a glob's '*' matches across what was a '/'.
+func TestCatalogMatchIgnoresSpelling(t *testing.T) {
+	rs := compile(t, `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+tools:
+  - {match: "WebFetch*", classes: [untrusted_source]}
+  - {match: "exec*", classes: [consequential]}
+  - {match: "mcp__*__write*", classes: [consequential]}
+  - {match: "NotebookEdit", classes: [consequential]}
+  - {match: "run_[a-z]*", classes: [runner]}
+  - {match: "a\\*b", classes: [literal_star]}
+  - {capability: "process.execute", classes: [consequential]}
+  - {capability: "shell.*", classes: [consequential]}
+`)
+	tests := []struct {
+		name, capability string
+		want             []string
+	}{
+		{"web_fetch", "", []string{"untrusted_source"}},
+		{"WEB_FETCH", "", []string{"untrusted_source"}},
+		{"web-fetch", "", []string{"untrusted_source"}},
+		{"webFetch", "", []string{"untrusted_source"}},
+		{"web.fetch.page", "", []string{"untrusted_source"}},
+		{"exec/run", "", []string{"consequential"}},
+		{"exec:run", "", []string{"consequential"}},
+		{"Exec", "", []string{"consequential"}},
+		{"mcp__filesystem__write_file", "", []string{"consequential"}},
+		{"mcp.filesystem.writeFile", "", []string{"consequential"}},
+		{"notebook_edit", "", []string{"consequential"}},
+		{"NOTEBOOK-EDIT", "", []string{"consequential"}},
+		{"run-tests", "", []string{"runner"}}, // [a-z] stays a range
+		{"a*b", "", []string{"literal_star"}},
+		{"x", "Process.Execute", []string{"consequential"}},
+		{"x", "process-execute", []string{"consequential"}},
+		{"x", "processExecute", []string{"consequential"}},
+		{"x", "shell.execute", []string{"consequential"}},
+		{"x", "Shell/Run", []string{"consequential"}},
+		// Words still decide.
+		{"webfetch", "", []string{}},
+		{"notebook_edit_v2", "", []string{}},
+		{"executor", "", []string{"consequential"}}, // exec* is a prefix glob
+		{"x", "process.exec", []string{}},
+		{"aXb", "", []string{}},
+		{"_", "", []string{}},
 	}
 	for _, tc := range tests {
 		if got := rs.ToolClasses(tc.name, tc.capability); !slices.Equal(got, tc.want) {

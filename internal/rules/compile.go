@@ -334,9 +334,9 @@ func (c *compiler) declare(f *File) {
 			c.errf(f, firstPos(t.Classes), "a tool class entry needs match (a tool name glob) or capability (a capability glob)")
 			continue
 		}
-		// Globs are kept in catalog form (see catalogKey) and checked in
+		// Globs are kept in catalog form (see catalogGlob) and checked in
 		// that form: that is the pattern matching will use.
-		tc := toolClass{match: catalogKey(t.Match.Value), capability: catalogKey(t.Capability.Value)}
+		tc := toolClass{match: catalogGlob(t.Match.Value), capability: catalogGlob(t.Capability.Value)}
 		for _, g := range []struct {
 			src  Str
 			glob string
@@ -413,7 +413,7 @@ func (c *compiler) newEnv() *cel.Env {
 	obj := func(t any) *cel.Type { return cel.ObjectType("rules." + reflect.TypeOf(t).Name()) }
 	env, err := cel.NewEnv(
 		ext.NativeTypes(reflect.TypeFor[ToolView](), reflect.TypeFor[SessionView](), reflect.TypeFor[TurnView](),
-			reflect.TypeFor[ProvenanceView](), reflect.TypeFor[ViolationView](), reflect.TypeFor[TaintView](), ext.ParseStructTags(true)),
+			reflect.TypeFor[ProvenanceView](), reflect.TypeFor[ViolationView](), reflect.TypeFor[TaintView](), reflect.TypeFor[SubagentView](), ext.ParseStructTags(true)),
 		ext.Strings(),
 		cel.Variable("hook", cel.StringType),
 		cel.Variable("method", cel.StringType),
@@ -426,6 +426,7 @@ func (c *compiler) newEnv() *cel.Env {
 		cel.Variable("payload", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("content", cel.StringType),
 		cel.Variable("time", cel.TimestampType),
+		cel.Variable("subagent", obj(SubagentView{})),
 		cel.Macros(taintMacro("tainted", "active"), taintMacro("taint_age_turns", "age_turns")),
 	)
 	if err != nil {

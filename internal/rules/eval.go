@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -167,8 +168,27 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 		return *e.content, true
 	case "time":
 		return e.in.Time, true
+	case "subagent":
+		return e.subagentView(), true
 	}
 	return nil, false
+}
+
+// subagentView describes Input.Subagent, but only on a subagentStop and
+// only for a session this one spawned: a subagentStop naming someone
+// else's session must not import (or hide) that session's taint.
+func (e *evalCtx) subagentView() SubagentView {
+	v := SubagentView{Taints: []string{}}
+	c := e.in.Subagent
+	if e.hook != "subagentStop" || c == nil || c.Parent == nil || c.Parent.SessionID != e.sess.SessionID {
+		return v
+	}
+	v.Present, v.SessionID = true, c.SessionID
+	for label := range c.Taints {
+		v.Taints = append(v.Taints, label)
+	}
+	slices.Sort(v.Taints)
+	return v
 }
 
 // Parent implements interpreter.Activation.
@@ -216,8 +236,7 @@ func (e *evalCtx) toolView() *ToolView {
 
 // ToolClasses returns the catalog's classes of a tool, by name and by
 // capability, sorted and without duplicates. Names and capabilities match
-// the catalog's globs case-insensitively and without surrounding
-// whitespace (see catalogKey).
+// the catalog's globs in the normal form of catalogKey.
 func (s *Set) ToolClasses(name, capability string) []string {
 	classes := []string{}
 	name, capability = catalogKey(name), catalogKey(capability)
@@ -232,15 +251,89 @@ func (s *Set) ToolClasses(name, capability string) []string {
 	return slices.Compact(classes)
 }
 
-// catalogKey is the form in which tool names, capabilities and the
-// catalog's globs are compared. Frameworks spell the same tool
-// differently — Claude Code's "Bash", Cursor's "Shell", snake_case
-// "shell_exec", an adapter's stray "Bash " — and a catalog that misses
-// one of those spellings fails open: the call is not consequential, so
-// no taint guard stops it. So case and surrounding whitespace never
-// decide a match.
-func catalogKey(s string) string {
-	return strings.ToLower(strings.TrimSpace(s))
+// catalogKey is the form in which tool names and capabilities are
+// compared with the catalog's globs (see catalogGlob for the globs).
+// Frameworks spell the same tool differently — Claude Code's "Bash" and
+// "WebFetch", Cursor's "Shell", snake_case "web_fetch", an MCP server's
+// "mcp__shell__exec", a capability "Process.Execute" or "process-execute",
+// an adapter's stray "Bash " — and a catalog that misses one of those
+// spellings fails open: the call is not consequential, so no taint guard
+// stops it. So only the words of a name decide a match, not how they are
+// written:
+//
+//   - surrounding whitespace is dropped and letters are lower-cased;
+//   - a word boundary inside camelCase ("webFetch", "HTTPRequest") becomes
+//     a separator: a capital after a lower-case letter or digit, or a
+//     capital followed by a lower-case letter after another capital;
+//   - each run of separators — '_', '-', '.', '/', ':' and whitespace —
+//     becomes one '_', and separators at either end are dropped.
+//
+// "WebFetch", "web_fetch", "web-fetch", "WEB_FETCH" and "web.fetch" are
+// all "web_fetch"; "Process.Execute" is "process_execute"; "exec/run" is
+// "exec_run". A name never keeps a '/', so a glob's '*' matches across
+// what was one.
+func catalogKey(s string) string { return normalize(s, false) }
+
+// catalogGlob is a catalog glob in the form catalogKey gives names, so
+// that a glob matches every spelling of the names it was written for.
+// Inside a bracket expression and after a backslash the glob is only
+// lower-cased: those characters are pattern syntax, not words ("[a-z]").
+func catalogGlob(s string) string { return normalize(s, true) }
+
+func normalize(s string, glob bool) string {
+	rs := []rune(strings.TrimSpace(s))
+	var b strings.Builder
+	b.Grow(len(s) + 4)
+	sep := false     // a separator is pending
+	inClass := false // inside [...]
+	var prev rune    // the previous rune of a word, 0 after a separator
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if glob && (inClass || r == '\\') {
+			if sep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			sep = false
+			if r == '\\' && i+1 < len(rs) {
+				b.WriteRune(r)
+				i++
+				r = rs[i]
+			} else if r == ']' {
+				inClass = false
+			}
+			b.WriteRune(unicode.ToLower(r))
+			prev = 0
+			continue
+		}
+		if isSeparator(r) {
+			sep, prev = true, 0
+			continue
+		}
+		if glob && r == '[' {
+			inClass = true
+		}
+		if unicode.IsUpper(r) && prev != 0 {
+			lowerNext := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && lowerNext {
+				sep = true
+			}
+		}
+		if sep && b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		sep = false
+		b.WriteRune(unicode.ToLower(r))
+		prev = r
+	}
+	return b.String()
+}
+
+func isSeparator(r rune) bool {
+	switch r {
+	case '_', '-', '.', '/', ':':
+		return true
+	}
+	return unicode.IsSpace(r)
 }
 
 // literalPrefix is the part of a glob before its first special character,

@@ -103,6 +103,19 @@ type Input struct {
 	// walked the payload for it (non-nil, empty when there is none); nil:
 	// Evaluate walks the payload itself.
 	Provenance []acs.Provenance
+	// Subagent is the state of the subagent session a subagentStop names,
+	// when the caller has it; Evaluate only reads it.
+	Subagent *turnstate.Session
+}
+
+// SubagentView is what a condition sees of the subagent session a
+// subagentStop names: present when that session is known and was spawned
+// by this one; taints lists the labels set in it (active or not: whatever
+// it read may be in what it returns).
+type SubagentView struct {
+	Present   bool     `cel:"present"`
+	SessionID string   `cel:"session_id"`
+	Taints    []string `cel:"taints"`
 }
 
 // untrustedOrigin is the default trust mapping of ACS §7.2.

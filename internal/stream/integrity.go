@@ -148,6 +148,21 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 		tenant, id, _ := strings.Cut(k, ".")
 		filters = append(filters, acs.StoredFilter(tenant, id, "*"))
 	}
+	// A subagent's taint reaches its parent at subagentStop (the rules'
+	// subagent variable), so the sessions the chain spawned are decided
+	// too; they are not checked for completeness below: only the chain's
+	// own states are rebuilt.
+	spawned := map[string]bool{}
+	for grew := true; grew; {
+		grew = false
+		for child, parent := range links {
+			if (chain[parent] || spawned[parent]) && !chain[child] && !spawned[child] {
+				spawned[child], grew = true, true
+				tenant, id, _ := strings.Cut(child, ".")
+				filters = append(filters, acs.StoredFilter(tenant, id, "*"))
+			}
+		}
+	}
 	mem := guardian.NewMemory()
 	rs := w.rules.Current()
 	first := map[string]string{}

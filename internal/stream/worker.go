@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/msghdr"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -574,7 +575,15 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		if pa != nil {
 			agent = pa.state
 		}
-		out := w.guardian.Decide(rs, p.state, agent, in.route, in.msg)
+		msg := in.msg
+		if id := guardian.SubagentOf(in.route, msg.Data); id != "" {
+			sub, err := w.subagent(ctx, rs, in.route, id, sessions)
+			if err != nil {
+				return err
+			}
+			msg.Subagent = sub
+		}
+		out := w.guardian.Decide(rs, p.state, agent, in.route, msg)
 		if out.Skipped {
 			w.stats.Skipped.Add(1)
 			continue
@@ -857,6 +866,36 @@ func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV f
 	c := cached[T]{key: key, state: s, rev: rev}
 	cache.put(c)
 	return c, nil
+}
+
+// subagent returns the state of the subagent session a subagentStop
+// names, for the rules to carry its taint to the parent: the batch's own
+// pending state when the batch touched it, else the stored one (nil when
+// there is none). The subagent's session may belong to another partition,
+// so this read is not ordered with the parent's stream; but a subagent
+// returns only after its steps were decided, and every decision is
+// published after its state is stored, so what the subagent did before it
+// returned is in what this reads. A stored state that does not verify
+// cannot vouch that the subagent read nothing untrusted: it reads as one
+// that carries every taint label.
+func (w *worker) subagent(ctx context.Context, rs *rules.Set, route acs.Route, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
+	key := acs.SessionKey(route.Tenant, id)
+	if p, ok := batch[key]; ok && p.state != nil {
+		return p.state, nil
+	}
+	s, _, _, err := w.store.Load(ctx, key)
+	if ie := (*turnstate.IntegrityError)(nil); errors.As(err, &ie) {
+		s = turnstate.New(route.Tenant, id)
+		s.Parent = &turnstate.ParentLink{SessionID: route.SessionID}
+		s.Taints = map[string]*turnstate.Taint{}
+		if rs != nil {
+			for _, t := range rs.Taints {
+				s.Taints[t.ID] = &turnstate.Taint{}
+			}
+		}
+		return s, nil
+	}
+	return s, err
 }
 
 // published is the outcome of one publication of a batch.

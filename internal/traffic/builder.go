@@ -264,7 +264,10 @@ func (b *builder) turnStart(trigger string, parent *turnRec) *turnRec {
 		b.autoRun = 0
 	}
 	if b.autoRun > maxAutoRun {
+		// A denied turnStart is not a turn: the counter goes back and the
+		// next turn shares its index (turnstate.RecordDecision).
 		t.denied = true
+		b.turnsStarted--
 		b.emit("steps/turnStart", rid, t, p, acs.Deny, RuleContinuation)
 		return t
 	}
@@ -342,10 +345,17 @@ func (b *builder) toolCall(t *turnRec, tool toolSpec, taints bool) {
 	}
 	// TG-TAINT-001: a consequential call in the anchor's turn or the next
 	// two (an enclosing turn older than the anchor counts as the anchor's),
-	// and within 30 minutes of it, is denied.
-	if tool.consequential && b.taint != nil && max(t.index-b.taint.turn, 0) <= taintTurns && b.now.Sub(b.taint.at) <= taintDuration {
-		b.emit("steps/toolCallRequest", rid, t, p, acs.Deny, RuleTaint)
-		return
+	// and within 30 minutes of it, is denied; TG-TAINT-002 (fail closed):
+	// so is any other call of a tool not classed read_only.
+	if b.taint != nil && max(t.index-b.taint.turn, 0) <= taintTurns && b.now.Sub(b.taint.at) <= taintDuration {
+		switch {
+		case tool.consequential:
+			b.emit("steps/toolCallRequest", rid, t, p, acs.Deny, RuleTaint)
+			return
+		case !tool.readOnly:
+			b.emit("steps/toolCallRequest", rid, t, p, acs.Deny, RuleTaintFailClosed)
+			return
+		}
 	}
 	b.emit("steps/toolCallRequest", rid, t, p, acs.Allow)
 

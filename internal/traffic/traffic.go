@@ -28,8 +28,9 @@ import (
 
 // Rule ids of the default pack that generated traffic triggers on purpose.
 const (
-	RuleTaint        = "TG-TAINT-001"
-	RuleContinuation = "TG-CONT-001"
+	RuleTaint           = "TG-TAINT-001"
+	RuleTaintFailClosed = "TG-TAINT-002"
+	RuleContinuation    = "TG-CONT-001"
 )
 
 // The default pack's limits the model follows (rules/default.yaml).

@@ -103,6 +103,14 @@ func (s *Session) Apply(st Step) Result {
 // turnStart leaves its turn open but marked denied, so that the turnEnd the
 // framework still sends (outcome denied_at_start) matches it, and any step
 // run inside it anyway is reported.
+//
+// A denied turn does not count as a turn: the turn counter goes back, so
+// the next turn started gets the denied turn's index. Taint windows and
+// turn-based thresholds count turns by that index; were denied turns
+// counted, a client could shorten a taint window by sending turnStarts it
+// knows will be refused (reusing a turn id, say). The denied turn keeps
+// its index, which the next turn shares: a taint anchored in it anchors no
+// earlier than the turn that follows.
 func (s *Session) RecordDecision(st Step, d acs.Disposition) {
 	if s.Decisions == nil {
 		s.Decisions = map[acs.Disposition]uint64{}
@@ -111,6 +119,9 @@ func (s *Session) RecordDecision(st Step, d acs.Disposition) {
 	if d == acs.Deny && st.TurnStart != nil {
 		if t := s.OpenTurn(st.TurnStart.TurnID); t != nil && t.StartSeq == st.Seq {
 			t.Denied = true
+			if t.Index == s.TurnsStarted && s.TurnsStarted > 0 {
+				s.TurnsStarted--
+			}
 		}
 	}
 }

@@ -438,3 +438,33 @@ func TestImplicitTurnIsInfo(t *testing.T) {
 		t.Fatalf("violations %+v, want one info-level turn_implicit", r.Violations)
 	}
 }
+
+// A denied turnStart does not count as a turn: the next turn gets its
+// index. Counted, denied turnStarts (a reused turn id) would age a taint
+// out of its window without the agent running a turn.
+func TestDeniedTurnStartDoesNotCount(t *testing.T) {
+	sess := turnstate.New("t", "s")
+	var s stepper
+	sess.Apply(s.sessionStart())
+	first := s.turnStart("A", "")
+	sess.Apply(first)
+	sess.RecordDecision(first, acs.Allow)
+	sess.Apply(s.turnEnd("A", nil, nil))
+	for _, rid := range []string{"A2", "A3"} {
+		// turn_id_reused, which the default pack denies.
+		again := with(s.turnStart("A", ""), func(st *turnstate.Step) { st.RequestID = rid })
+		if r := sess.Apply(again); !slices.ContainsFunc(r.Violations, func(v turnstate.Violation) bool { return v.Name == turnstate.TurnIDReused }) {
+			t.Fatalf("violations %+v, want turn_id_reused", r.Violations)
+		}
+		sess.RecordDecision(again, acs.Deny)
+		if sess.TurnsStarted != 1 {
+			t.Fatalf("turns started %d after a denied turnStart, want 1", sess.TurnsStarted)
+		}
+		sess.Apply(s.turnEnd("A", nil, nil))
+	}
+	next := s.turnStart("B", "")
+	r := sess.Apply(next)
+	if r.Turn == nil || r.Turn.Index != 2 || sess.CurrentTurn("B") != 2 {
+		t.Fatalf("turn after two denied turnStarts: %+v, want index 2", r.Turn)
+	}
+}
