@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -322,7 +323,14 @@ func TestTenantIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tenant := range []string{"acme", "other"} {
-		m, err := s.GetLastMsgForSubject(ctx, acs.DecisionSubject(tenant, sid))
+		// The endpoint's subscription can see a decision a moment before
+		// the stream has stored it.
+		var m *jetstream.RawStreamMsg
+		deadline := time.Now().Add(5 * time.Second)
+		for m, err = s.GetLastMsgForSubject(ctx, acs.DecisionSubject(tenant, sid)); errors.Is(err, jetstream.ErrMsgNotFound) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			m, err = s.GetLastMsgForSubject(ctx, acs.DecisionSubject(tenant, sid))
+		}
 		if err != nil || m.Header.Get(acs.HdrMethod) != "steps/sessionStart" {
 			t.Fatalf("decision of %s: %v", tenant, err)
 		}
