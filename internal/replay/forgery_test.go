@@ -18,6 +18,23 @@ import (
 	"github.com/turnguard/turnguard/internal/replay"
 )
 
+// recordTaintWindow records the taint-window scenario and returns the
+// recording, its session and the stream sequence of its first deny (the
+// tainted call a forger wants allowed).
+func recordTaintWindow(t *testing.T) (rec *recorder, session string, denied uint64) {
+	t.Helper()
+	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
+	rec = newRecorder(t, defaultRules(t))
+	rec.publishStepwise(built.Messages)
+	rec.finish()
+	for i, m := range built.Messages {
+		if m.Expect.Decision == "deny" && denied == 0 {
+			denied = uint64(i + 1)
+		}
+	}
+	return rec, built.Messages[0].SessionID, denied
+}
+
 // TestVerifyReportsForgeries: whatever a third party publishes on a
 // session's decision subject or as its alert stays in the streams, and
 // verify must name it — a forged allow without Acs-Stream-Seq (issue 11's
@@ -26,17 +43,7 @@ import (
 // to a sequence that is no envelope of the session, a forged answer
 // stored before the real one, forged alerts — and never say "verified".
 func TestVerifyReportsForgeries(t *testing.T) {
-	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
-	rec := newRecorder(t, defaultRules(t))
-	rec.publishStepwise(built.Messages)
-	rec.finish()
-	session := built.Messages[0].SessionID
-	var denied uint64
-	for i, m := range built.Messages {
-		if m.Expect.Decision == "deny" && denied == 0 {
-			denied = uint64(i + 1)
-		}
-	}
+	rec, session, denied := recordTaintWindow(t)
 	kr, signer := testKeys(t)
 	subject := acs.DecisionSubject("default", session)
 	deny := strconv.FormatUint(denied, 10)
@@ -213,17 +220,7 @@ func TestVerifyCountsWhatItChecks(t *testing.T) {
 // out of the timeline given the receipt key, and counted; without the key
 // the first message per step is shown.
 func TestTimelineShowsOnlyVerifiedDecisions(t *testing.T) {
-	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
-	rec := newRecorder(t, defaultRules(t))
-	rec.publishStepwise(built.Messages)
-	rec.finish()
-	session := built.Messages[0].SessionID
-	var denied uint64
-	for i, m := range built.Messages {
-		if m.Expect.Decision == "deny" && denied == 0 {
-			denied = uint64(i + 1)
-		}
-	}
+	rec, session, denied := recordTaintWindow(t)
 	_, signer := testKeys(t)
 	deny := strconv.FormatUint(denied, 10)
 	h := nats.Header{}
