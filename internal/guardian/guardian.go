@@ -286,6 +286,13 @@ func SubagentOf(route acs.Route, data []byte) string {
 	if route.Hook != "subagentStop" {
 		return ""
 	}
+	return SubagentSessionID(data)
+}
+
+// SubagentSessionID reads params.payload.subagent_session_id of an
+// envelope (a subagentStart or subagentStop) without deciding it; "" when
+// it has none or does not decode.
+func SubagentSessionID(data []byte) string {
 	var env struct {
 		Params struct {
 			Payload struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
 )
@@ -365,17 +366,11 @@ func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[
 		if e.RouteErr != nil {
 			return nil
 		}
-		var env struct {
-			Params struct {
-				Payload struct {
-					SubagentSessionID string `json:"subagent_session_id"`
-				} `json:"payload"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(e.Data, &env) != nil || env.Params.Payload.SubagentSessionID == "" {
+		id := guardian.SubagentSessionID(e.Data)
+		if id == "" {
 			return nil
 		}
-		child := acs.SessionKey(tenant, env.Params.Payload.SubagentSessionID)
+		child := acs.SessionKey(tenant, id)
 		if _, seen := links[child]; !seen {
 			links[child] = e.Route.SessionKey()
 		}

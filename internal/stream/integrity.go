@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -203,17 +202,11 @@ func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (m
 		if err != nil {
 			return
 		}
-		var env struct {
-			Params struct {
-				Payload struct {
-					SubagentSessionID string `json:"subagent_session_id"`
-				} `json:"payload"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(data, &env) != nil || env.Params.Payload.SubagentSessionID == "" {
+		id := guardian.SubagentSessionID(data)
+		if id == "" {
 			return
 		}
-		child := acs.SessionKey(tenant, env.Params.Payload.SubagentSessionID)
+		child := acs.SessionKey(tenant, id)
 		if _, seen := links[child]; !seen && child != r.SessionKey() {
 			links[child] = r.SessionKey()
 		}
