@@ -71,8 +71,11 @@ func (p *Processor) Ready() error {
 	}
 	var stuck []string
 	for _, w := range p.owned() {
-		if d, why, ok := w.health.stuck(after); ok {
-			stuck = append(stuck, fmt.Sprintf("%s failing for %s: %s", w.consumer, d.Round(time.Second), why))
+		for _, h := range []*health{&w.health, &w.consumerHealth} {
+			if d, why, ok := h.stuck(after); ok {
+				stuck = append(stuck, fmt.Sprintf("%s failing for %s: %s", w.consumer, d.Round(time.Second), why))
+				break
+			}
 		}
 	}
 	if len(stuck) > 0 {

@@ -112,6 +112,7 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 	for _, p := range leaving {
 		o.stop(ctx, p)
 	}
+	o.checkSuspects(ctx)
 	// Readiness looks at every partition assigned here, started or not.
 	var ws []*worker
 	for p, id := range assignment {
@@ -141,6 +142,30 @@ func (o *ownership) heartbeat(ctx context.Context) {
 	}
 }
 
+// checkSuspects asks the server whether the consumers of running workers
+// that saw consume errors still exist: a deleted consumer shows to the
+// client as several errors (deleted, no responders, missed heartbeats),
+// and only the server can say which it is. A consumer that exists again
+// (or all along) ends the streak.
+func (o *ownership) checkSuspects(ctx context.Context) {
+	for p := range o.running {
+		w := o.workers[p]
+		if !w.suspect.Swap(false) {
+			continue
+		}
+		_, err := w.cons.Info(ctx)
+		switch {
+		case err == nil:
+			w.consumerHealth.healthy()
+		case persistentConsumeError(err):
+			w.consumerHealth.failing(fmt.Errorf("consumer %s: %w", w.consumer, err))
+			w.suspect.Store(true)
+		default:
+			w.suspect.Store(true) // unknown yet: ask again next tick
+		}
+	}
+}
+
 // start consumes partition p. If its pin belongs to nobody live (a crashed
 // instance, or none at all), the unacknowledged messages are recovered
 // from the stream at once; if a live instance still holds it, that one is
@@ -152,10 +177,11 @@ func (o *ownership) start(ctx context.Context, p int, claimed map[string]bool, f
 	if err != nil {
 		// An assigned partition that cannot start is stuck as surely as
 		// one that fails while running (its consumer deleted, say).
-		w.health.failing(fmt.Errorf("start %s: %w", w.consumer, err))
+		w.consumerHealth.failing(fmt.Errorf("start %s: %w", w.consumer, err))
 		o.log.Warn().Err(err).Str("consumer", w.consumer).Msg("cannot read the partition's pin; trying next tick")
 		return
 	}
+	w.consumerHealth.healthy()
 	eager := pin == "" || !claimed[pin]
 	if pin != "" && !claimed[pin] {
 		o.unpin(ctx, w, pin)

@@ -101,8 +101,13 @@ type worker struct {
 	kick chan struct{}
 	// receiptKey names the key receipts are signed with.
 	receiptKey string
-	// health is the worker's failure streak, for readiness.
-	health health
+	// health is the failure streak of the worker's batches and restarts;
+	// consumerHealth that of its consumer (gone from the server). Both
+	// count for readiness.
+	health, consumerHealth health
+	// suspect is set by a consume error: the ownership loop then checks
+	// whether the consumer still exists.
+	suspect atomic.Bool
 	// lastConsumerSeq is the consumer sequence of the last delivery seen;
 	// deliveries are numbered without gaps, so a gap means deliveries were
 	// lost in transit (or went to another instance) and must be read back
@@ -184,8 +189,12 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrPinIDMismatch) {
 			if persistentConsumeError(err) {
-				w.health.failing(fmt.Errorf("consume %s: %w", w.consumer, err))
+				w.consumerHealth.failing(fmt.Errorf("consume %s: %w", w.consumer, err))
 			}
+			// Whatever it was (a deleted consumer can also show as "no
+			// responders" or missed heartbeats), the next ownership
+			// tick asks the server whether the consumer exists.
+			w.suspect.Store(true)
 			w.log.Warn().Err(err).Msg("consume")
 			return
 		}
