@@ -537,19 +537,29 @@ func WriteVerification(w io.Writer, v *Verification) error {
 	return writeMessages(w, v)
 }
 
+// writeClean prints the result line of a verification that found nothing
+// wrong and reports whether it did; a verification with problems is left
+// to its caller's report. Without the receipt key nobody can tell a forged
+// decision from a real one: that is never called verified.
+func writeClean(w io.Writer, v *Verification) bool {
+	m := v.Messages
+	switch {
+	case v.OK() && v.Complete():
+		fmt.Fprintln(w, "result     verified")
+	case v.OK():
+		fmt.Fprintf(w, "result     no problem found, but %d message(s) not checked (no --receipt-key): not verified\n", m.DecisionsNotChecked+m.AlertsNotChecked)
+	default:
+		return false
+	}
+	return true
+}
+
 // writeMessages prints the counts, the result line and the problems.
 func writeMessages(w io.Writer, v *Verification) error {
 	m := v.Messages
 	fmt.Fprintf(w, "messages   %d on the decision subject: %d checked, %d not checked; %d alert(s): %d checked, %d not checked\n",
 		m.Decisions, m.DecisionsChecked, m.DecisionsNotChecked, m.Alerts, m.AlertsChecked, m.AlertsNotChecked)
-	switch {
-	case v.OK() && v.Complete():
-		fmt.Fprintln(w, "result     verified")
-		return nil
-	case v.OK():
-		// Without the receipt key nobody can tell a forged decision from
-		// a real one: never call that verified.
-		fmt.Fprintf(w, "result     no problem found, but %d message(s) not checked (no --receipt-key): not verified\n", m.DecisionsNotChecked+m.AlertsNotChecked)
+	if writeClean(w, v) {
 		return nil
 	}
 	fmt.Fprintf(w, "result     %d problem(s)\n", len(v.Problems))
