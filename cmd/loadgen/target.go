@@ -133,13 +133,12 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 		return err
 	}
 	var gcfg guardian.Config
-	keyID := ""
 	if !o.NoReceipts {
 		signer, _, err := receipt.LoadOrCreate(filepath.Join(t.dir, "receipt-key.pem"))
 		if err != nil {
 			return err
 		}
-		gcfg.Receipts, keyID = signer, signer.KeyID
+		gcfg.Receipts = signer
 		t.receiptKey = signer.Public()
 	}
 	g := guardian.New(v, gcfg)
@@ -150,7 +149,6 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 		}
 		cfg := stream.DefaultConfig()
 		cfg.Topology.Partitions = o.Partitions
-		cfg.ReceiptKeyID = keyID
 		cfg.InstanceID = fmt.Sprintf("loadgen-%d", i+1)
 		p, err := stream.New(nc, g, stream.NewRuleSource(rs), cfg, zerolog.Nop())
 		if err != nil {

@@ -68,7 +68,6 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			return err
 		}
 		gcfg.Receipts = signer
-		cfg.processor.ReceiptKeyID = signer.KeyID
 		log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
 			Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
 		// The public key next to the private one is what clients on this

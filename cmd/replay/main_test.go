@@ -54,7 +54,6 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 		t.Fatal(err)
 	}
 	cfg := stream.DefaultConfig()
-	cfg.ReceiptKeyID = signer.KeyID
 	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: signer}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -77,7 +77,7 @@ func startAuth(t testing.TB, cfg gateway.Config, tlsCfg *tls.Config) *authEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runProcessor(t, srv, v, guardian.Config{SkewWindow: guardian.DefaultSkewWindow}, "")
+	runProcessor(t, srv, v, guardian.Config{SkewWindow: guardian.DefaultSkewWindow})
 	callers, err := gateway.ParseCallers([]byte(authCallers()))
 	if err != nil {
 		t.Fatal(err)

@@ -72,7 +72,7 @@ func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
 	}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer := receipt.NewSigner(priv)
-	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer}, signer.KeyID)
+	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer})
 	cfg.Keys, cfg.RequireSignatures, cfg.SkewWindow, cfg.Receipts = kr, true, guardian.DefaultSkewWindow, signer
 	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, log)
 	if err != nil {
@@ -83,7 +83,7 @@ func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
 	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop, gw: g}
 }
 
-func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config, receiptKey string) func() {
+func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config) func() {
 	t.Helper()
 	rs, err := rules.Default()
 	if err != nil {
@@ -91,7 +91,6 @@ func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg gua
 	}
 	pcfg := stream.DefaultConfig()
 	pcfg.Topology.Partitions = 4
-	pcfg.ReceiptKeyID = receiptKey
 	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), stream.NewRuleSource(rs), pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

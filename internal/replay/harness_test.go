@@ -59,7 +59,6 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 	r.js, _ = jetstream.New(nc)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
-	cfg.ReceiptKeyID = signer.KeyID
 	pnc, err := nats.Connect("", nats.InProcessServer(r.srv))
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/opsalert"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -31,9 +32,6 @@ type Config struct {
 	BatchSize int
 	// CacheSize is how many session states each partition worker keeps.
 	CacheSize int
-	// ReceiptKeyID names the key of the decisions' receipts (header
-	// Acs-Receipt-Key).
-	ReceiptKeyID string
 	// InstanceID names this instance among those sharing the partitions
 	// (its key in MembersBucket); empty: host, pid and a random suffix.
 	InstanceID string
@@ -186,7 +184,7 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
 		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 		log:       p.log.With().Str("consumer", consumer).Logger(),
-		batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: p.cfg.ReceiptKeyID,
+		batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()),
 		kick: make(chan struct{}, 1),
 	}
 }
@@ -297,4 +295,13 @@ func (p *Processor) memberRejected(ctx context.Context) func(key string, rev uin
 			p.log.Error().Err(err).Msg("publish the member integrity alert")
 		}
 	}
+}
+
+// receiptKeyID names the key the core signs receipts with (header
+// Acs-Receipt-Key); "" when receipts are off.
+func receiptKeyID(s *receipt.Signer) string {
+	if s == nil {
+		return ""
+	}
+	return s.KeyID
 }
