@@ -2,13 +2,20 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
 )
@@ -28,52 +35,148 @@ func awaitNotReady(t *testing.T, p *stream.Processor, want string) error {
 	return nil
 }
 
-// TestReadinessReportsStuckPartitions: deleting a partition consumer, or the
-// state bucket, under a running processor used to leave it "ready" while a
-// partition decided nothing. Now Ready fails, naming the partition and why,
-// once it has been failing for StuckAfter.
+// TestReadinessReportsStuckPartitions: an asset turnguard cannot put back
+// safely — here ACS_DECISIONS replaced by a stream of another shape, which
+// takes no decision — leaves the partitions failing, and Ready says so,
+// naming the partition and why, once it has failed for StuckAfter. (A
+// deleted asset is recreated instead: TestDeletedAssetsAreRecreated.)
 func TestReadinessReportsStuckPartitions(t *testing.T) {
+	srv := natstest.RunServer(t)
+	js, _ := jetstream.New(natstest.Connect(t, srv))
+	cfg := testConfig()
+	cfg.StuckAfter = time.Second
+	r := startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, cfg.Topology.Partitions+1)
+	awaitReady(t, r.p)
+	ctx := context.Background()
+	if err := js.DeleteStream(ctx, stream.DecisionsStream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream.DecisionsStream, Subjects: []string{"elsewhere.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	sid := examples.TaintSessionID
+	e := examples.Session(sid)[0]
+	if _, err := js.Publish(ctx, e.Subject("default", sid), e.Data); err != nil {
+		t.Fatal(err)
+	}
+	err := awaitNotReady(t, r.p, "stuck")
+	t.Logf("Ready: %v", err)
+}
+
+// TestDeletedAssetsAreRecreated: deleting a partition consumer, or the
+// state bucket, under a running processor used to stop its deciding until
+// a restart. The processor now recreates what is missing, alerts, and
+// decides again.
+func TestDeletedAssetsAreRecreated(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		// break_ breaks the processor; it returns what Ready must name.
-		break_ func(t *testing.T, js jetstream.JetStream) string
+		name  string
+		asset string
+		del   func(ctx context.Context, js jetstream.JetStream) error
 	}{
-		{"partition consumer deleted", func(t *testing.T, js jetstream.JetStream) string {
-			if err := js.DeleteConsumer(context.Background(), stream.HooksStream, stream.PartitionConsumer(1)); err != nil {
-				t.Fatal(err)
-			}
-			return stream.PartitionConsumer(1)
+		{"partition consumer", stream.HooksStream + "/" + stream.PartitionConsumer(1), func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteConsumer(ctx, stream.HooksStream, stream.PartitionConsumer(1))
 		}},
-		{"state bucket deleted", func(t *testing.T, js jetstream.JetStream) string {
-			if err := js.DeleteKeyValue(context.Background(), stream.StateBucket); err != nil {
-				t.Fatal(err)
-			}
-			// A session's envelope now cannot be made durable.
-			sid := examples.TaintSessionID
-			e := examples.Session(sid)[0]
-			if _, err := js.Publish(context.Background(), e.Subject("default", sid), e.Data); err != nil {
-				t.Fatal(err)
-			}
-			return "stuck"
+		{"state bucket", stream.StateBucket, func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteKeyValue(ctx, stream.StateBucket)
+		}},
+		{"decisions stream", stream.DecisionsStream, func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteStream(ctx, stream.DecisionsStream)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := natstest.RunServer(t)
-			js, _ := jetstream.New(natstest.Connect(t, srv))
+			nc := natstest.Connect(t, srv)
+			js, _ := jetstream.New(nc)
+			w := watch(t, nc)
+			ops := watchOps(t, nc)
 			cfg := testConfig()
 			cfg.StuckAfter = time.Second
 			r := startProcessor(t, srv, cfg)
 			waitForConsumers(t, js, cfg.Topology.Partitions+1)
-			deadline := time.Now().Add(waitFor)
-			for r.p.Ready() != nil && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
+			awaitReady(t, r.p)
+			ctx := context.Background()
+			// Sessions in every partition, before and after.
+			sessions := make([]string, 8)
+			for i := range sessions {
+				sessions[i] = fmt.Sprintf("00000000-0000-4000-8000-0000000%05d", i)
+				e := examples.Session(sessions[i])[0]
+				w.await(t, publish(t, js, e.Subject("default", sessions[i]), e.Data), true, false)
 			}
-			if err := r.p.Ready(); err != nil {
-				t.Fatalf("not ready after start: %v", err)
+			if err := tc.del(ctx, js); err != nil {
+				t.Fatal(err)
 			}
-			want := tc.break_(t, js)
-			err := awaitNotReady(t, r.p, want)
-			t.Logf("Ready: %v", err)
+			for _, sid := range sessions {
+				e := examples.Session(sid)[1]
+				w.await(t, publish(t, js, e.Subject("default", sid), e.Data), true, false)
+			}
+			ops.await(t, stream.AlertAssetRecreated, tc.asset)
+			awaitReady(t, r.p)
 		})
 	}
+}
+
+// awaitReady waits until Ready reports no error.
+func awaitReady(t *testing.T, p *stream.Processor) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	var err error
+	for err = p.Ready(); err != nil && time.Now().Before(deadline); err = p.Ready() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("not ready: %v", err)
+	}
+}
+
+// opsWatcher collects the assets named by operational alerts, by alert id.
+type opsWatcher struct {
+	mu  sync.Mutex
+	got map[string][]string
+}
+
+func watchOps(t *testing.T, nc *nats.Conn) *opsWatcher {
+	t.Helper()
+	o := &opsWatcher{got: map[string][]string{}}
+	sub, err := nc.Subscribe(acs.AlertsPrefix+"."+alert.SystemTenant+".>", func(m *nats.Msg) {
+		var f struct {
+			Evidences []struct {
+				Data struct {
+					Asset string `json:"asset"`
+				} `json:"data"`
+			} `json:"evidences"`
+		}
+		_ = json.Unmarshal(m.Data, &f)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, e := range f.Evidences {
+			o.got[m.Header.Get(acs.HdrRuleID)] = append(o.got[m.Header.Get(acs.HdrRuleID)], e.Data.Asset)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// await waits for an operational alert id naming asset.
+func (o *opsWatcher) await(t *testing.T, id, asset string) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		o.mu.Lock()
+		found := slices.Contains(o.got[id], asset)
+		o.mu.Unlock()
+		if found {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t.Fatalf("no %s alert naming %s; have %v", id, asset, o.got)
 }

@@ -37,6 +37,10 @@ type ownership struct {
 	// pinned is poked when a worker learns its pin, so the heartbeat
 	// claims it at once and nobody takes it for a dead instance's.
 	pinned chan struct{}
+	// unrouted is the instance's worker of malformed subjects; repair
+	// checks the assets when it or a partition worker fails.
+	unrouted *worker
+	repair   *repairer
 	// snapshot is the workers of the partitions assigned to this instance
 	// at the last tick, for readers outside the ownership loop
 	// (readiness).
@@ -113,6 +117,7 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 		o.stop(ctx, p)
 	}
 	o.checkSuspects(ctx)
+	o.repairAssets(ctx)
 	// Readiness looks at every partition assigned here, started or not.
 	var ws []*worker
 	for p, id := range assignment {
@@ -148,9 +153,12 @@ func (o *ownership) heartbeat(ctx context.Context) {
 // and only the server can say which it is. A consumer that exists again
 // (or all along) ends the streak.
 func (o *ownership) checkSuspects(ctx context.Context) {
+	ws := []*worker{o.unrouted}
 	for p := range o.running {
-		w := o.workers[p]
-		if !w.suspect.Swap(false) {
+		ws = append(ws, o.workers[p])
+	}
+	for _, w := range ws {
+		if w == nil || !w.suspect.Swap(false) {
 			continue
 		}
 		_, err := w.cons.Info(ctx)
@@ -162,6 +170,33 @@ func (o *ownership) checkSuspects(ctx context.Context) {
 			w.suspect.Store(true)
 		default:
 			w.suspect.Store(true) // unknown yet: ask again next tick
+		}
+	}
+}
+
+// repairAssets recreates missing streams, buckets and consumers when a
+// worker fails or suspects its consumer, and restarts the workers whose
+// consumers were recreated.
+func (o *ownership) repairAssets(ctx context.Context) {
+	var ws []*worker
+	if o.unrouted != nil {
+		ws = append(ws, o.unrouted)
+	}
+	if prev := o.snapshot.Load(); prev != nil {
+		ws = append(ws, *prev...)
+	}
+	if o.repair == nil || !needsRepair(ws) {
+		return
+	}
+	created := o.repair.repair(ctx)
+	if len(created) == 0 {
+		return
+	}
+	hooks := slices.Contains(created, HooksStream)
+	for _, w := range append(ws, o.workers...) {
+		if hooks || slices.Contains(created, HooksStream+"/"+w.consumer) {
+			w.suspect.Store(true) // the next tick confirms the new consumer
+			w.restartSoon()
 		}
 	}
 }

@@ -42,6 +42,12 @@ type Config struct {
 	// processors it runs and lost when it exits — for tests and embedded
 	// use; a restart then finds every stored state unverified.
 	StateKey []byte
+	// MaxValueBytes bounds one session's stored value, its state and the
+	// outbox of its last write (0, or more than the server's max_payload
+	// allows: that). An envelope whose application would exceed it is
+	// refused (-32603 state_too_large) and dead-lettered, and its session
+	// keeps its previous state.
+	MaxValueBytes int
 	// StuckAfter is how long an owned partition may keep failing before
 	// Ready says the processor is not (0: DefaultStuckAfter).
 	StuckAfter time.Duration
@@ -79,6 +85,10 @@ type Stats struct {
 	// steps were refused instead.
 	Rebuilt      atomic.Uint64
 	Unverifiable atomic.Uint64
+	// Isolated counts envelopes set aside because they could not be
+	// applied (refused and dead-lettered instead), and publications the
+	// server refused for good (dropped); each is alerted.
+	Isolated atomic.Uint64
 	// OutboxRefused counts publications of verified outboxes that were not
 	// published because their subject is not one of turnguard's outputs.
 	OutboxRefused atomic.Uint64
@@ -104,6 +114,8 @@ type Processor struct {
 	// instance runs.
 	own      atomic.Pointer[ownership]
 	unrouted atomic.Pointer[worker]
+	// hooksSeen is the highest ACS_HOOKS sequence the workers have read.
+	hooksSeen atomic.Uint64
 }
 
 // owned lists the workers this instance runs now.
@@ -184,8 +196,8 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
 		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 		log:       p.log.With().Str("consumer", consumer).Logger(),
-		batchSize: p.cfg.BatchSize, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()),
-		kick: make(chan struct{}, 1),
+		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()),
+		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), seen: &p.hooksSeen,
 	}
 }
 
@@ -247,6 +259,8 @@ func (p *Processor) Run(ctx context.Context) error {
 		self: self, members: members{kv: memberKV, sealer: p.sealer, rejected: p.memberRejected(ctx)}, hooks: hooks, workers: partitions,
 		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
 		running: map[int]*running{}, suspect: map[int]string{}, pinned: make(chan struct{}, 1),
+		unrouted: unrouted,
+		repair:   &repairer{js: p.js, topo: p.cfg.Topology, seen: p.hooksSeen.Load, signer: p.guardian.Receipts(), log: p.log},
 	}
 	for _, w := range partitions {
 		w.onPinned = own.poke

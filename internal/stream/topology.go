@@ -183,17 +183,40 @@ func (e *IncompatibleError) Error() string {
 // Ensure creates the streams, KV bucket and consumers that do not exist and
 // checks the ones that do. An incompatible asset is an *IncompatibleError.
 func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
+	_, err := ensure(ctx, js, t, 0)
+	return err
+}
+
+// ensure is Ensure reporting what it created. seen is the highest
+// ACS_HOOKS sequence the caller knows was used: an ACS_HOOKS created while
+// states or decisions refer to sequences of an earlier one numbers its
+// messages from above them all (hooksWatermark), so that no new envelope
+// passes for one already applied.
+func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64) ([]string, error) {
 	if err := t.Validate(); err != nil {
-		return err
+		return nil, err
 	}
+	var created []string
 	var errs []error
 	for _, want := range t.streams() {
 		s, err := js.Stream(ctx, want.Name)
 		switch {
 		case errors.Is(err, jetstream.ErrStreamNotFound):
+			if want.Name == HooksStream {
+				high, err := hooksWatermark(ctx, js, seen)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("create stream %s: find the highest sequence states and decisions refer to: %w", want.Name, err))
+					continue
+				}
+				if high > 0 {
+					want.FirstSeq = high + 1
+				}
+			}
 			if _, err := js.CreateStream(ctx, want); err != nil {
 				errs = append(errs, fmt.Errorf("create stream %s: %w", want.Name, err))
+				continue
 			}
+			created = append(created, want.Name)
 		case err != nil:
 			errs = append(errs, fmt.Errorf("look up stream %s: %w", want.Name, err))
 		default:
@@ -201,14 +224,18 @@ func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
 		}
 	}
 	for _, b := range t.buckets() {
-		errs = append(errs, ensureBucket(ctx, js, b))
+		made, err := ensureBucket(ctx, js, b)
+		if made {
+			created = append(created, b.Bucket)
+		}
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return created, err
 	}
 	hooks, err := js.Stream(ctx, HooksStream)
 	if err != nil {
-		return fmt.Errorf("look up stream %s: %w", HooksStream, err)
+		return created, fmt.Errorf("look up stream %s: %w", HooksStream, err)
 	}
 	for _, want := range t.consumers() {
 		c, err := hooks.Consumer(ctx, want.Durable)
@@ -216,7 +243,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
 		case errors.Is(err, jetstream.ErrConsumerNotFound):
 			if _, err := hooks.CreateConsumer(ctx, want); err != nil {
 				errs = append(errs, fmt.Errorf("create consumer %s: %w", want.Durable, err))
+				continue
 			}
+			created = append(created, HooksStream+"/"+want.Durable)
 		case err != nil:
 			errs = append(errs, fmt.Errorf("look up consumer %s: %w", want.Durable, err))
 		default:
@@ -236,23 +265,25 @@ func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return created, errors.Join(errs...)
 }
 
-func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) error {
+// ensureBucket creates the bucket if it does not exist, reporting whether
+// it did, or checks it.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (bool, error) {
 	kv, err := js.KeyValue(ctx, want.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
 		if _, err := js.CreateKeyValue(ctx, want); err != nil {
-			return fmt.Errorf("create KV bucket %s: %w", want.Bucket, err)
+			return false, fmt.Errorf("create KV bucket %s: %w", want.Bucket, err)
 		}
-		return nil
+		return true, nil
 	case err != nil:
-		return fmt.Errorf("look up KV bucket %s: %w", want.Bucket, err)
+		return false, fmt.Errorf("look up KV bucket %s: %w", want.Bucket, err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("KV bucket %s status: %w", want.Bucket, err)
+		return false, fmt.Errorf("KV bucket %s status: %w", want.Bucket, err)
 	}
 	var diffs []string
 	diffs = differ(diffs, "history", want.History, uint8(st.History()))
@@ -260,7 +291,7 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
 		diffs = differ(diffs, "replicas", want.Replicas, bs.StreamInfo().Config.Replicas)
 	}
-	return incompatible("KV bucket "+want.Bucket, diffs)
+	return false, incompatible("KV bucket "+want.Bucket, diffs)
 }
 
 func compareStream(want, have jetstream.StreamConfig) error {

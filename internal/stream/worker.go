@@ -30,6 +30,10 @@ const attemptTimeout = 10 * time.Second
 // decided again against the re-read state.
 var errConflict = errors.New("session state changed underneath the batch")
 
+// errRestart ends a worker's run so that its supervisor starts it again at
+// once: its consumer was recreated (repair.go).
+var errRestart = errors.New("restart requested")
+
 // errOutboxTooLarge marks a batch whose publications for one session
 // would not fit in one state write; it is split and applied in halves.
 var errOutboxTooLarge = errors.New("a session's outbox would exceed the server's max_payload")
@@ -89,7 +93,9 @@ type worker struct {
 	log       zerolog.Logger
 
 	batchSize int
-	ackWait   time.Duration
+	// maxValueBytes bounds a session's stored value (Config.MaxValueBytes).
+	maxValueBytes int
+	ackWait       time.Duration
 	// pinnedTTL bounds the pull requests' expiry: the pinned client must
 	// ask again within it or lose the partition.
 	pinnedTTL time.Duration
@@ -97,8 +103,12 @@ type worker struct {
 	// from the deliveries; empty until the first one.
 	pin atomic.Pointer[string]
 	// kick asks the worker to recover from the ack floor (a dead
-	// instance's pin was released).
-	kick chan struct{}
+	// instance's pin was released); restart to consume afresh (its
+	// consumer was recreated).
+	kick, restart chan struct{}
+	// seen is the highest ACS_HOOKS sequence any worker of the process
+	// has read, which a recreated ACS_HOOKS must number above.
+	seen *atomic.Uint64
 	// receiptKey names the key receipts are signed with.
 	receiptKey string
 	// health is the failure streak of the worker's batches and restarts;
@@ -151,6 +161,14 @@ func (w *worker) recoverSoon() {
 	}
 }
 
+// restartSoon has the worker stop consuming and start again.
+func (w *worker) restartSoon() {
+	select {
+	case w.restart <- struct{}{}:
+	default:
+	}
+}
+
 // supervise runs the worker until ctx ends, restarting it after failures.
 // A start recovers from the ack floor at once when eager (nobody else can
 // be working on the partition), else with its first delivery; restarts
@@ -167,6 +185,10 @@ func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc, e
 		if errors.Is(err, nats.ErrConnectionClosed) {
 			fatal(fmt.Errorf("%s: %w", w.consumer, err))
 			return
+		}
+		if errors.Is(err, errRestart) {
+			w.log.Info().Msg("partition worker restarting on its recreated consumer")
+			continue
 		}
 		w.health.failing(err)
 		w.log.Error().Err(err).Dur("retry_in", backoff).Msg("partition worker failed; restarting")
@@ -272,6 +294,8 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 				return fmt.Errorf("recover %s: %w", w.consumer, err)
 			}
 			continue
+		case <-w.restart:
+			return errRestart
 		case m := <-deliveries:
 			batch = append(batch, m)
 		}
@@ -414,6 +438,8 @@ func (w *worker) firstFrom(ctx context.Context, seq uint64) (uint64, error) {
 }
 
 func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64, ts time.Time, m jetstream.Msg) inbound {
+	for old := w.seen.Load(); seq > old && !w.seen.CompareAndSwap(old, seq); old = w.seen.Load() {
+	}
 	in := inbound{msg: guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts}, header: h, js: m}
 	if w.routed {
 		in.route, in.routeErr = acs.ParsePartitioned(subject)
@@ -439,14 +465,22 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 			w.health.healthy()
 			break
 		}
-		if errors.Is(err, errOutboxTooLarge) && len(ins) > 1 {
-			// Nothing was saved or published: the halves go one after
-			// the other, in order, each with an outbox that fits.
+		if (errors.Is(err, errOutboxTooLarge) || permanent(err)) && len(ins) > 1 {
+			// Nothing of the failing session was saved or published: the
+			// halves go one after the other, in order, each with an
+			// outbox that fits, until an envelope that cannot be applied
+			// stands alone.
 			half := len(ins) / 2
 			if err := w.process(ctx, ins[:half]); err != nil {
 				return err
 			}
 			return w.process(ctx, ins[half:])
+		}
+		if permanent(err) {
+			if err = w.isolate(ctx, &ins[0], err); err == nil {
+				w.health.healthy()
+				break
+			}
 		}
 		if errors.Is(err, errConflict) {
 			// Re-decide at once against the re-read state; only a writer
@@ -592,7 +626,10 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			}
 			msg.Subagent = sub
 		}
-		out := w.guardian.Decide(rs, p.state, agent, in.route, msg)
+		out, err := w.decide(rs, p.state, agent, in, msg)
+		if err != nil {
+			return err
+		}
 		if out.Skipped {
 			w.stats.Skipped.Add(1)
 			continue
@@ -700,6 +737,9 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		if err != nil {
 			return err
 		}
+		if size, limit := len(m.Data)+msghdr.Size(m.Header), w.maxValue(); size > limit {
+			return fmt.Errorf("session %s: %d bytes, limit %d: %w", key, size, limit, errStateTooLarge)
+		}
 		keys = append(keys, key)
 		saves = append(saves, m)
 	}
@@ -726,7 +766,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		sends = append(sends, p.out...)
 		saved = append(saved, key)
 	}
-	if err := w.publishAll(ctx, sends); err != nil {
+	if err := w.publishOutputs(ctx, sends); err != nil {
 		return err
 	}
 	for _, key := range saved {
@@ -820,7 +860,7 @@ func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *t
 		return nil
 	}
 	w.stats.Republished.Add(uint64(len(msgs)))
-	return w.publishAll(ctx, msgs)
+	return w.publishOutputs(ctx, msgs)
 }
 
 // outboxPublished reports whether the last decision of an outbox is the
@@ -919,16 +959,25 @@ type published struct {
 // connection, ctx ending — fails the whole call, since then nothing is
 // known about the rest.
 func (w *worker) publish(ctx context.Context, msgs []*nats.Msg) ([]published, error) {
-	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
-	for _, m := range msgs {
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	out := make([]published, len(msgs))
+	for i, m := range msgs {
 		f, err := w.js.PublishMsgAsync(m)
 		if err != nil {
-			return nil, fmt.Errorf("publish to %s: %w", m.Subject, err)
+			err = fmt.Errorf("publish to %s: %w", m.Subject, err)
+			if !permanent(err) {
+				return nil, err
+			}
+			// Too large to send: refused like a stream refuses.
+			out[i].err = err
+			continue
 		}
-		futures = append(futures, f)
+		futures[i] = f
 	}
-	out := make([]published, len(futures))
 	for i, f := range futures {
+		if f == nil {
+			continue
+		}
 		select {
 		case ack := <-f.Ok():
 			out[i].seq = ack.Sequence
@@ -943,6 +992,17 @@ func (w *worker) publish(ctx context.Context, msgs []*nats.Msg) ([]published, er
 		}
 	}
 	return out, nil
+}
+
+// publishOutputs publishes a state write's decisions, alerts and dead
+// letters; one the server refuses for good is dropped and alerted
+// (dropUnpublishable) instead of blocking the partition.
+func (w *worker) publishOutputs(ctx context.Context, msgs []*nats.Msg) error {
+	err := w.publishAll(ctx, msgs)
+	if err == nil || !permanent(err) {
+		return err
+	}
+	return w.dropUnpublishable(ctx, msgs)
 }
 
 // publishAll publishes msgs and fails if any was not stored.

@@ -1,0 +1,89 @@
+package stream_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/stream"
+)
+
+// turnEnvelope is a turnStart or turnEnd of session sid with a turn id of
+// n bytes; i makes its request id unique.
+func turnEnvelope(sid string, i int, start bool, n int) (string, []byte) {
+	turnID := fmt.Sprintf("turn-%06d-", i/2) + strings.Repeat("x", n-12)
+	method, payload := "steps/turnEnd", fmt.Sprintf(`{"turn_id":%q,"outcome":"completed"}`, turnID)
+	if start {
+		method, payload = "steps/turnStart", fmt.Sprintf(`{"turn_id":%q,"triggered_by":"user_message"}`, turnID)
+	}
+	rid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","method":%q,"id":%q,"params":{"acs_version":"0.1.0","request_id":%q,"timestamp":"2026-12-02T10:00:00Z",`+
+		`"metadata":{"agent_id":"a","session_id":%q,"turn_id":%q},"payload":%s}}`, method, rid, rid, sid, turnID, payload)
+	return acs.InboundSubject("default", sid, acs.HookToken(method)), []byte(body)
+}
+
+// TestStateTooLargeIsIsolated fills one session's state past its bound
+// with valid turns: each envelope that would push it over is refused
+// (-32603 state_too_large), dead-lettered and alerted, the session keeps
+// its last state that fitted, and the other session of the partition —
+// the only partition — is decided all along.
+func TestStateTooLargeIsIsolated(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	w := watch(t, nc)
+	cfg := testConfig()
+	cfg.Topology.Partitions = 1
+	cfg.MaxValueBytes = 12 << 10
+	r := startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, 2)
+
+	const big, small = "00000000-0000-4000-8000-00000000b001", "00000000-0000-4000-8000-00000000b002"
+	var bigSeqs, smallSeqs []uint64
+	for i := range 120 {
+		subject, data := turnEnvelope(big, i, i%2 == 0, 200)
+		bigSeqs = append(bigSeqs, publish(t, js, subject, data))
+		// The other session interleaves a third as many, all small.
+		if j := len(smallSeqs); i%3 == 0 {
+			subject, data = turnEnvelope(small, 1000+j, j%2 == 0, 16)
+			smallSeqs = append(smallSeqs, publish(t, js, subject, data))
+		}
+	}
+	for _, seq := range smallSeqs {
+		d, _ := w.await(t, seq, true, false)
+		// Decided by the rules (its turn rate is denied after 30), never
+		// refused for the other session's size.
+		if got := d.Header.Get(acs.HdrDecision); got == "error" {
+			t.Fatalf("the small session's seq %d was refused: %s", seq, d.Data)
+		}
+	}
+	isolated := 0
+	for _, seq := range bigSeqs {
+		d, _ := w.await(t, seq, true, false)
+		if d.Header.Get(acs.HdrDecision) != "error" {
+			continue
+		}
+		isolated++
+		if code, reason := d.Header.Get(acs.HdrErrorCode), d.Header.Get(acs.HdrErrorReason); code != "-32603" || reason != stream.ReasonStateTooLarge {
+			t.Errorf("seq %d refused with %s %s, want -32603 %s", seq, code, reason, stream.ReasonStateTooLarge)
+		}
+		_, dl := w.await(t, seq, false, true)
+		if dl.Header.Get(acs.HdrErrorReason) != stream.ReasonStateTooLarge {
+			t.Errorf("seq %d: dead letter reason %q", seq, dl.Header.Get(acs.HdrErrorReason))
+		}
+	}
+	if isolated == 0 {
+		t.Fatal("no envelope of the growing session was refused: the bound was never reached")
+	}
+	if n := r.p.Stats().Isolated.Load(); n != uint64(isolated) {
+		t.Errorf("Stats.Isolated = %d, want %d", n, isolated)
+	}
+	if err := r.p.Ready(); err != nil {
+		t.Errorf("not ready after isolating: %v", err)
+	}
+	t.Logf("%d of %d envelopes of the growing session refused state_too_large", isolated, len(bigSeqs))
+}

@@ -1,0 +1,203 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/opsalert"
+	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// AlertAssetRecreated is the operational alert raised when the processor
+// recreated a stream, bucket or consumer that disappeared while it ran.
+const AlertAssetRecreated = "asset_recreated"
+
+// repairer puts back the JetStream assets that disappear while the
+// processor runs (an operator's or an attacker's delete), when putting them
+// back is safe, and says so loudly:
+//   - ACS_TURNSTATE: every session missing from the new bucket is rebuilt
+//     from ACS_HOOKS when its next envelope comes (integrity.go);
+//   - a partition consumer: it is recreated delivering the whole partition,
+//     whose applied envelopes the session states skip, so nothing is
+//     decided twice;
+//   - ACS_HOOKS: recreated to number its messages on from above every
+//     sequence a state or decision remembers (hooksWatermark), or every new
+//     envelope would look like a redelivery and be skipped undecided. The
+//     envelopes it held that were not decided yet are lost; the alert says
+//     so;
+//   - the output streams: recreated empty.
+//
+// A stream or bucket that exists but differs from what turnguard needs is
+// not touched; the partitions stay failing and readiness says why.
+type repairer struct {
+	js   jetstream.JetStream
+	topo Topology
+	// seen is the highest ACS_HOOKS sequence this process knows was used.
+	seen   func() uint64
+	signer *receipt.Signer
+	log    zerolog.Logger
+	// lastErr is the last repair error logged, so that a persistent one is
+	// logged once, not at every tick.
+	lastErr string
+}
+
+// repair recreates what is missing and reports what it created.
+func (r *repairer) repair(ctx context.Context) []string {
+	created, err := ensure(ctx, r.js, r.topo, r.seen())
+	if err != nil {
+		if msg := err.Error(); msg != r.lastErr && ctx.Err() == nil {
+			r.lastErr = msg
+			r.log.Error().Err(err).Msg("the streams, bucket or consumers cannot be put back as turnguard needs them")
+		}
+	} else {
+		r.lastErr = ""
+	}
+	for _, asset := range created {
+		r.report(ctx, asset)
+	}
+	return created
+}
+
+// report logs and alerts one recreated asset. Instances repairing the same
+// asset together raise one alert: its id names the asset's creation time.
+func (r *repairer) report(ctx context.Context, asset string) {
+	consequence := map[string]string{
+		HooksStream: "the envelopes it held that were not yet decided are lost (their agents time out and apply their on_decision_failure); " +
+			"history before now cannot be replayed, nor can sessions be rebuilt from it",
+		StateBucket:     "sessions are rebuilt from " + HooksStream + " as their next envelopes arrive",
+		DecisionsStream: "the decisions it held are gone: receipts and timelines before now cannot be checked",
+		AlertsStream:    "the alerts it held are gone",
+		DLQStream:       "the dead letters it held are gone",
+		MembersBucket:   "instances re-announce themselves with their next heartbeat",
+	}[asset]
+	if consequence == "" {
+		consequence = "it redelivers the partition from the start; envelopes already applied are skipped"
+	}
+	created := r.createdAt(ctx, asset)
+	r.log.Error().Str("asset", asset).Str("consequence", consequence).Msg("a JetStream asset turnguard needs was gone while it ran; recreated")
+	a := opsalert.Alert{ID: AlertAssetRecreated, Severity: "critical", Title: "Deleted JetStream asset recreated",
+		Message: fmt.Sprintf("%s disappeared while turnguard ran and was recreated: %s", asset, consequence),
+		MsgID:   AlertAssetRecreated + ":" + asset + ":" + strconv.FormatInt(created.UnixNano(), 10),
+		Details: map[string]any{"asset": asset, "consequence": consequence}}
+	if err := opsalert.Publish(ctx, r.js, r.signer, a); err != nil && ctx.Err() == nil {
+		r.log.Error().Err(err).Str("asset", asset).Msg("publish the asset alert")
+	}
+}
+
+// createdAt is when asset was created, for the alert's id (zero when it
+// cannot be read: then each instance alerts on its own).
+func (r *repairer) createdAt(ctx context.Context, asset string) time.Time {
+	if name, ok := strings.CutPrefix(asset, HooksStream+"/"); ok {
+		if c, err := r.js.Consumer(ctx, HooksStream, name); err == nil {
+			return c.CachedInfo().Created
+		}
+		return time.Time{}
+	}
+	name := asset
+	if asset == StateBucket || asset == MembersBucket {
+		name = "KV_" + asset
+	}
+	if s, err := r.js.Stream(ctx, name); err == nil {
+		return s.CachedInfo().Created
+	}
+	return time.Time{}
+}
+
+// needsRepair reports whether any of ws is failing or suspects its
+// consumer: only then are the assets checked, so that a healthy processor
+// asks the server nothing more.
+func needsRepair(ws []*worker) bool {
+	for _, w := range ws {
+		if w.health.since.Load() != 0 || w.consumerHealth.since.Load() != 0 || w.suspect.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// hooksWatermark is the highest ACS_HOOKS sequence anything stored still
+// refers to: the sessions' and agents' last applied sequences in the state
+// bucket, the sequences the newest decision of each session answers, and
+// seen. A recreated ACS_HOOKS numbers its messages from above it. Reading
+// every key is slow for a large bucket, but this runs only when ACS_HOOKS
+// is created while states or decisions exist: a disaster, not a start.
+func hooksWatermark(ctx context.Context, js jetstream.JetStream, seen uint64) (uint64, error) {
+	high := seen
+	err := lastPerSubject(ctx, js, "KV_"+StateBucket, false, func(m jetstream.Msg) {
+		var rec struct {
+			LastSeq uint64            `json:"last_seq"`
+			Applied map[string]uint64 `json:"applied"`
+		}
+		if json.Unmarshal(turnstate.RecordOf(m.Data()), &rec) != nil {
+			return // not a state: it refers to nothing
+		}
+		high = max(high, rec.LastSeq)
+		for _, seq := range rec.Applied {
+			high = max(high, seq)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	err = lastPerSubject(ctx, js, DecisionsStream, true, func(m jetstream.Msg) {
+		if seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64); err == nil {
+			high = max(high, seq)
+		}
+	})
+	return high, err
+}
+
+// lastPerSubject calls fn with the newest message of every subject of a
+// stream (a stream that does not exist has none).
+func lastPerSubject(ctx context.Context, js jetstream.JetStream, stream string, headersOnly bool, fn func(jetstream.Msg)) error {
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up stream %s: %w", stream, err)
+	}
+	if s.CachedInfo().State.Msgs == 0 {
+		return nil
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, HeadersOnly: headersOnly})
+	if err != nil {
+		return fmt.Errorf("read stream %s: %w", stream, err)
+	}
+	// pending is what the last message said was left after it; a fetch
+	// that gets nothing while some is left is a stall, not the end.
+	pending := s.CachedInfo().State.Msgs
+	for {
+		batch, err := c.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return fmt.Errorf("read stream %s: %w", stream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			fn(m)
+			if md, err := m.Metadata(); err == nil {
+				pending = md.NumPending
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("read stream %s: %w", stream, err)
+		}
+		switch {
+		case pending == 0:
+			return nil
+		case n == 0:
+			return fmt.Errorf("read stream %s: nothing delivered in 5s with %d message(s) left", stream, pending)
+		}
+	}
+}
