@@ -49,6 +49,9 @@ type config struct {
 	// Bounds of one request to the HTTP endpoint.
 	httpMaxBatch       int
 	httpMaxDeadLetters int
+	// metricsAddr is the listener of /metrics, /healthz and /readyz
+	// (empty: none).
+	metricsAddr string
 }
 
 // receiptKeyNone as --receipt-key turns the receipts off.
@@ -84,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.processor.BatchSize, "batch-size", c.processor.BatchSize, "most envelopes a partition worker decides and acknowledges together")
 	fs.Var((*cliflag.List)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve the ACS JSON-RPC endpoint (POST /acs) on this address, e.g. 127.0.0.1:8787")
+	fs.StringVar(&c.metricsAddr, "metrics", "", "serve Prometheus metrics (GET /metrics), liveness (GET /healthz) and readiness (GET /readyz) on this address, e.g. 127.0.0.1:9464, independent of --http; empty: off")
 	fs.StringVar(&c.httpTenant, "http-tenant", "default", "tenant of the envelopes received over HTTP without caller authentication (--auth none); an authenticated caller's tenant is its own")
 	fs.StringVar(&c.httpTokens, "http-tokens", "", "callers file (YAML) of the HTTP endpoint: bearer-token hashes and client-certificate identities, each with its tenant (see processor http-token add)")
 	fs.StringVar(&c.httpTLSCert, "http-tls-cert", "", "serve the HTTP endpoint over TLS (1.2 or later) with this certificate chain (PEM)")
@@ -123,6 +127,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := c.validateExposure(); err != nil {
 		return c, err
+	}
+	if c.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.metricsAddr); err != nil {
+			return c, fmt.Errorf("--metrics %q: %w", c.metricsAddr, err)
+		}
 	}
 	if err := c.core.Validate(); err != nil {
 		return c, err

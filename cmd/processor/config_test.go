@@ -81,6 +81,13 @@ func TestParseFlags(t *testing.T) {
 		{"no dead-letter limit", nil, []string{"--http-max-dead-letters", "-1"}, nil, "--http-max-dead-letters must be positive"},
 		{"no connection limit", nil, []string{"--http-max-conns", "0"}, nil, "--http-max-conns must be positive"},
 		{"a bad --http-tenant", nil, []string{"--http-tenant", "a.b"}, nil, "--http-tenant"},
+		// The metrics and health listener.
+		{"metrics off by default", nil, nil, func(c config) bool { return c.metricsAddr == "" }, ""},
+		{"metrics on loopback", nil, []string{"--metrics", "127.0.0.1:9464"}, func(c config) bool { return c.metricsAddr == "127.0.0.1:9464" }, ""},
+		{"metrics from the environment", map[string]string{"TURNGUARD_METRICS": "[::1]:9464"}, nil,
+			func(c config) bool { return c.metricsAddr == "[::1]:9464" }, ""},
+		{"metrics without --http or --auth none", nil, []string{"--metrics", "0.0.0.0:9464"}, func(c config) bool { return c.httpAddr == "" }, ""},
+		{"metrics without a port", nil, []string{"--metrics", "127.0.0.1"}, nil, `--metrics "127.0.0.1"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
+	"github.com/turnguard/turnguard/internal/metrics"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
@@ -58,6 +59,17 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	callers, tlsConfig, err := httpSecurity(cfg, log)
 	if err != nil {
 		return err
+	}
+	// The metrics listener is bound first too, and serves from the start:
+	// /healthz answers while NATS starts, /readyz says "starting".
+	var mx *metrics.Metrics
+	if cfg.metricsAddr != "" {
+		l, err := listenMetrics(cfg.metricsAddr, log)
+		if err != nil {
+			return err
+		}
+		mx = metrics.New()
+		defer serveMetrics(ctx, l, mx.Handler(), log)()
 	}
 	var signer *receipt.Signer
 	if cfg.receiptKey == receiptKeyNone {
@@ -155,6 +167,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	p, err := stream.New(nc, g, source, cfg.processor, log)
 	if err != nil {
 		return err
+	}
+	if mx != nil {
+		if err := mx.Attach(p, metrics.Options{Rules: source, Connected: nc.IsConnected}); err != nil {
+			return err
+		}
 	}
 	if cfg.httpAddr != "" {
 		gw, err := gateway.New(ctx, nc, v, gateway.Config{Tenant: cfg.httpTenant, Callers: callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,

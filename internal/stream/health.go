@@ -62,21 +62,18 @@ func persistentConsumeError(err error) bool {
 // batch that cannot be made durable, a consumer or stream deleted
 // underneath). The error names every stuck partition and why, for /readyz.
 func (p *Processor) Ready() error {
-	if !p.running.Load() {
+	return p.Status().Err()
+}
+
+// Err is the readiness verdict of a status: nil when the processor is
+// consuming and no consumer it owns is stuck, else what is wrong.
+func (s Status) Err() error {
+	if !s.Running {
 		return errors.New("the processor is not consuming")
 	}
-	after := p.cfg.StuckAfter
-	if after <= 0 {
-		after = DefaultStuckAfter
-	}
 	var stuck []string
-	for _, w := range p.owned() {
-		for _, h := range []*health{&w.health, &w.consumerHealth} {
-			if d, why, ok := h.stuck(after); ok {
-				stuck = append(stuck, fmt.Sprintf("%s failing for %s: %s", w.consumer, d.Round(time.Second), why))
-				break
-			}
-		}
+	for _, c := range s.Stuck() {
+		stuck = append(stuck, fmt.Sprintf("%s failing for %s: %s", c.Consumer, c.Failing.Round(time.Second), c.Why))
 	}
 	if len(stuck) > 0 {
 		slices.Sort(stuck)

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// metricsLimits bound the clients of the --metrics listener: scrapers and
+// probes, which send small requests and read answers made in well under
+// the write timeout (a scrape's consumer info requests are bounded by
+// metrics.DefaultBacklogTimeout).
+var metricsLimits = httpLimits{
+	readHeaderTimeout: 5 * time.Second,
+	readTimeout:       10 * time.Second,
+	writeTimeout:      30 * time.Second,
+	idleTimeout:       defaultHTTPIdleTimeout,
+	maxConns:          64,
+}
+
+// listenMetrics binds --metrics. It runs before NATS starts, so that a bad
+// or taken address stops the processor at once.
+func listenMetrics(addr string, log zerolog.Logger) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", addr, err)
+	}
+	if !loopback(addr) {
+		log.Warn().Str("metrics", addr).Msg("the metrics and health listener is not on loopback: it has no authentication or TLS; whoever reaches it reads the metrics and readiness (no secrets, tenants or sessions)")
+	}
+	return l, nil
+}
+
+// serveMetrics serves h on l (from listenMetrics) until ctx ends, within
+// metricsLimits; the returned stop waits for in-flight requests (bounded).
+func serveMetrics(ctx context.Context, l net.Listener, h http.Handler, log zerolog.Logger) func() {
+	srv := &http.Server{Handler: h,
+		ReadHeaderTimeout: metricsLimits.readHeaderTimeout, ReadTimeout: metricsLimits.readTimeout,
+		WriteTimeout: metricsLimits.writeTimeout, IdleTimeout: metricsLimits.idleTimeout,
+		ErrorLog: stdlog.New(serverLog{log}, "", 0)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(newLimitListener(l, metricsLimits.maxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics listener stopped")
+		}
+	}()
+	log.Info().Str("addr", l.Addr().String()).Str("url", "http://"+l.Addr().String()+"/metrics").Msg("metrics and health listening (/metrics, /healthz, /readyz)")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}
+}

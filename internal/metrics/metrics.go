@@ -1,0 +1,132 @@
+// Package metrics exposes the processor's Prometheus metrics, liveness and
+// readiness on their own HTTP listener (processor --metrics).
+//
+// Everything is read at scrape time from the processor's own counters and
+// status (stream.Stats, stream.Status), so the hot path pays nothing for
+// it. The registry is the package's own, never prometheus' global one.
+// Labels are bounded: a consumer's name (one per partition, plus the
+// consumer of malformed subjects) and the rule set in force; never a
+// tenant, session or turn.
+//
+// Instrumentation added inside the workers later should keep the
+// dependency one way: an observer interface declared in package stream
+// (set through stream.Config) and implemented here, with its collectors
+// registered on Metrics.Registry.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/turnguard/turnguard/internal/stream"
+)
+
+// Namespace prefixes every turnguard metric.
+const Namespace = "turnguard"
+
+// DefaultBacklogTimeout bounds the consumer info requests of one scrape.
+const DefaultBacklogTimeout = 2 * time.Second
+
+// Source is what the metrics read from a processor at every scrape;
+// *stream.Processor is one.
+type Source interface {
+	Stats() *stream.Stats
+	Status() stream.Status
+	Backlogs(ctx context.Context) []stream.Backlog
+}
+
+// Options are what Attach watches besides the processor.
+type Options struct {
+	// Rules holds the rule set in force (nil: no turnguard_rules_info).
+	Rules *stream.RuleSource
+	// Connected reports whether the NATS connection is up (nil: not
+	// checked). Readiness needs it, as the HTTP endpoint's does.
+	Connected func() bool
+	// BacklogTimeout bounds the consumer info requests of one scrape (0:
+	// DefaultBacklogTimeout).
+	BacklogTimeout time.Duration
+}
+
+// Metrics is the processor's registry and the handler serving it with
+// /healthz and /readyz.
+type Metrics struct {
+	reg *prometheus.Registry
+	// ready is the readiness check once a processor is attached.
+	ready atomic.Pointer[func() error]
+}
+
+// New returns metrics holding the Go runtime and process collectors; the
+// processor's come with Attach, once it exists.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Metrics{reg: reg}
+}
+
+// Registry is where further collectors go.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Attach exports src's metrics and has /readyz follow its readiness. A
+// metrics value watches one processor: a second Attach fails.
+func (m *Metrics) Attach(src Source, opts Options) error {
+	if opts.BacklogTimeout <= 0 {
+		opts.BacklogTimeout = DefaultBacklogTimeout
+	}
+	c := newCollector(src, opts)
+	if err := m.reg.Register(c); err != nil {
+		return fmt.Errorf("register the processor's metrics: %w", err)
+	}
+	ready := c.ready
+	m.ready.Store(&ready)
+	return nil
+}
+
+// errStarting is the readiness of metrics with no processor attached yet.
+var errStarting = errors.New("starting: the processor is not running yet")
+
+// Ready reports whether the attached processor is ready.
+func (m *Metrics) Ready() error {
+	r := m.ready.Load()
+	if r == nil {
+		return errStarting
+	}
+	return (*r)()
+}
+
+// Handler routes GET /metrics, GET /healthz (the process answers: 200
+// "ok") and GET /readyz (200 "ready", or 503 with why not).
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		// A collector that fails leaves its metrics out; the rest are
+		// still served.
+		ErrorHandling: promhttp.ContinueOnError,
+		// Scrapes do not pile up behind a slow one.
+		MaxRequestsInFlight: 4,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := m.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, err.Error()+"\n")
+			return
+		}
+		writeText(w, http.StatusOK, "ready\n")
+	})
+	return mux
+}
+
+func writeText(w http.ResponseWriter, status int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, s)
+}
