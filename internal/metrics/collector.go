@@ -43,6 +43,10 @@ var counters = []counter{
 		func(s *stream.Stats) uint64 { return s.Rebuilt.Load() }),
 	newCounter("sessions_unverifiable", "Sessions whose value failed to verify and whose history was gone; their steps were refused.",
 		func(s *stream.Stats) uint64 { return s.Unverifiable.Load() }),
+	newCounter("envelopes_isolated", "Envelopes refused because they could not be applied (state_too_large, envelope_unappliable), and publications the server refused for good; each is alerted envelope_isolated.",
+		func(s *stream.Stats) uint64 { return s.Isolated.Load() }),
+	newCounter("assets_recreated", "Streams, buckets and consumers this instance recreated after they disappeared while it ran; each is alerted asset_recreated.",
+		func(s *stream.Stats) uint64 { return s.Recreated.Load() }),
 	newCounter("members_rejected", "Records of the member bucket left out of the member set because they did not verify (fake members).",
 		func(s *stream.Stats) uint64 { return s.MembersRejected.Load() }),
 }

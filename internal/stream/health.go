@@ -75,9 +75,15 @@ func (s Status) Err() error {
 	for _, c := range s.Stuck() {
 		stuck = append(stuck, fmt.Sprintf("%s failing for %s: %s", c.Consumer, c.Failing.Round(time.Second), c.Why))
 	}
-	if len(stuck) > 0 {
+	switch {
+	case len(stuck) > 0 && s.Assets != "":
+		slices.Sort(stuck)
+		return fmt.Errorf("%d partition(s) stuck: %s; and %s", len(stuck), strings.Join(stuck, "; "), s.Assets)
+	case len(stuck) > 0:
 		slices.Sort(stuck)
 		return fmt.Errorf("%d partition(s) stuck: %s", len(stuck), strings.Join(stuck, "; "))
+	case s.Assets != "":
+		return errors.New(s.Assets)
 	}
 	return nil
 }

@@ -41,6 +41,8 @@ type ownership struct {
 	// checks the assets when it or a partition worker fails.
 	unrouted *worker
 	repair   *repairer
+	// ticks counts ticks, for the periodic check of the assets.
+	ticks int
 	// snapshot is the workers of the partitions assigned to this instance
 	// at the last tick, for readers outside the ownership loop
 	// (readiness).
@@ -174,6 +176,10 @@ func (o *ownership) checkSuspects(ctx context.Context) {
 	}
 }
 
+// assetCheckTicks is how many ownership ticks (a fifth of MemberTTL each,
+// 1 s by default) pass between checks of the assets when nothing fails.
+const assetCheckTicks = 10
+
 // repairAssets recreates missing streams, buckets and consumers when a
 // worker fails or suspects its consumer, and restarts the workers whose
 // consumers were recreated.
@@ -185,7 +191,10 @@ func (o *ownership) repairAssets(ctx context.Context) {
 	if prev := o.snapshot.Load(); prev != nil {
 		ws = append(ws, *prev...)
 	}
-	if o.repair == nil || !needsRepair(ws) {
+	// Every assetCheckTicks ticks the assets are checked anyway: a
+	// consumer edited to filter nothing fails nothing, and decides nothing.
+	o.ticks++
+	if o.repair == nil || !needsRepair(ws) && o.ticks%assetCheckTicks != 0 {
 		return
 	}
 	created := o.repair.repair(ctx)

@@ -89,6 +89,9 @@ type Stats struct {
 	// applied (refused and dead-lettered instead), and publications the
 	// server refused for good (dropped); each is alerted.
 	Isolated atomic.Uint64
+	// Recreated counts streams, buckets and consumers recreated after they
+	// disappeared while the processor ran.
+	Recreated atomic.Uint64
 	// OutboxRefused counts publications of verified outboxes that were not
 	// published because their subject is not one of turnguard's outputs.
 	OutboxRefused atomic.Uint64
@@ -116,6 +119,7 @@ type Processor struct {
 	unrouted atomic.Pointer[worker]
 	// hooksSeen is the highest ACS_HOOKS sequence the workers have read.
 	hooksSeen atomic.Uint64
+	repair    *repairer
 }
 
 // owned lists the workers this instance runs now.
@@ -154,7 +158,9 @@ func New(nc *nats.Conn, g *guardian.Guardian, rules *RuleSource, cfg Config, log
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Processor{js: js, sealer: sealer, guardian: g, rules: rules, cfg: cfg, log: log}, nil
+	p := &Processor{js: js, sealer: sealer, guardian: g, rules: rules, cfg: cfg, log: log}
+	p.repair = &repairer{js: js, topo: cfg.Topology, seen: p.hooksSeen.Load, signer: g.Receipts(), log: log, stats: &p.stats}
+	return p, nil
 }
 
 // processKey is the state key of processors configured without one: random,
@@ -260,7 +266,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
 		running: map[int]*running{}, suspect: map[int]string{}, pinned: make(chan struct{}, 1),
 		unrouted: unrouted,
-		repair:   &repairer{js: p.js, topo: p.cfg.Topology, seen: p.hooksSeen.Load, signer: p.guardian.Receipts(), log: p.log},
+		repair:   p.repair,
 	}
 	for _, w := range partitions {
 		w.onPinned = own.poke

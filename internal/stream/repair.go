@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,23 +47,42 @@ type repairer struct {
 	seen   func() uint64
 	signer *receipt.Signer
 	log    zerolog.Logger
-	// lastErr is the last repair error logged, so that a persistent one is
-	// logged once, not at every tick.
-	lastErr string
+	stats  *Stats
+	// failed is why the last repair could not put everything back (nil:
+	// it could), for readiness; it is logged when it changes.
+	failed atomic.Pointer[string]
+}
+
+// failure is why the last repair could not put everything back ("" when
+// it could, or none was needed).
+func (r *repairer) failure() string {
+	if f := r.failed.Load(); f != nil {
+		return *f
+	}
+	return ""
 }
 
 // repair recreates what is missing and reports what it created.
 func (r *repairer) repair(ctx context.Context) []string {
 	created, err := ensure(ctx, r.js, r.topo, r.seen())
-	if err != nil {
-		if msg := err.Error(); msg != r.lastErr && ctx.Err() == nil {
-			r.lastErr = msg
+	var incompatible *IncompatibleError
+	switch {
+	case errors.As(err, &incompatible):
+		// Only what is there and different fails readiness; a server
+		// that did not answer this time is the workers' business.
+		if msg := err.Error(); msg != r.failure() {
+			r.failed.Store(&msg)
 			r.log.Error().Err(err).Msg("the streams, bucket or consumers cannot be put back as turnguard needs them")
 		}
-	} else {
-		r.lastErr = ""
+	case err != nil:
+		if ctx.Err() == nil {
+			r.log.Warn().Err(err).Msg("checking the streams, bucket and consumers")
+		}
+	default:
+		r.failed.Store(nil)
 	}
 	for _, asset := range created {
+		r.stats.Recreated.Add(1)
 		r.report(ctx, asset)
 	}
 	return created

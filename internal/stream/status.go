@@ -21,6 +21,11 @@ type Status struct {
 	// assigned to it, in order, then the consumer of malformed subjects,
 	// which every instance runs.
 	Consumers []ConsumerStatus
+	// Assets is why the streams, bucket or consumers turnguard needs could
+	// not all be put back the last time a failure had them checked (an
+	// asset that exists with another configuration, say); "" when they
+	// could.
+	Assets string
 }
 
 // ConsumerStatus is one owned consumer's health.
@@ -66,7 +71,7 @@ func (p *Processor) Status() Status {
 	if after <= 0 {
 		after = DefaultStuckAfter
 	}
-	s := Status{Running: p.running.Load(), Partitions: p.cfg.Topology.Partitions, StuckAfter: after}
+	s := Status{Running: p.running.Load(), Partitions: p.cfg.Topology.Partitions, StuckAfter: after, Assets: p.repair.failure()}
 	for _, o := range p.ownedInOrder() {
 		c := ConsumerStatus{Consumer: o.w.consumer, Partition: o.partition}
 		// The longer streak of the two (batches, consumer) tells; a
