@@ -81,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.processor.Topology.Partitions, "partitions", c.processor.Topology.Partitions, "partitions of ACS_HOOKS, one durable consumer and worker each (fixed once the stream exists)")
 	fs.IntVar(&c.processor.Topology.Replicas, "replicas", c.processor.Topology.Replicas, "replicas of the streams, bucket and consumers created (clusters: 3)")
 	fs.DurationVar(&c.processor.Topology.SessionTTL, "session-ttl", c.processor.Topology.SessionTTL, "drop a session's state after this long without envelopes")
+	retentionFlags(fs, &c.processor.Topology)
 	fs.StringVar(&c.processor.InstanceID, "instance", "", "this instance's name among processors sharing the partitions (key in the ACS_PROCESSORS bucket); default <host>-<pid>-<random>")
 	fs.DurationVar(&c.processor.Topology.MemberTTL, "member-ttl", c.processor.Topology.MemberTTL, "an instance silent this long counts as gone and its partitions move (heartbeat: a fifth of it; fixed once ACS_PROCESSORS exists)")
 	fs.DurationVar(&c.processor.Topology.PinnedTTL, "pinned-ttl", c.processor.Topology.PinnedTTL, "a partition consumer re-pins to another instance after its pinned one has not asked for this long (set on the consumers when created)")
@@ -174,6 +175,27 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("--session-ttl must be positive")
 	}
 	return c, c.processor.Topology.Validate()
+}
+
+// retentionFlags adds the --<stream>-max-age and --<stream>-max-bytes flags
+// of the four streams (README "Limits"). They apply to existing streams too.
+func retentionFlags(fs *flag.FlagSet, t *stream.Topology) {
+	for _, r := range []struct {
+		flag, stream, age, reached string
+		retention                  *stream.Retention
+	}{
+		{"hooks", stream.HooksStream, "; at least --session-ttl: older sessions cannot be rebuilt, and replay sees only what is kept",
+			"further envelopes are refused (publishers get an error, agents their on_decision_failure) until old ones age out", &t.HooksRetention},
+		{"decisions", stream.DecisionsStream, "; at least --session-ttl; replay sees only what is kept",
+			"the oldest decisions are removed", &t.DecisionsRetention},
+		{"alerts", stream.AlertsStream, "; replay sees only what is kept", "the oldest alerts are removed", &t.AlertsRetention},
+		{"dlq", stream.DLQStream, "; at least 24h, its duplicate window", "the oldest dead letters are removed", &t.DLQRetention},
+	} {
+		fs.DurationVar(&r.retention.MaxAge, r.flag+"-max-age", r.retention.MaxAge,
+			fmt.Sprintf("remove messages of %s older than this (0: no age limit%s)", r.stream, r.age))
+		fs.Var((*cliflag.Bytes)(&r.retention.MaxBytes), r.flag+"-max-bytes",
+			fmt.Sprintf("most bytes %s keeps, a `size` such as 10GiB or 512MiB (0: bounded by the NATS server's store limit; a limit set here is reserved against that store at once); when reached, %s", r.stream, r.reached))
+	}
 }
 
 // validateExposure refuses the configurations that would expose turnguard

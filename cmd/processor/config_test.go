@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turnguard/turnguard/internal/stream"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -67,6 +69,34 @@ func TestParseFlags(t *testing.T) {
 		{"a certificate without its key", nil, []string{"--http-tls-cert", "c.pem"}, nil, "go together"},
 		{"a client CA without TLS", nil, []string{"--http-client-ca", "ca.pem", "--http-tokens", "callers.yaml"}, nil, "needs TLS"},
 		{"a client CA without callers", nil, []string{"--http-client-ca", "ca.pem", "--http-tls-cert", "c.pem", "--http-tls-key", "k.pem"}, nil, "needs --http-tokens"},
+		// The streams' retention.
+		{"retention by default", nil, nil, func(c config) bool {
+			tp := c.processor.Topology
+			for _, r := range []stream.Retention{tp.HooksRetention, tp.DecisionsRetention, tp.AlertsRetention, tp.DLQRetention} {
+				if r.MaxAge != 7*24*time.Hour || r.MaxBytes != 0 {
+					return false
+				}
+			}
+			return true
+		}, ""},
+		{"retention flags", nil, []string{"--hooks-max-age", "720h", "--hooks-max-bytes", "10GiB", "--decisions-max-age", "0", "--decisions-max-bytes", "512MiB",
+			"--alerts-max-age", "48h", "--alerts-max-bytes", "1GB", "--dlq-max-age", "24h", "--dlq-max-bytes", "2097152"}, func(c config) bool {
+			tp := c.processor.Topology
+			return tp.HooksRetention == stream.Retention{MaxAge: 720 * time.Hour, MaxBytes: 10 << 30} &&
+				tp.DecisionsRetention == stream.Retention{MaxAge: 0, MaxBytes: 512 << 20} &&
+				tp.AlertsRetention == stream.Retention{MaxAge: 48 * time.Hour, MaxBytes: 1e9} &&
+				tp.DLQRetention == stream.Retention{MaxAge: 24 * time.Hour, MaxBytes: 2 << 20}
+		}, ""},
+		{"retention from the environment", map[string]string{"TURNGUARD_HOOKS_MAX_BYTES": "20GiB", "TURNGUARD_ALERTS_MAX_AGE": "2160h"}, nil, func(c config) bool {
+			tp := c.processor.Topology
+			return tp.HooksRetention.MaxBytes == 20<<30 && tp.AlertsRetention.MaxAge == 2160*time.Hour
+		}, ""},
+		{"hooks age below the session TTL", nil, []string{"--hooks-max-age", "12h"}, nil, "shorter than the session TTL"},
+		{"hooks age follows the session TTL", nil, []string{"--hooks-max-age", "12h", "--session-ttl", "6h"}, nil, ""},
+		{"decisions age below the session TTL", nil, []string{"--decisions-max-age", "1h"}, nil, "ACS_DECISIONS max age 1h0m0s is shorter than the session TTL"},
+		{"dlq age below its duplicate window", nil, []string{"--dlq-max-age", "12h"}, nil, "duplicate window 24h0m0s"},
+		{"bad size", nil, []string{"--hooks-max-bytes", "10G"}, nil, "unknown unit"},
+		{"size below one message", nil, []string{"--alerts-max-bytes", "64KiB"}, nil, "less than one largest message"},
 		// The HTTP endpoint's resource bounds.
 		{"http limits by default", nil, nil, func(c config) bool {
 			l := c.httpLimits

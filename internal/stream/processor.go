@@ -214,7 +214,7 @@ func (p *Processor) Stats() *Stats { return &p.stats }
 // compatible, then processes until ctx ends. On return every worker has
 // finished its in-flight batch.
 func (p *Processor) Run(ctx context.Context) error {
-	if err := Ensure(ctx, p.js, p.cfg.Topology); err != nil {
+	if err := EnsureLogged(ctx, p.js, p.cfg.Topology, p.log); err != nil {
 		return err
 	}
 	hooks, err := p.js.Stream(ctx, HooksStream)

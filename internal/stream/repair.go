@@ -64,7 +64,7 @@ func (r *repairer) failure() string {
 
 // repair recreates what is missing and reports what it created.
 func (r *repairer) repair(ctx context.Context) []string {
-	created, err := ensure(ctx, r.js, r.topo, r.seen())
+	created, err := ensure(ctx, r.js, r.topo, r.seen(), r.log)
 	var incompatible *IncompatibleError
 	switch {
 	case errors.As(err, &incompatible):

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
 )
@@ -35,8 +36,55 @@ const (
 // HooksMaxMsgSize is the ACS_HOOKS stream's per-message limit.
 const HooksMaxMsgSize = 1 << 20
 
+// Duplicate windows of the streams whose window is not configurable.
+const (
+	// HooksDuplicates is ACS_HOOKS' window for publishers' Nats-Msg-Id.
+	HooksDuplicates = 2 * time.Minute
+	// DLQDuplicates is ACS_DLQ's window: a dead letter republished after
+	// a crash is dropped for a day.
+	DLQDuplicates = 24 * time.Hour
+)
+
+// DefaultRetentionAge is every stream's default MaxAge.
+//
+// Why an age and no byte limit by default: JetStream reserves a stream's
+// MaxBytes against the server's store limit when the stream is created or
+// updated (nats-server jetStream.checkBytesLimits and
+// reserveStreamResources), and a server without max_file_store takes 75%
+// of the free disk as that limit. Four streams of, say, 10 GiB each would
+// fail to be created ("insufficient storage resources available") on a
+// disk with less than about 53 GiB free, or on a test machine running many
+// embedded servers, whatever the streams actually hold. An age reserves
+// nothing. So by default every stream is bounded in time, and in size only
+// by the server's (or the account's) store limit; a full store refuses
+// publishes loudly rather than dropping anything.
+//
+// Why seven days: at least the session TTL (24h by default; ACS_HOOKS and
+// ACS_DECISIONS must cover a live session, see Validate), several times
+// over, so that a processor outage over a long weekend does not age out
+// envelopes nobody decided yet, and a week of history for replay's
+// timelines, verify and back-tests. Keep more with the --*-max-age flags.
+const DefaultRetentionAge = 7 * 24 * time.Hour
+
+// MinRetentionBytes is the smallest MaxBytes a stream may be given (0
+// aside): one message of the largest size ACS_HOOKS accepts.
+const MinRetentionBytes = HooksMaxMsgSize
+
+// Retention bounds what one stream keeps. The zero value keeps everything
+// until the server's store limit.
+type Retention struct {
+	// MaxAge removes messages older than this (0: no age limit).
+	MaxAge time.Duration
+	// MaxBytes bounds the stream's size (0: no limit of the stream's own;
+	// the server's or the account's store limit bounds it). What happens
+	// at the limit is the stream's discard policy: ACS_HOOKS refuses new
+	// messages, the output streams drop their oldest.
+	MaxBytes int64
+}
+
 // Topology is the shape of the streams, bucket and consumers turnguard
-// needs. Ensure creates what is missing and refuses what is incompatible.
+// needs. Ensure creates what is missing, applies the streams' retention
+// to the ones that exist and refuses what is incompatible.
 type Topology struct {
 	Partitions int
 	Replicas   int
@@ -58,6 +106,12 @@ type Topology struct {
 	// MemberTTL is how long an instance counts as live after its last
 	// heartbeat; partitions move away from it after that.
 	MemberTTL time.Duration
+	// Retention of each stream (README "Limits"). Unlike the rest of the
+	// topology, Ensure applies it to streams that exist.
+	HooksRetention     Retention
+	DecisionsRetention Retention
+	AlertsRetention    Retention
+	DLQRetention       Retention
 }
 
 // DefaultTopology is what the processor runs with unless told otherwise.
@@ -71,6 +125,27 @@ func DefaultTopology() Topology {
 		MaxAckPending:       1024,
 		PinnedTTL:           15 * time.Second,
 		MemberTTL:           5 * time.Second,
+		HooksRetention:      Retention{MaxAge: DefaultRetentionAge},
+		DecisionsRetention:  Retention{MaxAge: DefaultRetentionAge},
+		AlertsRetention:     Retention{MaxAge: DefaultRetentionAge},
+		DLQRetention:        Retention{MaxAge: DefaultRetentionAge},
+	}
+}
+
+// streamLimits is one stream's retention with the duplicate window it must
+// hold.
+type streamLimits struct {
+	name       string
+	retention  Retention
+	duplicates time.Duration
+}
+
+func (t Topology) limits() []streamLimits {
+	return []streamLimits{
+		{HooksStream, t.HooksRetention, HooksDuplicates},
+		{DecisionsStream, t.DecisionsRetention, t.DecisionDedupWindow},
+		{AlertsStream, t.AlertsRetention, t.DecisionDedupWindow},
+		{DLQStream, t.DLQRetention, DLQDuplicates},
 	}
 }
 
@@ -98,7 +173,41 @@ func (t Topology) Validate() error {
 	if t.MaxAckPending < 1 {
 		errs = append(errs, fmt.Errorf("max ack pending must be positive, not %d", t.MaxAckPending))
 	}
-	return errors.Join(errs...)
+	if t.DecisionDedupWindow < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("decision duplicate window must be at least 100ms (JetStream's smallest), not %s", t.DecisionDedupWindow))
+	}
+	return errors.Join(append(errs, t.validateRetention()...)...)
+}
+
+func (t Topology) validateRetention() []error {
+	var errs []error
+	for _, l := range t.limits() {
+		r := l.retention
+		if r.MaxAge < 0 {
+			errs = append(errs, fmt.Errorf("%s max age must not be negative (0: no age limit), not %s", l.name, r.MaxAge))
+		} else if r.MaxAge > 0 && r.MaxAge < l.duplicates {
+			// JetStream refuses a duplicate window longer than the age.
+			errs = append(errs, fmt.Errorf("%s max age %s is shorter than its duplicate window %s; give at least that, or 0 for no age limit", l.name, r.MaxAge, l.duplicates))
+		}
+		if r.MaxBytes < 0 {
+			errs = append(errs, fmt.Errorf("%s max bytes must not be negative (0: bounded by the server's store limit), not %d", l.name, r.MaxBytes))
+		} else if r.MaxBytes > 0 && r.MaxBytes < MinRetentionBytes {
+			errs = append(errs, fmt.Errorf("%s max bytes %d is less than one largest message (%d); give at least that, or 0 for the server's store limit", l.name, r.MaxBytes, MinRetentionBytes))
+		}
+	}
+	// A live session is rebuilt from its envelopes in ACS_HOOKS when its
+	// stored value is deleted or does not verify; without them, one that
+	// does not verify has its steps refused (state_unverifiable). And the
+	// session's newest decision
+	// in ACS_DECISIONS is what tells a rolled-back value and an outbox
+	// already published. Both must outlive an idle session's state.
+	if a := t.HooksRetention.MaxAge; a > 0 && a < t.SessionTTL {
+		errs = append(errs, fmt.Errorf("%s max age %s is shorter than the session TTL %s: a live session's history would age out and its state could not be rebuilt (its steps would be refused as state_unverifiable); give at least the session TTL, or 0 for no age limit", HooksStream, a, t.SessionTTL))
+	}
+	if a := t.DecisionsRetention.MaxAge; a > 0 && a < t.SessionTTL {
+		errs = append(errs, fmt.Errorf("%s max age %s is shorter than the session TTL %s: a live session's newest decision would age out, and with it the check of its stored state against rollback; give at least the session TTL, or 0 for no age limit", DecisionsStream, a, t.SessionTTL))
+	}
+	return errs
 }
 
 // PartitionConsumer is the durable consumer name of partition p.
@@ -117,22 +226,33 @@ func PartitionTransform(partitions int) *jetstream.SubjectTransformConfig {
 }
 
 func (t Topology) streams() []jetstream.StreamConfig {
-	base := func(name, desc, subject string) jetstream.StreamConfig {
-		// MaxMsgSize -1 (unlimited) is what the server stores for "not set".
+	base := func(name, desc, subject string, r Retention, dup time.Duration) jetstream.StreamConfig {
+		// MaxMsgSize and MaxBytes -1 (unlimited) are what the server
+		// stores for "not set". Discard old (the zero value) is what the
+		// output streams do at MaxBytes: their oldest messages go.
 		return jetstream.StreamConfig{Name: name, Description: desc, Subjects: []string{subject + ".>"},
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: t.Replicas, MaxMsgSize: -1}
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: t.Replicas, MaxMsgSize: -1,
+			MaxAge: r.MaxAge, MaxBytes: serverBytes(r.MaxBytes), Duplicates: dup}
 	}
-	hooks := base(HooksStream, "turnguard: inbound ACS hook envelopes", acs.InboundPrefix)
+	hooks := base(HooksStream, "turnguard: inbound ACS hook envelopes", acs.InboundPrefix, t.HooksRetention, HooksDuplicates)
 	hooks.SubjectTransform = PartitionTransform(t.Partitions)
 	hooks.MaxMsgSize = HooksMaxMsgSize
-	hooks.Duplicates = 2 * time.Minute
-	decisions := base(DecisionsStream, "turnguard: ACS response envelopes, one per inbound envelope", acs.DecisionsPrefix)
-	decisions.Duplicates = t.DecisionDedupWindow
-	alerts := base(AlertsStream, "turnguard: alerts (OCSF Detection Findings)", acs.AlertsPrefix)
-	alerts.Duplicates = t.DecisionDedupWindow
-	dlq := base(DLQStream, "turnguard: refused input, original bytes", acs.DLQPrefix)
-	dlq.Duplicates = 24 * time.Hour
+	// ACS_HOOKS holds envelopes not decided yet: at its size limit it
+	// refuses a new one (the publisher gets an error and the agent fails
+	// closed) rather than dropping the oldest, which may be undecided.
+	hooks.Discard = jetstream.DiscardNew
+	decisions := base(DecisionsStream, "turnguard: ACS response envelopes, one per inbound envelope", acs.DecisionsPrefix, t.DecisionsRetention, t.DecisionDedupWindow)
+	alerts := base(AlertsStream, "turnguard: alerts (OCSF Detection Findings)", acs.AlertsPrefix, t.AlertsRetention, t.DecisionDedupWindow)
+	dlq := base(DLQStream, "turnguard: refused input, original bytes", acs.DLQPrefix, t.DLQRetention, DLQDuplicates)
 	return []jetstream.StreamConfig{hooks, decisions, alerts, dlq}
+}
+
+// serverBytes is a MaxBytes as the server stores it: -1 for no limit.
+func serverBytes(b int64) int64 {
+	if b <= 0 {
+		return -1
+	}
+	return b
 }
 
 func (t Topology) buckets() []jetstream.KeyValueConfig {
@@ -169,30 +289,41 @@ func (t Topology) consumers() []jetstream.ConsumerConfig {
 }
 
 // IncompatibleError lists how an existing stream, bucket or consumer differs
-// from what turnguard needs. turnguard never edits an existing asset.
+// from what turnguard needs. turnguard does not edit an existing asset,
+// except for the streams' retention limits and a legacy partition
+// consumer's priority group (Ensure).
 type IncompatibleError struct {
 	Asset       string
 	Differences []string
 }
 
 func (e *IncompatibleError) Error() string {
-	return fmt.Sprintf("%s exists with an incompatible configuration: %s (turnguard does not change existing assets; edit or delete it, or start turnguard with matching flags)",
+	return fmt.Sprintf("%s exists with an incompatible configuration: %s (turnguard does not change these settings of an existing asset; edit or delete it, or start turnguard with matching flags)",
 		e.Asset, strings.Join(e.Differences, "; "))
 }
 
 // Ensure creates the streams, KV bucket and consumers that do not exist and
 // checks the ones that do. An incompatible asset is an *IncompatibleError.
+// It is EnsureLogged without a log.
 func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
-	_, err := ensure(ctx, js, t, 0)
+	_, err := ensure(ctx, js, t, 0, zerolog.Nop())
 	return err
 }
 
-// ensure is Ensure reporting what it created. seen is the highest
+// EnsureLogged is Ensure, logging what it changes: the retention limits
+// (max age, max bytes, discard policy) of an existing stream are set to
+// the topology's, since they are the operator's to change at any restart.
+func EnsureLogged(ctx context.Context, js jetstream.JetStream, t Topology, log zerolog.Logger) error {
+	_, err := ensure(ctx, js, t, 0, log)
+	return err
+}
+
+// ensure is EnsureLogged reporting what it created. seen is the highest
 // ACS_HOOKS sequence the caller knows was used: an ACS_HOOKS created while
 // states or decisions refer to sequences of an earlier one numbers its
 // messages from above them all (hooksWatermark), so that no new envelope
 // passes for one already applied.
-func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64) ([]string, error) {
+func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64, log zerolog.Logger) ([]string, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -220,7 +351,12 @@ func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64
 		case err != nil:
 			errs = append(errs, fmt.Errorf("look up stream %s: %w", want.Name, err))
 		default:
-			errs = append(errs, compareStream(want, s.CachedInfo().Config))
+			info := s.CachedInfo()
+			if err := compareStream(want, info.Config); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, updateRetention(ctx, js, want, info, log))
 		}
 	}
 	for _, b := range t.buckets() {
@@ -292,6 +428,57 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		diffs = differ(diffs, "replicas", want.Replicas, bs.StreamInfo().Config.Replicas)
 	}
 	return false, incompatible("KV bucket "+want.Bucket, diffs)
+}
+
+// retentionChanges lists how an existing stream's retention differs from
+// want's.
+func retentionChanges(want, have jetstream.StreamConfig) []string {
+	var diffs []string
+	if want.MaxAge != have.MaxAge {
+		diffs = append(diffs, fmt.Sprintf("max age %s → %s", ageText(have.MaxAge), ageText(want.MaxAge)))
+	}
+	if serverBytes(want.MaxBytes) != serverBytes(have.MaxBytes) {
+		diffs = append(diffs, fmt.Sprintf("max bytes %s → %s", bytesText(have.MaxBytes), bytesText(want.MaxBytes)))
+	}
+	diffs = differ(diffs, "discard", want.Discard, have.Discard)
+	return diffs
+}
+
+// updateRetention gives an existing stream want's retention limits, the
+// only stream settings turnguard changes. Lower limits remove what the
+// stream holds beyond them at once (ACS_HOOKS, discarding new, removes
+// nothing for its size: it refuses publishes until enough has aged out).
+func updateRetention(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, info *jetstream.StreamInfo, log zerolog.Logger) error {
+	changes := retentionChanges(want, info.Config)
+	if len(changes) == 0 {
+		return nil
+	}
+	cfg := info.Config
+	cfg.MaxAge, cfg.MaxBytes, cfg.Discard = want.MaxAge, want.MaxBytes, want.Discard
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("update the retention of stream %s (%s): %w", want.Name, strings.Join(changes, ", "), err)
+	}
+	log.Warn().Str("stream", want.Name).Strs("changes", changes).
+		Msg("stream retention changed to the configured limits; messages beyond them are removed")
+	if want.Discard == jetstream.DiscardNew && want.MaxBytes > 0 && info.State.Bytes >= uint64(want.MaxBytes) {
+		log.Error().Str("stream", want.Name).Uint64("bytes", info.State.Bytes).Int64("max_bytes", want.MaxBytes).
+			Msg("the stream already holds its new size limit: publishes to it are refused until messages age out or the limit is raised")
+	}
+	return nil
+}
+
+func ageText(d time.Duration) string {
+	if d <= 0 {
+		return "unlimited"
+	}
+	return d.String()
+}
+
+func bytesText(b int64) string {
+	if b <= 0 {
+		return "unlimited"
+	}
+	return strconv.FormatInt(b, 10)
 }
 
 func compareStream(want, have jetstream.StreamConfig) error {

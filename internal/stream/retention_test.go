@@ -1,0 +1,319 @@
+package stream_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/stream"
+)
+
+func TestValidateRetention(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(*stream.Topology)
+		wantErr string
+	}{
+		{"defaults", func(*stream.Topology) {}, ""},
+		{"everything unlimited", func(tp *stream.Topology) {
+			tp.HooksRetention, tp.DecisionsRetention, tp.AlertsRetention, tp.DLQRetention = stream.Retention{}, stream.Retention{}, stream.Retention{}, stream.Retention{}
+		}, ""},
+		{"byte limits", func(tp *stream.Topology) {
+			tp.HooksRetention.MaxBytes, tp.DLQRetention.MaxBytes = 10<<30, stream.MinRetentionBytes
+		}, ""},
+		{"hooks age equal to the session TTL", func(tp *stream.Topology) { tp.HooksRetention.MaxAge = tp.SessionTTL }, ""},
+		{"hooks age below the session TTL", func(tp *stream.Topology) { tp.HooksRetention.MaxAge = time.Hour },
+			"ACS_HOOKS max age 1h0m0s is shorter than the session TTL 24h0m0s"},
+		{"hooks age below its duplicate window", func(tp *stream.Topology) {
+			tp.SessionTTL, tp.HooksRetention.MaxAge = time.Minute, time.Minute
+		}, "ACS_HOOKS max age 1m0s is shorter than its duplicate window 2m0s"},
+		{"decisions age below the session TTL", func(tp *stream.Topology) { tp.DecisionsRetention.MaxAge = 23 * time.Hour },
+			"ACS_DECISIONS max age 23h0m0s is shorter than the session TTL"},
+		{"decisions age below its duplicate window", func(tp *stream.Topology) {
+			tp.SessionTTL, tp.DecisionDedupWindow, tp.DecisionsRetention.MaxAge = time.Minute, time.Hour, 30*time.Minute
+		}, "ACS_DECISIONS max age 30m0s is shorter than its duplicate window 1h0m0s"},
+		{"alerts age below its duplicate window", func(tp *stream.Topology) { tp.AlertsRetention.MaxAge = 5 * time.Minute },
+			"ACS_ALERTS max age 5m0s is shorter than its duplicate window 10m0s"},
+		{"alerts age short but within its window", func(tp *stream.Topology) {
+			tp.DecisionDedupWindow, tp.AlertsRetention.MaxAge = time.Second, 2*time.Second
+		}, ""},
+		{"dlq age below its duplicate window", func(tp *stream.Topology) { tp.DLQRetention.MaxAge = 12 * time.Hour },
+			"ACS_DLQ max age 12h0m0s is shorter than its duplicate window 24h0m0s"},
+		{"negative age", func(tp *stream.Topology) { tp.AlertsRetention.MaxAge = -time.Second }, "ACS_ALERTS max age must not be negative"},
+		{"negative bytes", func(tp *stream.Topology) { tp.DecisionsRetention.MaxBytes = -1 }, "ACS_DECISIONS max bytes must not be negative"},
+		{"bytes below one message", func(tp *stream.Topology) { tp.HooksRetention.MaxBytes = 4096 }, "ACS_HOOKS max bytes 4096 is less than one largest message"},
+		{"no duplicate window", func(tp *stream.Topology) { tp.DecisionDedupWindow = 0 }, "decision duplicate window must be at least 100ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp := stream.DefaultTopology()
+			tt.edit(&tp)
+			err := tp.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate: %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// streamConfig is the stored configuration of a stream.
+func streamConfig(t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {
+	t.Helper()
+	s, err := js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Config
+}
+
+// checkRetention checks the stored retention of the four streams against
+// tp's: MaxBytes 0 is stored as -1; ACS_HOOKS discards new, the rest old.
+func checkRetention(t *testing.T, js jetstream.JetStream, tp stream.Topology) {
+	t.Helper()
+	for _, want := range []struct {
+		name    string
+		r       stream.Retention
+		discard jetstream.DiscardPolicy
+	}{
+		{stream.HooksStream, tp.HooksRetention, jetstream.DiscardNew},
+		{stream.DecisionsStream, tp.DecisionsRetention, jetstream.DiscardOld},
+		{stream.AlertsStream, tp.AlertsRetention, jetstream.DiscardOld},
+		{stream.DLQStream, tp.DLQRetention, jetstream.DiscardOld},
+	} {
+		cfg := streamConfig(t, js, want.name)
+		wantBytes := want.r.MaxBytes
+		if wantBytes == 0 {
+			wantBytes = -1
+		}
+		if cfg.MaxAge != want.r.MaxAge || cfg.MaxBytes != wantBytes || cfg.Discard != want.discard {
+			t.Errorf("%s: max age %s, max bytes %d, discard %v; want %s, %d, %v", want.name, cfg.MaxAge, cfg.MaxBytes, cfg.Discard,
+				want.r.MaxAge, wantBytes, want.discard)
+		}
+	}
+}
+
+func TestEnsureSetsRetention(t *testing.T) {
+	srv := natstest.RunServer(t)
+	js, _ := jetstream.New(natstest.Connect(t, srv))
+	ctx := context.Background()
+	tp := stream.DefaultTopology()
+	tp.Partitions = 1
+	checked := tp
+	if err := stream.Ensure(ctx, js, tp); err != nil {
+		t.Fatal(err)
+	}
+	checkRetention(t, js, checked)
+
+	tp.HooksRetention = stream.Retention{MaxAge: 30 * 24 * time.Hour, MaxBytes: 64 << 20}
+	tp.DecisionsRetention = stream.Retention{MaxAge: 0, MaxBytes: 32 << 20}
+	tp.AlertsRetention = stream.Retention{MaxAge: time.Hour, MaxBytes: 0}
+	tp.DLQRetention = stream.Retention{MaxAge: 48 * time.Hour, MaxBytes: 8 << 20}
+	srv2 := natstest.RunServer(t)
+	js2, _ := jetstream.New(natstest.Connect(t, srv2))
+	if err := stream.Ensure(ctx, js2, tp); err != nil {
+		t.Fatal(err)
+	}
+	checkRetention(t, js2, tp)
+}
+
+// An existing stream's retention is changed to the configured one on the
+// next Ensure, logged, keeping what the stream holds within the limits;
+// and a stream from before retention (discarding old, no limits) gets it.
+func TestEnsureUpdatesRetention(t *testing.T) {
+	srv := natstest.RunServer(t)
+	js, _ := jetstream.New(natstest.Connect(t, srv))
+	ctx := context.Background()
+	tp := stream.DefaultTopology()
+	tp.Partitions = 1
+	if err := stream.Ensure(ctx, js, tp); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, acs.InboundPrefix+".default.s1.turnStart", []byte("{}"))
+	publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
+
+	tp.HooksRetention = stream.Retention{MaxAge: 90 * 24 * time.Hour, MaxBytes: 1 << 30}
+	tp.DecisionsRetention = stream.Retention{MaxAge: 0, MaxBytes: 512 << 20}
+	tp.AlertsRetention = stream.Retention{MaxAge: 48 * time.Hour}
+	tp.DLQRetention = stream.Retention{}
+	var logged bytes.Buffer
+	if err := stream.EnsureLogged(ctx, js, tp, zerolog.New(&logged)); err != nil {
+		t.Fatalf("changing the retention: %v", err)
+	}
+	checkRetention(t, js, tp)
+	for _, name := range []string{stream.HooksStream, stream.DecisionsStream, stream.AlertsStream, stream.DLQStream} {
+		if !strings.Contains(logged.String(), `"stream":"`+name+`"`) {
+			t.Errorf("the change of %s was not logged: %s", name, logged.String())
+		}
+	}
+	if !strings.Contains(logged.String(), "max age 168h0m0s → 2160h0m0s") {
+		t.Errorf("the log does not say what changed: %s", logged.String())
+	}
+	requireCount(t, js, stream.HooksStream, 1)
+	requireCount(t, js, stream.DecisionsStream, 1)
+
+	// Unchanged: nothing to update, nothing logged.
+	logged.Reset()
+	if err := stream.EnsureLogged(ctx, js, tp, zerolog.New(&logged)); err != nil {
+		t.Fatal(err)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("an unchanged topology logged %s", logged.String())
+	}
+
+	// A stream created before there was retention.
+	hooks := streamConfig(t, js, stream.HooksStream)
+	hooks.MaxAge, hooks.MaxBytes, hooks.Discard = 0, -1, jetstream.DiscardOld
+	if _, err := js.UpdateStream(ctx, hooks); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Ensure(ctx, js, tp); err != nil {
+		t.Fatal(err)
+	}
+	checkRetention(t, js, tp)
+
+	// Retention is updated only on a compatible stream.
+	other := tp
+	other.Partitions = 2
+	other.HooksRetention.MaxAge = 0
+	var ie *stream.IncompatibleError
+	if err := stream.Ensure(ctx, js, other); !errors.As(err, &ie) {
+		t.Fatalf("want an IncompatibleError, got %v", err)
+	}
+	if got := streamConfig(t, js, stream.HooksStream).MaxAge; got != tp.HooksRetention.MaxAge {
+		t.Fatalf("an incompatible stream's max age was changed to %s", got)
+	}
+}
+
+// Byte limits are reserved against the server's store when a stream is
+// created, which is why there are none by default: on a store smaller than
+// their sum, creating the streams fails, whatever they hold.
+func TestByteLimitsAreReservedAgainstTheStore(t *testing.T) {
+	s, err := server.NewServer(&server.Options{JetStream: true, StoreDir: t.TempDir(), DontListen: true,
+		NoSigs: true, NoLog: true, JetStreamMaxStore: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	js, _ := jetstream.New(natstest.Connect(t, s))
+	ctx := context.Background()
+	tp := stream.DefaultTopology()
+	tp.Partitions = 1
+	large := tp
+	large.HooksRetention.MaxBytes = 1 << 30
+	err = stream.Ensure(ctx, js, large)
+	if err == nil || !strings.Contains(err.Error(), "insufficient storage resources") {
+		t.Fatalf("a 1 GiB ACS_HOOKS on a 64 MiB store: %v, want insufficient storage resources", err)
+	}
+	if err := stream.Ensure(ctx, js, tp); err != nil {
+		t.Fatalf("the defaults on a 64 MiB store: %v", err)
+	}
+}
+
+// ACS_HOOKS at its size limit refuses a publish, and keeps every envelope
+// it holds: none undecided is dropped to make room.
+func TestFullHooksRefusesNewEnvelopes(t *testing.T) {
+	srv := natstest.RunServer(t)
+	js, _ := jetstream.New(natstest.Connect(t, srv))
+	ctx := context.Background()
+	tp := stream.DefaultTopology()
+	tp.Partitions = 1
+	tp.HooksRetention.MaxBytes = stream.MinRetentionBytes
+	if err := stream.Ensure(ctx, js, tp); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("x"), 100<<10)
+	stored := 0
+	var refused error
+	for i := range 20 {
+		if _, err := js.Publish(ctx, acs.InboundPrefix+".default.s1.turnStart", body); err != nil {
+			refused = err
+			break
+		}
+		stored = i + 1
+	}
+	if refused == nil {
+		t.Fatalf("20 envelopes of 100 KiB fit in a 1 MiB ACS_HOOKS")
+	}
+	if !strings.Contains(refused.Error(), "maximum bytes exceeded") {
+		t.Fatalf("the refusal says %v, want maximum bytes exceeded", refused)
+	}
+	s, err := js.Stream(ctx, stream.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.FirstSeq != 1 || int(info.State.Msgs) != stored || stored == 0 {
+		t.Fatalf("ACS_HOOKS holds %d messages from sequence %d, want the %d published from 1", info.State.Msgs, info.State.FirstSeq, stored)
+	}
+	// Raising the limit lets publishers in again.
+	tp.HooksRetention.MaxBytes = 2 * stream.MinRetentionBytes
+	if err := stream.Ensure(ctx, js, tp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, acs.InboundPrefix+".default.s1.turnStart", body); err != nil {
+		t.Fatalf("after raising the limit: %v", err)
+	}
+}
+
+// requireCount requires a stream to hold n messages now (what was
+// published with an ack is stored).
+func requireCount(t *testing.T, js jetstream.JetStream, name string, n int) {
+	t.Helper()
+	if got := countMsgs(t, js, name); got != n {
+		t.Errorf("%s holds %d messages, want %d", name, got, n)
+	}
+}
+
+// Messages older than a stream's max age are removed.
+func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
+	srv := natstest.RunServer(t)
+	js, _ := jetstream.New(natstest.Connect(t, srv))
+	ctx := context.Background()
+	tp := stream.DefaultTopology()
+	tp.Partitions = 1
+	tp.DecisionDedupWindow = time.Second
+	tp.AlertsRetention.MaxAge = 2 * time.Second
+	if err := stream.Ensure(ctx, js, tp); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, acs.AlertsPrefix+".default.high.r1", []byte("{}"))
+	publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
+	published := time.Now()
+	deadline := published.Add(waitFor)
+	for countMsgs(t, js, stream.AlertsStream) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an alert older than %s is still in %s after %s", tp.AlertsRetention.MaxAge, stream.AlertsStream, waitFor)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if age := time.Since(published); age < tp.AlertsRetention.MaxAge-100*time.Millisecond {
+		t.Fatalf("the alert was removed after %s, before its max age %s", age, tp.AlertsRetention.MaxAge)
+	}
+	// The other streams keep theirs.
+	requireCount(t, js, stream.DecisionsStream, 1)
+}
