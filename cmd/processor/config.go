@@ -54,6 +54,10 @@ type config struct {
 	metricsAddr string
 }
 
+// minStateBytes is the least --max-state-bytes: below it, a session of
+// the default pack could not hold a few turns.
+const minStateBytes = 64 << 10
+
 // receiptKeyNone as --receipt-key turns the receipts off.
 const receiptKeyNone = "none"
 
@@ -86,6 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.processor.Topology.MemberTTL, "member-ttl", c.processor.Topology.MemberTTL, "an instance silent this long counts as gone and its partitions move (heartbeat: a fifth of it; fixed once ACS_PROCESSORS exists)")
 	fs.DurationVar(&c.processor.Topology.PinnedTTL, "pinned-ttl", c.processor.Topology.PinnedTTL, "a partition consumer re-pins to another instance after its pinned one has not asked for this long (set on the consumers when created)")
 	fs.IntVar(&c.processor.BatchSize, "batch-size", c.processor.BatchSize, "most envelopes a partition worker decides and acknowledges together")
+	var maxState cliflag.Bytes
+	fs.Var(&maxState, "max-state-bytes", "most bytes of one session's stored value (its state and the outbox of its last write), a `size` such as 256KiB; an envelope that would exceed it is refused -32603 state_too_large (0: the NATS server's max_payload less 4 KiB)")
 	fs.Var((*cliflag.List)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve the ACS JSON-RPC endpoint (POST /acs) on this address, e.g. 127.0.0.1:8787")
 	fs.StringVar(&c.metricsAddr, "metrics", "", "serve Prometheus metrics (GET /metrics), liveness (GET /healthz) and readiness (GET /readyz) on this address, e.g. 127.0.0.1:9464, independent of --http; empty: off")
@@ -174,6 +180,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.processor.Topology.SessionTTL <= 0 {
 		return c, errors.New("--session-ttl must be positive")
 	}
+	if maxState != 0 && maxState < minStateBytes {
+		return c, fmt.Errorf("--max-state-bytes %d: at least %d (64KiB), or 0 for the server's max_payload", int64(maxState), minStateBytes)
+	}
+	c.processor.MaxValueBytes = int(maxState)
 	return c, c.processor.Topology.Validate()
 }
 

@@ -91,6 +91,9 @@ func TestParseFlags(t *testing.T) {
 			tp := c.processor.Topology
 			return tp.HooksRetention.MaxBytes == 20<<30 && tp.AlertsRetention.MaxAge == 2160*time.Hour
 		}, ""},
+		{"state bound", nil, []string{"--max-state-bytes", "256KiB"}, func(c config) bool { return c.processor.MaxValueBytes == 256<<10 }, ""},
+		{"state bound by default the server's", nil, nil, func(c config) bool { return c.processor.MaxValueBytes == 0 }, ""},
+		{"state bound too small", nil, []string{"--max-state-bytes", "4KiB"}, nil, "--max-state-bytes 4096: at least 65536"},
 		{"hooks age below the session TTL", nil, []string{"--hooks-max-age", "12h"}, nil, "shorter than the session TTL"},
 		{"hooks age follows the session TTL", nil, []string{"--hooks-max-age", "12h", "--session-ttl", "6h"}, nil, ""},
 		{"decisions age below the session TTL", nil, []string{"--decisions-max-age", "1h"}, nil, "ACS_DECISIONS max age 1h0m0s is shorter than the session TTL"},
