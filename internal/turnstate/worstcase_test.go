@@ -56,7 +56,7 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 	id := func() string { n++; return worstString(t, n, acs.MaxIDBytes) }
 	uuid := func() string { n++; return "00000000-0000-4000-8000-" + strconv.FormatInt(int64(n)+100000000000, 10) }
 	// A time with nanoseconds and an offset: the longest RFC 3339 form.
-	at := time.Date(2026, 12, 31, 23, 59, 59, 123456789, time.FixedZone("", -(13*3600 + 59*60)))
+	at := time.Date(2026, 12, 31, 23, 59, 59, 123456789, time.FixedZone("", -(13*3600+59*60)))
 	maxInt, maxU := math.MaxInt, uint64(math.MaxUint64)
 
 	s := turnstate.New(strings.Repeat("t", 64), uuid())
