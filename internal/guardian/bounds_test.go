@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
@@ -184,4 +185,70 @@ func TestFieldTooLongAnswer(t *testing.T) {
 	if res := out.Response.Result; res == nil || res.Decision != acs.Deny {
 		t.Fatalf("want a deny, got %s", b)
 	}
+}
+
+// FuzzFieldBounds: whatever the strings, an envelope is refused
+// field_too_long exactly when one of its kept identifiers is stored longer
+// than its bound, each such field is named by its pointer, and a refusal
+// changes no state.
+func FuzzFieldBounds(f *testing.F) {
+	f.Add("turn-1", "p-1", "web", "p-0", 1)
+	f.Add(strings.Repeat("<", 43), "p", "", "", 300)
+	f.Add("t", strings.Repeat("a", 257), strings.Repeat("\u2028", 86), "x", 0)
+	g := guardian.New(newValidator(f), guardian.Config{})
+	rs := defaultRules(f)
+	f.Fuzz(func(t *testing.T, turnID, provID, sourceID, derived string, pad int) {
+		if pad < 0 || pad > 400 {
+			pad = 0
+		}
+		for _, s := range []string{turnID, provID, sourceID, derived} {
+			if !utf8.ValidString(s) {
+				t.Skip("json.Marshal would replace its invalid bytes: the envelope would not carry it")
+			}
+		}
+		// pad moves the ids across the bound.
+		provID += strings.Repeat("a", pad)
+		prov := map[string]any{"provenance_id": provID, "origin": "agent_generated", "source_id": sourceID, "derived_from": []string{derived}}
+		data := boundedEnvelope(t, "steps/toolCallRequest", map[string]string{"turn_id": turnID}, toolCall(prov))
+		state := turnstate.New("default", testSession)
+		out := g.Decide(rs, state, nil, routeFor("steps/toolCallRequest"), guardian.Message{Data: data, Seq: 1})
+		if out.Response == nil {
+			t.Fatal("no answer")
+		}
+		if out.Refusal != nil && out.Refusal.Reason != acs.ReasonFieldTooLong {
+			return // invalid for another reason (a string json.Marshal had to fix)
+		}
+		const base = "/params/payload/arguments/path/provenance/"
+		want := map[string]bool{}
+		if acs.StoredLen(turnID) > acs.MaxIDBytes {
+			want["/params/metadata/turn_id"] = true
+		} else {
+			for p, s := range map[string]string{base + "provenance_id": provID, base + "source_id": sourceID, base + "derived_from/0": derived} {
+				if acs.StoredLen(s) > acs.MaxIDBytes {
+					want[p] = true
+				}
+			}
+		}
+		if len(want) == 0 {
+			if out.Refusal != nil {
+				t.Fatalf("refused within the bounds: %v", out.Refusal)
+			}
+			return
+		}
+		if out.Refusal == nil || out.State != nil || state.Envelopes != 0 {
+			t.Fatalf("not refused, or the state changed: %+v", out)
+		}
+		got := map[string]bool{}
+		for _, v := range out.Refusal.Violations {
+			got[v.Pointer] = true
+		}
+		if len(got) != len(want) {
+			t.Fatalf("violations %+v, want pointers %v", out.Refusal.Violations, want)
+		}
+		for p := range want {
+			if !got[p] {
+				t.Fatalf("violations %+v, want pointers %v", out.Refusal.Violations, want)
+			}
+		}
+	})
 }
