@@ -65,10 +65,13 @@ const (
 	ReasonTooLarge        = "envelope_too_large"
 	ReasonEnvelopeInvalid = "envelope_invalid"
 	ReasonPayloadInvalid  = "payload_invalid"
-	ReasonUnknownMethod   = "method_not_supported"
-	ReasonMethodNotFound  = "method_not_found"
-	ReasonReplayed        = "request_replayed"
-	ReasonNonceReplayed   = "nonce_replayed"
+	// ReasonFieldTooLong refuses an envelope with an identifier (or list) kept
+	// in state that exceeds its bound (bounds.go).
+	ReasonFieldTooLong   = "field_too_long"
+	ReasonUnknownMethod  = "method_not_supported"
+	ReasonMethodNotFound = "method_not_found"
+	ReasonReplayed       = "request_replayed"
+	ReasonNonceReplayed  = "nonce_replayed"
 	// Reasons of the HTTP endpoint's handshake contract (ACS §4).
 	ReasonHandshakeRequired = "handshake_required"
 	ReasonNotNegotiated     = "method_not_negotiated"

@@ -162,10 +162,8 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		state = turnstate.New(route.Tenant, route.SessionID)
 	}
 	env.step.Seq = msg.Seq
-	// One walk of the payload serves the chain entry and the rules.
-	if env.provenance = acs.ProvenanceOf(env.payload); env.provenance == nil {
-		env.provenance = []acs.Provenance{}
-	}
+	// env.provenance, walked once in intake (checkBounds), serves the
+	// chain entry and the rules.
 	applied := state.Apply(env.step)
 	state.RememberNonce(env.req.Params.Nonce)
 	// The entry goes on the chain before the decision, as the Go reference

@@ -28,8 +28,8 @@ type envelope struct {
 	requestHash string
 	// signedWith is the key_id of a verified request signature.
 	signedWith string
-	// provenance is acs.ProvenanceOf(payload), set once the envelope is
-	// applied.
+	// provenance is acs.ProvenanceOf(payload), walked by checkBounds
+	// (nil for system/ping, whose payload is never applied).
 	provenance []acs.Provenance
 }
 
@@ -112,6 +112,9 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 	e.step = turnstate.Step{Time: ts, Method: e.spec, RequestID: e.req.Params.RequestID, AgentID: md.AgentID, TurnID: md.TurnID, ParentTurnID: md.ParentTurnID}
 	if err := decodePayload(&e); err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()}
+	}
+	if ref := checkBounds(&e); ref != nil {
+		return nil, k, ref
 	}
 	return &e, k, nil
 }
@@ -315,7 +318,11 @@ func readKnown(obj map[string]any) known {
 		k.requestID = rid
 	}
 	if md, ok := params["metadata"].(map[string]any); ok {
-		k.turnID, _ = md["turn_id"].(string)
+		// Not one too long to keep: the refusal of such an envelope names
+		// it by request id only (its turn id goes into headers and logs).
+		if tid, _ := md["turn_id"].(string); acs.StoredLen(tid) <= acs.MaxIDBytes {
+			k.turnID = tid
+		}
 	}
 	if sig, ok := params["signature"].(map[string]any); ok {
 		k.keyID, _ = sig["key_id"].(string)

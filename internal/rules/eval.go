@@ -472,8 +472,12 @@ func (e *evalCtx) updateTaints(res *Result) {
 	}
 }
 
+// setTaint records the envelope's evidence. The ids in it are bounded by
+// intake (acs.MaxIDBytes) and their lists by turnstate.MaxTaintEvidence;
+// the tool name, which no rule reads back from a taint, is evidence only and
+// truncated to acs.MaxEvidenceBytes instead of refused.
 func (e *evalCtx) setTaint(label, source string) {
-	hit := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: e.toolView().Name,
+	hit := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
 		Turn: e.turn, TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source,
 		ProvenanceIDs: bounded(e.prov.UntrustedIDs), Origins: bounded(untrustedOrigins(e.prov.Origins)), SourceIDs: bounded(e.prov.SourceIDs)}
 	if e.sess.Taints == nil {

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,44 @@ rules:
 	}
 	if res := rs.Evaluate(turnstate.New("t", "s"), nil, toolCall(t, 7, t0, 0)); len(res.Errors) != 1 {
 		t.Fatalf("an agent-keyed rule without agent state must report an error, got %+v", res)
+	}
+}
+
+// TestTaintEvidenceToolNameIsTruncated: the tool name a taint keeps as
+// evidence is cut to acs.MaxEvidenceBytes (as stored) at a character
+// boundary, while the rules still see the whole name.
+func TestTaintEvidenceToolNameIsTruncated(t *testing.T) {
+	rs := compile(t, `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+taints:
+  - id: seen
+    sources:
+      - {id: long-tool, when: 'size(tool.name) > 300'}
+    window: {turns: 1}
+rules: []
+`)
+	for _, tc := range []struct {
+		name, tool, want string
+	}{
+		{"ASCII", strings.Repeat("t", 400), strings.Repeat("t", acs.MaxEvidenceBytes)},
+		// '€' has three bytes: 85 fit in 256, and the cut falls between characters.
+		{"multi-byte", strings.Repeat("€", 301), strings.Repeat("€", 85)},
+		// '<' is stored as six bytes.
+		{"escaped", strings.Repeat("<", 301), strings.Repeat("<", 42)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := toolCall(t, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+			in.Payload = map[string]any{"tool": map[string]any{"name": tc.tool}}
+			s := turnstate.New("t", "s")
+			rs.Evaluate(s, nil, in)
+			taint := s.Taints["seen"]
+			if taint == nil {
+				t.Fatal("the rule did not see the whole tool name: no taint")
+			}
+			if taint.First.Tool != tc.want {
+				t.Fatalf("evidence tool name: %d bytes (stored %d), want %d", len(taint.First.Tool), acs.StoredLen(taint.First.Tool), len(tc.want))
+			}
+		})
 	}
 }
