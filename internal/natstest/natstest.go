@@ -22,8 +22,19 @@ func RunServer(t testing.TB) *server.Server {
 // restart "the same" server.
 func RunServerIn(t testing.TB, storeDir string) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{JetStream: true, StoreDir: storeDir, DontListen: true,
-		NoSigs: true, NoLog: true, MaxPayload: 2 << 20})
+	return RunServerWith(t, &server.Options{StoreDir: storeDir, MaxPayload: 2 << 20})
+}
+
+// RunServerWith starts an in-process JetStream server with opts (a store
+// limit, say), which it completes: JetStream on, no listener, no signal
+// handling, no log, and a temporary store directory when opts has none.
+func RunServerWith(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.JetStream, opts.DontListen, opts.NoSigs, opts.NoLog = true, true, true, true
+	if opts.StoreDir == "" {
+		opts.StoreDir = t.TempDir()
+	}
+	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

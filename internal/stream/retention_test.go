@@ -203,26 +203,14 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 // created, which is why there are none by default: on a store smaller than
 // their sum, creating the streams fails, whatever they hold.
 func TestByteLimitsAreReservedAgainstTheStore(t *testing.T) {
-	s, err := server.NewServer(&server.Options{JetStream: true, StoreDir: t.TempDir(), DontListen: true,
-		NoSigs: true, NoLog: true, JetStreamMaxStore: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
+	s := natstest.RunServerWith(t, &server.Options{JetStreamMaxStore: 64 << 20})
 	js, _ := jetstream.New(natstest.Connect(t, s))
 	ctx := context.Background()
 	tp := stream.DefaultTopology()
 	tp.Partitions = 1
 	large := tp
 	large.HooksRetention.MaxBytes = 1 << 30
-	err = stream.Ensure(ctx, js, large)
+	err := stream.Ensure(ctx, js, large)
 	if err == nil || !strings.Contains(err.Error(), "insufficient storage resources") {
 		t.Fatalf("a 1 GiB ACS_HOOKS on a 64 MiB store: %v, want insufficient storage resources", err)
 	}
