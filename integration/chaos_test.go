@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -345,19 +344,6 @@ func assetOf(finding []byte) string {
 		return ""
 	}
 	return doc.Evidences[0].Data.Asset
-}
-
-// awaitNotReady waits until GET /readyz answers 503 with a body naming
-// want.
-func awaitNotReady(t *testing.T, ep endpoint, want string) {
-	t.Helper()
-	var last string
-	poll(t, 40*time.Second, "/readyz answering 503 naming "+want, func() bool {
-		code, _, body := ep.get(t, "/readyz")
-		last = fmt.Sprintf("%d %s", code, body)
-		return code == http.StatusServiceUnavailable && strings.Contains(string(body), want)
-	})
-	t.Logf("/readyz: %s", last)
 }
 
 func atoi(t *testing.T, s string) int {
