@@ -237,7 +237,7 @@ func TestChaosDeletions(t *testing.T) {
 	}
 	// finishTainted plays a taint session to its end: the shell call after
 	// the web page must be denied.
-	finishTainted := func(s *chaosSession, what string) {
+	finishTainted := func(s *chaosSession, what string, broken time.Time) {
 		t.Helper()
 		last := len(examples.Taint(s.id)) - 1
 		for s.sent < last {
@@ -246,6 +246,7 @@ func TestChaosDeletions(t *testing.T) {
 		if d := r.step(s, 30*time.Second); d != "deny" {
 			t.Fatalf("%s: the tainted shell call got %q, want deny", what, d)
 		}
+		t.Logf("%s: the session's remaining steps decided within %s", what, time.Since(broken).Round(time.Millisecond))
 	}
 	started := func(n int) *chaosSession {
 		s := &chaosSession{id: sessionID(n)}
@@ -263,28 +264,31 @@ func TestChaosDeletions(t *testing.T) {
 
 	// A session's state purged.
 	victim := started(900)
+	broken := time.Now()
 	if err := purgeKey(r, "default."+victim.id); err != nil {
 		t.Fatal(err)
 	}
-	finishTainted(victim, "after its state key was purged")
+	finishTainted(victim, "after its state key was purged", broken)
 
 	// A partition consumer deleted, with a tainted session in it.
 	inGone := started(901)
 	consumer := fmt.Sprintf("turnguard-p%03d", atoi(t, inGone.partition))
+	broken = time.Now()
 	if err := js.DeleteConsumer(r.ctx, "ACS_HOOKS", consumer); err != nil {
 		t.Fatal(err)
 	}
 	awaitAlert("ACS_HOOKS/" + consumer)
-	finishTainted(inGone, "in the partition whose consumer was deleted")
+	finishTainted(inGone, "in the partition whose consumer was deleted", broken)
 	awaitReady(t, ep)
 
 	// The state bucket deleted, under a tainted session.
 	rebuilt := started(902)
+	broken = time.Now()
 	if err := js.DeleteKeyValue(r.ctx, "ACS_TURNSTATE"); err != nil {
 		t.Fatal(err)
 	}
 	awaitAlert("ACS_TURNSTATE")
-	finishTainted(rebuilt, "after the state bucket was deleted")
+	finishTainted(rebuilt, "after the state bucket was deleted", broken)
 	awaitReady(t, ep)
 
 	// ACS_HOOKS deleted. What it held undecided would be lost, so the load
@@ -296,6 +300,7 @@ func TestChaosDeletions(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldLast := old.CachedInfo().State.LastSeq
+	broken = time.Now()
 	if err := js.DeleteStream(r.ctx, "ACS_HOOKS"); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +315,7 @@ func TestChaosDeletions(t *testing.T) {
 	if first := hooks.CachedInfo().Config.FirstSeq; first <= oldLast {
 		t.Errorf("the recreated ACS_HOOKS numbers from %d, not above the deleted one's last sequence %d", first, oldLast)
 	}
-	finishTainted(fresh, "after ACS_HOOKS was recreated")
+	finishTainted(fresh, "after ACS_HOOKS was deleted", broken)
 	awaitReady(t, ep)
 
 	load.pause(true)

@@ -180,3 +180,46 @@ func (o *opsWatcher) await(t *testing.T, id, asset string) {
 	defer o.mu.Unlock()
 	t.Fatalf("no %s alert naming %s; have %v", id, asset, o.got)
 }
+
+// TestHooksDeletedWhileStoppedNumbersAboveTheStates: ACS_HOOKS deleted
+// while no processor runs is created again at the next start numbering
+// above every sequence the stored states remember. Numbered from 1, every
+// new envelope of a known session would pass for one already applied and
+// be skipped undecided; here the session goes on, taint and all.
+func TestHooksDeletedWhileStoppedNumbersAboveTheStates(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	w := watch(t, nc)
+	cfg := testConfig()
+	first := startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, cfg.Topology.Partitions+1)
+	sid := examples.TaintSessionID
+	steps := examples.Taint(sid)
+	var last uint64
+	for _, e := range steps[:4] {
+		last = publish(t, js, e.Subject("default", sid), e.Data)
+		w.await(t, last, true, false)
+	}
+	first.stop()
+	ctx := context.Background()
+	if err := js.DeleteStream(ctx, stream.HooksStream); err != nil {
+		t.Fatal(err)
+	}
+	startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, cfg.Topology.Partitions+1)
+	hooks, err := js.Stream(ctx, stream.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hooks.CachedInfo().Config.FirstSeq; got <= last {
+		t.Fatalf("ACS_HOOKS numbers from %d, not above the session's last sequence %d", got, last)
+	}
+	var d *nats.Msg
+	for _, e := range steps[4:] {
+		d, _ = w.await(t, publish(t, js, e.Subject("default", sid), e.Data), true, false)
+	}
+	if got := d.Header.Get(acs.HdrDecision); got != "deny" {
+		t.Fatalf("the shell call after the web page: %s, want deny", got)
+	}
+}

@@ -190,34 +190,36 @@ func lastPerSubject(ctx context.Context, js jetstream.JetStream, stream string, 
 	if s.CachedInfo().State.Msgs == 0 {
 		return nil
 	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, HeadersOnly: headersOnly})
+	// An ephemeral consumer of its own, removed after (and by the server
+	// if this process dies first).
+	// (Delivering the last per subject needs a filter: all of the stream.)
+	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+		FilterSubjects: s.CachedInfo().Config.Subjects, AckPolicy: jetstream.AckNonePolicy, HeadersOnly: headersOnly, MemoryStorage: true, InactiveThreshold: time.Minute})
 	if err != nil {
 		return fmt.Errorf("read stream %s: %w", stream, err)
 	}
-	// pending is what the last message said was left after it; a fetch
-	// that gets nothing while some is left is a stall, not the end.
-	pending := s.CachedInfo().State.Msgs
-	for {
-		batch, err := c.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+	defer func() { _ = s.DeleteConsumer(context.WithoutCancel(ctx), c.CachedInfo().Name) }()
+	// The consumer knows how many messages it will deliver (one per
+	// subject); asking for exactly what is left returns as soon as it has
+	// come, where a larger fetch would wait out its timeout.
+	info := c.CachedInfo()
+	for left := info.NumPending; left > 0; {
+		batch, err := c.Fetch(int(min(left, 256)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			return fmt.Errorf("read stream %s: %w", stream, err)
 		}
-		n := 0
+		n := uint64(0)
 		for m := range batch.Messages() {
 			n++
 			fn(m)
-			if md, err := m.Metadata(); err == nil {
-				pending = md.NumPending
-			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return fmt.Errorf("read stream %s: %w", stream, err)
 		}
-		switch {
-		case pending == 0:
-			return nil
-		case n == 0:
-			return fmt.Errorf("read stream %s: nothing delivered in 5s with %d message(s) left", stream, pending)
+		if n == 0 {
+			return fmt.Errorf("read stream %s: nothing delivered in 5s with %d message(s) left", stream, left)
 		}
+		left -= min(n, left)
 	}
+	return nil
 }
