@@ -203,6 +203,7 @@ func (o *ownership) repairAssets(ctx context.Context) {
 	}
 	hooks := slices.Contains(created, HooksStream)
 	for _, w := range append(ws, o.workers...) {
+		w.wakeSoon()
 		if hooks || slices.Contains(created, HooksStream+"/"+w.consumer) {
 			w.suspect.Store(true) // the next tick confirms the new consumer
 			w.restartSoon()

@@ -203,7 +203,7 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 		log:       p.log.With().Str("consumer", consumer).Logger(),
 		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()),
-		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), seen: &p.hooksSeen,
+		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), wake: make(chan struct{}, 1), seen: &p.hooksSeen,
 	}
 }
 

@@ -106,6 +106,9 @@ type worker struct {
 	// instance's pin was released); restart to consume afresh (its
 	// consumer was recreated).
 	kick, restart chan struct{}
+	// wake cuts short the pause before a batch's next attempt: what it
+	// failed on was just recreated.
+	wake chan struct{}
 	// seen is the highest ACS_HOOKS sequence any worker of the process
 	// has read, which a recreated ACS_HOOKS must number above.
 	seen *atomic.Uint64
@@ -159,6 +162,28 @@ func (w *worker) recoverSoon() {
 	case w.kick <- struct{}{}:
 	default:
 	}
+}
+
+// wakeSoon has a worker pausing before its batch's next attempt try at
+// once.
+func (w *worker) wakeSoon() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pause waits d, or less if woken; it reports false when ctx ended.
+func (w *worker) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-w.wake:
+	case <-t.C:
+	}
+	return true
 }
 
 // restartSoon has the worker stop consuming and start again.
@@ -508,7 +533,7 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 			}
 			lastProgress = time.Now()
 		}
-		if !sleep(ctx, backoff) {
+		if !w.pause(ctx, backoff) {
 			return ctx.Err()
 		}
 		backoff = min(backoff*2, 5*time.Second)
