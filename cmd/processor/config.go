@@ -117,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
+		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor init --dir DIR\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
 		fs.PrintDefaults()
 	}
 	if err := cliflag.ApplyEnv(fs); err != nil {
