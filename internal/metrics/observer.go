@@ -140,6 +140,8 @@ type Observer struct {
 	hooks, decisionIx, severityIx, reasonIx index
 	hookNames                               []string
 	codeIx                                  map[acs.Code]int
+	// codeNames are the codes' labels, their numbers ("-32602").
+	codeNames []string
 	// byDecision is [hook][decision]; byRefusal [code][reason]; each
 	// dimension has a last slot for Other.
 	byDecision [][]child
@@ -194,6 +196,7 @@ func newObserver(reg prometheus.Registerer) *Observer {
 	o.hooks = newIndex(o.hookNames)
 	for i, c := range codeLabels {
 		o.codeIx[c] = i
+		o.codeNames = append(o.codeNames, strconv.Itoa(int(c)))
 	}
 	o.byDecision = grid(len(o.hookNames)+1, len(decisionLabels)+1)
 	o.byRefusal = grid(len(codeLabels)+1, len(reasonLabels)+1)
@@ -244,11 +247,7 @@ func (o *Observer) Refused(code acs.Code, reason string) {
 		c = len(codeLabels)
 	}
 	r := o.reasonIx.of(reason)
-	codeLabel := Other
-	if ok {
-		codeLabel = strconv.Itoa(int(code))
-	}
-	o.byRefusal[c][r].get2(o.refusals, codeLabel, label(reasonLabels, r)).Inc()
+	o.byRefusal[c][r].get2(o.refusals, label(o.codeNames, c), label(reasonLabels, r)).Inc()
 }
 
 // Alerted implements stream.Observer.
