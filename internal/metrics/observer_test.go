@@ -243,3 +243,17 @@ func TestReloadSigningHTTP(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkObserverEnvelope is what the observer costs a worker per
+// denied envelope with a rule alert (a heavier one than most).
+func BenchmarkObserverEnvelope(b *testing.B) {
+	o := New().Observer()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			o.Decided("toolCallRequest", "deny", 3*time.Millisecond)
+			o.Alerted("untrusted-shell", "High")
+			o.Denied("untrusted-shell")
+		}
+	})
+}
