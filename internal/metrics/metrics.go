@@ -1,9 +1,8 @@
 // Package metrics exposes the processor's Prometheus metrics, liveness and
 // readiness on their own HTTP listener (processor --metrics).
 //
-// Everything is read at scrape time from the processor's own counters and
-// status (stream.Stats, stream.Status), so the hot path pays nothing for
-// it. The registry is the package's own, never prometheus' global one.
+// The processor's counters and status (stream.Stats, stream.Status) are
+// read at scrape time, so the hot path pays nothing for them. The registry is the package's own, never prometheus' global one.
 // Labels are bounded: a consumer's name (one per partition, plus the
 // consumer of malformed subjects) and the rule set in force; never a
 // tenant, session or turn.
