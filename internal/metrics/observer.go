@@ -48,15 +48,22 @@ var (
 	}
 )
 
-// hookLabels are the hooks of the ACS method table.
+// hookLabels are the hook tokens of subjects (acs.HookToken) of the ACS
+// methods: the method table's, the handshake and the wrapped protocols'.
 func hookLabels() []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range acs.Methods() {
-		if !seen[m.Hook] {
-			seen[m.Hook] = true
-			out = append(out, m.Hook)
+	add := func(hook string) {
+		if !seen[hook] {
+			seen[hook] = true
+			out = append(out, hook)
 		}
+	}
+	for _, m := range acs.Methods() {
+		add(acs.HookToken(m.Method))
+	}
+	for _, m := range []string{acs.HandshakeMethod, "protocols/MCP/x", "wrapped:x"} {
+		add(acs.HookToken(m))
 	}
 	return out
 }

@@ -98,6 +98,21 @@ func TestObserverValues(t *testing.T) {
 	if bs.GetSampleCount() != 2 || bs.GetSampleSum() != 201 {
 		t.Errorf("batch sizes: %d samples, sum %v; want 2, 201", bs.GetSampleCount(), bs.GetSampleSum())
 	}
+	lint(t, reg)
+}
+
+// lint checks turnguard's metrics in reg against Prometheus' conventions.
+func lint(t *testing.T, reg prometheus.Gatherer) {
+	t.Helper()
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, Namespace+"_") {
+			t.Errorf("%s: %s", p.Metric, p.Text)
+		}
+	}
 }
 
 func equalMaps(a, b map[string]float64) bool {
@@ -233,15 +248,7 @@ func TestReloadSigningHTTP(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if problems, err := testutil.GatherAndLint(reg); err != nil {
-		t.Fatal(err)
-	} else {
-		for _, p := range problems {
-			if strings.HasPrefix(p.Metric, Namespace+"_") {
-				t.Errorf("%s: %s", p.Metric, p.Text)
-			}
-		}
-	}
+	lint(t, reg)
 }
 
 // BenchmarkObserverEnvelope is what the observer costs a worker per
