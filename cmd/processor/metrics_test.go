@@ -102,16 +102,18 @@ func sample(scrape, series string) (float64, bool) {
 // servedProcessor is a processor run by serve in a goroutine.
 type servedProcessor struct {
 	metrics string // base URL of the --metrics listener
+	http    string // URL of the ACS endpoint ("": no --http)
 	nc      *nats.Conn
 	logs    *syncBuffer
 }
 
 // startServed runs serve with its own embedded NATS (on a free loopback
-// port, open) and --metrics on a free port, without --http.
-func startServed(t *testing.T, stuckAfter time.Duration) *servedProcessor {
+// port, open) and --metrics on a free port, and the extra flags (with
+// --http, its URL is learnt from the log).
+func startServed(t *testing.T, stuckAfter time.Duration, extra ...string) *servedProcessor {
 	t.Helper()
-	cfg, err := parseFlags([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--auth", "none", "--partitions", "4",
-		"--metrics", "127.0.0.1:0", "--log-format", "json", "--log-level", "info"}, io.Discard)
+	cfg, err := parseFlags(append([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--auth", "none", "--partitions", "4",
+		"--metrics", "127.0.0.1:0", "--log-format", "json", "--log-level", "info"}, extra...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,15 @@ func startServed(t *testing.T, stuckAfter time.Duration) *servedProcessor {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	return &servedProcessor{metrics: "http://" + addr, nc: nc, logs: logs}
+	sp := &servedProcessor{metrics: "http://" + addr, nc: nc, logs: logs}
+	if cfg.httpAddr != "" {
+		poll(t, "the ACS endpoint's URL in the log", func() bool {
+			var ok bool
+			sp.http, ok = logField(logs.String(), "ACS JSON-RPC endpoint listening", "url")
+			return ok
+		})
+	}
+	return sp
 }
 
 // TestMetricsListener runs the processor with --metrics and no --http:

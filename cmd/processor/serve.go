@@ -79,6 +79,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		if signer, created, err = receipt.LoadOrCreate(cfg.receiptKey); err != nil {
 			return err
 		}
+		if mx != nil {
+			signer = signer.WithObserver(mx.ReceiptSigned)
+		}
 		gcfg.Receipts = signer
 		log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
 			Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
@@ -164,6 +167,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
+	if mx != nil {
+		cfg.processor.Observer = mx.Observer()
+	}
 	p, err := stream.New(nc, g, source, cfg.processor, log)
 	if err != nil {
 		return err
@@ -181,7 +187,14 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		_, stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, tlsConfig, gw.Handler(), cfg.httpLimits, log)
+		handler := gw.Handler()
+		if mx != nil {
+			if err := mx.AttachGateway(gw.Stats()); err != nil {
+				return err
+			}
+			handler = mx.InstrumentHTTP(handler)
+		}
+		_, stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, tlsConfig, handler, cfg.httpLimits, log)
 		if err != nil {
 			return err
 		}
@@ -194,9 +207,17 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	rcfg := reload.Config{Paths: cfg.rules, Source: source, Signals: hup, Log: log,
+		Failed: func(err error) { reportReloadFailure(nc, signer, cfg.rules, err, log) }}
+	if mx != nil {
+		rcfg.Failed = func(err error) {
+			mx.ReloadResult(err)
+			reportReloadFailure(nc, signer, cfg.rules, err, log)
+		}
+		rcfg.Loaded = func(*rules.Set) { mx.ReloadResult(nil) }
+	}
 	go func() {
-		err := reload.Run(ctx, reload.Config{Paths: cfg.rules, Source: source, Signals: hup, Log: log,
-			Failed: func(err error) { reportReloadFailure(nc, signer, cfg.rules, err, log) }})
+		err := reload.Run(ctx, rcfg)
 		if err != nil {
 			log.Error().Err(err).Msg("rule reloading is off")
 		}

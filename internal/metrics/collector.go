@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
@@ -150,4 +151,28 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+var (
+	descHTTPUnauthenticated = prometheus.NewDesc(Namespace+"_http_unauthenticated_total",
+		"Requests the ACS HTTP endpoint answered 401: no or a wrong credential.", nil, nil)
+	descHTTPDeadLetters = prometheus.NewDesc(Namespace+"_http_dead_letters_total",
+		"Refusals the ACS HTTP endpoint itself kept in ACS_DLQ.", nil, nil)
+	descHTTPDeadLettersOmitted = prometheus.NewDesc(Namespace+"_http_dead_letters_omitted_total",
+		"Refusals beyond a request's dead-letter limit, kept only as counts in its summary record.", nil, nil)
+)
+
+// gatewayCollector reads the ACS HTTP endpoint's counters at scrape time.
+type gatewayCollector struct{ st *gateway.Stats }
+
+func (g gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descHTTPUnauthenticated
+	ch <- descHTTPDeadLetters
+	ch <- descHTTPDeadLettersOmitted
+}
+
+func (g gatewayCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descHTTPUnauthenticated, prometheus.CounterValue, float64(g.st.Unauthenticated.Load()))
+	ch <- prometheus.MustNewConstMetric(descHTTPDeadLetters, prometheus.CounterValue, float64(g.st.DeadLettered.Load()))
+	ch <- prometheus.MustNewConstMetric(descHTTPDeadLettersOmitted, prometheus.CounterValue, float64(g.st.DeadLettersOmitted.Load()))
 }

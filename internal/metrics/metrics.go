@@ -1,17 +1,21 @@
 // Package metrics exposes the processor's Prometheus metrics, liveness and
 // readiness on their own HTTP listener (processor --metrics).
 //
-// Everything is read at scrape time from the processor's own counters and
-// status (stream.Stats, stream.Status), so the hot path pays nothing for
-// it. The registry is the package's own, never prometheus' global one.
+// The processor's counters and status (stream.Stats, stream.Status) are
+// read at scrape time, so the hot path pays nothing for them. The registry is the package's own, never prometheus' global one.
 // Labels are bounded: a consumer's name (one per partition, plus the
 // consumer of malformed subjects) and the rule set in force; never a
 // tenant, session or turn.
 //
-// Instrumentation added inside the workers later should keep the
-// dependency one way: an observer interface declared in package stream
-// (set through stream.Config) and implemented here, with its collectors
-// registered on Metrics.Registry.
+// What only the workers see as it happens (decisions by hook and
+// decision, refusals, rule alerts and denies, decision latency, batch
+// sizes) comes through Observer, the stream.Observer implemented here and
+// set through stream.Config; rule reloads, receipt signing and the ACS
+// HTTP endpoint's requests have small hooks of their own (ReloadResult,
+// ReceiptSigned, InstrumentHTTP, AttachGateway). Their label sets are
+// bounded too: hooks of the ACS method table, dispositions, ACS error
+// codes and reasons, severities, HTTP status codes and at most MaxRules
+// rule ids, anything else counting as "other".
 package metrics
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
@@ -60,6 +65,14 @@ type Options struct {
 // /healthz and /readyz.
 type Metrics struct {
 	reg *prometheus.Registry
+	obs *Observer
+	// reloads counts rule reloads by result; signing times receipt
+	// signatures; requests counts the ACS endpoint's answers by status.
+	reloads  *prometheus.CounterVec
+	reloadOK prometheus.Counter
+	reloadNo prometheus.Counter
+	signing  prometheus.Histogram
+	requests *prometheus.CounterVec
 	// ready is the readiness check once a processor is attached.
 	ready atomic.Pointer[func() error]
 }
@@ -69,7 +82,57 @@ type Metrics struct {
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Metrics{reg: reg}
+	m := &Metrics{reg: reg, obs: newObserver(reg),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "rules_reloads_total",
+			Help: "Rule reloads (SIGHUP or a changed rule file), by result: success (the new set is in force) or failure (refused whole; the last good set keeps running)."},
+			[]string{"result"}),
+		signing: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "receipt_sign_seconds",
+			Help:    "Time to sign one Ed25519 receipt (of a decision, an alert or an operational alert), canonical encoding included.",
+			Buckets: SigningBuckets}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "http_requests_total",
+			Help: "Requests the ACS HTTP endpoint (--http) answered, by HTTP status code."},
+			[]string{"code"}),
+	}
+	// Both results exist from the start, so that a rate over them does.
+	m.reloadOK, m.reloadNo = m.reloads.WithLabelValues("success"), m.reloads.WithLabelValues("failure")
+	reg.MustRegister(m.reloads, m.signing, m.requests)
+	return m
+}
+
+// SigningBuckets span an Ed25519 signature of a small body (tens of
+// microseconds) to one held up by a starved CPU.
+var SigningBuckets = []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .1}
+
+// Observer is the stream.Observer to set in stream.Config.Observer.
+func (m *Metrics) Observer() *Observer { return m.obs }
+
+// ReloadResult counts a rule reload: err is nil when the new set is in
+// force, else why it was refused.
+func (m *Metrics) ReloadResult(err error) {
+	if err != nil {
+		m.reloadNo.Inc()
+		return
+	}
+	m.reloadOK.Inc()
+}
+
+// ReceiptSigned records how long a receipt signature took
+// (receipt.Signer.WithObserver).
+func (m *Metrics) ReceiptSigned(d time.Duration) { m.signing.Observe(d.Seconds()) }
+
+// InstrumentHTTP counts the answers of h, the ACS HTTP endpoint, by
+// status code.
+func (m *Metrics) InstrumentHTTP(h http.Handler) http.Handler {
+	return promhttp.InstrumentHandlerCounter(m.requests, h)
+}
+
+// AttachGateway exports the ACS HTTP endpoint's counters, read at scrape
+// time.
+func (m *Metrics) AttachGateway(st *gateway.Stats) error {
+	if err := m.reg.Register(gatewayCollector{st}); err != nil {
+		return fmt.Errorf("register the HTTP endpoint's metrics: %w", err)
+	}
+	return nil
 }
 
 // Registry is where further collectors go.

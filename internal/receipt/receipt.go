@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
 )
@@ -37,6 +38,16 @@ type Signer struct {
 	key ed25519.PrivateKey
 	// KeyID names the public key: the first 16 hex digits of its SHA-256.
 	KeyID string
+	// observe is told how long each Sign took (nil: not timed).
+	observe func(time.Duration)
+}
+
+// WithObserver returns a signer with the same key whose every Sign reports
+// how long it took to observe (for metrics); s is left as it is.
+func (s *Signer) WithObserver(observe func(time.Duration)) *Signer {
+	c := *s
+	c.observe = observe
+	return &c
 }
 
 // NewSigner returns a signer for a private key.
@@ -171,6 +182,10 @@ func Message(b Binding, canonical []byte) ([]byte, error) {
 // marshals. Ed25519 is deterministic, so a replay computes the same
 // receipt.
 func (s *Signer) Sign(b Binding, body any) (string, error) {
+	if s.observe != nil {
+		start := time.Now()
+		defer func() { s.observe(time.Since(start)) }()
+	}
 	c, err := acs.Canonical(body)
 	if err != nil {
 		return "", err

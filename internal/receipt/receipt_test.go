@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/receipt"
@@ -332,5 +333,32 @@ func BenchmarkVerify(b *testing.B) {
 		if err := receipt.Verify(s.Public(), bind, body, rc); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestWithObserver: a signer with an observer times every signature and
+// signs as the signer it came from; that one stays untimed.
+func TestWithObserver(t *testing.T) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := receipt.NewSigner(key)
+	var took []time.Duration
+	timed := plain.WithObserver(func(d time.Duration) { took = append(took, d) })
+	b := receipt.Alert("acs.alerts.default.high.r1", 7)
+	want, err := plain.Sign(b, map[string]any{"a": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(took) != 0 {
+		t.Fatalf("the original signer was timed: %v", took)
+	}
+	got, err := timed.Sign(b, map[string]any{"a": 1})
+	if err != nil || got != want || timed.KeyID != plain.KeyID {
+		t.Fatalf("timed signer: %q, %v, key %s; want %q, key %s", got, err, timed.KeyID, want, plain.KeyID)
+	}
+	if len(took) != 1 || took[0] <= 0 {
+		t.Fatalf("timings %v, want one", took)
 	}
 }

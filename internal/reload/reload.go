@@ -33,6 +33,9 @@ type Config struct {
 	Signals <-chan os.Signal
 	// Failed is called with the load error of a refused rule set.
 	Failed func(error)
+	// Loaded is called with a rule set that loaded and is now in force
+	// (nil: nobody is told).
+	Loaded func(*rules.Set)
 	Log    zerolog.Logger
 }
 
@@ -96,4 +99,7 @@ func load(cfg Config) {
 	}
 	prev := cfg.Source.Swap(rs)
 	cfg.Log.Info().Str("ruleset", rs.Name).Str("revision", rs.Revision).Str("previous", prev.Revision).Int("rules", len(rs.Rules)).Msg("rules reloaded")
+	if cfg.Loaded != nil {
+		cfg.Loaded(rs)
+	}
 }

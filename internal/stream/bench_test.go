@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/metrics"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
 )
@@ -17,7 +18,17 @@ import (
 // server: b.N envelopes (the example session, over many sessions) are put in
 // ACS_HOOKS first, then a processor with the default configuration decides
 // them all. ns/op is the wall time per decided envelope, publishing excluded.
-func BenchmarkProcessorBacklog(b *testing.B) {
+func BenchmarkProcessorBacklog(b *testing.B) { benchBacklog(b, stream.DefaultConfig()) }
+
+// BenchmarkProcessorBacklogObserved is BenchmarkProcessorBacklog with the
+// metrics observer (processor --metrics) set.
+func BenchmarkProcessorBacklogObserved(b *testing.B) {
+	cfg := stream.DefaultConfig()
+	cfg.Observer = metrics.New().Observer()
+	benchBacklog(b, cfg)
+}
+
+func benchBacklog(b *testing.B, cfg stream.Config) {
 	srv := natstest.RunServer(b)
 	nc := natstest.Connect(b, srv)
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
@@ -40,7 +51,7 @@ func BenchmarkProcessorBacklog(b *testing.B) {
 	<-js.PublishAsyncComplete()
 	b.ResetTimer()
 	start := time.Now()
-	r := startProcessor(b, srv, stream.DefaultConfig())
+	r := startProcessor(b, srv, cfg)
 	for countMsgs(b, js, stream.DecisionsStream) < b.N {
 		time.Sleep(2 * time.Millisecond)
 	}

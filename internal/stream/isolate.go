@@ -91,8 +91,12 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 	}
 	ref := &acs.Error{Code: acs.CodeInternalError, Reason: reason, Message: cause.Error()}
 	var msgs []*nats.Msg
+	// What the failed attempts noted never became durable.
+	w.forget()
 	if in.routeErr != nil {
-		msgs = append(msgs, w.deadLetter(in, w.guardian.Unroutable(in.routeErr)))
+		out := w.guardian.Unroutable(in.routeErr)
+		msgs = append(msgs, w.deadLetter(in, out))
+		w.noteDecision(in, &out)
 	} else {
 		out := w.guardian.Refuse(in.route, in.msg, ref)
 		m, err := w.decisionMsg(in, out)
@@ -100,11 +104,13 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 			return err
 		}
 		msgs = append(msgs, w.deadLetter(in, out), m)
+		w.noteDecision(in, &out)
 	}
 	if err := w.publishAll(ctx, msgs); err != nil {
 		return fmt.Errorf("isolate seq %d: %w", in.msg.Seq, err)
 	}
 	w.stats.Isolated.Add(1)
+	w.report(1)
 	subject := acs.InboundOf(in.msg.Subject)
 	w.log.Error().Err(cause).Uint64("seq", in.msg.Seq).Str("subject", subject).Str("reason", reason).
 		Msg("envelope isolated: refused and dead-lettered so that its partition moves on")

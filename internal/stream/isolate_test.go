@@ -39,6 +39,8 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
 	cfg.MaxValueBytes = 12 << 10
+	rec := &recorder{decided: map[string]int{}, alerted: map[string]string{}}
+	cfg.Observer = rec
 	r := startProcessor(t, srv, cfg)
 	waitForConsumers(t, js, 2)
 
@@ -84,6 +86,23 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 	}
 	if err := r.p.Ready(); err != nil {
 		t.Errorf("not ready after isolating: %v", err)
+	}
+	// The observer heard of each isolation once, as a refusal and an
+	// error decision, and of every other decision once; nothing of the
+	// attempts that failed.
+	rec.mu.Lock()
+	refused, decided, errs := 0, 0, rec.decided["turnStart/error"]+rec.decided["turnEnd/error"]
+	for _, reason := range rec.refused {
+		if reason == stream.ReasonStateTooLarge {
+			refused++
+		}
+	}
+	for _, n := range rec.decided {
+		decided += n
+	}
+	rec.mu.Unlock()
+	if refused != isolated || errs != isolated || decided != len(bigSeqs)+len(smallSeqs) {
+		t.Errorf("observed %d state_too_large refusals, %d error decisions, %d decisions; want %d, %d, %d", refused, errs, decided, isolated, isolated, len(bigSeqs)+len(smallSeqs))
 	}
 	t.Logf("%d of %d envelopes of the growing session refused state_too_large", isolated, len(bigSeqs))
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// StuckAfter is how long an owned partition may keep failing before
 	// Ready says the processor is not (0: DefaultStuckAfter).
 	StuckAfter time.Duration
+	// Observer is told what the workers made durable, for metrics (nil:
+	// nothing is observed).
+	Observer Observer
 }
 
 // DefaultConfig is the processor's default configuration.
@@ -204,6 +207,7 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		log:       p.log.With().Str("consumer", consumer).Logger(),
 		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()),
 		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), wake: make(chan struct{}, 1), seen: &p.hooksSeen,
+		obs: p.cfg.Observer,
 	}
 }
 

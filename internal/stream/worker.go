@@ -135,6 +135,10 @@ type worker struct {
 	sawFresh bool
 	// onPinned is told when the server pins this worker.
 	onPinned func()
+	// obs is told what each batch made durable (nil: nothing is noted);
+	// notes is what the batch attempt in hand will tell it.
+	obs   Observer
+	notes []noted
 }
 
 // pinID is the pin the server gave this worker, or "".
@@ -588,11 +592,13 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	// One rule set for the whole batch, even if a reload lands meanwhile.
 	rs := w.rules.Current()
 	byAgent := rs != nil && rs.AgentKeyed()
+	w.forget()
 	for i := range ins {
 		in := &ins[i]
 		if in.routeErr != nil {
 			out := w.guardian.Unroutable(in.routeErr)
 			direct = append(direct, w.deadLetter(in, out))
+			w.noteDecision(in, &out)
 			continue
 		}
 		key := in.route.SessionKey()
@@ -617,6 +623,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 				return err
 			}
 			direct = append(direct, w.deadLetter(in, out), m)
+			w.noteDecision(in, &out)
 			continue
 		}
 		var pa *pending[turnstate.Agent]
@@ -668,6 +675,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		if out.Spawned != nil {
 			spawned = append(spawned, out.Spawned)
 		}
+		w.noteDecision(in, &out)
 		if out.Refusal != nil {
 			p.out = append(p.out, w.deadLetter(in, out))
 		}
@@ -801,6 +809,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		return errConflict
 	}
 	w.stats.Processed.Add(uint64(len(ins)))
+	w.report(len(ins))
 	return nil
 }
 
