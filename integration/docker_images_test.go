@@ -77,51 +77,6 @@ func TestDockerImages(t *testing.T) {
 	awaitHealthy(t, nats, 60*time.Second)
 }
 
-// runContainer starts image detached with args and returns the container's
-// name; the container (and its anonymous volumes) is removed at the end.
-func runContainer(t *testing.T, image string, args ...string) string {
-	t.Helper()
-	name := fmt.Sprintf("turnguard-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	t.Cleanup(func() {
-		if t.Failed() {
-			if logs, stderr, _ := runCommand(time.Minute, "", nil, "docker", "logs", "--tail", "40", name); logs+stderr != "" {
-				t.Logf("%s (%s) logs:\n%s%s", name, image, logs, stderr)
-			}
-		}
-		if _, stderr, err := runCommand(time.Minute, "", nil, "docker", "rm", "-f", "-v", name); err != nil {
-			t.Logf("docker rm %s: %v\n%s", name, err, stderr)
-		}
-	})
-	docker(t, time.Minute, append([]string{"run", "-d", "--name", name, image}, args...)...)
-	return name
-}
-
-// awaitHealthy waits until Docker reports the container healthy, failing t
-// if it turns unhealthy, stops, or is not healthy within the time.
-func awaitHealthy(t *testing.T, container string, within time.Duration) {
-	t.Helper()
-	began := time.Now()
-	deadline := began.Add(within)
-	for {
-		state := docker(t, time.Minute, "inspect", "--format", "{{.State.Status}} {{.State.Health.Status}}", container)
-		switch {
-		case state == "running healthy":
-			t.Logf("%s healthy after %s", container, time.Since(began).Round(100*time.Millisecond))
-			return
-		case state != "running starting":
-			t.Fatalf("%s: %s; health log: %s", container, state, healthLog(t, container))
-		case time.Now().After(deadline):
-			t.Fatalf("%s not healthy within %s: %s; health log: %s", container, within, state, healthLog(t, container))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-// healthLog is what the container's last health checks said.
-func healthLog(t *testing.T, container string) string {
-	return docker(t, time.Minute, "inspect", "--format", "{{json .State.Health.Log}}", container)
-}
-
 // noteImageSources records the images' inputs for go test's cache: the Go
 // sources and the files that build the images, which the script, not this
 // process, reads.

@@ -84,6 +84,54 @@ func docker(t testing.TB, timeout time.Duration, args ...string) string {
 	return strings.TrimSpace(stdout)
 }
 
+// runContainer starts image detached (docker run -d) with args and returns
+// the container's name, unique to the test run; the container and its
+// anonymous volumes are removed at the end, its last log lines logged if
+// the test failed.
+func runContainer(t testing.TB, image string, args ...string) string {
+	t.Helper()
+	name := fmt.Sprintf("turnguard-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		if t.Failed() {
+			if logs, stderr, _ := runCommand(time.Minute, "", nil, "docker", "logs", "--tail", "40", name); logs+stderr != "" {
+				t.Logf("%s (%s) logs:\n%s%s", name, image, logs, stderr)
+			}
+		}
+		if _, stderr, err := runCommand(time.Minute, "", nil, "docker", "rm", "-f", "-v", name); err != nil {
+			t.Logf("docker rm %s: %v\n%s", name, err, stderr)
+		}
+	})
+	docker(t, time.Minute, append([]string{"run", "-d", "--name", name, image}, args...)...)
+	return name
+}
+
+// awaitHealthy waits until Docker reports the container (name or id)
+// healthy, and fails t if it turns unhealthy, stops, or is not healthy
+// within the time. The container's image must have a HEALTHCHECK.
+func awaitHealthy(t testing.TB, container string, within time.Duration) {
+	t.Helper()
+	began := time.Now()
+	deadline := began.Add(within)
+	for {
+		state := docker(t, time.Minute, "inspect", "--format", "{{.State.Status}} {{.State.Health.Status}}", container)
+		switch {
+		case state == "running healthy":
+			t.Logf("%s healthy after %s", container, time.Since(began).Round(100*time.Millisecond))
+			return
+		case state != "running starting":
+			t.Fatalf("%s: %s; health log: %s", container, state, healthLog(t, container))
+		case time.Now().After(deadline):
+			t.Fatalf("%s not healthy within %s: %s; health log: %s", container, within, state, healthLog(t, container))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// healthLog is what the container's last health checks said.
+func healthLog(t testing.TB, container string) string {
+	return docker(t, time.Minute, "inspect", "--format", "{{json .State.Health.Log}}", container)
+}
+
 // lastLine is ": " and the last non-empty line of s, or "" for none.
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds turnguard's two container images from binaries built on this host,
-# with no registry: the Dockerfile's FROM scratch targets turnguard-prebuilt
+# with no registry (it needs Go, Git and a Docker engine; the legacy builder
+# will do): the Dockerfile's FROM scratch targets turnguard-prebuilt
 # and nats-prebuilt (README "Container images").
 #
 #   scripts/build-images.sh
@@ -10,6 +11,8 @@
 #   TURNGUARD_NATS_IMAGE   tag of the nats-server image (turnguard/nats:dev)
 #   TURNGUARD_VERSION      version the binaries report and the label carries
 #                          (git describe --tags --always --dirty)
+#   TURNGUARD_CA_BUNDLE    CA certificates copied into both images
+#                          (/etc/ssl/certs/ca-certificates.crt)
 #
 # The binaries are static (CGO_ENABLED=0, -trimpath) for linux and the Docker
 # engine's architecture; nats-server is the version go.mod pins. They go into
@@ -42,9 +45,12 @@ go build -trimpath \
 	-o "$pre/turnguard/" ./cmd/processor ./cmd/replay ./cmd/loadgen ./cmd/healthcheck
 go build -trimpath -ldflags "-s -w" -o "$pre/nats/nats-server" github.com/nats-io/nats-server/v2
 cp "$pre/turnguard/healthcheck" "$pre/nats/healthcheck"
+# FROM scratch has no libc: every binary must be static.
 for b in "$pre"/turnguard/* "$pre"/nats/*; do
-	if ! file -b "$b" | grep -q 'statically linked'; then
-		echo "$b is not statically linked: $(file -b "$b")" >&2
+	if command -v file >/dev/null; then
+		file -b "$b" | grep -q 'statically linked' || { echo "$b is not static: $(file -b "$b")" >&2; exit 1; }
+	elif ldd "$b" >/dev/null 2>&1; then
+		echo "$b is not static: $(ldd "$b")" >&2
 		exit 1
 	fi
 done
