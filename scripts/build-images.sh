@@ -63,7 +63,8 @@ cp Dockerfile "$ctx/Dockerfile"
 # Both builds get the same arguments: the legacy builder builds every stage
 # before the target, so the nats build goes through turnguard-prebuilt too,
 # and with the same arguments finds it all in its cache instead of leaving
-# an untagged copy behind.
+# an untagged copy behind. (The first build warns that NATS_VERSION was not
+# consumed: it stops before the stage that reads it.)
 build_args=(--build-arg VERSION="$version" --build-arg NATS_VERSION="$nats_version"
 	--build-arg REVISION="$revision" --build-arg CREATED="$created")
 echo "== $image"
