@@ -31,7 +31,10 @@
 #    the script and mirrors the prebuilt images.
 #
 # What each image holds, either way:
-#   turnguard: /processor (the ENTRYPOINT), /replay, /loadgen, /healthcheck;
+#   turnguard: /processor (the ENTRYPOINT), /replay, /loadgen, /healthcheck,
+#     /example-client (examples/client: the taint session through pkg/client);
+#     /etc/turnguard, empty and owned by 65532, where `processor init` lays
+#     out a deployment's shared identity (docker-compose.yml mounts a volume);
 #     runs as 65532:65532 in WORKDIR /data (its --data-dir, writable by that
 #     user); metrics, /healthz and /readyz on 0.0.0.0:9464, which the
 #     HEALTHCHECK asks (TURNGUARD_* variables stand in for flags); CA
@@ -45,9 +48,9 @@
 # Path 1: prebuilt binaries from the build context (scripts/build-images.sh)
 #
 #   prebuilt/common/     etc/passwd, etc/group, etc/ssl/certs/ca-certificates.crt, tmp/ (1777)
-#   prebuilt/turnguard/  processor, replay, loadgen, healthcheck
+#   prebuilt/turnguard/  processor, replay, loadgen, healthcheck, example-client
 #   prebuilt/nats/       nats-server, healthcheck
-#   prebuilt/data/       empty: becomes /data, owned by 65532
+#   prebuilt/data/       empty: becomes /data (and the processor's /etc/turnguard), owned by 65532
 ############################################################################
 
 FROM scratch AS turnguard-prebuilt
@@ -66,6 +69,7 @@ LABEL org.opencontainers.image.title="turnguard" \
 COPY prebuilt/common/ /
 COPY prebuilt/turnguard/ /
 COPY --chown=65532:65532 prebuilt/data/ /data/
+COPY --chown=65532:65532 prebuilt/data/ /etc/turnguard/
 USER 65532:65532
 WORKDIR /data
 ENV TURNGUARD_DATA_DIR=/data \
@@ -112,6 +116,7 @@ ARG VERSION=""
 RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
       -ldflags "-s -w -X github.com/turnguard/turnguard/internal/cliflag.version=${VERSION}" \
       -o /out/turnguard/ ./cmd/processor ./cmd/replay ./cmd/loadgen ./cmd/healthcheck \
+ && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o /out/turnguard/example-client ./examples/client \
  && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" \
       -o /out/nats/nats-server github.com/nats-io/nats-server/v2 \
  && cp /out/turnguard/healthcheck /out/nats/healthcheck \
@@ -134,6 +139,7 @@ LABEL org.opencontainers.image.title="turnguard" \
       org.opencontainers.image.licenses="${LICENSES}"
 COPY --from=build /out/turnguard/ /
 COPY --from=build --chown=65532:65532 /out/data/ /data/
+COPY --from=build --chown=65532:65532 /out/data/ /etc/turnguard/
 USER 65532:65532
 WORKDIR /data
 ENV TURNGUARD_DATA_DIR=/data \

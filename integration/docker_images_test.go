@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,27 +20,8 @@ func TestDockerImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noteImageSources(t, root)
-
-	run := fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	image := "turnguard-test/turnguard:" + run
-	natsImage := "turnguard-test/nats:" + run
-	version := "v0.0.0-" + run
-	t.Cleanup(func() {
-		// Also after a half-done build: a tag that does not exist is no error worth reporting.
-		if _, stderr, err := runCommand(time.Minute, "", nil, "docker", "rmi", "-f", image, natsImage); err != nil {
-			t.Logf("docker rmi: %v\n%s", err, stderr)
-		}
-	})
-
-	began := time.Now()
-	stdout, stderr, err := runCommand(6*time.Minute, root,
-		[]string{"TURNGUARD_IMAGE=" + image, "TURNGUARD_NATS_IMAGE=" + natsImage, "TURNGUARD_VERSION=" + version},
-		"scripts/build-images.sh")
-	if err != nil {
-		t.Fatalf("scripts/build-images.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
-	}
-	t.Logf("scripts/build-images.sh took %s:\n%s", time.Since(began).Round(time.Second), lastLines(stdout, 2))
+	built := buildImages(t)
+	image, natsImage, version := built.turnguard, built.nats, built.version
 
 	natsVersion, stderr, err := runCommand(time.Minute, root, nil, "go", "list", "-m", "-f", "{{.Version}}", "github.com/nats-io/nats-server/v2")
 	if err != nil {
@@ -75,23 +55,6 @@ func TestDockerImages(t *testing.T) {
 	nats := runContainer(t, natsImage, "-js")
 	awaitHealthy(t, processor, 90*time.Second)
 	awaitHealthy(t, nats, 60*time.Second)
-}
-
-// noteImageSources records the images' inputs for go test's cache: the Go
-// sources and the files that build the images, which the script, not this
-// process, reads.
-func noteImageSources(t *testing.T, root string) {
-	t.Helper()
-	sourcesNoted.Do(func() {
-		if err := noteSources(root); err != nil {
-			t.Fatal(err)
-		}
-	})
-	for _, f := range []string{"Dockerfile", ".dockerignore", "scripts/build-images.sh"} {
-		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // lastLines is the last n lines of s.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -139,4 +140,78 @@ func lastLine(s string) string {
 		return ": " + l
 	}
 	return ""
+}
+
+// testImages are the images scripts/build-images.sh built for this test
+// binary, under tags of its own.
+type testImages struct {
+	turnguard, nats, version string
+}
+
+// images builds the test images once per test binary; removeImages, run
+// by TestMain after the tests, removes them.
+var images struct {
+	once  sync.Once
+	built testImages
+	err   error
+}
+
+// buildImages returns the images of this test binary, building them with
+// scripts/build-images.sh on first use (30 s warm, a few minutes cold).
+func buildImages(t testing.TB) testImages {
+	t.Helper()
+	images.once.Do(func() {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			images.err = err
+			return
+		}
+		if err := noteImageSources(root); err != nil {
+			images.err = err
+			return
+		}
+		run := fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().UnixNano())
+		images.built = testImages{turnguard: "turnguard-test/turnguard:" + run, nats: "turnguard-test/nats:" + run, version: "v0.0.0-" + run}
+		began := time.Now()
+		stdout, stderr, err := runCommand(6*time.Minute, root,
+			[]string{"TURNGUARD_IMAGE=" + images.built.turnguard, "TURNGUARD_NATS_IMAGE=" + images.built.nats, "TURNGUARD_VERSION=" + images.built.version},
+			"scripts/build-images.sh")
+		if err != nil {
+			images.err = fmt.Errorf("scripts/build-images.sh: %w\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "scripts/build-images.sh took %s:\n%s\n", time.Since(began).Round(time.Second), lastLines(stdout, 2))
+	})
+	if images.err != nil {
+		t.Fatal(images.err)
+	}
+	return images.built
+}
+
+// removeImages removes the images buildImages built, if any (also after a
+// half-done build: a tag that does not exist is no error worth reporting).
+func removeImages() {
+	if images.built.turnguard == "" {
+		return
+	}
+	if _, stderr, err := runCommand(time.Minute, "", nil, "docker", "rmi", "-f", images.built.turnguard, images.built.nats); err != nil {
+		fmt.Fprintf(os.Stderr, "docker rmi: %v\n%s", err, stderr)
+	}
+}
+
+// noteImageSources records the images' inputs for go test's cache: the Go
+// sources and the files that build the images, which the script, not this
+// process, reads.
+func noteImageSources(root string) error {
+	var err error
+	sourcesNoted.Do(func() { err = noteSources(root) })
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"Dockerfile", ".dockerignore", "scripts/build-images.sh", "docker-compose.yml", "deploy/compose/nats.conf"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

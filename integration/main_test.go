@@ -53,6 +53,7 @@ func buildAndRun(m *testing.M) int {
 			return 1
 		}
 	}
+	defer removeImages()
 	return m.Run()
 }
 

@@ -43,6 +43,7 @@ export CGO_ENABLED=0 GOOS=linux GOARCH=$arch
 go build -trimpath \
 	-ldflags "-s -w -X github.com/turnguard/turnguard/internal/cliflag.version=$version" \
 	-o "$pre/turnguard/" ./cmd/processor ./cmd/replay ./cmd/loadgen ./cmd/healthcheck
+go build -trimpath -ldflags "-s -w" -o "$pre/turnguard/example-client" ./examples/client
 go build -trimpath -ldflags "-s -w" -o "$pre/nats/nats-server" github.com/nats-io/nats-server/v2
 cp "$pre/turnguard/healthcheck" "$pre/nats/healthcheck"
 # FROM scratch has no libc: every binary must be static.
