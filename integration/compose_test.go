@@ -152,6 +152,12 @@ func TestComposeCluster(t *testing.T) {
 	step(26*time.Second, "start processor1 again", func() { docker(t, time.Minute, "start", c.container("processor1")) })
 	network := c.project + "_default"
 	step(30*time.Second, "cut processor2 off the network", func() { docker(t, time.Minute, "network", "disconnect", network, c.container("processor2")) })
+	step(31*time.Second, "processor1 takes processor2's partitions", func() {
+		metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports["METRICS1"])
+		poll(t, 8*time.Second, "processor1 owning all 16 partitions", func() bool {
+			return sampleAt(metrics, "turnguard_partitions_owned") == 16
+		})
+	})
 	step(40*time.Second, "reconnect processor2", func() {
 		docker(t, time.Minute, "network", "connect", "--alias", "processor2", network, c.container("processor2"))
 	})
@@ -204,4 +210,27 @@ func checkHTTPS(t *testing.T, c *composeRig, port int) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+}
+
+// sampleAt reads one unlabelled sample from a Prometheus endpoint (-1: not
+// there, or the endpoint did not answer: the instance may be restarting).
+func sampleAt(url, name string) float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	if _, err := body.ReadFrom(resp.Body); err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
