@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,8 +37,7 @@ type integrityRig struct {
 	key    []byte
 	sealer *turnstate.Sealer
 	// ops collects turnguard's operational alerts by id.
-	mu  sync.Mutex
-	ops map[string][]map[string]any
+	ops *opsWatcher
 }
 
 func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
@@ -47,29 +45,13 @@ func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
 	js, _ := jetstream.New(nc)
-	r := &integrityRig{js: js, nc: nc, key: bytes.Repeat([]byte{7}, turnstate.StateKeySize), ops: map[string][]map[string]any{}}
+	r := &integrityRig{js: js, nc: nc, key: bytes.Repeat([]byte{7}, turnstate.StateKeySize)}
 	var err error
 	if r.sealer, err = turnstate.NewSealer(r.key); err != nil {
 		t.Fatal(err)
 	}
 	r.w = watch(t, nc)
-	sub, err := nc.Subscribe(acs.AlertsPrefix+"."+alert.SystemTenant+".>", func(m *nats.Msg) {
-		var f struct {
-			Evidences []struct {
-				Data map[string]any `json:"data"`
-			} `json:"evidences"`
-		}
-		_ = json.Unmarshal(m.Data, &f)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, e := range f.Evidences {
-			r.ops[m.Header.Get(acs.HdrRuleID)] = append(r.ops[m.Header.Get(acs.HdrRuleID)], e.Data)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	r.ops = watchOps(t, nc)
 	cfg := testConfig()
 	cfg.StateKey = r.key
 	if rs == nil {
@@ -104,28 +86,7 @@ func (r *integrityRig) send(t *testing.T, sid string, envs []examples.Envelope) 
 // of want.
 func (r *integrityRig) awaitOp(t *testing.T, id string, want map[string]any) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for time.Now().Before(deadline) {
-		r.mu.Lock()
-		for _, d := range r.ops[id] {
-			ok := true
-			for k, v := range want {
-				if d[k] != v {
-					ok = false
-				}
-			}
-			if ok {
-				r.mu.Unlock()
-				return d
-			}
-		}
-		r.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t.Fatalf("no %s alert with %v; have %v", id, want, r.ops[id])
-	return nil
+	return r.ops.await(t, id, want)
 }
 
 // value is the stored value of a session.

@@ -202,7 +202,7 @@ func (o *ownership) repairAssets(ctx context.Context) {
 		return
 	}
 	hooks := slices.Contains(created, HooksStream)
-	for _, w := range append(ws, o.workers...) {
+	for _, w := range ws {
 		w.wakeSoon()
 		if hooks || slices.Contains(created, HooksStream+"/"+w.consumer) {
 			w.suspect.Store(true) // the next tick confirms the new consumer
