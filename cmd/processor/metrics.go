@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	stdlog "log"
 	"net"
 	"net/http"
 	"time"
@@ -40,22 +38,7 @@ func listenMetrics(addr string, log zerolog.Logger) (net.Listener, error) {
 // serveMetrics serves h on l (from listenMetrics) until ctx ends, within
 // metricsLimits; the returned stop waits for in-flight requests (bounded).
 func serveMetrics(ctx context.Context, l net.Listener, h http.Handler, log zerolog.Logger) func() {
-	srv := &http.Server{Handler: h,
-		ReadHeaderTimeout: metricsLimits.readHeaderTimeout, ReadTimeout: metricsLimits.readTimeout,
-		WriteTimeout: metricsLimits.writeTimeout, IdleTimeout: metricsLimits.idleTimeout,
-		ErrorLog: stdlog.New(serverLog{log}, "", 0)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(newLimitListener(l, metricsLimits.maxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("metrics listener stopped")
-		}
-	}()
+	stop := serveBounded(ctx, l, nil, h, metricsLimits, "metrics listener", 5*time.Second, log)
 	log.Info().Str("addr", l.Addr().String()).Str("url", "http://"+l.Addr().String()+"/metrics").Msg("metrics and health listening (/metrics, /healthz, /readyz)")
-	return func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		<-done
-	}
+	return stop
 }

@@ -339,34 +339,49 @@ func serveHTTP(ctx context.Context, addr string, tlsConfig *tls.Config, h http.H
 	if err != nil {
 		return nil, nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	stop := serveBounded(ctx, raw, tlsConfig, h, limits, "HTTP endpoint", 10*time.Second, log)
+	log.Info().Str("url", scheme+"://"+raw.Addr().String()+"/acs").Int("max_conns", limits.maxConns).Msg("ACS JSON-RPC endpoint listening")
+	return raw.Addr(), stop, nil
+}
+
+// serveBounded serves h on raw, over TLS when tlsConfig is set, within
+// limits, until the returned stop: it waits up to grace for in-flight
+// requests, then for the server to end. The ACS endpoint and the metrics
+// listener both serve this way; what names the server in its log.
+func serveBounded(ctx context.Context, raw net.Listener, tlsConfig *tls.Config, h http.Handler, limits httpLimits, what string, grace time.Duration, log zerolog.Logger) func() {
 	// Counted before TLS, so that clients stalling in the handshake hold
 	// a slot as well.
 	var l net.Listener = newLimitListener(raw, limits.maxConns)
-	scheme := "http"
 	if tlsConfig != nil {
-		l, scheme = tls.NewListener(l, tlsConfig), "https"
+		l = tls.NewListener(l, tlsConfig)
 	}
 	srv := &http.Server{Handler: h, TLSConfig: tlsConfig,
 		// A client that trickles its headers or its body is cut off: it
-		// cannot hold a connection (and a slot of --http-max-conns) for
-		// longer than these, however slowly it sends.
+		// cannot hold a connection (and a slot of the connection limit)
+		// for longer than these, however slowly it sends.
 		ReadHeaderTimeout: limits.readHeaderTimeout, ReadTimeout: limits.readTimeout,
 		WriteTimeout: limits.writeTimeout, IdleTimeout: limits.idleTimeout,
 		// The server's own errors — TLS handshake failures, such as a
 		// client without an acceptable certificate, among them — go to the
 		// structured log (warn) instead of plain lines on stderr.
 		ErrorLog: stdlog.New(serverLog{log}, "", 0)}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("HTTP endpoint stopped")
+			log.Error().Err(err).Msg(what + " stopped")
 		}
 	}()
-	log.Info().Str("url", scheme+"://"+raw.Addr().String()+"/acs").Int("max_conns", limits.maxConns).Msg("ACS JSON-RPC endpoint listening")
-	return raw.Addr(), func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
-	}, nil
+		<-done
+	}
 }
 
 // serverLog writes net/http's error log lines to zerolog.

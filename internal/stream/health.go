@@ -75,15 +75,16 @@ func (s Status) Err() error {
 	for _, c := range s.Stuck() {
 		stuck = append(stuck, fmt.Sprintf("%s failing for %s: %s", c.Consumer, c.Failing.Round(time.Second), c.Why))
 	}
-	switch {
-	case len(stuck) > 0 && s.Assets != "":
-		slices.Sort(stuck)
-		return fmt.Errorf("%d partition(s) stuck: %s; and %s", len(stuck), strings.Join(stuck, "; "), s.Assets)
-	case len(stuck) > 0:
-		slices.Sort(stuck)
-		return fmt.Errorf("%d partition(s) stuck: %s", len(stuck), strings.Join(stuck, "; "))
-	case s.Assets != "":
-		return errors.New(s.Assets)
+	if len(stuck) == 0 {
+		if s.Assets != "" {
+			return errors.New(s.Assets)
+		}
+		return nil
 	}
-	return nil
+	slices.Sort(stuck)
+	msg := fmt.Sprintf("%d partition(s) stuck: %s", len(stuck), strings.Join(stuck, "; "))
+	if s.Assets != "" {
+		msg += "; and " + s.Assets
+	}
+	return errors.New(msg)
 }
