@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -91,9 +92,10 @@ func TestComposeCluster(t *testing.T) {
 	c.env = []string{"TURNGUARD_IMAGE=" + images.turnguard, "TURNGUARD_NATS_IMAGE=" + images.nats,
 		// loadgen stamps its envelopes with synthetic times.
 		"TURNGUARD_SKEW_WINDOW=0"}
-	for _, name := range []string{"NATS1", "NATS2", "NATS3", "HTTP1", "HTTP2", "METRICS1", "METRICS2"} {
-		c.ports[name] = freePort(t)
-		c.env = append(c.env, fmt.Sprintf("TURNGUARD_%s_PORT=%d", name, c.ports[name]))
+	names := []string{"NATS1", "NATS2", "NATS3", "HTTP1", "HTTP2", "METRICS1", "METRICS2"}
+	for i, port := range distinctPorts(t, len(names)) {
+		c.ports[names[i]] = port
+		c.env = append(c.env, fmt.Sprintf("TURNGUARD_%s_PORT=%d", names[i], port))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -259,4 +261,21 @@ func (c *composeRig) faults(step func(time.Duration, string, func())) {
 	step(40*time.Second, "reconnect processor2", func() {
 		docker(t, time.Minute, "network", "connect", "--alias", "processor2", network, c.container("processor2"))
 	})
+}
+
+// distinctPorts returns n free loopback ports, all different: each is held
+// until all are chosen (freePort, one at a time, can hand out the same
+// port twice, and docker then refuses the second container).
+func distinctPorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports
 }
