@@ -780,7 +780,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	if err != nil {
 		return err
 	}
-	sends := direct
+	outboxes := [][]*nats.Msg{direct}
 	var saved []string
 	for i, key := range keys {
 		if acks[i].err != nil {
@@ -796,10 +796,10 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		}
 		p := sessions[key]
 		w.cache.put(cached[turnstate.Session]{key: key, state: p.state, rev: acks[i].seq, outbox: p.outbox})
-		sends = append(sends, p.out...)
+		outboxes = append(outboxes, p.out)
 		saved = append(saved, key)
 	}
-	if err := w.publishOutputs(ctx, sends); err != nil {
+	if err := w.publishOutboxes(ctx, outboxes...); err != nil {
 		return err
 	}
 	for _, key := range saved {
@@ -872,11 +872,12 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 // every session loaded after a restart; the streams' duplicate windows would
 // drop a second copy, but plain subscribers of the subjects would still see
 // it, and a waiting caller could take an old decision for a new one. So the
-// session's newest stored decision decides: publications leave in order on
-// one connection and a session's outbox ends with a decision, so the outbox's
-// last decision being stored means the outbox went out. After a clean stop
-// nothing is published again; after a crash, at most the outbox of the
-// session's last batch, whose decisions had not all been stored.
+// session's newest stored decision decides: a session's outbox ends with a
+// decision, sent only once everything before it was stored
+// (publishOutboxes), so the outbox's last decision being stored means the
+// outbox went out. After a clean stop nothing is published again; after a
+// crash or a failed publication, at most the outbox of the session's last
+// batch, whose last decision had not been stored.
 //
 // Only publications to the session's own output subjects leave, even from
 // a verified outbox (allowedOutbox). last is the stream sequence the
@@ -894,7 +895,31 @@ func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *t
 		return nil
 	}
 	w.stats.Republished.Add(uint64(len(msgs)))
-	return w.publishOutputs(ctx, msgs)
+	return w.publishOutboxes(ctx, msgs)
+}
+
+// publishOutboxes publishes outboxes so that each one's closing decision is
+// stored only after the rest of it: first everything but the closing
+// decisions, all in flight together, then — once all of that is stored —
+// the closing decisions. Publications in flight are not stored in order
+// when some fail: a stream leader that fails over loses what it had not
+// committed while the next leader stores what comes after it, and a
+// reconnecting connection sends what it had buffered after what it lost.
+// A stored closing decision must mean the whole outbox was (flushOutbox).
+func (w *worker) publishOutboxes(ctx context.Context, outboxes ...[]*nats.Msg) error {
+	var body, closing []*nats.Msg
+	for _, out := range outboxes {
+		if n := len(out); n > 0 && strings.HasPrefix(out[n-1].Subject, acs.DecisionsPrefix+".") {
+			body = append(body, out[:n-1]...)
+			closing = append(closing, out[n-1])
+			continue
+		}
+		body = append(body, out...)
+	}
+	if err := w.publishOutputs(ctx, body); err != nil {
+		return err
+	}
+	return w.publishOutputs(ctx, closing)
 }
 
 // outboxPublished reports whether the last decision of an outbox is the
