@@ -279,6 +279,11 @@ func TestScenariosEndToEnd(t *testing.T) {
 					if got := dm.Header.Get(acs.HdrRequestID); m.Expect.Decision != "error" && got != m.RequestID {
 						t.Errorf("step %d: decision for request %q, want %q", i+1, got, m.RequestID)
 					}
+					// An envelope without a readable request id too gets a
+					// message id that reads as one.
+					if id := dm.Header.Get(acs.HdrMsgID); strings.HasPrefix(id, ":") || id != stream.DecisionMsgID(dm.Header.Get(acs.HdrRequestID), seq) {
+						t.Errorf("step %d: decision Nats-Msg-Id %q", i+1, id)
+					}
 					if raw, _ := json.Marshal(want.Response); !strings.HasSuffix(m.Subject, ".system") && string(raw) != string(dm.Data) {
 						t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, dm.Data, raw)
 					}

@@ -423,7 +423,9 @@ func (w *worker) recover(ctx context.Context, upper uint64) error {
 		w.applied = max(w.applied, upper)
 		return nil
 	}
-	w.log.Info().Uint64("from_seq", from).Uint64("to_seq", upper).Msg("recovering unacknowledged messages from the stream")
+	// Routine after every restart (a clean stop hands its held deliveries
+	// back): Stats.Recovered counts them for the operator.
+	w.log.Debug().Uint64("from_seq", from).Uint64("to_seq", upper).Msg("recovering unacknowledged messages from the stream")
 	var ins []inbound
 	for seq := from; seq <= upper; {
 		raw, err := w.hooks.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(w.filter))
@@ -1080,8 +1082,13 @@ func (w *worker) publishAll(ctx context.Context, msgs []*nats.Msg) error {
 
 // DecisionMsgID is the Nats-Msg-Id of the decision on the envelope at stream
 // sequence seq: derived from the request id, and unique per inbound message
-// so that a replayed request id gets its own (refusing) decision.
+// so that a replayed request id gets its own (refusing) decision. An
+// envelope that named no readable request id is answered under
+// "decision:<seq>".
 func DecisionMsgID(requestID string, seq uint64) string {
+	if requestID == "" {
+		requestID = "decision"
+	}
 	return requestID + ":" + strconv.FormatUint(seq, 10)
 }
 
