@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -304,4 +305,32 @@ func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
 	}
 	// The other streams keep theirs.
 	requireCount(t, js, stream.DecisionsStream, 1)
+}
+
+// The state bucket is read from its stream leader only: a bucket created
+// by Ensure, and one created by someone else with direct gets on (as every
+// KV bucket is created), answers no direct get afterwards.
+func TestStateBucketIsReadFromTheLeader(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
+			srv := natstest.RunServer(t)
+			js, _ := jetstream.New(natstest.Connect(t, srv))
+			ctx := context.Background()
+			tp := stream.DefaultTopology()
+			tp.Partitions = 1
+			if existing {
+				if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: stream.StateBucket, History: 1, TTL: tp.SessionTTL}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := stream.Ensure(ctx, js, tp); err != nil {
+				t.Fatal(err)
+			}
+			for bucket, direct := range map[string]bool{stream.StateBucket: false, stream.MembersBucket: true} {
+				if got := streamConfig(t, js, "KV_"+bucket).AllowDirect; got != direct {
+					t.Errorf("%s allows direct gets: %v, want %v", bucket, got, direct)
+				}
+			}
+		})
+	}
 }

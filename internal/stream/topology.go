@@ -413,9 +413,12 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		if _, err := js.CreateKeyValue(ctx, want); err != nil {
 			return false, fmt.Errorf("create KV bucket %s: %w", want.Bucket, err)
 		}
-		return true, nil
+		return true, leaderReads(ctx, js, want.Bucket)
 	case err != nil:
 		return false, fmt.Errorf("look up KV bucket %s: %w", want.Bucket, err)
+	}
+	if err := leaderReads(ctx, js, want.Bucket); err != nil {
+		return false, err
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
@@ -428,6 +431,34 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		diffs = differ(diffs, "replicas", want.Replicas, bs.StreamInfo().Config.Replicas)
 	}
 	return false, incompatible("KV bucket "+want.Bucket, diffs)
+}
+
+// leaderReads turns direct gets off on the state bucket's stream, so that
+// every read of a session state is answered by the stream leader. A KV
+// bucket allows direct gets, which any replica answers once it is 90%
+// caught up: after a node restarts, it serves values older than the last
+// acknowledged write. The revision check still fences every write, but a
+// stale value read is taken for a rolled-back one (a false critical
+// integrity alert, and with the session's history aged out, its steps
+// refused), and a subagent's stale state can hide its taint from its
+// parent. The cache makes reads rare, so what the leader costs is small.
+func leaderReads(ctx context.Context, js jetstream.JetStream, bucket string) error {
+	if bucket != StateBucket {
+		return nil // a stale member record costs a late reassignment at most
+	}
+	s, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return fmt.Errorf("look up the stream of KV bucket %s: %w", bucket, err)
+	}
+	cfg := s.CachedInfo().Config
+	if !cfg.AllowDirect {
+		return nil
+	}
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("turn off direct gets on KV bucket %s: %w", bucket, err)
+	}
+	return nil
 }
 
 // retentionChanges lists how an existing stream's retention differs from
