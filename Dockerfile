@@ -114,7 +114,7 @@ ARG VERSION=""
 # The same builds as scripts/build-images.sh. The context has no .git
 # (.dockerignore): the version comes from VERSION, not from Go's VCS stamp.
 RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
-      -ldflags "-s -w -X github.com/turnguard/turnguard/internal/cliflag.version=${VERSION}" \
+      -ldflags "-s -w -X github.com/turnguard/turnguard/internal/version.version=${VERSION}" \
       -o /out/turnguard/ ./cmd/processor ./cmd/replay ./cmd/loadgen ./cmd/healthcheck \
  && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o /out/turnguard/example-client ./examples/client \
  && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" \

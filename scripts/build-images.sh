@@ -41,7 +41,7 @@ chmod 0755 "$pre/data"
 echo "== binaries (linux/$arch, version $version; nats-server $nats_version)"
 export CGO_ENABLED=0 GOOS=linux GOARCH=$arch
 go build -trimpath \
-	-ldflags "-s -w -X github.com/turnguard/turnguard/internal/cliflag.version=$version" \
+	-ldflags "-s -w -X github.com/turnguard/turnguard/internal/version.version=$version" \
 	-o "$pre/turnguard/" ./cmd/processor ./cmd/replay ./cmd/loadgen ./cmd/healthcheck
 go build -trimpath -ldflags "-s -w" -o "$pre/turnguard/example-client" ./examples/client
 go build -trimpath -ldflags "-s -w" -o "$pre/nats/nats-server" github.com/nats-io/nats-server/v2

@@ -18,19 +18,25 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/turnguard/turnguard/internal/version"
 )
 
 // timeout bounds the whole check: connecting, sending, and reading the answer.
 const timeout = 2 * time.Second
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr, timeout))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, timeout))
 }
 
 // run checks the URL in args and returns the exit code.
-func run(args []string, stderr io.Writer, timeout time.Duration) int {
+func run(args []string, stdout, stderr io.Writer, timeout time.Duration) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(stdout, version.String("healthcheck"))
+		return 0
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: healthcheck URL")
+		fmt.Fprintln(stderr, "usage: healthcheck URL | --version")
 		return 1
 	}
 	if err := check(args[0], timeout); err != nil {

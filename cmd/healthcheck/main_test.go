@@ -60,7 +60,7 @@ func TestRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr strings.Builder
-			got := run(tt.args, &stderr, 300*time.Millisecond)
+			got := run(tt.args, io.Discard, &stderr, 300*time.Millisecond)
 			if got != tt.want {
 				t.Errorf("exit code %d, want %d (stderr %q)", got, tt.want, stderr.String())
 			}

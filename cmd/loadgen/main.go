@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/turnguard/turnguard/internal/version"
 )
 
 func main() {
@@ -34,6 +36,7 @@ func main() {
 const usage = `Usage:
   loadgen run [flags]     streaming load with expected decisions, reconciled from the streams
   loadgen sync [flags]    synchronous decision round trips at a fixed rate
+  loadgen version         print the version (also --version)
 
 Run "loadgen run -h" or "loadgen sync -h" for their flags.
 `
@@ -51,6 +54,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runSync(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version.String("loadgen"))
 		return 0
 	default:
 		fmt.Fprintf(stderr, "loadgen: unknown command %q\n%s", args[0], usage)

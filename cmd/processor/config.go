@@ -52,6 +52,8 @@ type config struct {
 	// metricsAddr is the listener of /metrics, /healthz and /readyz
 	// (empty: none).
 	metricsAddr string
+	// showVersion: print the version and exit (--version).
+	showVersion bool
 }
 
 // minStateBytes is the least --max-state-bytes: below it, a session of
@@ -123,8 +125,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := cliflag.ApplyEnv(fs); err != nil {
 		return c, err
 	}
+	// Defined after ApplyEnv, so that TURNGUARD_VERSION (which
+	// scripts/build-images.sh reads) never turns a processor into a
+	// version printer.
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.showVersion {
+		// Nothing else matters, and an invalid flag value must not
+		// stop the version being printed.
+		return c, nil
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))

@@ -142,7 +142,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestRunExitCodes(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "turnguard") {
+	if code := run(context.Background(), []string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "processor ") {
 		t.Fatalf("version: exit %d, output %q", code, out.String())
 	}
 	if code := run(context.Background(), []string{"--partitions", "x"}, &out, &errOut); code != 2 {

@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/version"
 )
 
 func main() {
@@ -27,7 +27,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "version":
-			fmt.Fprintln(stdout, cliflag.Version())
+			fmt.Fprintln(stdout, version.String("processor"))
 			return 0
 		case "rules":
 			return rulesCommand(args[1:], stdout, stderr)
@@ -46,6 +46,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "processor:", err)
 		return 2
+	}
+	if cfg.showVersion {
+		fmt.Fprintln(stdout, version.String("processor"))
+		return 0
 	}
 	if err := serve(ctx, cfg, stderr); err != nil {
 		fmt.Fprintln(stderr, "processor:", err)

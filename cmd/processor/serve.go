@@ -22,7 +22,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/alert"
-	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
@@ -34,6 +33,7 @@ import (
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/version"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -226,7 +226,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if srv != nil {
 		where = "embedded (in-process)"
 	}
-	log.Info().Str("version", cliflag.Version()).Str("nats", where).Msg("turnguard starting")
+	// The pid is what kill -HUP (rule reload) needs; under go run it is
+	// not go run's own.
+	log.Info().Str("version", version.String("processor")).Int("pid", os.Getpid()).Str("nats", where).Msg("turnguard starting")
 	if err := p.Run(ctx); err != nil {
 		return err
 	}

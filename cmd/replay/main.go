@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/version"
 )
 
 // Exit codes.
@@ -42,7 +42,7 @@ Commands:
              signature and Ed25519 receipt offline, and report every message
              on its decision subject and every alert that is not verified;
              --all audits every decision and alert in range, of all tenants
-  version    print the version
+  version    print the version (also --version)
 
 Connect with --nats-url (and --nats-creds), or open the embedded server's
 store with --data-dir (default ./data) when no processor runs on it.
@@ -71,8 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
-	case "version":
-		fmt.Fprintln(stdout, cliflag.Version())
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version.String("replay"))
 		return exitOK
 	}
 	cmd, ok := commands[args[0]]

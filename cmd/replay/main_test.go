@@ -175,7 +175,7 @@ func TestReplayCommands(t *testing.T) {
 		{"bad time", []string{"sessions", "--data-dir", data, "--from", "yesterday"}, exitError, []string{"RFC 3339"}},
 		{"no store", []string{"sessions", "--data-dir", t.TempDir()}, exitError, []string{"no turnguard store under"}},
 		{"unknown command", []string{"rewind"}, exitError, []string{`unknown command "rewind"`}},
-		{"version", []string{"version"}, exitOK, []string{"turnguard"}},
+		{"version", []string{"version"}, exitOK, []string{"replay "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 )
 
@@ -50,23 +49,4 @@ func (l *List) Set(v string) error {
 		}
 	}
 	return nil
-}
-
-// version, when set at link time, is the version Version reports:
-//
-//	go build -ldflags "-X github.com/turnguard/turnguard/internal/cliflag.version=v1.2.3"
-//
-// The container images set it (their builds see no Git metadata to stamp).
-var version string
-
-// Version is the version the running binary was built as: the one set at
-// link time, else the module version Go stamped into it.
-func Version() string {
-	if version != "" {
-		return "turnguard " + version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return "turnguard " + bi.Main.Version
-	}
-	return "turnguard (devel)"
 }
