@@ -57,6 +57,18 @@ func tailCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	case count < 0:
 		return exitError, errors.New("--count must not be negative")
 	}
+	// Both go into subject filters: a dot or a wildcard would select
+	// other subjects than the flag says.
+	if tenant != "" && tenant != "*" {
+		if err := acs.CheckTenant(tenant); err != nil {
+			return exitError, fmt.Errorf("--tenant: %w", err)
+		}
+	}
+	if session != "" {
+		if err := acs.CheckSession(session); err != nil {
+			return exitError, fmt.Errorf("--session: %w", err)
+		}
+	}
 	opts := replay.TailOptions{Tenant: tenant, SessionID: session, Decision: decision, Rule: rule, Decisions: !alertsOnly, Alerts: !decisionsOnly}
 	if opts.Tenant == "*" {
 		opts.Tenant = ""

@@ -48,6 +48,8 @@ func TestTailCommand(t *testing.T) {
 		{"tail", "--data-dir", data, "--color", "sometimes"},
 		{"tail", "--data-dir", data, "--alerts-only", "--decisions-only"},
 		{"tail", "--data-dir", data, "--since", "1h", "--from", "2026-12-01T00:00:00Z"},
+		{"tail", "--data-dir", data, "--tenant", "a.>"},
+		{"tail", "--data-dir", data, "--session", "*"},
 	} {
 		if code, _, _ := runReplay(t, args...); code != exitError {
 			t.Errorf("%v: exit %d, want %d", args, code, exitError)
