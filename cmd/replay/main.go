@@ -7,6 +7,7 @@
 //	replay run       --rules FILE... [range | --session S] [--diff] [--fail-on-diff]
 //	replay verify    --session S [--keys FILE] [--receipt-key PEM] [--system-alerts]
 //	replay verify    --all [--tenant T] [range] [--receipt-key PEM]
+//	replay tail      [--tenant T] [--session S] [--since D] [--json] [--count N]
 package main
 
 import (
@@ -42,6 +43,8 @@ Commands:
              signature and Ed25519 receipt offline, and report every message
              on its decision subject and every alert that is not verified;
              --all audits every decision and alert in range, of all tenants
+  tail       follow decisions and alerts live, one line each, receipts
+             verified as they arrive (--json for one object per line)
   version    print the version (also --version)
 
 Connect with --nats-url (and --nats-creds), or open the embedded server's
@@ -66,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"timeline": timelineCommand,
 		"run":      runCommand,
 		"verify":   verifyCommand,
+		"tail":     tailCommand,
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
