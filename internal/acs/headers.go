@@ -22,6 +22,11 @@ const (
 	HdrRuleID         = "Acs-Rule-Id"
 	HdrReceipt        = "Acs-Receipt"
 	HdrReceiptKey     = "Acs-Receipt-Key"
+	// HdrStateAccounted, on a refusal published without a state write (an
+	// isolated envelope), is the stream sequence the session's state
+	// accounted for when it was refused: what a later load of the state
+	// must still account for.
+	HdrStateAccounted = "Acs-State-Accounted"
 	// Dead letters of the HTTP endpoint: the authenticated caller, the
 	// client's address, and, when the body did not fit a NATS message,
 	// how much of it was kept.

@@ -328,7 +328,19 @@ func ownOutput(subject, tenant, id string) bool {
 // current value accounts for every stored decision — its own envelopes up
 // to LastSeq, or its outbox (refusals leave LastSeq alone). last is the
 // sequence the session's newest stored decision answers.
-func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Outbox, last uint64) *turnstate.IntegrityError {
+func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Outbox, last newest) *turnstate.IntegrityError {
+	accounted := accountedFor(s, out)
+	if last.mustAccount() <= accounted {
+		return nil
+	}
+	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
+		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last.seq)}
+}
+
+// accountedFor is the stream sequence a stored session value accounts for:
+// its own envelopes up to LastSeq, and the decisions of its outbox
+// (refusals leave LastSeq alone).
+func accountedFor(s *turnstate.Session, out *turnstate.Outbox) uint64 {
 	accounted := s.LastSeq
 	if out != nil {
 		own := acs.DecisionSubject(s.Tenant, s.SessionID)
@@ -340,9 +352,26 @@ func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Out
 			}
 		}
 	}
-	if last <= accounted {
-		return nil
+	return accounted
+}
+
+// newest is what the session's newest stored decision says (lastDecision).
+type newest struct {
+	// seq is the stream sequence it answers (0: none stored).
+	seq uint64
+	// stateless is set for a refusal published without a state write (an
+	// isolated envelope); accounted is then what the state accounted for
+	// when it was refused.
+	stateless bool
+	accounted uint64
+}
+
+// mustAccount is the stream sequence the session's stored value must
+// account for: the newest decision's, unless that decision changed no
+// state, when it is what the state accounted for then.
+func (n newest) mustAccount() uint64 {
+	if n.stateless {
+		return n.accounted
 	}
-	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
-		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last)}
+	return n.seq
 }

@@ -103,6 +103,13 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 		if err != nil {
 			return err
 		}
+		// The refusal is stored with no state write, so it answers a
+		// sequence past what the session's state accounts for; it says
+		// what that is, or a later load would take the state for a
+		// rolled-back one (rolledBack).
+		if accounted, ok := w.accountedNow(ctx, in.route.SessionKey()); ok {
+			m.Header.Set(acs.HdrStateAccounted, strconv.FormatUint(accounted, 10))
+		}
 		msgs = append(msgs, w.deadLetter(in, out), m)
 		w.noteDecision(in, &out)
 	}
@@ -122,6 +129,27 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 		return fmt.Errorf("isolate seq %d: %w", in.msg.Seq, err)
 	}
 	return nil
+}
+
+// accountedNow is the stream sequence the session's committed state
+// accounts for (accountedFor), from the cache or the bucket; false when it
+// cannot be told (a value that does not verify, a read that fails). A
+// session with no state accounts for nothing.
+func (w *worker) accountedNow(ctx context.Context, key string) (uint64, bool) {
+	if c, ok := w.cache.get(key); ok {
+		if c.state == nil {
+			return 0, true
+		}
+		return accountedFor(c.state, c.outbox), true
+	}
+	s, out, _, err := w.store.Load(ctx, key)
+	switch {
+	case err != nil:
+		return 0, false
+	case s == nil:
+		return 0, true
+	}
+	return accountedFor(s, out), true
 }
 
 // dropUnpublishable publishes msgs one at a time after a publication of

@@ -106,3 +106,52 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 	}
 	t.Logf("%d of %d envelopes of the growing session refused state_too_large", isolated, len(bigSeqs))
 }
+
+// TestIsolationIsNoRollback: an isolated envelope's refusal is stored with
+// no state write, so the session's newest stored decision answers a
+// sequence past what its state accounts for. A processor that loads the
+// session afresh (here, after a restart) must not take that for a
+// rolled-back state: no integrity failure, no rebuild, and the session's
+// next envelope is decided from the state it kept.
+func TestIsolationIsNoRollback(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	w := watch(t, nc)
+	cfg := testConfig()
+	cfg.Topology.Partitions = 1
+	cfg.MaxValueBytes = 12 << 10
+	first := startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, 2)
+
+	const sid = "00000000-0000-4000-8000-00000000b003"
+	isolatedAt := -1
+	for i := 0; i < 200 && isolatedAt < 0; i++ {
+		subject, data := turnEnvelope(sid, i, i%2 == 0, 200)
+		d, _ := w.await(t, publish(t, js, subject, data), true, false)
+		if d.Header.Get(acs.HdrErrorReason) == stream.ReasonStateTooLarge {
+			isolatedAt = i
+		}
+	}
+	if isolatedAt < 0 {
+		t.Fatal("the bound was never reached")
+	}
+	first.stop()
+	second := startProcessor(t, srv, cfg)
+	// The session's next envelope (under a request id of its own) is
+	// decided from the state it kept: refused for its size again, or
+	// decided, but never for a rebuilt state's sake.
+	subject, data := turnEnvelope(sid, isolatedAt+1, isolatedAt%2 == 1, 200)
+	data = []byte(strings.ReplaceAll(string(data), fmt.Sprintf("%012d", isolatedAt+1), "00000000ffff"))
+	d, _ := w.await(t, publish(t, js, subject, data), true, false)
+	if reason := d.Header.Get(acs.HdrErrorReason); reason != "" && reason != stream.ReasonStateTooLarge {
+		t.Errorf("the envelope after the isolated one was refused %s: %s", reason, d.Data)
+	}
+	st := second.p.Stats()
+	if n := st.IntegrityFailures.Load(); n != 0 {
+		t.Errorf("%d integrity failures after an isolation", n)
+	}
+	if n := st.Rebuilt.Load(); n != 0 {
+		t.Errorf("%d sessions rebuilt after an isolation", n)
+	}
+}

@@ -822,9 +822,9 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Session], error) {
 	key := in.route.SessionKey()
 	c, ok := w.cache.get(key)
-	// last is the stream sequence the session's newest stored decision
-	// answers, looked up once for the rollback check and the outbox.
-	var last uint64
+	// last is the session's newest stored decision, looked up once for the
+	// rollback check and the outbox.
+	var last newest
 	looked := false
 	if !ok {
 		s, out, rev, err := w.store.Load(ctx, key)
@@ -842,7 +842,7 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 			if ie := rolledBack(key, rev, s, out, last); ie != nil {
 				return w.unverifiedSession(ctx, ie, in)
 			}
-		} else if last > 0 {
+		} else if last.seq > 0 {
 			// No value, no marker, yet decisions of the session are
 			// stored: the bucket was purged whole, or the session
 			// expired (--session-ttl) and came back. Either way its
@@ -861,7 +861,7 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 			return c, err
 		}
 	}
-	if err := w.flushOutbox(ctx, key, c.rev, c.outbox, last); err != nil {
+	if err := w.flushOutbox(ctx, key, c.rev, c.outbox, last.seq); err != nil {
 		return c, fmt.Errorf("publish the outbox of %s: %w", key, err)
 	}
 	w.cache.published(key)
@@ -940,19 +940,23 @@ func outboxPublished(msgs []*nats.Msg, last uint64) bool {
 	return false
 }
 
-// lastDecision is the stream sequence the newest stored decision of the
-// session answers (0: none).
-func (w *worker) lastDecision(ctx context.Context, route acs.Route) (uint64, error) {
+// lastDecision reads the newest stored decision of the session.
+func (w *worker) lastDecision(ctx context.Context, route acs.Route) (newest, error) {
 	subject := acs.DecisionSubject(route.Tenant, route.SessionID)
 	last, err := w.decisions.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+		return newest{}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("look up the last decision on %s: %w", subject, err)
+		return newest{}, fmt.Errorf("look up the last decision on %s: %w", subject, err)
 	}
-	seq, _ := strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
-	return seq, nil
+	var n newest
+	n.seq, _ = strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
+	if v := last.Header.Get(acs.HdrStateAccounted); v != "" {
+		n.accounted, err = strconv.ParseUint(v, 10, 64)
+		n.stateless = err == nil
+	}
+	return n, nil
 }
 
 // publications is what an outbox keeps of messages.
