@@ -44,8 +44,9 @@ Commands:
              --all audits every decision and alert in range, of all tenants
   version    print the version
 
-Connect with --nats-url (and --nats-creds), or open the embedded server's
-store with --data-dir (default ./data) when no processor runs on it.
+Connect with --nats-url (and --nats-creds) or --nats-context, or open the
+embedded server's store with --data-dir (default ./data) when no processor
+runs on it.
 Run "replay COMMAND --help" for a command's flags.
 `
 
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+"\n"+replayNATSHelp)
 		return exitOK
 	case "version":
 		fmt.Fprintln(stdout, cliflag.Version())
