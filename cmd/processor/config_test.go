@@ -147,6 +147,23 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// The help spells flags --flag and says how the NATS connection is found.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := errOut.String()
+	for _, want := range []string{"\n  --nats-context name", "\n  --http string", "NATS connection", "TURNGUARD_NATS_CONTEXT", "otherwise the embedded server"} {
+		if !strings.Contains(help, want) {
+			t.Fatalf("help lacks %q:\n%s", want, help)
+		}
+	}
+	if strings.Contains(help, "\n  -nats") {
+		t.Fatalf("single-dash flags in the help:\n%s", help)
+	}
+}
+
 func TestRunExitCodes(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "turnguard") {

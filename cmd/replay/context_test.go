@@ -108,3 +108,15 @@ func TestReplayThroughNATSContext(t *testing.T) {
 		t.Fatalf("without credentials: exit %d, %s", code, stderr)
 	}
 }
+
+// Every help spells flags --flag and says how the connection is found.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"sessions", "--help"}, {"verify", "--help"}} {
+		code, stdout, stderr := runReplay(t, args...)
+		help := stdout + stderr
+		if code != exitOK || !strings.Contains(help, "NATS connection") || !strings.Contains(help, "TURNGUARD_NATS_CONTEXT") ||
+			(len(args) > 1 && (!strings.Contains(help, "\n  --nats-context name") || strings.Contains(help, "\n  -nats"))) {
+			t.Fatalf("%v: exit %d, help\n%s", args, code, help)
+		}
+	}
+}
