@@ -24,6 +24,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/version"
 )
 
@@ -41,6 +43,21 @@ const usage = `Usage:
 Run "loadgen run -h" or "loadgen sync -h" for their flags.
 `
 
+// parseFlags applies the TURNGUARD_* variables, then the command line, as
+// every turnguard command does.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := cliflag.ApplyEnv(fs); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -53,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "sync":
 		err = runSync(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+"\n"+loadgenNATSHelp)
 		return 0
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, version.String("loadgen"))
@@ -65,9 +82,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
 	return 0
 }
+
+// loadgenNATSHelp ends every loadgen --help.
+var loadgenNATSHelp = natsconn.Help(natsconn.Options{}, "an embedded server with in-process processors")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,18 @@ func TestUsage(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"sync", "--rate", "0"}, &out, &errOut); code != 1 {
 		t.Fatalf("zero rate: exit %d", code)
+	}
+	// Every help spells flags --flag and says how the connection is found.
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"sync", "--help"}} {
+		out.Reset()
+		errOut.Reset()
+		if code := run(context.Background(), args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		help := out.String() + errOut.String()
+		if !strings.Contains(help, "NATS connection") || !strings.Contains(help, "TURNGUARD_NATS_CONTEXT") ||
+			(len(args) > 1 && (!strings.Contains(help, "\n  --nats-context name") || strings.Contains(help, "\n  -nats"))) {
+			t.Fatalf("%v: help\n%s", args, help)
+		}
 	}
 }

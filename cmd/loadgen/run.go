@@ -18,6 +18,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
@@ -88,8 +90,7 @@ type tally struct {
 
 // runOptions are the flags of `loadgen run`.
 type runOptions struct {
-	url          string
-	creds        string
+	nats         natsconn.Flags
 	rate         float64
 	duration     time.Duration
 	sessions     int
@@ -115,13 +116,9 @@ var errMismatch = errors.New("reconcile found mismatches")
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadgen run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), runHelp)
-		fs.PrintDefaults()
-	}
+	fs.Usage = cliflag.Usage(fs, runHelp, loadgenNATSHelp)
 	var o runOptions
-	fs.StringVar(&o.url, "nats-url", "", "NATS server(s) a processor consumes from, comma-separated for a cluster; empty: an embedded server and an in-process processor")
-	fs.StringVar(&o.creds, "nats-creds", "", "NATS credentials file for --nats-url (an admin credential, e.g. <data-dir>/creds/admin.creds)")
+	o.nats.Register(fs, "an admin credential, e.g. <data-dir>/creds/admin.creds")
 	fs.Float64Var(&o.rate, "rate", 0, "envelopes per second over all sessions; 0: as fast as the server acknowledges")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to publish")
 	fs.IntVar(&o.sessions, "sessions", 200, "sessions in flight at once (each publishes its next envelope once the previous is stored)")
@@ -141,16 +138,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print the report as JSON (fields in -h)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processors too) to this file; with --backlog, of the deciding only")
 	logLevel := fs.String("log-level", "warn", "log level of loadgen's own messages (stderr)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	nt, err := natsconn.Resolve(o.nats, natsconn.Options{})
+	if err != nil {
+		return err
 	}
 	if o.duration <= 0 || o.sessions < 1 || o.rate < 0 || o.maxEnvelopes < 0 || o.settle < 0 || o.replicas < 1 || o.processors < 1 {
 		return errors.New("--duration and --sessions must be positive; --rate, --max-envelopes and --settle not negative; --replicas and --processors at least 1")
 	}
-	if o.url != "" && (o.backlog || o.processors != 1 || o.noReceipts) {
+	if nt.URL != "" && (o.backlog || o.processors != 1 || o.noReceipts) {
 		return errors.New("--backlog, --processors and --no-receipts are for the embedded target; with --nats-url, start and stop your processors yourself")
 	}
 	lvl, err := zerolog.ParseLevel(*logLevel)
@@ -166,7 +164,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := acs.CheckTenant(o.tenant); err != nil {
 		return fmt.Errorf("--tenant: %w", err)
 	}
-	t, err := connect(o.url, o.creds)
+	t, err := connect(nt)
 	if err != nil {
 		return err
 	}
@@ -204,7 +202,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	}
 	rep := &runReport{Target: "embedded", Tenant: o.tenant, Seed: o.seed, Sessions: o.sessions, Backlog: o.backlog}
 	if !t.embedded {
-		rep.Target = o.url
+		rep.Target = t.url
 	} else {
 		rep.Processors = max(o.processors, 1)
 	}

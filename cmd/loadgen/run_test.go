@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
@@ -106,7 +107,7 @@ func TestRunBacklogWithTwoProcessors(t *testing.T) {
 func TestReconcileDetects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tg, err := connect("", "")
+	tg, err := connect(natsconn.Target{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
@@ -55,8 +57,9 @@ func summarize(h *hdrhistogram.Histogram) latencies {
 func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadgen sync", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("nats-url", "", "NATS server a processor consumes from; empty: an embedded server and an in-process processor")
-	creds := fs.String("nats-creds", "", "NATS credentials file for --nats-url (an admin credential, e.g. <data-dir>/creds/admin.creds)")
+	fs.Usage = cliflag.Usage(fs, "Usage: loadgen sync [flags]\n\nSynchronous decision round trips (pkg/client) at a fixed rate, next to raw\nsynchronous JetStream publishes.\n\nFlags:\n", loadgenNATSHelp)
+	var nf natsconn.Flags
+	nf.Register(fs, "an admin credential, e.g. <data-dir>/creds/admin.creds")
 	rate := fs.Float64("rate", 200, "requests per second, for both the baseline and the decisions")
 	duration := fs.Duration("duration", 10*time.Second, "how long each phase sends")
 	sessions := fs.Int("sessions", 50, "concurrent sessions the envelopes are spread over")
@@ -64,8 +67,12 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 5*time.Second, "decision timeout (then the posture answers and the call counts as from_posture)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
-	receiptKey := fs.String("receipt-key", "", "with --nats-url: the processor's receipt public key (PEM: <data-dir>/receipt-key.pub or GET /receipt-key) decisions must verify with; \"none\" for processors run with --receipt-key none")
-	if err := fs.Parse(args); err != nil {
+	receiptKey := fs.String("receipt-key", "", "with a NATS server: the processor's receipt public key (PEM: <data-dir>/receipt-key.pub or GET /receipt-key) decisions must verify with; \"none\" for processors run with --receipt-key none")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	nt, err := natsconn.Resolve(nf, natsconn.Options{})
+	if err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -78,7 +85,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *rate <= 0 || *duration <= 0 || *sessions < 1 {
 		return errors.New("--rate, --duration and --sessions must be positive")
 	}
-	t, err := connect(*url, *creds)
+	t, err := connect(nt)
 	if err != nil {
 		return err
 	}

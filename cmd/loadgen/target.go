@@ -14,10 +14,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -26,6 +26,8 @@ import (
 // close.
 type target struct {
 	nc *nats.Conn
+	// url is the server or cluster connected to (empty: embedded).
+	url string
 	// dial opens another connection to the same target (named name).
 	dial  func(name string) (*nats.Conn, error)
 	close func()
@@ -57,25 +59,18 @@ func clientOptions(name string) []nats.Option {
 		nats.ReconnectBufSize(64 << 20), nats.RetryOnFailedConnect(false)}
 }
 
-// connect opens the target. url may list several servers separated by
-// commas (a cluster), creds is the credentials file for it (an admin
-// credential: loadgen publishes envelopes, reads every stream and makes a
-// scratch stream for its baseline); an empty url starts the embedded
-// server, in-process only and open, whose processors startProcessors
-// starts.
-func connect(url, creds string) (*target, error) {
-	if url != "" {
-		var credOpts []nats.Option
-		if creds != "" {
-			var err error
-			if credOpts, err = client.CredentialsOptions(creds); err != nil {
-				return nil, err
-			}
-		}
+// connect opens the target resolved by natsconn. Its URL may list
+// several servers separated by commas (a cluster), its credential should
+// be an admin one (loadgen publishes envelopes, reads every stream and
+// makes a scratch stream for its baseline); an empty URL starts the
+// embedded server, in-process only and open, whose processors
+// startProcessors starts.
+func connect(nt natsconn.Target) (*target, error) {
+	if url := nt.URL; url != "" {
 		dial := func(name string) (*nats.Conn, error) {
-			nc, err := nats.Connect(url, append(clientOptions(name), credOpts...)...)
+			nc, err := nats.Connect(url, append(clientOptions(name), nt.Options...)...)
 			if err != nil {
-				return nil, fmt.Errorf("connect %s: %w", url, err)
+				return nil, fmt.Errorf("connect to NATS %s (from %s): %w", url, nt.Source, err)
 			}
 			return nc, nil
 		}
@@ -83,7 +78,7 @@ func connect(url, creds string) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &target{nc: nc, dial: dial, close: nc.Close}, nil
+		return &target{nc: nc, url: url, dial: dial, close: nc.Close}, nil
 	}
 	dir, err := os.MkdirTemp("", "turnguard-loadgen-")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/logging"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/stream"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
@@ -28,18 +29,19 @@ type config struct {
 	handshake         gateway.HandshakePolicy
 	receiptKey        string
 	stateKey          string
-	natsURL           string
-	natsCreds         string
-	natsCA            string
-	auth              string
-	listen            string
-	listenTLSCert     string
-	listenTLSKey      string
-	dataDir           string
-	logLevel          string
-	logFormat         string
-	processor         stream.Config
-	core              cliflag.Core
+	// nats is the connection flags; target what they resolve to (an empty
+	// URL: the embedded server).
+	nats          natsconn.Flags
+	target        natsconn.Target
+	auth          string
+	listen        string
+	listenTLSCert string
+	listenTLSKey  string
+	dataDir       string
+	logLevel      string
+	logFormat     string
+	processor     stream.Config
+	core          cliflag.Core
 	// The HTTP endpoint's caller authentication and TLS.
 	httpTokens   string
 	httpTLSCert  string
@@ -76,9 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c := config{processor: stream.DefaultConfig()}
 	fs := flag.NewFlagSet("processor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server or cluster URL(s), comma-separated; empty runs an embedded NATS JetStream server")
-	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url (a processor credential: processor creds init/add --role processor)")
-	fs.StringVar(&c.natsCA, "nats-ca", "", "PEM CA bundle that verifies the --nats-url servers' TLS certificates")
+	c.nats.Register(fs, "a processor credential (processor creds init/add --role processor)")
 	fs.StringVar(&c.auth, "auth", authRequired, "required: the embedded NATS server admits only the credentials under <data-dir>/creds (and ones minted by processor creds add), the HTTP endpoint only authenticated callers; none: open, loopback-only development mode")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:4222", "client address of the embedded NATS server (\"none\": in-process only)")
 	fs.StringVar(&c.listenTLSCert, "listen-tls-cert", "", "PEM certificate of the embedded NATS server's client port (required for a non-loopback --listen)")
@@ -118,10 +118,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.stateKey, "state-key", "", "secret key (at least 32 bytes) authenticating every value written to the ACS_TURNSTATE bucket; every processor sharing the partitions must use the same file; default <data-dir>/state-key, created with 32 random bytes on first start")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor init --dir DIR\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix)
-		fs.PrintDefaults()
-	}
+	fs.Usage = cliflag.Usage(fs, fmt.Sprintf("Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor init --dir DIR\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix),
+		natsconn.Help(natsconn.Options{}, "the embedded server: started in-process on --data-dir, --listen"))
 	if err := cliflag.ApplyEnv(fs); err != nil {
 		return c, err
 	}
@@ -143,11 +141,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.listen == "none" {
 		c.listen = ""
 	}
+	var err error
+	if c.target, err = natsconn.Resolve(c.nats, natsconn.Options{}); err != nil {
+		return c, err
+	}
+	if c.httpAddr != "" {
+		if err := checkListenAddr(c.httpAddr); err != nil {
+			return c, fmt.Errorf("--http %q: %w", c.httpAddr, err)
+		}
+	}
 	if err := c.validateExposure(); err != nil {
 		return c, err
 	}
 	if c.metricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.metricsAddr); err != nil {
+		if err := checkListenAddr(c.metricsAddr); err != nil {
 			return c, fmt.Errorf("--metrics %q: %w", c.metricsAddr, err)
 		}
 	}
@@ -175,7 +182,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.httpMaxDeadLetters <= 0 {
 		return c, errors.New("--http-max-dead-letters must be positive")
 	}
-	var err error
 	if c.handshake, err = gateway.ParseHandshakePolicy(handshake); err != nil {
 		return c, fmt.Errorf("--handshake: %w", err)
 	}
@@ -229,7 +235,7 @@ func (c config) validateExposure() error {
 	if (c.listenTLSCert == "") != (c.listenTLSKey == "") {
 		return errors.New("--listen-tls-cert and --listen-tls-key go together")
 	}
-	if c.natsURL != "" || c.listen == "" {
+	if c.target.URL != "" || c.listen == "" {
 		return nil
 	}
 	if _, _, err := net.SplitHostPort(c.listen); err != nil {
@@ -276,6 +282,23 @@ func (c *config) checkHTTPSecurity() error {
 		return fmt.Errorf("--http %s with --auth none would open the endpoint to the network without authentication; listen on 127.0.0.1, or give --http-tokens", c.httpAddr)
 	case authenticated && c.httpTLSCert == "" && !loopback(c.httpAddr):
 		return fmt.Errorf("--http %s without TLS: bearer tokens would cross the network in clear; give --http-tls-cert and --http-tls-key, or listen on a loopback address (127.0.0.1, [::1]) behind a TLS-terminating proxy", c.httpAddr)
+	}
+	return nil
+}
+
+// checkListenAddr checks a listen address's syntax: host:port with a
+// numeric port or a service name, which is what net.Listen takes. Whether
+// it can be bound is learnt when it is, still before NATS starts.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if port == "" {
+		return errors.New("missing port")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return err
 	}
 	return nil
 }

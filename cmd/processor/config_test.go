@@ -20,12 +20,12 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", nil, nil, func(c config) bool {
-			return c.natsURL == "" && c.listen == "127.0.0.1:4222" && c.dataDir == "./data" &&
+			return c.target.URL == "" && c.listen == "127.0.0.1:4222" && c.dataDir == "./data" &&
 				c.processor.Topology.Partitions == 16 && c.processor.Topology.SessionTTL == 24*time.Hour && c.logFormat == "auto"
 		}, ""},
 		{"environment", map[string]string{"TURNGUARD_NATS_URL": "nats://n1:4222", "TURNGUARD_PARTITIONS": "8", "TURNGUARD_SESSION_TTL": "2h"}, nil,
 			func(c config) bool {
-				return c.natsURL == "nats://n1:4222" && c.processor.Topology.Partitions == 8 && c.processor.Topology.SessionTTL == 2*time.Hour
+				return c.target.URL == "nats://n1:4222" && c.processor.Topology.Partitions == 8 && c.processor.Topology.SessionTTL == 2*time.Hour
 			}, ""},
 		{"flag beats environment", map[string]string{"TURNGUARD_PARTITIONS": "8"}, []string{"--partitions", "4"},
 			func(c config) bool { return c.processor.Topology.Partitions == 4 }, ""},
@@ -50,7 +50,7 @@ func TestParseFlags(t *testing.T) {
 			func(c config) bool { return c.listenTLSCert == "c.pem" }, ""},
 		{"TLS cert without key", nil, []string{"--listen-tls-cert", "c.pem"}, nil, "go together"},
 		{"external server: --listen is not used", nil, []string{"--nats-url", "nats://n1:4222", "--listen", "0.0.0.0:4222", "--auth", "none"},
-			func(c config) bool { return c.natsURL != "" }, ""},
+			func(c config) bool { return c.target.URL != "" }, ""},
 		// The HTTP endpoint's security.
 		{"http without caller authentication", nil, []string{"--http", "127.0.0.1:8787"}, nil, "--http-tokens FILE"},
 		{"http open with --auth none", nil, []string{"--http", "127.0.0.1:8787", "--auth", "none"},
@@ -121,6 +121,13 @@ func TestParseFlags(t *testing.T) {
 			func(c config) bool { return c.metricsAddr == "[::1]:9464" }, ""},
 		{"metrics without --http or --auth none", nil, []string{"--metrics", "0.0.0.0:9464"}, func(c config) bool { return c.httpAddr == "" }, ""},
 		{"metrics without a port", nil, []string{"--metrics", "127.0.0.1"}, nil, `--metrics "127.0.0.1"`},
+		{"http without a port", nil, []string{"--http", "127.0.0.1", "--auth", "none"}, nil, `--http "127.0.0.1"`},
+		{"http with a bad port", nil, []string{"--http", "127.0.0.1:http-ish", "--auth", "none"}, nil, `--http "127.0.0.1:http-ish"`},
+		// The NATS connection (internal/natsconn resolves it).
+		{"credentials for the embedded server", nil, []string{"--nats-creds", "x.creds"}, nil, "without one the embedded server is used"},
+		{"a missing credentials file", nil, []string{"--nats-url", "nats://n1:4222", "--nats-creds", "/nonexistent/x.creds"}, nil, "/nonexistent/x.creds"},
+		{"NATS_URL does not leave the embedded server", map[string]string{"NATS_URL": "nats://n1:4222"}, nil, func(c config) bool { return c.target.URL == "" }, ""},
+		{"a missing context", map[string]string{"XDG_CONFIG_HOME": "/nonexistent"}, []string{"--nats-context", "nope"}, nil, `no nats context "nope"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +144,23 @@ func TestParseFlags(t *testing.T) {
 				t.Fatalf("unexpected config %+v", c)
 			}
 		})
+	}
+}
+
+// The help spells flags --flag and says how the NATS connection is found.
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := errOut.String()
+	for _, want := range []string{"\n  --nats-context name", "\n  --http string", "NATS connection", "TURNGUARD_NATS_CONTEXT", "otherwise the embedded server"} {
+		if !strings.Contains(help, want) {
+			t.Fatalf("help lacks %q:\n%s", want, help)
+		}
+	}
+	if strings.Contains(help, "\n  -nats") {
+		t.Fatalf("single-dash flags in the help:\n%s", help)
 	}
 }
 

@@ -47,6 +47,7 @@ func credsCommand(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("name", "", "the credential's name (default <role>[-<tenant>])")
 	out := fs.String("out", "", "write the credential to this file (mode 0600, must not exist) instead of stdout")
 	dir := fs.String("dir", "", "creds init: the directory to create")
+	fs.Usage = cliflag.Usage(fs, "Usage: processor creds "+args[0]+" [flags]\n\nFlags:\n", "")
 	err := cliflag.ApplyEnv(fs)
 	if err == nil {
 		err = fs.Parse(args[1:])

@@ -50,10 +50,7 @@ func initCommand(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "the directory to lay out (created 0700)")
 	names := fs.String("http-names", "localhost,127.0.0.1", "comma-separated DNS names and IP addresses the HTTP certificate is for")
 	tenant := fs.String("http-tenant", "default", "the tenant of the demo HTTP caller")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, initUsage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = cliflag.Usage(fs, initUsage, "")
 	err := cliflag.ApplyEnv(fs)
 	if err == nil {
 		err = fs.Parse(args)

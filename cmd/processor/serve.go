@@ -34,7 +34,6 @@ import (
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/internal/version"
-	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -54,14 +53,32 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The endpoint's security is settled before anything starts, so that a
-	// bad callers file or certificate stops the processor at once.
+	// Everything that can be checked is checked before anything is
+	// created or started — keys, the data dir's authority and lock, NATS —
+	// so that a mistake stops the processor leaving no trace: the
+	// endpoint's callers file and certificates, the rules, the embedded
+	// server's TLS files, the key files that exist.
 	callers, tlsConfig, err := httpSecurity(cfg, log)
 	if err != nil {
 		return err
 	}
-	// The metrics listener is bound first too, and serves from the start:
-	// /healthz answers while NATS starts, /readyz says "starting".
+	rs, err := rules.LoadFiles(cfg.rules...)
+	if err != nil {
+		return fmt.Errorf("rules:\n%w", err)
+	}
+	if err := checkFiles(cfg); err != nil {
+		return err
+	}
+	// The listeners are bound before NATS starts too: an address in use is
+	// the likeliest mistake left. The metrics listener serves from the
+	// start: /healthz answers while NATS starts, /readyz says "starting".
+	var httpListener net.Listener
+	if cfg.httpAddr != "" {
+		if httpListener, err = net.Listen("tcp", cfg.httpAddr); err != nil {
+			return fmt.Errorf("--http %s: %w", cfg.httpAddr, err)
+		}
+		defer httpListener.Close()
+	}
 	var mx *metrics.Metrics
 	if cfg.metricsAddr != "" {
 		l, err := listenMetrics(cfg.metricsAddr, log)
@@ -105,10 +122,6 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// all have this file.
 	log.Info().Str("file", cfg.stateKey).Bool("created", created).Msg("state values are authenticated with this key")
 	g := guardian.New(v, gcfg)
-	rs, err := rules.LoadFiles(cfg.rules...)
-	if err != nil {
-		return fmt.Errorf("rules:\n%w", err)
-	}
 	source := stream.NewRuleSource(rs)
 	log.Info().Str("ruleset", rs.Name).Str("revision", rs.Revision).Int("rules", len(rs.Rules)).Strs("files", rs.Files).Msg("rules loaded")
 
@@ -121,7 +134,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("NATS reconnected") }),
 	}
-	url := cfg.natsURL
+	url := cfg.target.URL
 	if url == "" {
 		var stop func()
 		srv, stop, err = startEmbedded(cfg, log)
@@ -142,22 +155,14 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			opts = append(opts, self)
 		}
 	} else {
-		if cfg.natsCreds != "" {
-			co, err := client.CredentialsOptions(cfg.natsCreds)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, co...)
-		} else {
+		if !cfg.target.Authenticated {
 			log.Warn().Str("nats_url", url).Msg("connecting to NATS without credentials (--nats-creds): whoever can reach that server can forge and read everything")
 		}
-		if cfg.natsCA != "" {
-			opts = append(opts, nats.RootCAs(cfg.natsCA))
-		}
+		opts = append(opts, cfg.target.Options...)
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return fmt.Errorf("connect to NATS %s: %w", url, err)
+		return fmt.Errorf("connect to NATS %s (from %s): %w", url, cfg.target.Source, err)
 	}
 	defer func() {
 		if err := nc.Drain(); err != nil {
@@ -194,10 +199,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			}
 			handler = mx.InstrumentHTTP(handler)
 		}
-		_, stopHTTP, err := serveHTTP(ctx, cfg.httpAddr, tlsConfig, handler, cfg.httpLimits, log)
-		if err != nil {
-			return err
-		}
+		stopHTTP := serveHTTPOn(ctx, httpListener, tlsConfig, handler, cfg.httpLimits, log)
 		defer func() {
 			stopHTTP()
 			st := gw.Stats()
@@ -341,13 +343,45 @@ func serveHTTP(ctx context.Context, addr string, tlsConfig *tls.Config, h http.H
 	if err != nil {
 		return nil, nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
+	return raw.Addr(), serveHTTPOn(ctx, raw, tlsConfig, h, limits, log), nil
+}
+
+// serveHTTPOn is serveHTTP on a listener bound already.
+func serveHTTPOn(ctx context.Context, raw net.Listener, tlsConfig *tls.Config, h http.Handler, limits httpLimits, log zerolog.Logger) func() {
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"
 	}
 	stop := serveBounded(ctx, raw, tlsConfig, h, limits, "HTTP endpoint", 10*time.Second, log)
 	log.Info().Str("url", scheme+"://"+raw.Addr().String()+"/acs").Int("max_conns", limits.maxConns).Msg("ACS JSON-RPC endpoint listening")
-	return raw.Addr(), stop, nil
+	return stop
+}
+
+// checkFiles checks the files serve reads later, after it has created
+// keys or started NATS: the embedded server's TLS pair, and key files
+// that exist (missing ones are created, but only once everything else is
+// known to be right).
+func checkFiles(cfg config) error {
+	if cfg.target.URL == "" && cfg.listenTLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.listenTLSCert, cfg.listenTLSKey); err != nil {
+			return fmt.Errorf("--listen-tls-cert, --listen-tls-key: %w", err)
+		}
+	}
+	keys := []struct{ flag, path string }{{"--state-key", cfg.stateKey}}
+	if cfg.receiptKey != receiptKeyNone {
+		keys = append(keys, struct{ flag, path string }{"--receipt-key", cfg.receiptKey})
+	}
+	for _, k := range keys {
+		f, err := os.Open(k.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.flag, err)
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // serveBounded serves h on raw, over TLS when tlsConfig is set, within

@@ -45,10 +45,7 @@ func httpTokenCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.CertURI, "cert-uri", "", "a certificate caller: a URI SAN of its client certificate (e.g. a SPIFFE id)")
 	fs.StringVar(&c.CertDNS, "cert-dns", "", "a certificate caller: a DNS SAN of its client certificate")
 	fs.StringVar(&c.CertSubject, "cert-subject", "", `a certificate caller: its certificate's subject, RFC 2253 form ("CN=ci,O=Acme")`)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, httpTokenUsage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = cliflag.Usage(fs, httpTokenUsage, "")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -299,7 +299,7 @@ func trustedReceiptKey(c conn, flag string) (ed25519.PublicKey, error) {
 		return nil, nil
 	case flag != "":
 		return receipt.LoadPublic(flag)
-	case c.natsURL == "":
+	case c.embedded():
 		for _, name := range []string{"receipt-key.pub", "receipt-key.pem"} {
 			if p := filepath.Join(c.dataDir, name); fileExists(p) {
 				return receipt.LoadPublic(p)

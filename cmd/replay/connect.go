@@ -15,29 +15,34 @@ import (
 
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/natsauth"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/replay"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/pkg/client"
 )
 
 // conn is where the recorded streams are read from.
 type conn struct {
-	natsURL   string
-	natsCreds string
-	dataDir   string
+	nats    natsconn.Flags
+	dataDir string
 }
 
 func (c *conn) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server or cluster URL(s) the processor records to; empty opens --data-dir")
-	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file for --nats-url: an admin credential (<data-dir>/creds/admin.creds of the embedded processor)")
-	fs.StringVar(&c.dataDir, "data-dir", "./data", "the embedded server's data directory, opened when no processor runs on it")
+	c.nats.Register(fs, "an admin credential (<data-dir>/creds/admin.creds of the embedded processor)")
+	fs.StringVar(&c.dataDir, "data-dir", "./data", "the embedded server's data directory, opened when no NATS server is named and no processor runs on it")
 }
+
+// embedded says the data dir is opened rather than a server connected to.
+func (c *conn) embedded() bool { return c.nats.URL == "" && c.nats.Context == "" }
 
 // open connects and opens the recorded streams; close releases what open
 // started.
 func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), err error) {
+	target, err := natsconn.Resolve(c.nats, natsconn.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := []nats.Option{nats.Name("turnguard-replay")}
-	url := c.natsURL
+	url := target.URL
 	var stopServer func()
 	if url == "" {
 		if _, err := os.Stat(filepath.Join(c.dataDir, "jetstream")); err != nil {
@@ -57,7 +62,7 @@ func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), er
 		}
 		srv, err := stream.StartEmbedded(ecfg)
 		if errors.Is(err, stream.ErrDataDirInUse) {
-			return nil, nil, fmt.Errorf("a processor is running on %s; connect to it instead, e.g. --nats-url nats://127.0.0.1:4222", c.dataDir)
+			return nil, nil, fmt.Errorf("a processor is running on %s (%w); connect to it instead, e.g. --nats-url nats://127.0.0.1:4222", c.dataDir, err)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -70,19 +75,16 @@ func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), er
 		if admin != nil {
 			opts = append(opts, admin)
 		}
-	} else if c.natsCreds != "" {
-		co, err := client.CredentialsOptions(c.natsCreds)
-		if err != nil {
-			return nil, nil, err
-		}
-		opts = append(opts, co...)
+	} else {
+		opts = append(opts, target.Options...)
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		if stopServer != nil {
 			stopServer()
+			return nil, nil, fmt.Errorf("open %s: %w", c.dataDir, err)
 		}
-		return nil, nil, fmt.Errorf("connect to NATS %s: %w", url, err)
+		return nil, nil, fmt.Errorf("connect to NATS %s (from %s): %w", url, target.Source, err)
 	}
 	closeFn = func() {
 		nc.Close()
@@ -164,10 +166,8 @@ func (r *rangeFlags) bounds(now time.Time) (replay.Bounds, error) {
 func newFlagSet(name, synopsis string, stderr interface{ Write([]byte) (int, error) }) *flag.FlagSet {
 	fs := flag.NewFlagSet("replay "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: replay %s %s\n\nFlags (each can also be set as %s<FLAG_NAME>):\n", name, synopsis, cliflag.EnvPrefix)
-		fs.PrintDefaults()
-	}
+	fs.Usage = cliflag.Usage(fs, fmt.Sprintf("Usage: replay %s %s\n\nFlags (each can also be set as %s<FLAG_NAME>):\n", name, synopsis, cliflag.EnvPrefix),
+		replayNATSHelp)
 	return fs
 }
 
@@ -184,3 +184,6 @@ func parse(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// replayNATSHelp ends every replay --help.
+var replayNATSHelp = natsconn.Help(natsconn.Options{}, "the store under --data-dir, opened with an embedded server")

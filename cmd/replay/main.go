@@ -47,8 +47,9 @@ Commands:
              verified as they arrive (--json for one object per line)
   version    print the version (also --version)
 
-Connect with --nats-url (and --nats-creds), or open the embedded server's
-store with --data-dir (default ./data) when no processor runs on it.
+Connect with --nats-url (and --nats-creds) or --nats-context, or open the
+embedded server's store with --data-dir (default ./data) when no processor
+runs on it.
 Run "replay COMMAND --help" for a command's flags.
 `
 
@@ -73,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+"\n"+replayNATSHelp)
 		return exitOK
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, version.String("replay"))

@@ -5,13 +5,16 @@
 //
 //	go run ./cmd/processor                       # in one terminal
 //	go run ./examples/client                     # in another
-//	go run ./examples/client -posture deny -timeout 500ms
-//	go run ./examples/client -receipt-key /srv/turnguard/receipt-key.pub
-//	go run ./examples/client -nats-creds acme.creds   # processor creds add --role agent --tenant acme
+//	go run ./examples/client --posture deny --timeout 500ms
+//	go run ./examples/client --receipt-key /srv/turnguard/receipt-key.pub
+//	go run ./examples/client --nats-creds acme.creds --tenant acme   # processor creds add --role agent --tenant acme
+//	go run ./examples/client --nats-context tg-agent                 # a nats CLI context
 //
-// It connects as the agent the processor wrote data/creds/agent.creds for
-// (tenant default); an agent credential may only publish its tenant's
-// envelopes and read its tenant's decisions.
+// It connects as every turnguard command does (internal/natsconn; --help
+// lists the order), and without anything set to nats://127.0.0.1:4222 as
+// the agent the processor wrote data/creds/agent.creds for (tenant
+// default); an agent credential may only publish its tenant's envelopes
+// and read its tenant's decisions.
 //
 // A decision counts only when its Ed25519 receipt verifies with the
 // processor's public key, which the processor writes next to its private
@@ -30,18 +33,37 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
+// defaultCreds is the agent credential a processor started as the README's
+// quick start writes.
+const defaultCreds = "data/creds/agent.creds"
+
 func main() {
-	url := flag.String("nats-url", envOr("TURNGUARD_NATS_URL", nats.DefaultURL), "NATS server (or TURNGUARD_NATS_URL)")
-	creds := flag.String("nats-creds", envOr("TURNGUARD_NATS_CREDS", "data/creds/agent.creds"), "agent credential (or TURNGUARD_NATS_CREDS); \"none\" for a processor run with --auth none")
-	tenant := flag.String("tenant", "default", "the tenant the credential is bound to")
-	posture := flag.String("posture", "deny", "what to do when no decision arrives in time: deny or proceed")
-	timeout := flag.Duration("timeout", 5*time.Second, "how long to wait for each decision")
-	session := flag.String("session", "", "session id (default: a new one each run)")
-	receiptKey := flag.String("receipt-key", "data/receipt-key.pub", "the processor's receipt public key (PEM); \"none\" for a processor run with --receipt-key none")
-	flag.Parse()
+	fs := flag.NewFlagSet("client", flag.ExitOnError)
+	var nf natsconn.Flags
+	nf.Register(fs, "an agent credential (default "+defaultCreds+")")
+	tenant := fs.String("tenant", "default", "the tenant the credential is bound to")
+	posture := fs.String("posture", "deny", "what to do when no decision arrives in time: deny or proceed")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each decision")
+	session := fs.String("session", "", "session id (default: a new one each run)")
+	receiptKey := fs.String("receipt-key", "data/receipt-key.pub", "the processor's receipt public key (PEM); \"none\" for a processor run with --receipt-key none")
+	connOpts := natsconn.Options{Implicit: true, DefaultURL: nats.DefaultURL, DefaultCreds: defaultCreds}
+	fs.Usage = cliflag.Usage(fs, "Usage: client [flags]\n\nSends the taint example session to a running processor through pkg/client.\nEvery flag can also be set as "+cliflag.EnvPrefix+"<FLAG_NAME>.\n\nFlags:\n",
+		natsconn.Help(connOpts, nats.DefaultURL+" with the credentials "+defaultCreds+" (unless another source gives some)"))
+	if err := cliflag.ApplyEnv(fs); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		os.Exit(2)
+	}
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad command line exits here
+	target, err := natsconn.Resolve(nf, connOpts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		os.Exit(1)
+	}
 	opt := client.Options{Tenant: *tenant, Posture: client.Posture(*posture), Timeout: *timeout}
 	if *receiptKey == "none" {
 		// Without receipts anyone allowed to publish on the decision
@@ -55,32 +77,16 @@ func main() {
 		}
 		opt.TrustedKeys = []ed25519.PublicKey{key}
 	}
-	if err := run(*url, *creds, opt, *session); err != nil {
+	if err := run(target, opt, *session); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		os.Exit(1)
 	}
 }
 
-// envOr is the environment variable's value, or def when it is unset.
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func run(url, creds string, opt client.Options, session string) error {
-	opts := []nats.Option{nats.Name("turnguard-example-client")}
-	if creds != "none" {
-		co, err := client.CredentialsOptions(creds)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, co...)
-	}
-	nc, err := nats.Connect(url, opts...)
+func run(target natsconn.Target, opt client.Options, session string) error {
+	nc, err := nats.Connect(target.URL, append([]nats.Option{nats.Name("turnguard-example-client")}, target.Options...)...)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to NATS %s (from %s): %w", target.URL, target.Source, err)
 	}
 	defer nc.Close()
 	c, err := client.New(nc, opt)

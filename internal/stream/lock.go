@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -44,10 +46,32 @@ func lockDataDir(dir string) (release func(), err error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is locked (%v)", ErrDataDirInUse, path, err)
+		return nil, fmt.Errorf("%w: %s is locked by %s (%v)", ErrDataDirInUse, path, lockHolder(path), err)
+	}
+	// The holder's PID in the file is what the refusal above names: the
+	// lock itself says only that someone holds it. Best effort: a lock
+	// without it still locks.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return func() {
 		_ = unlock(f)
 		f.Close()
 	}, nil
+}
+
+// lockHolder names the process holding a data directory's lock, from the
+// PID it wrote into the lock file. Where the file cannot be read while
+// locked (Windows locks are mandatory) or a turnguard from before PIDs
+// were written holds it, it says so.
+func lockHolder(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "another process (its PID is unreadable: " + err.Error() + ")"
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return "another process (no PID in the lock file)"
+	}
+	return fmt.Sprintf("process %d", pid)
 }
