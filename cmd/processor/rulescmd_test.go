@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,6 +43,36 @@ func TestRulesCommand(t *testing.T) {
 			for _, want := range tc.error {
 				if !strings.Contains(errOut.String(), want) {
 					t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+				}
+			}
+		})
+	}
+}
+
+// TestExampleRuleFiles: every rule file under examples/rules — the files
+// the README's replay examples name — loads next to the default pack, as
+// the README loads it, carries test cases of its own, and passes them and
+// the pack's (`processor rules check` and `rules test`).
+func TestExampleRuleFiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "rules", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The README names these two; more may come.
+	for _, want := range []string{"stricter.yaml", "ours.yaml"} {
+		if !slices.ContainsFunc(files, func(f string) bool { return filepath.Base(f) == want }) {
+			t.Errorf("examples/rules/%s is missing (the README uses it)", want)
+		}
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			for _, cmd := range []string{"check", "test"} {
+				var out, errOut bytes.Buffer
+				if code := run(context.Background(), []string{"rules", cmd, "builtin:default", f}, &out, &errOut); code != 0 {
+					t.Fatalf("rules %s: exit %d\n%s%s", cmd, code, out.String(), errOut.String())
+				}
+				if cmd == "test" && !strings.Contains(out.String(), "PASS "+f+":") {
+					t.Errorf("%s carries no test case of its own:\n%s", f, out.String())
 				}
 			}
 		})

@@ -5,12 +5,15 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/receipt"
@@ -30,13 +33,16 @@ func sessionsCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := newFlagSet("sessions", "[--tenant T] [--since 24h | --from TIME --to TIME] [--agent A]", stderr)
 	c.register(fs)
 	rf.register(fs)
-	fs.StringVar(&tenant, "tenant", "default", "tenant")
+	registerTenant(fs, &tenant, "only this tenant's sessions")
 	fs.StringVar(&agent, "agent", "", "only sessions of this agent_id")
 	fs.StringVar(&format, "format", "table", "table or json")
 	if err := parse(fs, args); err != nil {
 		return exitError, err
 	}
 	if err := checkFormat(format, "table", "json"); err != nil {
+		return exitError, err
+	}
+	if err := checkTenant(tenant); err != nil {
 		return exitError, err
 	}
 	b, err := rf.bounds(time.Now())
@@ -69,7 +75,7 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := newFlagSet("timeline", "--session S [--format table|json|html] [--output FILE] [--receipt-key PEM]", stderr)
 	c.register(fs)
 	core.Register(fs)
-	fs.StringVar(&tenant, "tenant", "default", "tenant of the session")
+	registerTenant(fs, &tenant, "tenant of the session")
 	fs.StringVar(&session, "session", "", "session id (required)")
 	fs.Var(&ruleFiles, "rules", "rules whose taint labels and windows to show, and to re-decide with (default builtin:default, the processor's default)")
 	fs.StringVar(&format, "format", "table", "table, json (JSON Lines: one object per step) or html (one self-contained file)")
@@ -82,6 +88,9 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitError, errors.New("--session is required")
 	}
 	if err := checkFormat(format, "table", "json", "html"); err != nil {
+		return exitError, err
+	}
+	if err := checkTenant(tenant); err != nil {
 		return exitError, err
 	}
 	pub, err := trustedReceiptKey(c, receiptKey)
@@ -98,6 +107,9 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	defer closeFn()
 	src.SetTrustedKey(pub)
+	if tenant, err = sessionTenant(ctx, src, r, tenant, session); err != nil {
+		return exitError, err
+	}
 	tl, err := replay.BuildTimeline(ctx, src, g, rs, r, tenant, session)
 	if err != nil {
 		return exitError, err
@@ -124,17 +136,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		ruleFiles               cliflag.List
 		tenant, session, format string
 		diff, failOnDiff        bool
+		allowEmpty              bool
 		samples                 int
 	)
-	fs := newFlagSet("run", "--rules FILE... [--since D | --from T --to T | --session S] [--diff] [--fail-on-diff]", stderr)
+	fs := newFlagSet("run", "--rules FILE... [--tenant T] [--since D | --from T --to T | --session S] [--diff] [--fail-on-diff [--allow-empty]]", stderr)
 	c.register(fs)
 	rf.register(fs)
 	core.Register(fs)
 	fs.Var(&ruleFiles, "rules", "rule files to re-decide with; repeat or separate with commas (builtin:default is the embedded pack)")
-	fs.StringVar(&tenant, "tenant", "default", "tenant")
+	registerTenant(fs, &tenant, "only this tenant's envelopes")
 	fs.StringVar(&session, "session", "", "only this session")
 	fs.BoolVar(&diff, "diff", false, "list every envelope whose decision or alerts change, with its evidence")
-	fs.BoolVar(&failOnDiff, "fail-on-diff", false, "exit 1 when anything changes (for CI gates on rule changes)")
+	fs.BoolVar(&failOnDiff, "fail-on-diff", false, "exit 1 when anything changes, and 3 when nothing was compared (for CI gates on rule changes)")
+	fs.BoolVar(&allowEmpty, "allow-empty", false, "with --fail-on-diff, exit 0 when nothing was compared (no envelope selected in range with a recorded decision) instead of 3")
 	fs.IntVar(&samples, "samples", 10, "changes listed as samples without --diff")
 	fs.StringVar(&format, "format", "table", "table or json (the whole report, every change included)")
 	if err := parse(fs, args); err != nil {
@@ -144,6 +158,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return exitError, errors.New("--rules is required (builtin:default names the embedded pack)")
 	}
 	if err := checkFormat(format, "table", "json"); err != nil {
+		return exitError, err
+	}
+	if err := checkTenant(tenant); err != nil {
 		return exitError, err
 	}
 	b, err := rf.bounds(time.Now())
@@ -181,6 +198,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if failOnDiff && rep.Differs() {
 		return exitDifferences, nil
 	}
+	if failOnDiff && rep.Empty() && !allowEmpty {
+		// A gate that compared nothing has not passed: a wrong tenant or
+		// range must not read as "the rules change nothing".
+		fmt.Fprintf(stderr, "replay run: nothing was compared (%s, stream sequences %d–%d); --allow-empty accepts that\n", tenantText(tenant), rep.From, rep.To)
+		return exitNothingCompared, nil
+	}
 	return exitOK, nil
 }
 
@@ -198,9 +221,9 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	c.register(fs)
 	rf.register(fs)
 	core.Register(fs)
-	fs.StringVar(&tenant, "tenant", "", `tenant of the session (default "default"); with --all only this tenant's messages (default every tenant's, and turnguard's own _system alerts)`)
+	registerTenant(fs, &tenant, "with --all only this tenant's messages (\"*\" includes turnguard's own _system alerts); with --session the session's tenant")
 	fs.StringVar(&session, "session", "", "session id (required unless --all or --system-alerts)")
-	fs.BoolVar(&all, "all", false, "audit every message of ACS_DECISIONS and ACS_ALERTS stored in range (--since, --from, --to), of every tenant or --tenant: report each that is not a verified answer; no hash chains are recomputed (that is --session's); exit 1 unless everything was checked and nothing rejected")
+	fs.BoolVar(&all, "all", false, "audit every message of ACS_DECISIONS and ACS_ALERTS stored in range (--since, --from, --to), of every tenant or --tenant: report each that is not a verified answer; no hash chains are recomputed (that is --session's); exit 1 unless something was checked, everything was, and nothing was rejected")
 	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
 	fs.BoolVar(&systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>; --all without --tenant always does)")
 	fs.IntVar(&maxRejected, "max-rejected", 10000, "with --all, list at most this many rejected messages and count the rest (0: list all)")
@@ -225,12 +248,12 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := checkFormat(format, "table", "json"); err != nil {
 		return exitError, err
 	}
+	if err := checkTenant(tenant); err != nil {
+		return exitError, err
+	}
 	b, err := rf.bounds(time.Now())
 	if err != nil {
 		return exitError, err
-	}
-	if tenant == "" && !all {
-		tenant = "default"
 	}
 	pub, err := trustedReceiptKey(c, receiptKey)
 	if err != nil {
@@ -249,10 +272,18 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	v := &replay.Verification{Chain: replay.ChainVerdict{Intact: true}}
 	switch {
 	case all:
-		if v, err = replay.VerifyAll(ctx, src, pub, replay.SweepOptions{Tenant: tenant, Bounds: b, Progress: stderr, MaxRejected: maxRejected}); err != nil {
+		// The sweep's "" is every tenant, subjects of any shape included.
+		sweep := tenant
+		if sweep == "*" {
+			sweep = ""
+		}
+		if v, err = replay.VerifyAll(ctx, src, pub, replay.SweepOptions{Tenant: sweep, Bounds: b, Progress: stderr, MaxRejected: maxRejected}); err != nil {
 			return exitError, err
 		}
 	case session != "":
+		if tenant, err = sessionTenant(ctx, src, r, tenant, session); err != nil {
+			return exitError, err
+		}
 		if v, err = replay.Verify(ctx, src, g, gcfg.Keys, pub, r, tenant, session); err != nil {
 			return exitError, err
 		}
@@ -261,7 +292,7 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	// A sweep of every tenant has read the _system alerts already.
-	if systemAlerts && !(all && tenant == "") {
+	if systemAlerts && !(all && tenant == "*") {
 		sys, err := replay.VerifySystemAlerts(ctx, src, pub)
 		if err != nil {
 			return exitError, err
@@ -273,20 +304,71 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	if format == "json" {
-		err = writeJSON(stdout, v)
+		err = writeJSON(stdout, struct {
+			*replay.Verification
+			Result string `json:"result"`
+		}{v, v.Result()})
 	} else {
 		err = replay.WriteVerification(stdout, v)
 	}
 	if err != nil {
 		return exitError, err
 	}
-	if !v.OK() || !v.Complete() {
-		// A verification that could not check everything proves nothing
-		// about what it skipped: only "verified" passes, for a session as
-		// for the whole stream.
+	if !v.Verified() {
+		// A verification that checked nothing, or not everything, proves
+		// nothing about what it skipped: only "verified" passes, for a
+		// session as for the whole stream.
 		return exitDifferences, nil
 	}
 	return exitOK, nil
+}
+
+// allTenants is the --tenant value, and default, for every tenant.
+const allTenants = "*"
+
+// registerTenant registers --tenant alike in every command: a tenant, or
+// "*" (the default) for every tenant — for a session command, whichever
+// tenant the session is of.
+func registerTenant(fs *flag.FlagSet, tenant *string, what string) {
+	fs.StringVar(tenant, "tenant", allTenants, what+`; "*" (the default): every tenant, and for --session the one tenant with that session`)
+}
+
+// checkTenant refuses a tenant that is neither "*" nor a tenant token: it
+// becomes part of subject filters.
+func checkTenant(tenant string) error {
+	if tenant == allTenants {
+		return nil
+	}
+	if err := acs.CheckTenant(tenant); err != nil {
+		return fmt.Errorf("--tenant: %w", err)
+	}
+	return nil
+}
+
+// sessionTenant is the tenant of session: tenant itself, or with "*" the
+// one tenant whose envelopes carry that session id.
+func sessionTenant(ctx context.Context, src *replay.Source, r replay.Range, tenant, session string) (string, error) {
+	if tenant != allTenants {
+		return tenant, nil
+	}
+	tenants, err := src.SessionTenants(ctx, r, session)
+	switch {
+	case err != nil:
+		return "", err
+	case len(tenants) == 0:
+		return "", fmt.Errorf("no envelopes of session %s in any tenant", session)
+	case len(tenants) > 1:
+		return "", fmt.Errorf("session %s is in tenants %s: choose one with --tenant", session, strings.Join(tenants, ", "))
+	}
+	return tenants[0], nil
+}
+
+// tenantText names a --tenant value in a message.
+func tenantText(tenant string) string {
+	if tenant == allTenants {
+		return "every tenant"
+	}
+	return "tenant " + tenant
 }
 
 // trustedReceiptKey loads the receipt key a command trusts: flag (a PEM

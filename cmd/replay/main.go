@@ -2,10 +2,10 @@
 // and ACS_ALERTS — for incident analysis and rule back-testing. It runs
 // the processor's pure decision core and never publishes.
 //
-//	replay sessions  [range] [--agent A]
-//	replay timeline  --session S [--format table|json|html] [--output FILE]
-//	replay run       --rules FILE... [range | --session S] [--diff] [--fail-on-diff]
-//	replay verify    --session S [--keys FILE] [--receipt-key PEM] [--system-alerts]
+//	replay sessions  [--tenant T] [range] [--agent A]
+//	replay timeline  [--tenant T] --session S [--format table|json|html] [--output FILE]
+//	replay run       --rules FILE... [--tenant T] [range | --session S] [--diff] [--fail-on-diff [--allow-empty]]
+//	replay verify    [--tenant T] --session S [--keys FILE] [--receipt-key PEM] [--system-alerts]
 //	replay verify    --all [--tenant T] [range] [--receipt-key PEM]
 //	replay tail      [--tenant T] [--session S] [--since D] [--json] [--count N]
 package main
@@ -28,7 +28,11 @@ const (
 	exitOK          = 0
 	exitDifferences = 1 // run --fail-on-diff found changes; verify found problems
 	exitError       = 2
-	exitInterrupted = 130
+	// exitNothingCompared: run --fail-on-diff compared no envelope (a
+	// wrong tenant or range), so it proved nothing; --allow-empty makes
+	// that exit 0.
+	exitNothingCompared = 3
+	exitInterrupted     = 130
 )
 
 const usage = `Usage: replay COMMAND [flags]
@@ -51,6 +55,14 @@ Connect with --nats-url (and --nats-creds) or --nats-context, or open the
 embedded server's store with --data-dir (default ./data) when no processor
 runs on it.
 Run "replay COMMAND --help" for a command's flags.
+
+--tenant T limits any command to one tenant; "*", the default everywhere,
+is every tenant (for --session: the one tenant that has the session).
+
+Exit codes: 0 ok; 1 run --fail-on-diff found changes, or verify's result
+is not "verified"; 2 error; 3 run --fail-on-diff compared nothing (no
+envelope selected in range: a wrong tenant or range?), unless
+--allow-empty; 130 interrupted.
 `
 
 func main() {

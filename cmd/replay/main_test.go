@@ -140,32 +140,53 @@ func TestReplayCommands(t *testing.T) {
 		{"timeline as JSON", []string{"timeline", "--data-dir", data, "--session", examples.TaintSessionID, "--format", "json"}, exitOK,
 			[]string{`"hook":"toolCallRequest"`, `"decision":"deny"`}},
 		{"timeline as HTML", []string{"timeline", "--data-dir", data, "--session", examples.TaintSessionID, "--format", "html", "--output", report}, exitOK, nil},
-		{"unknown session", []string{"timeline", "--data-dir", data, "--session", "nope"}, exitError, []string{"no envelopes of session nope"}},
 		{"run with the live rules", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--fail-on-diff"}, exitOK,
 			[]string{"no differences", "compared  14 envelopes in 2 sessions"}},
+		{"run of one tenant", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--tenant", "default", "--fail-on-diff"}, exitOK,
+			[]string{"selected  tenant default", "compared  14 envelopes in 2 sessions"}},
+		{"run of one session, its tenant found", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--session", examples.TaintSessionID, "--fail-on-diff"}, exitOK,
+			[]string{"compared  6 envelopes in 1 session ", "no differences"}},
+		{"a gate over a tenant with nothing recorded fails", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--tenant", "acme", "--fail-on-diff"}, exitNothingCompared,
+			[]string{"compared  0 envelopes in 0 sessions", "NOTHING COMPARED"}},
+		{"a gate after the last envelope fails", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--from", "2099-01-01T00:00:00Z", "--fail-on-diff"}, exitNothingCompared,
+			[]string{"NOTHING COMPARED"}},
+		{"a gate told an empty range is fine", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--tenant", "acme", "--fail-on-diff", "--allow-empty"}, exitOK,
+			[]string{"NOTHING COMPARED"}},
+		{"a report without a gate over nothing", []string{"run", "--data-dir", data, "--rules", "builtin:default", "--tenant", "acme"}, exitOK,
+			[]string{"NOTHING COMPARED"}},
+		{"sessions of every tenant, said so", []string{"sessions", "--data-dir", data, "--tenant", "*"}, exitOK,
+			[]string{examples.SessionID, examples.TaintSessionID}},
+		{"sessions of another tenant", []string{"sessions", "--data-dir", data, "--tenant", "acme", "--format", "json"}, exitOK, nil},
+		{"a tenant that is no tenant", []string{"sessions", "--data-dir", data, "--tenant", "a.b"}, exitError, []string{"--tenant"}},
+		{"timeline of a session in another tenant", []string{"timeline", "--data-dir", data, "--tenant", "acme", "--session", examples.TaintSessionID}, exitError,
+			[]string{"no envelopes of session " + examples.TaintSessionID + " (tenant acme)"}},
+		{"timeline of a session in no tenant", []string{"timeline", "--data-dir", data, "--session", "nope"}, exitError,
+			[]string{"no envelopes of session nope in any tenant"}},
+		{"verify without the receipt key", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID, "--receipt-key", "none"}, exitDifferences,
+			[]string{"result     partly checked: 6 chain entries sound; not checked: 7 receipts (no --receipt-key): not verified"}},
 		{"run with the taint rule in shadow mode", []string{"run", "--data-dir", data, "--rules", shadow, "--diff", "--fail-on-diff"}, exitDifferences,
 			[]string{"deny→allow       1", "TG-TAINT-001  shadow  1", "decision deny → allow"}},
-		{"run without --fail-on-diff", []string{"run", "--data-dir", data, "--rules", shadow}, exitOK, []string{"1 envelope(s) differ"}},
+		{"run without --fail-on-diff", []string{"run", "--data-dir", data, "--rules", shadow}, exitOK, []string{"1 envelope differs"}},
 		{"run as JSON", []string{"run", "--data-dir", data, "--rules", shadow, "--format", "json"}, exitOK, []string{`"deny→allow": 1`}},
 		{"verify with the store's receipt key", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID}, exitOK,
-			[]string{"chain      intact: 6 entries", "messages   6 on the decision subject: 6 checked, 0 not checked; 1 alert(s): 1 checked", "result     verified"}},
+			[]string{"chain      intact: 6 chain entries of 6 envelopes", "messages   6 on the decision subject: 6 checked, 0 not checked; 1 alert: 1 checked", "result     verified: 6 chain entries, 7 receipts checked"}},
 		{"verify with the operational alerts", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID, "--system-alerts"}, exitOK,
 			[]string{"result     verified"}},
-		{"verify the operational alerts alone", []string{"verify", "--data-dir", data, "--system-alerts"}, exitOK,
-			[]string{"0 alert(s)", "result     verified"}},
+		{"verify the operational alerts alone, when there are none", []string{"verify", "--data-dir", data, "--system-alerts"}, exitDifferences,
+			[]string{"0 alerts", "result     nothing checked"}},
 		{"verify without a session", []string{"verify", "--data-dir", data}, exitError, []string{"--session or --all is required"}},
 		{"verify --all", []string{"verify", "--data-dir", data, "--all"}, exitOK,
 			[]string{"sweep      all tenants", "decisions  14: 14 checked, 0 not checked", "alerts     1: 1 checked, 0 not checked", "rejected   0", "result     verified"}},
 		{"verify --all of one tenant in a range", []string{"verify", "--data-dir", data, "--all", "--tenant", "default", "--since", "1h"}, exitOK,
 			[]string{"sweep      tenant default, stored ", "decisions  14: 14 checked", "result     verified"}},
-		{"verify --all of another tenant", []string{"verify", "--data-dir", data, "--all", "--tenant", "acme"}, exitOK,
-			[]string{"decisions  0: 0 checked", "alerts     0:", "result     verified"}},
-		{"verify --all after the last message", []string{"verify", "--data-dir", data, "--all", "--from", "2099-01-01T00:00:00Z"}, exitOK,
-			[]string{"decisions  0:", "result     verified"}},
+		{"verify --all of another tenant", []string{"verify", "--data-dir", data, "--all", "--tenant", "acme"}, exitDifferences,
+			[]string{"decisions  0: 0 checked", "alerts     0:", "result     nothing checked"}},
+		{"verify --all after the last message", []string{"verify", "--data-dir", data, "--all", "--from", "2099-01-01T00:00:00Z"}, exitDifferences,
+			[]string{"decisions  0:", "result     nothing checked"}},
 		{"verify --all as JSON", []string{"verify", "--data-dir", data, "--all", "--format", "json"}, exitOK,
 			[]string{`"sweep": {`, `"tenant": "*"`, `"decisions": 14`, `"rejected": []`}},
 		{"verify --all with another key", []string{"verify", "--data-dir", data, "--all", "--receipt-key", otherKey}, exitDifferences,
-			[]string{"rejected   15", "result     15 message(s) rejected", "ACS_DECISIONS", "ACS_ALERTS", "receipt made with key"}},
+			[]string{"rejected   15", "result     15 messages rejected", "ACS_DECISIONS", "ACS_ALERTS", "receipt made with key"}},
 		{"verify --all and --session", []string{"verify", "--data-dir", data, "--all", "--session", examples.TaintSessionID}, exitError,
 			[]string{"--all and --session are alternatives"}},
 		{"verify a session in a range", []string{"verify", "--data-dir", data, "--session", examples.TaintSessionID, "--since", "1h"}, exitError,
@@ -200,6 +221,13 @@ func TestReplayCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Every command takes --tenant alike, "*" by default, and says so.
+	for _, cmd := range []string{"sessions", "timeline", "run", "verify"} {
+		code, _, help := runReplay(t, cmd, "--help")
+		if code != exitOK || !strings.Contains(help, "-tenant string") || !strings.Contains(help, `"*" (the default): every tenant`) || !strings.Contains(help, `(default "*")`) {
+			t.Errorf("replay %s --help: exit %d, --tenant not documented alike:\n%s", cmd, code, help)
+		}
 	}
 	// Without a receipt key nothing can be checked: --all then fails, as
 	// an audit that proves nothing must.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,6 +59,58 @@ func TestResults(t *testing.T) {
 			}
 			if swapped := src.Current() != first; swapped != tc.loaded {
 				t.Fatalf("the rule set was swapped: %v, want %v", swapped, tc.loaded)
+			}
+		})
+	}
+}
+
+// TestReloadRevision: a reload cites the revision of the content it
+// loaded, whatever the file is called — a copy of the default pack
+// reloads as the revision the processor started with, so its decisions'
+// policy_version does not change — and an edit gives another.
+func TestReloadRevision(t *testing.T) {
+	start, err := rules.LoadFiles(rulepack.DefaultPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	same, edited := filepath.Join(dir, "default.yaml"), filepath.Join(dir, "edited.yaml")
+	if err := os.WriteFile(same, rulepack.Default(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(edited, append(slices.Clone(rulepack.Default()), "\n# edited\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		path string
+		same bool
+	}{{"a copy elsewhere", same, true}, {"an edited copy", edited, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := stream.NewRuleSource(start)
+			loaded := make(chan *rules.Set, 1)
+			hup := make(chan os.Signal, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- Run(ctx, Config{Paths: []string{tc.path}, Source: src, Signals: hup, Log: zerolog.Nop(),
+					Failed: func(err error) { t.Errorf("reload failed: %v", err) },
+					Loaded: func(rs *rules.Set) { loaded <- rs }})
+			}()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			}()
+			hup <- os.Interrupt
+			select {
+			case rs := <-loaded:
+				if (rs.Revision == start.Revision) != tc.same {
+					t.Errorf("reloaded revision %s, started with %s; want same=%v", rs.Revision, start.Revision, tc.same)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no reload")
 			}
 		})
 	}

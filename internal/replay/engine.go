@@ -38,16 +38,42 @@ func (e *Engine) Decide(env Envelope) guardian.Outcome {
 
 // Progress shows how far a long run is, on a terminal only: envelopes read
 // of the range, rate and time left.
+//
+// The time left is estimated from a smoothed rate of progress through the
+// range, and only once the run has gone on long enough (etaAfter) or far
+// enough (etaAfterShare) for the rate to mean something: the first
+// envelope arrives after the consumer was created — a wait that, taken as
+// the rate, once made a 14-second run announce 28 minutes.
 type Progress struct {
 	w        io.Writer
 	on       bool
 	from, to uint64
-	n        uint64
-	start    time.Time
-	shown    time.Time
-	// unit names what is counted in the rate.
-	unit string
+	now      func() time.Time
+	unit     string
+	// n counts the envelopes read (the displayed rate); first is when the
+	// first arrived, shown when the line was last written.
+	n            uint64
+	first, shown time.Time
+	// rate is the smoothed progress through the range, in stream
+	// positions a second, from samples taken when the line is written;
+	// lastDone and lastAt are the previous sample.
+	rate     float64
+	lastDone uint64
+	lastAt   time.Time
 }
+
+const (
+	// progressEvery is how often the line is rewritten, and the rate
+	// sampled.
+	progressEvery = 200 * time.Millisecond
+	// etaAfter and etaAfterShare: no estimate before this much time since
+	// the first envelope, unless this share of the range is done.
+	etaAfter      = 2 * time.Second
+	etaAfterShare = 0.1
+	// rateWeight is the weight of the newest sample in the smoothed rate:
+	// a burst or a stall moves the estimate, without making it jump.
+	rateWeight = 0.3
+)
 
 // NewProgress returns a progress line for the stream range [from, to],
 // written to w when w is a terminal.
@@ -59,21 +85,45 @@ func NewProgress(w io.Writer, from, to uint64) *Progress {
 // is counted in unit.
 func newProgress(w io.Writer, from, to uint64, unit string) *Progress {
 	f, ok := w.(*os.File)
-	return &Progress{w: w, on: ok && isatty.IsTerminal(f.Fd()), from: from, to: to, start: time.Now(), unit: unit}
+	return &Progress{w: w, on: ok && isatty.IsTerminal(f.Fd()), from: from, to: to, now: time.Now, unit: unit}
 }
 
 // At records that the envelope at seq was read.
 func (p *Progress) At(seq uint64) {
 	p.n++
-	if !p.on || time.Since(p.shown) < 200*time.Millisecond || p.to < p.from {
+	if !p.on || p.to < p.from {
 		return
 	}
-	p.shown = time.Now()
-	done := seq - p.from + 1
+	now := p.now()
+	done := min(seq-p.from+1, p.to-p.from+1)
+	if p.first.IsZero() {
+		p.first, p.lastAt, p.lastDone = now, now, done
+	}
+	if now.Sub(p.shown) < progressEvery {
+		return
+	}
+	p.shown = now
+	if dt := now.Sub(p.lastAt).Seconds(); dt > 0 {
+		sample := float64(done-p.lastDone) / dt
+		if p.rate == 0 {
+			p.rate = sample
+		} else {
+			p.rate = rateWeight*sample + (1-rateWeight)*p.rate
+		}
+		p.lastDone, p.lastAt = done, now
+	}
 	total := p.to - p.from + 1
-	rate := float64(p.n) / time.Since(p.start).Seconds()
-	eta := time.Duration(float64(total-min(done, total)) / max(rate, 1) * float64(time.Second))
-	fmt.Fprintf(p.w, "\r  %d/%d  %3.0f%%  %.0f %s/s  ETA %s   ", done, total, 100*float64(done)/float64(total), rate, p.unit, eta.Round(time.Second))
+	share := float64(done) / float64(total)
+	elapsed := now.Sub(p.first)
+	eta := "…"
+	if p.rate > 0 && (elapsed >= etaAfter || share >= etaAfterShare) {
+		eta = (time.Duration(float64(total-done) / p.rate * float64(time.Second))).Round(time.Second).String()
+	}
+	var rate float64
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(p.n) / s
+	}
+	fmt.Fprintf(p.w, "\r  %d/%d  %3.0f%%  %.0f %s/s  ETA %s   ", done, total, 100*share, rate, p.unit, eta)
 }
 
 // Done clears the progress line.

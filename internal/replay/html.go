@@ -33,11 +33,10 @@ type TimelineStats struct {
 
 // Stats counts a timeline's steps by what happened in them.
 func (tl *Timeline) Stats() TimelineStats {
-	st := TimelineStats{Steps: len(tl.Steps)}
+	// Turns as the session state counts them, not turnStart envelopes: a
+	// denied or refused turnStart opens no turn.
+	st := TimelineStats{Steps: len(tl.Steps), Turns: tl.Turns}
 	for _, s := range tl.Steps {
-		if s.Hook == "turnStart" {
-			st.Turns++
-		}
 		if s.Decision == "deny" {
 			st.Denies++
 		}

@@ -22,7 +22,8 @@ import (
 	"github.com/turnguard/turnguard/internal/rules"
 )
 
-// Selection narrows a back-test: one tenant, and optionally one session.
+// Selection narrows a back-test: a tenant ("*": every tenant), and
+// optionally one session.
 type Selection struct {
 	Tenant    string
 	SessionID string
@@ -39,8 +40,12 @@ func (s Selection) filter() []string {
 // envelopes in range change when they are decided with other rules.
 type Report struct {
 	Ruleset string `json:"ruleset"`
-	From    uint64 `json:"from_seq"`
-	To      uint64 `json:"to_seq"`
+	// Tenant ("*": every tenant) and SessionID ("": every session) are
+	// what was selected.
+	Tenant    string `json:"tenant"`
+	SessionID string `json:"session_id,omitempty"`
+	From      uint64 `json:"from_seq"`
+	To        uint64 `json:"to_seq"`
 	// WarmFrom is where the run started so that the sessions in range
 	// were rebuilt from their first envelope.
 	WarmFrom uint64 `json:"warm_from_seq"`
@@ -94,6 +99,11 @@ func (c Change) DecisionChanged() bool { return c.Recorded != c.Replayed }
 // Differs reports whether anything changed.
 func (r *Report) Differs() bool { return len(r.Changes) > 0 }
 
+// Empty reports whether nothing was compared: no envelope of the
+// selection in range had a recorded decision. "No differences" then says
+// nothing about the rules — a wrong tenant or range gives it too.
+func (r *Report) Empty() bool { return r.Compared == 0 }
+
 // Options tune a back-test run.
 type Options struct {
 	// Progress shows a progress line when it is a terminal.
@@ -111,6 +121,7 @@ type Options struct {
 // report with ctx's error.
 func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.Set, r Range, sel Selection, opts Options) (rep *Report, err error) {
 	rep = newReport(r)
+	rep.Tenant, rep.SessionID = sel.Tenant, sel.SessionID
 	if rs != nil {
 		rep.Ruleset = rs.Name + " " + rs.Revision
 	}
@@ -414,19 +425,35 @@ func (s *Source) timeOf(ctx context.Context, seq uint64) (time.Time, error) {
 	return m.Time, nil
 }
 
+// selected describes a selection for a report's header.
+func selected(tenant, sessionID string) string {
+	out := "tenant " + tenant
+	if tenant == "*" {
+		out = "every tenant"
+	}
+	if sessionID != "" {
+		out += ", session " + sessionID
+	}
+	return out
+}
+
 // WriteReport prints a back-test report for a terminal, with at most
 // samples changes listed.
 func WriteReport(w io.Writer, rep *Report, samples int) error {
-	fmt.Fprintf(w, "rules     %s\nrange     stream sequences %d–%d (warm-up from %d)\n", rep.Ruleset, rep.From, rep.To, rep.WarmFrom)
-	fmt.Fprintf(w, "compared  %d envelopes in %d sessions (%d replayed for warm-up, %d without a recorded decision)\n",
-		rep.Compared, rep.Sessions, rep.WarmUp, rep.Unrecorded)
+	fmt.Fprintf(w, "rules     %s\nselected  %s\nrange     stream sequences %d–%d (warm-up from %d)\n",
+		rep.Ruleset, selected(rep.Tenant, rep.SessionID), rep.From, rep.To, rep.WarmFrom)
+	fmt.Fprintf(w, "compared  %s in %s (%d replayed for warm-up, %d without a recorded decision)\n",
+		plural(rep.Compared, "envelope", "envelopes"), plural(rep.Sessions, "session", "sessions"), rep.WarmUp, rep.Unrecorded)
 	if rep.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: the counts cover the envelopes read before the stop")
 	}
-	if !rep.Differs() {
+	switch {
+	case rep.Empty():
+		fmt.Fprintln(w, "\nNOTHING COMPARED: no envelope selected in range has a recorded decision, so there is nothing to differ (is --tenant, --session or the range right?)")
+	case !rep.Differs():
 		fmt.Fprintln(w, "\nno differences: every decision and alert is as recorded")
-	} else {
-		fmt.Fprintf(w, "\n%d envelope(s) differ\n", len(rep.Changes))
+	default:
+		fmt.Fprintf(w, "\n%s\n", plural(len(rep.Changes), "envelope differs", "envelopes differ"))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(rep.Transitions) > 0 {

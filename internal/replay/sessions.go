@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // SessionSummary is one session as `replay sessions` lists it.
@@ -19,11 +22,14 @@ type SessionSummary struct {
 	Agent     string    `json:"agent"`
 	First     time.Time `json:"first"`
 	Last      time.Time `json:"last"`
-	Turns     int       `json:"turns"`
-	Envelopes int       `json:"envelopes"`
-	Denies    int       `json:"denies"`
-	Alerts    int       `json:"alerts"`
-	Closed    bool      `json:"closed"`
+	// Turns counts the turns opened in range as the session state counts
+	// them (turns_started): by a turnStart the processor did not deny or
+	// refuse, or implicitly (a step whose decision carries turn_implicit).
+	Turns     int  `json:"turns"`
+	Envelopes int  `json:"envelopes"`
+	Denies    int  `json:"denies"`
+	Alerts    int  `json:"alerts"`
+	Closed    bool `json:"closed"`
 }
 
 // Sessions summarizes the sessions with envelopes in r, of tenant and
@@ -34,6 +40,7 @@ func (s *Source) Sessions(ctx context.Context, r Range, tenant, agent string, pr
 	}
 	byKey := map[string]*SessionSummary{}
 	seqSession := map[uint64]string{}
+	turnStarts := map[uint64]bool{}
 	var order []string
 	var since time.Time
 	bar := NewProgress(progress, r.From, r.To)
@@ -57,7 +64,8 @@ func (s *Source) Sessions(ctx context.Context, r Range, tenant, agent string, pr
 		ss.Envelopes++
 		switch e.Route.Hook {
 		case "turnStart":
-			ss.Turns++
+			// Whether it opened a turn is in its decision, read below.
+			turnStarts[e.Seq] = true
 		case "sessionEnd":
 			ss.Closed = true
 		}
@@ -75,8 +83,15 @@ func (s *Source) Sessions(ctx context.Context, r Range, tenant, agent string, pr
 		return nil, err
 	}
 	for seq, d := range rec.Decisions {
-		if ss := byKey[seqSession[seq]]; ss != nil && d.Kind() == string(acs.Deny) {
+		ss := byKey[seqSession[seq]]
+		if ss == nil {
+			continue
+		}
+		if d.Kind() == string(acs.Deny) {
 			ss.Denies++
+		}
+		if opensTurn(d, turnStarts[seq]) {
+			ss.Turns++
 		}
 	}
 	for seq, as := range rec.Alerts {
@@ -92,6 +107,27 @@ func (s *Source) Sessions(ctx context.Context, r Range, tenant, agent string, pr
 	}
 	slices.SortStableFunc(out, func(a, b SessionSummary) int { return a.First.Compare(b.First) })
 	return out, nil
+}
+
+// opensTurn reports whether the step a recorded decision answers opened a
+// turn, by the processor's rule: a turnStart opens one unless it was denied
+// (its turn then does not count) or refused (it never reached the state);
+// another step opens one implicitly, which its decision says with the
+// turn_implicit reason code.
+func opensTurn(d Decision, turnStart bool) bool {
+	kind := d.Kind()
+	if turnStart {
+		return kind == string(acs.Allow) || kind == string(acs.Ask)
+	}
+	// Most decisions do not mention it: look before decoding.
+	if !bytes.Contains(d.Data, []byte(turnstate.TurnImplicit)) {
+		return false
+	}
+	var r acs.Response
+	if json.Unmarshal(d.Data, &r) != nil || r.Result == nil {
+		return false
+	}
+	return slices.Contains(r.Result.ReasonCodes, turnstate.TurnImplicit)
 }
 
 // WriteSessions prints sessions as a table.

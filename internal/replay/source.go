@@ -357,9 +357,9 @@ func (s *Source) readAll(ctx context.Context, st jetstream.Stream, name string, 
 	})
 }
 
-// SpawnLinks maps each subagent session of tenant announced by a
-// subagentStart up to seq to the session that announced it (the first
-// announcement wins, as in the state bucket).
+// SpawnLinks maps each subagent session of tenant ("*": of every tenant)
+// announced by a subagentStart up to seq to the session that announced it
+// (the first announcement wins, as in the state bucket).
 func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[string]string, error) {
 	links := map[string]string{}
 	err := s.Each(ctx, Range{From: 1, To: to}, []string{acs.StoredFilter(tenant, "*", "subagentStart")}, func(e Envelope) error {
@@ -370,7 +370,9 @@ func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[
 		if id == "" {
 			return nil
 		}
-		child := acs.SessionKey(tenant, id)
+		// The subagent's session is of the announcing session's tenant;
+		// tenant may be "*".
+		child := acs.SessionKey(e.Route.Tenant, id)
 		if _, seen := links[child]; !seen {
 			links[child] = e.Route.SessionKey()
 		}
@@ -412,4 +414,26 @@ func sessionFilters(sessions map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SessionTenants lists, sorted, the tenants with envelopes of session
+// sessionID up to the end of r: a session id names a session within a
+// tenant, so more than one means the caller must choose.
+func (s *Source) SessionTenants(ctx context.Context, r Range, sessionID string) ([]string, error) {
+	seen := map[string]bool{}
+	err := s.Each(ctx, Range{From: 1, To: r.To, ToTime: r.ToTime}, []string{acs.StoredFilter("*", sessionID, "*")}, func(e Envelope) error {
+		if e.RouteErr == nil {
+			seen[e.Route.Tenant] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find the tenant of session %s: %w", sessionID, err)
+	}
+	tenants := make([]string, 0, len(seen))
+	for t := range seen {
+		tenants = append(tenants, t)
+	}
+	slices.Sort(tenants)
+	return tenants, nil
 }

@@ -726,7 +726,7 @@ func writeSweep(w io.Writer, v *Verification) error {
 	if writeClean(w, v) {
 		return nil
 	}
-	fmt.Fprintf(w, "result     %d message(s) rejected\n\n", v.RejectedCount())
+	fmt.Fprintf(w, "result     %s rejected\n\n", plural(v.RejectedCount(), "message", "messages"))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STREAM\tSEQ\tSUBJECT\tCLAIMED SEQ\tREQUEST/RULE\tWHY")
 	for _, r := range v.Rejected {

@@ -28,6 +28,14 @@ type Timeline struct {
 	// is the stream sequence where it first did not.
 	ChainOK    bool   `json:"chain_ok"`
 	FirstBreak uint64 `json:"first_break,omitempty"`
+	// Chained counts the steps with a chain entry (recorded and
+	// recomputed): every step but refusals, pings and steps without a
+	// recorded decision. It is what replay verify calls chain entries.
+	Chained int `json:"chained"`
+	// Turns is the session's turn count as its state keeps it
+	// (turns_started): turns opened by an allowed turnStart or implicitly;
+	// a denied turnStart does not count, nor does a refused one.
+	Turns int `json:"turns"`
 	// Ignored counts messages on the session's decision subject and its
 	// tenant's alert subjects that are not verified answers and were left
 	// out (Recorded.Ignored); replay verify says what they are.
@@ -133,6 +141,12 @@ func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *r
 		joinRecorded(&st, out, rec, e.Seq)
 		if st.Chain == "broken" && tl.ChainOK {
 			tl.ChainOK, tl.FirstBreak = false, e.Seq
+		}
+		if st.Chain == "ok" || st.Chain == "broken" {
+			tl.Chained++
+		}
+		if after != nil {
+			tl.Turns = after.TurnsStarted
 		}
 		tl.Steps = append(tl.Steps, st)
 		return nil
@@ -363,13 +377,18 @@ func chainHashOf(r *acs.Response) string {
 // WriteTable prints a timeline for a terminal.
 func WriteTable(w io.Writer, tl *Timeline) error {
 	fmt.Fprintf(w, "session %s  tenant %s  agent %s\nrules   %s\n", tl.SessionID, tl.Tenant, tl.Agent, tl.Ruleset)
+	// The counts use the words of the session state and of replay verify:
+	// a step per envelope, a chain entry per chained decision, turns as
+	// turns_started counts them.
+	fmt.Fprintf(w, "steps   %s, %s, %s\n", plural(len(tl.Steps), "envelope", "envelopes"),
+		plural(tl.Chained, "chain entry", "chain entries"), plural(tl.Turns, "turn", "turns"))
 	if tl.ChainOK {
-		fmt.Fprintf(w, "chain   intact (%d steps)\n", len(tl.Steps))
+		fmt.Fprintf(w, "chain   intact%s\n", unchainedNote(len(tl.Steps)-tl.Chained))
 	} else {
 		fmt.Fprintf(w, "chain   BROKEN at stream sequence %d\n", tl.FirstBreak)
 	}
 	if tl.Ignored > 0 {
-		fmt.Fprintf(w, "ignored %d message(s) on the decision and alert subjects that are not verified answers (replay verify lists them)\n", tl.Ignored)
+		fmt.Fprintf(w, "ignored %s on the decision and alert subjects that are not verified answers (replay verify lists them)\n", plural(tl.Ignored, "message", "messages"))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

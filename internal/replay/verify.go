@@ -54,14 +54,18 @@ type Verification struct {
 
 // MessageCounts count the published messages a verification looked at.
 // Checked are those whose receipt was verified (ok or not); NotChecked
-// those whose receipt could not be, for want of a key.
+// those whose receipt could not be, for want of a key. Signatures count
+// the HMAC signatures of a session's decisions the same way (a sweep
+// checks none, and counts none).
 type MessageCounts struct {
-	Decisions           int `json:"decisions"`
-	DecisionsChecked    int `json:"decisions_checked"`
-	DecisionsNotChecked int `json:"decisions_not_checked"`
-	Alerts              int `json:"alerts"`
-	AlertsChecked       int `json:"alerts_checked"`
-	AlertsNotChecked    int `json:"alerts_not_checked"`
+	Decisions            int `json:"decisions"`
+	DecisionsChecked     int `json:"decisions_checked"`
+	DecisionsNotChecked  int `json:"decisions_not_checked"`
+	Alerts               int `json:"alerts"`
+	AlertsChecked        int `json:"alerts_checked"`
+	AlertsNotChecked     int `json:"alerts_not_checked"`
+	SignaturesChecked    int `json:"signatures_checked,omitempty"`
+	SignaturesNotChecked int `json:"signatures_not_checked,omitempty"`
 }
 
 // MessageCheck is a published message that is not a verified answer.
@@ -106,9 +110,52 @@ type StepCheck struct {
 // OK reports whether nothing failed.
 func (v *Verification) OK() bool { return len(v.Problems) == 0 }
 
-// Complete reports whether every published message's receipt was checked.
+// Complete reports whether every published message's receipt, and every
+// signature of a session's decisions, was checked.
 func (v *Verification) Complete() bool {
-	return v.Messages.DecisionsNotChecked == 0 && v.Messages.AlertsNotChecked == 0
+	return v.notChecked() == 0
+}
+
+// Results of a verification, as its result line starts and its JSON's
+// "result" says. Only ResultVerified passes: a check that was not made
+// proves nothing about what it skipped.
+const (
+	ResultVerified       = "verified"
+	ResultPartlyChecked  = "partly checked"
+	ResultNotChecked     = "not checked"
+	ResultNothingChecked = "nothing checked"
+	ResultProblems       = "problems"
+)
+
+// Result says what a verification established: ResultVerified only when
+// something was checked, everything was, and nothing failed.
+func (v *Verification) Result() string {
+	switch checked, skipped := v.checked(), v.notChecked(); {
+	case !v.OK():
+		return ResultProblems
+	case checked == 0 && skipped == 0:
+		return ResultNothingChecked
+	case checked == 0:
+		return ResultNotChecked
+	case skipped > 0:
+		return ResultPartlyChecked
+	}
+	return ResultVerified
+}
+
+// Verified reports whether the result is ResultVerified.
+func (v *Verification) Verified() bool { return v.Result() == ResultVerified }
+
+// checked counts what was checked: receipts, signatures and, for a
+// session, chain entries recomputed.
+func (v *Verification) checked() int {
+	m := v.Messages
+	return m.DecisionsChecked + m.AlertsChecked + m.SignaturesChecked + v.Chain.Entries
+}
+
+func (v *Verification) notChecked() int {
+	m := v.Messages
+	return m.DecisionsNotChecked + m.AlertsNotChecked + m.SignaturesNotChecked
 }
 
 // published is one stored message on a decision or alert subject.
@@ -243,6 +290,12 @@ func Verify(ctx context.Context, src *Source, g *guardian.Guardian, keys *acs.Ke
 				c.Request = checkRequest(out, d, fail)
 				c.Chain = v.checkChain(e, out, d, fail)
 				c.Signature = checkSignature(keys, sessionID, d, fail)
+				switch c.Signature {
+				case CheckOK, CheckFailed:
+					v.Messages.SignaturesChecked++
+				case CheckNotChecked:
+					v.Messages.SignaturesNotChecked++
+				}
 			}
 			c.Receipt = m.receipt
 			if m.receipt == CheckFailed {
@@ -392,6 +445,8 @@ func (v *Verification) Merge(o *Verification) {
 	v.Messages.Alerts += o.Messages.Alerts
 	v.Messages.AlertsChecked += o.Messages.AlertsChecked
 	v.Messages.AlertsNotChecked += o.Messages.AlertsNotChecked
+	v.Messages.SignaturesChecked += o.Messages.SignaturesChecked
+	v.Messages.SignaturesNotChecked += o.Messages.SignaturesNotChecked
 	v.Rejected = append(v.Rejected, o.Rejected...)
 	v.Problems = append(v.Problems, o.Problems...)
 }
@@ -530,39 +585,82 @@ func WriteVerification(w io.Writer, v *Verification) error {
 	}
 	fmt.Fprintln(w)
 	if v.Chain.Intact {
-		fmt.Fprintf(w, "chain      intact: %d entries recomputed, every recorded chain_hash matches\n", v.Chain.Entries)
+		// Refusals and pings are answered but not chained, so a session
+		// can have more envelopes than chain entries: say both.
+		fmt.Fprintf(w, "chain      intact: %s of %s recomputed, every recorded chain_hash matches%s\n",
+			plural(v.Chain.Entries, "chain entry", "chain entries"), plural(len(v.Steps), "envelope", "envelopes"), unchainedNote(len(v.Steps)-v.Chain.Entries))
 	} else {
 		fmt.Fprintf(w, "chain      BROKEN at seq %d: %s\n", v.Chain.BreakSeq, v.Chain.BreakDetail)
 	}
 	return writeMessages(w, v)
 }
 
+// unchainedNote explains envelopes without a chain entry, when there are.
+func unchainedNote(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s without a chain entry: refusals and pings are not chained, nor steps without a recorded decision)", plural(n, "envelope", "envelopes"))
+}
+
 // writeClean prints the result line of a verification that found nothing
 // wrong and reports whether it did; a verification with problems is left
-// to its caller's report. Without the receipt key nobody can tell a forged
-// decision from a real one: that is never called verified.
+// to its caller's report. Without the keys nobody can tell a forged
+// decision from a real one, and with nothing in scope nothing was shown:
+// neither is ever called verified.
 func writeClean(w io.Writer, v *Verification) bool {
 	m := v.Messages
-	switch {
-	case v.OK() && v.Complete():
-		fmt.Fprintln(w, "result     verified")
-	case v.OK():
-		fmt.Fprintf(w, "result     no problem found, but %d message(s) not checked (no --receipt-key): not verified\n", m.DecisionsNotChecked+m.AlertsNotChecked)
+	var done, skipped []string
+	if v.Chain.Entries > 0 {
+		done = append(done, plural(v.Chain.Entries, "chain entry", "chain entries"))
+	}
+	if n := m.DecisionsChecked + m.AlertsChecked; n > 0 {
+		done = append(done, plural(n, "receipt", "receipts"))
+	}
+	if m.SignaturesChecked > 0 {
+		done = append(done, plural(m.SignaturesChecked, "signature", "signatures"))
+	}
+	if n := m.DecisionsNotChecked + m.AlertsNotChecked; n > 0 {
+		skipped = append(skipped, plural(n, "receipt", "receipts")+" (no --receipt-key)")
+	}
+	if m.SignaturesNotChecked > 0 {
+		skipped = append(skipped, plural(m.SignaturesNotChecked, "signature", "signatures")+" (no --keys)")
+	}
+	switch v.Result() {
+	case ResultVerified:
+		fmt.Fprintf(w, "result     verified: %s checked, all sound\n", strings.Join(done, ", "))
+	case ResultNothingChecked:
+		fmt.Fprintln(w, "result     nothing checked: no decision, alert or chain entry in scope (is --tenant, --session or the range right?): not verified")
+	case ResultNotChecked:
+		fmt.Fprintf(w, "result     not checked: %s: not verified\n", strings.Join(skipped, ", "))
+	case ResultPartlyChecked:
+		fmt.Fprintf(w, "result     partly checked: %s sound; not checked: %s: not verified\n", strings.Join(done, ", "), strings.Join(skipped, ", "))
 	default:
 		return false
 	}
 	return true
 }
 
+// plural is n with the singular or plural noun.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // writeMessages prints the counts, the result line and the problems.
 func writeMessages(w io.Writer, v *Verification) error {
 	m := v.Messages
-	fmt.Fprintf(w, "messages   %d on the decision subject: %d checked, %d not checked; %d alert(s): %d checked, %d not checked\n",
-		m.Decisions, m.DecisionsChecked, m.DecisionsNotChecked, m.Alerts, m.AlertsChecked, m.AlertsNotChecked)
+	fmt.Fprintf(w, "messages   %d on the decision subject: %d checked, %d not checked; %s: %d checked, %d not checked\n",
+		m.Decisions, m.DecisionsChecked, m.DecisionsNotChecked, plural(m.Alerts, "alert", "alerts"), m.AlertsChecked, m.AlertsNotChecked)
+	if m.SignaturesChecked+m.SignaturesNotChecked > 0 {
+		fmt.Fprintf(w, "signatures %d checked, %d not checked\n", m.SignaturesChecked, m.SignaturesNotChecked)
+	}
 	if writeClean(w, v) {
 		return nil
 	}
-	fmt.Fprintf(w, "result     %d problem(s)\n", len(v.Problems))
+	fmt.Fprintf(w, "result     %s\n", plural(len(v.Problems), "problem", "problems"))
 	for _, p := range v.Problems {
 		fmt.Fprintf(w, "  %s\n", p)
 	}

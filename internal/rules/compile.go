@@ -2,6 +2,7 @@ package rules
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -157,25 +158,38 @@ type TestCase struct {
 	Spec *scenario.Scenario
 }
 
+// revision is the content revision of a rule set made of files: a hash of
+// their contents in the order given, which is the order they are merged
+// in. Paths do not enter it — the embedded pack, rules/default.yaml,
+// ./rules/default.yaml and a copy elsewhere are one rule set, and a
+// decision's policy_version must say so, so that replay can pin the rules
+// whatever they were called. Each file's length precedes its bytes, so no
+// two lists of contents hash alike by moving bytes between files.
+func revision(files []*File) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range files {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f.Source)))
+		h.Write(n[:])
+		h.Write(f.Source)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
 // Compile checks and compiles rule files into one Set. Every problem found
 // comes back in one Diagnostics error; a set with any problem is refused
 // whole.
 func Compile(files []*File) (*Set, error) {
 	c := &compiler{set: &Set{byHook: map[string][]*Rule{}}, lists: map[string][]string{}, macros: map[string]Str{},
 		macroFile: map[string]*File{}, taintIDs: map[string]bool{}, seen: map[string]Pos{}}
-	h := sha256.New()
 	var names []string
 	for _, f := range files {
-		h.Write([]byte(f.Path))
-		h.Write([]byte{0})
-		h.Write(f.Source)
-		h.Write([]byte{0})
 		c.header(f)
 		names = append(names, f.Metadata.Name.Value)
 		c.set.Files = append(c.set.Files, f.Path)
 	}
 	c.set.Name = strings.Join(names, "+")
-	c.set.Revision = "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+	c.set.Revision = revision(files)
 	// Declarations first, so that any file may use what another declares.
 	for _, f := range files {
 		c.declare(f)

@@ -94,3 +94,58 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
+
+// TestRevisionIsContent: the revision a decision cites as policy_version
+// is the rule set's content, wherever it was loaded from; any edit changes
+// it, and so does the order files are merged in.
+func TestRevisionIsContent(t *testing.T) {
+	// Relative paths are the repository's, as an operator at its root
+	// writes them.
+	t.Chdir(filepath.Join("..", ".."))
+	src, err := os.ReadFile(filepath.Join("rules", "default.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	elsewhere := filepath.Join(dir, "copy.yaml")
+	edited := filepath.Join(dir, "edited.yaml")
+	extra := filepath.Join(dir, "extra.yaml")
+	for path, body := range map[string]string{
+		elsewhere: string(src),
+		edited:    strings.Replace(string(src), "window: {turns: 2", "window: {turns: 3", 1),
+		extra:     "apiVersion: turnguard/v1\nkind: RuleSet\nmetadata: {name: extra}\n",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revision := func(paths ...string) string {
+		t.Helper()
+		rs, err := rules.LoadFiles(paths...)
+		if err != nil {
+			t.Fatalf("%v: %v", paths, err)
+		}
+		return rs.Revision
+	}
+	want := revision("builtin:default")
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		same  bool
+	}{
+		{"relative path", []string{"rules/default.yaml"}, true},
+		{"dot-relative path", []string{"./rules/default.yaml"}, true},
+		{"a copy elsewhere", []string{elsewhere}, true},
+		{"an edited copy", []string{edited}, false},
+		{"another file added", []string{"builtin:default", extra}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := revision(tc.paths...); (got == want) != tc.same {
+				t.Errorf("revision %s, builtin:default %s; want same=%v", got, want, tc.same)
+			}
+		})
+	}
+	if a, b := revision("builtin:default", extra), revision(extra, "builtin:default"); a == b {
+		t.Errorf("files merged in another order have the same revision %s", a)
+	}
+}
