@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +99,131 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 			t.Errorf("%s holds %d messages on %s, want %d", name, n, want.subject, want.n)
 		}
 	}
+}
+
+// TestHandBackAfterACut: a running instance is cut off the network and
+// another holder takes the partition meanwhile, acknowledging nothing of
+// one message (here the web page that taints the session) and handing an
+// earlier one back. When the cut heals and the partition comes back, the
+// instance's next fresh deliveries come after a message still pending at
+// the other holder, and must not be applied before it: the pending one is
+// read from the stream first. Applied out of order, the taint would be
+// skipped as "already applied" when it is redelivered, and the Bash call
+// of the next turn allowed. (Seen in the compose cluster, where a
+// processor cut off for ten seconds kept its partitions.)
+func TestHandBackAfterACut(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	cfg := testConfig()
+	cfg.Topology.Partitions = 1
+	cfg.Topology.PinnedTTL = 3 * time.Second
+	cfg.Topology.AckWait = 3 * time.Second
+	link := natstest.NewLink(srv)
+	startProcessorWith(t, link, cfg, defaultRules(t))
+	waitForConsumers(t, js, 2)
+
+	_, built := loadScenario(t, "taint-window")
+	taint := slices.IndexFunc(built.Messages, func(m scenario.Message) bool { return strings.HasSuffix(m.Subject, ".toolCallResult") })
+	deny := slices.IndexFunc(built.Messages, func(m scenario.Message) bool { return m.Expect.Decision == "deny" })
+	if taint < 1 || deny < taint+2 {
+		t.Fatalf("taint-window: toolCallResult at %d, deny at %d", taint, deny)
+	}
+	decided := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(acs.DecisionsPrefix+".>", decided)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	await := func(seq uint64) *nats.Msg {
+		t.Helper()
+		timeout := time.After(waitFor)
+		for {
+			select {
+			case d := <-decided:
+				if d.Header.Get(acs.HdrStreamSeq) == strconv.FormatUint(seq, 10) {
+					return d
+				}
+			case <-timeout:
+				t.Fatalf("seq %d: no decision within %s", seq, waitFor)
+			}
+		}
+	}
+	for _, m := range built.Messages[:taint] {
+		await(publish(t, js, m.Subject, m.Data))
+	}
+
+	ctx := context.Background()
+	hooks, err := js.Stream(ctx, stream.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := hooks.Consumer(ctx, stream.PartitionConsumer(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.Cut()
+	// The cut-off instance's pull requests expire at the server (a third of
+	// the pinned TTL), so the next one to ask is served.
+	deadline := time.Now().Add(waitFor)
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumWaiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cut-off instance's pull requests did not expire")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Another holder takes the partition: it hands an envelope of another
+	// session back and keeps the web page unacknowledged.
+	other, _ := buildOtherSession(t)
+	otherSeq := publish(t, js, other.Subject, other.Data)
+	taintSeq := publish(t, js, built.Messages[taint].Subject, built.Messages[taint].Data)
+	if err := hooks.UnpinConsumer(ctx, stream.PartitionConsumer(0), stream.PartitionGroup); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(2, jetstream.FetchPriorityGroup(stream.PartitionGroup), jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []jetstream.Msg
+	for m := range batch.Messages() {
+		held = append(held, m)
+	}
+	if len(held) != 2 {
+		t.Fatalf("the other holder got %d messages, want 2 (%v)", len(held), batch.Error())
+	}
+	if err := held[0].Nak(); err != nil {
+		t.Fatal(err)
+	}
+	if err := hooks.UnpinConsumer(ctx, stream.PartitionConsumer(0), stream.PartitionGroup); err != nil {
+		t.Fatal(err)
+	}
+	// The session goes on; then the instance is back.
+	next := publish(t, js, built.Messages[taint+1].Subject, built.Messages[taint+1].Data)
+	link.Heal()
+	await(otherSeq)
+	if d := await(taintSeq); d.Header.Get(acs.HdrDecision) != "allow" {
+		t.Fatalf("the web page was decided %s", d.Header.Get(acs.HdrDecision))
+	}
+	await(next)
+	for _, m := range built.Messages[taint+2 : deny+1] {
+		d := await(publish(t, js, m.Subject, m.Data))
+		if want := m.Expect.Decision; d.Header.Get(acs.HdrDecision) != want {
+			t.Fatalf("%s decided %s, want %s: %s", m.Subject, d.Header.Get(acs.HdrDecision), want, d.Data)
+		}
+	}
+}
+
+// buildOtherSession is the first envelope of a session other than the
+// taint-window scenario's.
+func buildOtherSession(t *testing.T) (scenario.Message, scenario.Built) {
+	t.Helper()
+	_, built := loadScenario(t, "full-session")
+	return built.Messages[0], built
 }

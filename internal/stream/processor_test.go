@@ -54,13 +54,15 @@ func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *runnin
 	return startProcessorWith(t, srv, cfg, defaultRules(t))
 }
 
-func startProcessorWith(t testing.TB, srv *server.Server, cfg stream.Config, rs *rules.Set) *running {
+// startProcessorWith starts a processor with rules rs on its own connection
+// to via: a server, or a natstest.Link to one.
+func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream.Config, rs *rules.Set) *running {
 	t.Helper()
 	v, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	nc, err := nats.Connect("", nats.InProcessServer(via))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,8 +130,9 @@ type worker struct {
 	// partition is known applied since the worker started: a redelivery
 	// above it may have left older, unapplied ones behind.
 	applied uint64
-	// sawFresh is set by the first first-time delivery since the start;
-	// messages below it may still be pending at an earlier holder.
+	// sawFresh is set by the first first-time delivery since the start or
+	// since a delivery gap; messages below it may still be pending at an
+	// earlier holder.
 	sawFresh bool
 	// onPinned is told when the server pins this worker.
 	onPinned func()
@@ -356,9 +357,18 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 			return fmt.Errorf("delivery without JetStream metadata on %s: %w", m.Subject(), err)
 		}
 		fresh := md.NumDelivered == 1
+		gap := w.lastConsumerSeq != 0 && md.Sequence.Consumer != w.lastConsumerSeq+1
+		if gap {
+			// Someone else held the partition meanwhile (or the
+			// deliveries were lost). What it still holds unacknowledged
+			// lies below the next fresh delivery, not only below this
+			// one, which may be a message handed back: the next fresh
+			// delivery recovers below itself again, as a first one does.
+			w.sawFresh = false
+		}
 		var why string
 		switch {
-		case w.lastConsumerSeq != 0 && md.Sequence.Consumer != w.lastConsumerSeq+1:
+		case gap:
 			why = "delivery gap"
 		case fresh && !w.sawFresh:
 			// The first new message given to this worker: anything below
@@ -524,8 +534,14 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 		}
 		if ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
 			// Shutting down, or the connection is gone for good: the
-			// unacknowledged batch is redelivered and recovered by whoever
-			// consumes the partition next.
+			// batch is handed back, ahead of what the worker still holds
+			// (run's deferred Naks), so that whoever consumes the
+			// partition next gets it now rather than after the ack wait.
+			for _, in := range ins {
+				if in.js != nil {
+					_ = in.js.Nak()
+				}
+			}
 			return errors.Join(err, ctx.Err())
 		}
 		w.stats.Retries.Add(1)
