@@ -68,6 +68,8 @@ func (f *Flags) Register(fs *flag.FlagSet, creds string) {
 	fs.StringVar(&f.Creds, "nats-creds", "", "NATS credentials `file`: "+creds+"; \"none\": connect without credentials")
 	fs.StringVar(&f.CA, "nats-ca", "", "PEM CA bundle `file` verifying the NATS servers' TLS certificates")
 	fs.StringVar(&f.Context, "nats-context", "", "the nats CLI's context `name` to connect with (~/.config/nats/context/NAME.json)")
+	// As the nats CLI spells it, for hands used to it.
+	fs.StringVar(&f.Context, "context", "", "the same as --nats-context")
 }
 
 // Options say how a command resolves what its flags leave open.

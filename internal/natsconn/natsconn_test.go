@@ -395,3 +395,16 @@ func selfSigned(t *testing.T, dir string) (certPath, keyPath string) {
 	write(t, keyPath, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})))
 	return certPath, keyPath
 }
+
+// --context is --nats-context as the nats CLI spells it.
+func TestContextAlias(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var f Flags
+	f.Register(fs, "any")
+	if err := fs.Parse([]string{"--context", "tg-admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.Context != "tg-admin" {
+		t.Fatalf("--context set Context %q", f.Context)
+	}
+}
