@@ -34,8 +34,9 @@ package integration
 //	                    one consumer more than before (replay tail says nothing)
 //	from="TEXT"         output NAME: the excerpt starts at the line holding TEXT
 //	until="TEXT"        output NAME: it ends before the line holding TEXT
-//	wait="TEXT"         output NAME: wait for a line holding TEXT (default:
-//	                    until, else from) to be complete before reading
+//	wait="TEXT|TEXT"    output NAME: wait until a complete line after the
+//	                    excerpt's start holds each TEXT (default: until, else
+//	                    from) before reading
 //	fold=N              lines longer than N are broken after a comma, the rest
 //	                    on a line starting with one space; the comparison
 //	                    joins them again
@@ -506,19 +507,17 @@ func (b *wtBackground) interrupt(t *testing.T) {
 }
 
 type walkthrough struct {
-	t        *testing.T
-	dir      string // the commands' working directory
-	prelude  string // sourced by every shell
-	env      []string
-	portMap  map[string]string // README port → real port
-	norm     *normaliser
-	shell    *wtShell
-	bg       map[string]*wtBackground
-	natsURL  string
-	js       jetstream.JetStream
-	update   bool
-	replaced map[int]string // step start line → new block content
-	ends     map[int]int
+	t       *testing.T
+	dir     string // the commands' working directory
+	prelude string // sourced by every shell
+	env     []string
+	portMap map[string]string // README port → real port
+	norm    *normaliser
+	shell   *wtShell
+	bg      map[string]*wtBackground
+	natsURL string
+	js      jetstream.JetStream
+	update  bool
 }
 
 func (w *walkthrough) script(s string) string {
@@ -684,10 +683,25 @@ func (w *walkthrough) excerpt(s wtStep) string {
 	if wait == "" {
 		wait = s.opts["from"]
 	}
+	// Each awaited text must be on a complete line after the excerpt's
+	// start: the nats CLI prints a message's header line, headers and body
+	// with separate writes.
 	complete := func() bool {
 		out := b.out.String()
-		k := strings.Index(out, wait)
-		return k >= 0 && strings.Contains(out[k:], "\n")
+		if f := s.opts["from"]; f != "" {
+			k := strings.Index(out, f)
+			if k < 0 {
+				return false
+			}
+			out = out[k:]
+		}
+		for _, w := range strings.Split(wait, "|") {
+			k := strings.Index(out, w)
+			if k < 0 || !strings.Contains(out[k:], "\n") {
+				return false
+			}
+		}
+		return true
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for wait != "" && !complete() {
@@ -709,65 +723,119 @@ func (w *walkthrough) excerpt(s wtStep) string {
 	return strings.Join(lines[first:last], "\n")
 }
 
-// compare checks a real output against a sample (lines [start,end) of the
-// README) and, in update mode, records what to write instead.
-func (w *walkthrough) compare(s wtStep, what, sample, real string, start, end int) {
+// compare checks a real output against a sample. It returns what the
+// sample should become: the sample itself when it stands for the output,
+// else the output rendered as the step asks (which update writes and which
+// otherwise fails the test).
+func (w *walkthrough) compare(s wtStep, what, sample, real string) string {
 	t := w.t
 	t.Helper()
 	actual := trimOutput(w.norm.normalise(real))
-	sample = trimOutput(sample)
-	if matches(sample, actual, s.opts) {
-		return
+	if matches(trimOutput(sample), actual, s.opts) {
+		return sample
 	}
-	if w.update {
-		w.replaced[start] = render(actual, s.opts)
-		w.ends[start] = end
-		return
+	rendered := render(actual, s.opts)
+	if !w.update {
+		hint := ""
+		if _, ok := s.opts["elide"]; ok {
+			hint = " (an elided one: … in it matches any text)"
+		}
+		t.Errorf("%s: %s: the output differs from the README's sample%s (- README, + run; -update rewrites it):\n%s",
+			s.where(), what, hint, lineDiff(trimOutput(sample), rendered))
 	}
-	hint := ""
-	if _, ok := s.opts["elide"]; ok {
-		hint = " (an elided one: … in it matches any text)"
-	}
-	t.Errorf("%s: %s: the output differs from the README's sample%s (- README, + run; -update rewrites it):\n%s", s.where(), what, hint, lineDiff(sample, render(actual, s.opts)))
+	return rendered
 }
 
-func TestREADMEWalkthrough(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the walkthrough reads /proc/sys/kernel/random/uuid")
-	}
-	natsCLI := os.Getenv("TURNGUARD_NATS_CLI_BIN")
-	if natsCLI == "" {
-		natsCLI, _ = exec.LookPath("nats")
-	}
-	if natsCLI == "" {
-		msg := "no nats CLI: set TURNGUARD_NATS_CLI_BIN or put nats on the PATH (go install github.com/nats-io/natscli/nats@v0.5.0)"
-		if os.Getenv("TURNGUARD_REQUIRE_NATS_CLI") == "1" {
-			t.Fatal(msg)
+// wtEdit replaces lines[start:end] of the README.
+type wtEdit struct {
+	start, end int
+	text       string
+}
+
+// run plays the steps in order and returns the samples that differ.
+func (w *walkthrough) run(steps []wtStep) []wtEdit {
+	t := w.t
+	var edits []wtEdit
+	edit := func(s wtStep, text string) {
+		if text != s.body {
+			edits = append(edits, wtEdit{s.start, s.end, text})
 		}
-		t.Skip(msg)
 	}
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("the walkthrough needs curl")
+	var last struct {
+		step wtStep
+		out  string
 	}
-	update := *updateREADME || os.Getenv("TURNGUARD_UPDATE_README") == "1"
+	for _, s := range steps {
+		switch s.kind {
+		case "run":
+			w.settle()
+			out, code, err := w.shell.run(w.script(s.body), 2*time.Minute)
+			if err != nil || code != 0 {
+				t.Fatalf("%s: %v (exit %d):\n%s", s.where(), err, code, out)
+			}
+			last.step, last.out = s, out
+		case "background":
+			w.settle()
+			w.background(s)
+		case "output":
+			if s.name != "" {
+				w.settle()
+				edit(s, w.compare(s, "background "+s.name, s.body, w.excerpt(s)))
+				continue
+			}
+			if last.step.kind != "run" {
+				t.Fatalf("%s: an output block follows no run block", s.where())
+			}
+			edit(s, w.compare(s, strings.SplitN(last.step.body, "\n", 2)[0], s.body, last.out))
+		case "transcript":
+			entries, err := parseTranscript(s.body)
+			if err != nil {
+				t.Fatalf("%s: %v", s.where(), err)
+			}
+			var rebuilt []string
+			for _, e := range entries {
+				w.settle()
+				out, code, err := w.shell.run(w.script(e.command), 2*time.Minute)
+				if err != nil || code != 0 {
+					t.Fatalf("%s: $ %s: %v (exit %d):\n%s", s.where(), e.command, err, code, out)
+				}
+				rebuilt = append(rebuilt, "$ "+e.command)
+				if got := w.compare(s, "$ "+strings.SplitN(e.command, "\n", 2)[0], strings.Join(e.output, "\n"), out); got != "" {
+					rebuilt = append(rebuilt, got)
+				}
+			}
+			edit(s, strings.Join(rebuilt, "\n"))
+		}
+	}
+	for name, b := range w.bg {
+		b.interrupt(t)
+		delete(w.bg, name)
+	}
+	return edits
+}
 
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
+// natsCLI finds the nats CLI, or skips (fails, when CI requires it).
+func natsCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TURNGUARD_NATS_CLI_BIN"); p != "" {
+		return p
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	if p, err := exec.LookPath("nats"); err == nil {
+		return p
 	}
-	lines := strings.Split(string(readme), "\n")
-	steps, err := parseWalkthrough(lines)
-	if err != nil {
-		t.Fatal(err)
+	msg := "no nats CLI: set TURNGUARD_NATS_CLI_BIN or put nats on the PATH (go install github.com/nats-io/natscli/nats@v0.5.0)"
+	if os.Getenv("TURNGUARD_REQUIRE_NATS_CLI") == "1" {
+		t.Fatal(msg)
 	}
-	if len(steps) == 0 {
-		t.Fatal("README.md marks no walkthrough blocks")
-	}
+	t.Skip(msg)
+	return ""
+}
 
+// newWalkthrough makes the reader's machine: a working directory with
+// examples/ and nothing else, a HOME of its own (the nats CLI's contexts),
+// a PATH with nats and the tree's binaries, free ports, and the shell.
+func newWalkthrough(t *testing.T, root, nats string, update bool) *walkthrough {
+	t.Helper()
 	tmp := t.TempDir()
 	tools := filepath.Join(tmp, "bin")
 	work := filepath.Join(tmp, "work")
@@ -777,11 +845,14 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(natsCLI, filepath.Join(tools, "nats")); err != nil {
-		t.Fatal(err)
+	links := map[string]string{filepath.Join(tools, "nats"): nats, filepath.Join(work, "examples"): filepath.Join(root, "examples")}
+	for _, b := range []string{"processor", "replay", "loadgen"} {
+		links[filepath.Join(tools, b)] = filepath.Join(bin, b)
 	}
-	if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(work, "examples")); err != nil {
-		t.Fatal(err)
+	for link, target := range links {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
 	}
 	build := exec.Command("go", "build", "-o", filepath.Join(tools, "client"), "./examples/client")
 	build.Dir = root
@@ -794,8 +865,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		}
 	})
 
-	portMap := map[string]string{}
-	back := map[string]string{}
+	portMap, back := map[string]string{}, map[string]string{}
 	for _, p := range readmePorts {
 		real := strconv.Itoa(freePort(t))
 		portMap[p], back[real] = real, p
@@ -819,19 +889,16 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if err := os.WriteFile(prelude, []byte(pre), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"processor", "replay", "loadgen"} {
-		if err := os.Symlink(filepath.Join(bin, b), filepath.Join(tools, b)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	env := []string{
 		"PATH=" + tools + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"TG_BIN=" + tools, "LANG=C.UTF-8", "TZ=UTC", "NO_COLOR=1", "TERM=dumb",
 	}
 
+	// The examples' own ids are shown as they are; ids made at run time
+	// become placeholders.
 	known := map[string]bool{}
-	err = filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(p) != ".json" {
 			return err
 		}
@@ -850,7 +917,6 @@ func TestREADMEWalkthrough(t *testing.T) {
 		norm:    &normaliser{known: known, ids: map[string]string{}, ports: back},
 		bg:      map[string]*wtBackground{},
 		natsURL: "nats://127.0.0.1:" + portMap["4222"], update: update,
-		replaced: map[int]string{}, ends: map[int]int{},
 	}
 	sh := exec.Command("bash", "--noprofile", "--norc")
 	sh.Dir, sh.Env = work, env
@@ -876,85 +942,47 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if _, code, err := w.shell.run(". "+prelude, 10*time.Second); err != nil || code != 0 {
 		t.Fatalf("prelude: %v (exit %d)", err, code)
 	}
+	return w
+}
 
-	var last struct {
-		step wtStep
-		out  string
+func TestREADMEWalkthrough(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the walkthrough reads /proc/sys/kernel/random/uuid")
 	}
-	for _, s := range steps {
-		switch s.kind {
-		case "run":
-			w.settle()
-			out, code, err := w.shell.run(w.script(s.body), 2*time.Minute)
-			if err != nil || code != 0 {
-				t.Fatalf("%s: %v (exit %d):\n%s", s.where(), err, code, out)
-			}
-			last.step, last.out = s, out
-		case "background":
-			w.settle()
-			w.background(s)
-		case "output":
-			if s.name != "" {
-				w.settle()
-				w.compare(s, "background "+s.name, s.body, w.excerpt(s), s.start, s.end)
-				continue
-			}
-			if last.step.kind != "run" {
-				t.Fatalf("%s: an output block follows no run block", s.where())
-			}
-			w.compare(s, strings.SplitN(last.step.body, "\n", 2)[0], s.body, last.out, s.start, s.end)
-		case "transcript":
-			entries, err := parseTranscript(s.body)
-			if err != nil {
-				t.Fatalf("%s: %v", s.where(), err)
-			}
-			var rebuilt []string
-			changed := false
-			for _, e := range entries {
-				w.settle()
-				out, code, err := w.shell.run(w.script(e.command), 2*time.Minute)
-				if err != nil || code != 0 {
-					t.Fatalf("%s: $ %s: %v (exit %d):\n%s", s.where(), e.command, err, code, out)
-				}
-				rebuilt = append(rebuilt, strings.Split("$ "+e.command, "\n")...)
-				sample := strings.Join(e.output, "\n")
-				before := len(w.replaced)
-				w.compare(s, "$ "+strings.SplitN(e.command, "\n", 2)[0], sample, out, -1, -1)
-				if len(w.replaced) > before {
-					changed = true
-					rebuilt = append(rebuilt, w.replaced[-1])
-					delete(w.replaced, -1)
-					delete(w.ends, -1)
-				} else if sample != "" {
-					rebuilt = append(rebuilt, e.output...)
-				}
-			}
-			if changed {
-				w.replaced[s.start] = strings.Join(rebuilt, "\n")
-				w.ends[s.start] = s.end
-			}
-		}
+	nats := natsCLI(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("the walkthrough needs curl")
 	}
-	for name, b := range w.bg {
-		b.interrupt(t)
-		delete(w.bg, name)
+	update := *updateREADME || os.Getenv("TURNGUARD_UPDATE_README") == "1"
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(readme), "\n")
+	steps, err := parseWalkthrough(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) == 0 {
+		t.Fatal("README.md marks no walkthrough blocks")
 	}
 
-	if update && len(w.replaced) > 0 {
-		starts := make([]int, 0, len(w.replaced))
-		for k := range w.replaced {
-			starts = append(starts, k)
-		}
-		slices.Sort(starts)
-		slices.Reverse(starts)
-		for _, st := range starts {
-			lines = slices.Replace(lines, st, w.ends[st], strings.Split(w.replaced[st], "\n")...)
-		}
-		if err := os.WriteFile(filepath.Join(root, "README.md"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("rewrote %d README sample(s)", len(starts))
+	edits := newWalkthrough(t, root, nats, update).run(steps)
+	if !update || len(edits) == 0 || t.Failed() {
+		return
 	}
+	// From the bottom up, so that earlier indices stay valid.
+	for _, e := range slices.Backward(edits) {
+		lines = slices.Replace(lines, e.start, e.end, strings.Split(e.text, "\n")...)
+	}
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rewrote %d README sample(s)", len(edits))
 }
 
 // TestREADMEWalkthroughHelpers pins the marker syntax, the normalisation and
