@@ -92,7 +92,7 @@ func fenceRig(t *testing.T) *fenceTest {
 	}
 	cfg := DefaultConfig()
 	cfg.Topology.Partitions = 1
-	p, err := New(nc, guardian.New(v, guardian.Config{}), NewRuleSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	p, err := New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -110,7 +111,7 @@ type Processor struct {
 	js       jetstream.JetStream
 	sealer   *turnstate.Sealer
 	guardian *guardian.Guardian
-	rules    *RuleSource
+	rules    *rules.Source
 	cfg      Config
 	log      zerolog.Logger
 	stats    Stats
@@ -141,7 +142,7 @@ func (p *Processor) owned() []*worker {
 
 // New returns a Processor publishing through nc and deciding with the rule
 // set rules holds.
-func New(nc *nats.Conn, g *guardian.Guardian, rules *RuleSource, cfg Config, log zerolog.Logger) (*Processor, error) {
+func New(nc *nats.Conn, g *guardian.Guardian, rules *rules.Source, cfg Config, log zerolog.Logger) (*Processor, error) {
 	if cfg.BatchSize < 1 || cfg.CacheSize < 1 {
 		return nil, fmt.Errorf("batch size and cache size must be positive (got %d, %d)", cfg.BatchSize, cfg.CacheSize)
 	}

@@ -70,7 +70,7 @@ func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, log)
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

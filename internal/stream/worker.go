@@ -86,7 +86,7 @@ type worker struct {
 	js        jetstream.JetStream
 	store     *turnstate.Store
 	guardian  *guardian.Guardian
-	rules     *RuleSource
+	rules     *rules.Source
 	cache     *stateCache[turnstate.Session]
 	agents    *stateCache[turnstate.Agent]
 	stats     *Stats
