@@ -99,10 +99,10 @@ func fenceRig(t *testing.T) *fenceTest {
 	if err := Ensure(ctx, p.js, cfg.Topology); err != nil {
 		t.Fatal(err)
 	}
-	hooks, _ := p.js.Stream(ctx, HooksStream)
-	decisions, _ := p.js.Stream(ctx, DecisionsStream)
-	kv, _ := p.js.KeyValue(ctx, StateBucket)
-	cons, err := hooks.Consumer(ctx, PartitionConsumer(0))
+	hooks, _ := p.js.Stream(ctx, acs.HooksStream)
+	decisions, _ := p.js.Stream(ctx, acs.DecisionsStream)
+	kv, _ := p.js.KeyValue(ctx, acs.StateBucket)
+	cons, err := hooks.Consumer(ctx, acs.PartitionConsumer(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestLargeOutboxIsSplit(t *testing.T) {
 	if err := r.a.process(pctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	dlq, _ := r.p.js.Stream(ctx, DLQStream)
+	dlq, _ := r.p.js.Stream(ctx, acs.DLQStream)
 	info, _ := dlq.Info(ctx)
 	if info.State.Msgs != refused {
 		t.Errorf("%d dead letters, want %d", info.State.Msgs, refused)

@@ -24,7 +24,7 @@ const (
 	// AlertOutboxRefused: a verified outbox held a publication to a subject
 	// that is not one of turnguard's outputs.
 	AlertOutboxRefused = "outbox_subject_refused"
-	// AlertMemberRejected is a record in MembersBucket that no processor
+	// AlertMemberRejected is a record in acs.MembersBucket that no processor
 	// holding the state key wrote: a fake member, which is left out of
 	// the member set.
 	AlertMemberRejected = "member_record_rejected"
@@ -47,7 +47,7 @@ const (
 // errHistoryGone marks a rebuild that cannot be trusted: ACS_HOOKS lost
 // messages (limits, deletes) and what is left of the session does not start
 // with its sessionStart.
-var errHistoryGone = errors.New("the session's history is no longer complete in " + HooksStream)
+var errHistoryGone = errors.New("the session's history is no longer complete in " + acs.HooksStream)
 
 // unverifiedSession handles a session whose stored value did not verify:
 // nothing of the value is used, its outbox least of all. The session is
@@ -131,7 +131,7 @@ func (w *worker) unverifiedAgent(ctx context.Context, ie *turnstate.IntegrityErr
 func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*turnstate.Session, error) {
 	info, err := w.hooks.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s info: %w", HooksStream, err)
+		return nil, fmt.Errorf("stream %s info: %w", acs.HooksStream, err)
 	}
 	// Complete unless the stream dropped or deleted messages.
 	lost := info.State.FirstSeq > 1 || info.State.NumDeleted > 0
@@ -182,7 +182,7 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 		for k := range chain {
 			if first[k] != "sessionStart" {
 				return nil, fmt.Errorf("%s (first sequence %d, %d deleted; %s starts with %q): %w",
-					HooksStream, info.State.FirstSeq, info.State.NumDeleted, k, first[k], errHistoryGone)
+					acs.HooksStream, info.State.FirstSeq, info.State.NumDeleted, k, first[k], errHistoryGone)
 			}
 		}
 	}
@@ -217,30 +217,30 @@ func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (m
 // history calls fn for each message of ACS_HOOKS matching filters stored
 // before upper, in stream order.
 func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn func(subject string, data []byte, seq uint64, ts time.Time)) error {
-	c, err := w.js.OrderedConsumer(ctx, HooksStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy})
+	c, err := w.js.OrderedConsumer(ctx, acs.HooksStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
-		return fmt.Errorf("read %s history: %w", HooksStream, err)
+		return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("read %s history: %w", HooksStream, err)
+		return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 	}
 	if info.NumPending == 0 {
 		return nil
 	}
 	it, err := c.Messages(jetstream.PullMaxMessages(256))
 	if err != nil {
-		return fmt.Errorf("read %s history: %w", HooksStream, err)
+		return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 	}
 	defer it.Stop()
 	for {
 		m, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
 		if err != nil {
-			return fmt.Errorf("read %s history: %w", HooksStream, err)
+			return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return fmt.Errorf("read %s history: %w", HooksStream, err)
+			return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 		}
 		if md.Sequence.Stream >= upper {
 			return nil
@@ -259,7 +259,7 @@ func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn
 func (w *worker) integrityAlert(ctx context.Context, ie *turnstate.IntegrityError, action string, seq uint64) error {
 	tenant, id, _ := strings.Cut(ie.Key, ".")
 	details := map[string]any{"kind": ie.Kind, "key": ie.Key, "tenant": tenant, "revision": ie.Revision,
-		"reason": ie.Reason, "action": action, "bucket": StateBucket, "stream_seq": seq}
+		"reason": ie.Reason, "action": action, "bucket": acs.StateBucket, "stream_seq": seq}
 	if ie.Kind == turnstate.KindSession {
 		details["session_id"] = id
 	}
@@ -300,7 +300,7 @@ func (w *worker) allowedOutbox(ctx context.Context, key string, rev uint64, msgs
 		key, rev, len(refused))
 	err := w.operationalAlert(ctx, AlertOutboxRefused, "Outbox publication refused", msg,
 		AlertOutboxRefused+":"+key+":"+strconv.FormatUint(rev, 10),
-		map[string]any{"key": key, "tenant": tenant, "session_id": id, "revision": rev, "subjects": refused, "bucket": StateBucket})
+		map[string]any{"key": key, "tenant": tenant, "session_id": id, "revision": rev, "subjects": refused, "bucket": acs.StateBucket})
 	return kept, err
 }
 

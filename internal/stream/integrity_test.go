@@ -61,10 +61,10 @@ func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
 	r.proc.tampering = true
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
 	ctx := context.Background()
-	if r.kv, err = js.KeyValue(ctx, stream.StateBucket); err != nil {
+	if r.kv, err = js.KeyValue(ctx, acs.StateBucket); err != nil {
 		t.Fatal(err)
 	}
-	if r.hooks, err = js.Stream(ctx, stream.HooksStream); err != nil {
+	if r.hooks, err = js.Stream(ctx, acs.HooksStream); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -271,7 +271,7 @@ func checkNothingForged(t *testing.T, r *integrityRig, forged *watcherCount, vic
 		t.Errorf("%d forged publications went out", n)
 	}
 	ctx := context.Background()
-	for name, subj := range map[string]string{stream.DecisionsStream: acs.DecisionSubject("default", victim), stream.AlertsStream: alert.Subject(forged.alertTenant, "critical", "FAKE-001")} {
+	for name, subj := range map[string]string{acs.DecisionsStream: acs.DecisionSubject("default", victim), acs.AlertsStream: alert.Subject(forged.alertTenant, "critical", "FAKE-001")} {
 		s, err := r.js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -492,7 +492,7 @@ func TestDeletedStateIsRebuilt(t *testing.T) {
 			}
 		}, true},
 		{"purge of the whole bucket", func(t *testing.T, r *integrityRig, _ string) {
-			st, err := r.js.Stream(context.Background(), "KV_"+stream.StateBucket)
+			st, err := r.js.Stream(context.Background(), "KV_"+acs.StateBucket)
 			if err != nil {
 				t.Fatal(err)
 			}

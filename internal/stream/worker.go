@@ -256,7 +256,7 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 	})}
 	if w.routed {
 		// Ask again well within PinnedTTL, or an idle owner loses the pin.
-		opts = append(opts, jetstream.PullPriorityGroup(PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
+		opts = append(opts, jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
 	}
 	// Deliveries held when the worker stops are handed back with a Nak, in
 	// stream order, so the partition's next holder gets them at once
@@ -1180,7 +1180,7 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 	m.Header.Set(acs.HdrErrorMessage, msghdr.Value(ref.Error()))
 	m.Header.Set(acs.HdrOriginalSubj, acs.InboundOf(in.msg.Subject))
 	m.Header.Set(acs.HdrOriginalSeq, strconv.FormatUint(in.msg.Seq, 10))
-	m.Header.Set(acs.HdrOriginalStream, HooksStream)
+	m.Header.Set(acs.HdrOriginalStream, acs.HooksStream)
 	setIf(m.Header, acs.HdrOriginalMsgID, in.header.Get(acs.HdrMsgID))
 	setIf(m.Header, acs.HdrRequestID, out.RequestID)
 	// A server whose max_payload is not above ACS_HOOKS' message limit
@@ -1188,7 +1188,7 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 	// ACS_HOOKS at its sequence; the dead letter says so rather than block
 	// the partition on a publish that can never succeed.
 	if limit := w.js.Conn().MaxPayload(); limit > 0 && int64(len(m.Data)+msghdr.Size(m.Header)) > limit {
-		m.Header.Set(acs.HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, HooksStream, in.msg.Seq))
+		m.Header.Set(acs.HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, acs.HooksStream, in.msg.Seq))
 		m.Data = nil
 	}
 	return m

@@ -306,7 +306,7 @@ func TestOnlyItsOwnDecision(t *testing.T) {
 		d, err := c.Decide(context.Background(), e.Data)
 		done <- result{d, err}
 	}()
-	hooks, err := js.Stream(context.Background(), stream.HooksStream)
+	hooks, err := js.Stream(context.Background(), acs.HooksStream)
 	if err != nil {
 		t.Fatal(err)
 	}
