@@ -17,7 +17,7 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -73,7 +73,7 @@ type fenceTest struct {
 	p         *Processor
 	a, b      *worker
 	ins       []inbound
-	store     *turnstate.Store
+	store     *statestore.Store
 	decisionS jetstream.Stream
 }
 
@@ -106,7 +106,7 @@ func fenceRig(t *testing.T) *fenceTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &fenceTest{p: p, store: turnstate.NewStore(kv, p.sealer), decisionS: decisions}
+	r := &fenceTest{p: p, store: statestore.NewStore(kv, p.sealer), decisionS: decisions}
 	r.a = p.newWorker(cons, hooks, decisions, r.store, acs.PartitionFilter(0), true)
 	r.b = p.newWorker(cons, hooks, decisions, r.store, acs.PartitionFilter(0), true)
 	for _, e := range examples.Session(examples.SessionID) {

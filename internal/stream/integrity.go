@@ -14,6 +14,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/opsalert"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -55,7 +56,7 @@ var errHistoryGone = errors.New("the session's history is no longer complete in 
 // same core — and the batch continues from that state, which is written with
 // the compare-and-set fence against the value's revision. When the history
 // is gone it returns a state that refuses the session's steps instead.
-func (w *worker) unverifiedSession(ctx context.Context, ie *turnstate.IntegrityError, in *inbound) (cached[turnstate.Session], error) {
+func (w *worker) unverifiedSession(ctx context.Context, ie *statestore.IntegrityError, in *inbound) (cached[turnstate.Session], error) {
 	w.stats.IntegrityFailures.Add(1)
 	w.log.Error().Str("tenant", in.route.Tenant).Str("session", in.route.SessionID).Uint64("revision", ie.Revision).
 		Str("reason", ie.Reason).Msg("stored session state does not verify; its contents and outbox are ignored")
@@ -117,7 +118,7 @@ func (w *worker) missingSession(ctx context.Context, key string, rev uint64, in 
 // to an agent with nothing counted, written over the value's revision.
 // Rebuilding it would mean re-reading every session of the agent in every
 // partition; a reset loses at most one window of counts, and is alerted.
-func (w *worker) unverifiedAgent(ctx context.Context, ie *turnstate.IntegrityError, seq uint64) (cached[turnstate.Agent], error) {
+func (w *worker) unverifiedAgent(ctx context.Context, ie *statestore.IntegrityError, seq uint64) (cached[turnstate.Agent], error) {
 	w.stats.IntegrityFailures.Add(1)
 	w.log.Error().Str("agent_key", ie.Key).Uint64("revision", ie.Revision).Str("reason", ie.Reason).
 		Msg("stored agent state does not verify; it is reset")
@@ -256,7 +257,7 @@ func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn
 // did not verify. It names the key, tenant, session and revision, never the
 // value's contents, which may be an attacker's. Its Nats-Msg-Id makes the
 // alert of one revision one message however often it is found.
-func (w *worker) integrityAlert(ctx context.Context, ie *turnstate.IntegrityError, action string, seq uint64) error {
+func (w *worker) integrityAlert(ctx context.Context, ie *statestore.IntegrityError, action string, seq uint64) error {
 	tenant, id, _ := strings.Cut(ie.Key, ".")
 	details := map[string]any{"kind": ie.Kind, "key": ie.Key, "tenant": tenant, "revision": ie.Revision,
 		"reason": ie.Reason, "action": action, "bucket": acs.StateBucket, "stream_seq": seq}
@@ -328,19 +329,19 @@ func ownOutput(subject, tenant, id string) bool {
 // current value accounts for every stored decision — its own envelopes up
 // to LastSeq, or its outbox (refusals leave LastSeq alone). last is the
 // sequence the session's newest stored decision answers.
-func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Outbox, last newest) *turnstate.IntegrityError {
+func rolledBack(key string, rev uint64, s *turnstate.Session, out *statestore.Outbox, last newest) *statestore.IntegrityError {
 	accounted := accountedFor(s, out)
 	if last.mustAccount() <= accounted {
 		return nil
 	}
-	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
+	return &statestore.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
 		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last.seq)}
 }
 
 // accountedFor is the stream sequence a stored session value accounts for:
 // its own envelopes up to LastSeq, and the decisions of its outbox
 // (refusals leave LastSeq alone).
-func accountedFor(s *turnstate.Session, out *turnstate.Outbox) uint64 {
+func accountedFor(s *turnstate.Session, out *statestore.Outbox) uint64 {
 	accounted := s.LastSeq
 	if out != nil {
 		own := acs.DecisionSubject(s.Tenant, s.SessionID)

@@ -20,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/ruletest"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
@@ -170,7 +171,7 @@ func TestTamperedStateIsRebuilt(t *testing.T) {
 			if after.Revision() <= rev {
 				t.Fatalf("the forged value at revision %d is still stored", rev)
 			}
-			s, _, _, err := turnstate.NewStore(r.kv, r.sealer).Load(context.Background(), acs.SessionKey("default", sid))
+			s, _, _, err := statestore.NewStore(r.kv, r.sealer).Load(context.Background(), acs.SessionKey("default", sid))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,7 +371,7 @@ func TestTamperedAgentStateIsReset(t *testing.T) {
 	}
 	call(1)
 	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"kind": "agent", "key": akey, "revision": float64(rev), "action": "reset"})
-	a, arev, err := turnstate.NewStore(r.kv, r.sealer).LoadAgent(ctx, akey)
+	a, arev, err := statestore.NewStore(r.kv, r.sealer).LoadAgent(ctx, akey)
 	if err != nil || arev <= rev || a == nil {
 		t.Fatalf("agent state after the reset: %v at %d (%v)", a, arev, err)
 	}
@@ -515,7 +516,7 @@ func TestDeletedStateIsRebuilt(t *testing.T) {
 			if st := r.proc.p.Stats(); st.Rebuilt.Load() != 1 {
 				t.Errorf("rebuilt %d, want 1", st.Rebuilt.Load())
 			}
-			s, _, _, err := turnstate.NewStore(r.kv, r.sealer).Load(context.Background(), key)
+			s, _, _, err := statestore.NewStore(r.kv, r.sealer).Load(context.Background(), key)
 			if err != nil || s == nil || s.Envelopes != uint64(len(envs)) || s.Taints["untrusted_content"] == nil {
 				t.Fatalf("stored state after the rebuild: %+v, %v", s, err)
 			}

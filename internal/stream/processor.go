@@ -22,6 +22,7 @@ import (
 	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -199,7 +200,7 @@ func (p *Processor) self() (Member, error) {
 }
 
 // newWorker returns the worker of one consumer of ACS_HOOKS.
-func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.Stream, store *turnstate.Store, filter string, routed bool) *worker {
+func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.Stream, store *statestore.Store, filter string, routed bool) *worker {
 	consumer := c.CachedInfo().Name
 	return &worker{
 		consumer: consumer, filter: filter, routed: routed,
@@ -242,7 +243,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open the stream of KV bucket %s: %w", acs.StateBucket, err)
 	}
-	store := turnstate.NewStore(kv, p.sealer).WithMarkers(stateStream)
+	store := statestore.NewStore(kv, p.sealer).WithMarkers(stateStream)
 	newWorker := func(consumer, filter string, routed bool) (*worker, error) {
 		c, err := hooks.Consumer(ctx, consumer)
 		if err != nil {
