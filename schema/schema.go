@@ -118,13 +118,13 @@ func PayloadSchema(method string) string {
 func Decode(raw []byte) (any, error) { return jsonschema.UnmarshalJSON(bytes.NewReader(raw)) }
 
 // ValidateRequest checks a decoded request envelope against
-// request-envelope.json. A failure is an *acs.Error with CodeInvalidRequest.
+// request-envelope.json. A failure is an *Error with CodeInvalidRequest.
 func (v *Validator) ValidateRequest(doc any) error {
 	return v.check(v.request, doc, "", acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid, "request envelope does not match request-envelope.json")
 }
 
 // ValidatePayload checks a decoded payload against its method's schema. A
-// failure is an *acs.Error with CodeInvalidParams whose pointers are
+// failure is an *Error with CodeInvalidParams whose pointers are
 // relative to the envelope (/params/payload/...).
 func (v *Validator) ValidatePayload(method string, payload any) error {
 	s, ok := v.payloads[method]
@@ -137,7 +137,7 @@ func (v *Validator) ValidatePayload(method string, payload any) error {
 }
 
 // ValidateResponse checks a decoded response envelope against
-// response-envelope.json.
+// response-envelope.json. A failure is an *Error with CodeInternalError.
 func (v *Validator) ValidateResponse(doc any) error {
 	return v.check(v.response, doc, "", acs.CodeInternalError, "response_invalid", "response envelope does not match response-envelope.json")
 }

@@ -112,13 +112,13 @@ func TestEnvelopeFixtures(t *testing.T) {
 			case !wantValid && err == nil:
 				t.Fatal("invalid fixture accepted")
 			case !wantValid:
-				var ae *acs.Error
+				var ae *schema.Error
 				if !errors.As(err, &ae) {
-					t.Fatalf("refusal is %T, want *acs.Error", err)
+					t.Fatalf("refusal is %T, want *schema.Error", err)
 				}
-				wantCode := acs.CodeInvalidParams
+				wantCode := schema.CodeInvalidParams
 				if dir == "_envelope/" {
-					wantCode = acs.CodeInvalidRequest
+					wantCode = schema.CodeInvalidRequest
 				}
 				if ae.Code != wantCode {
 					t.Errorf("code %d, want %d: %v", ae.Code, wantCode, ae)
@@ -180,7 +180,7 @@ func TestResponseFixtures(t *testing.T) {
 
 func TestValidatePayloadOfUnknownMethod(t *testing.T) {
 	err := newValidator(t).ValidatePayload("steps/teleport", map[string]any{})
-	if !errors.Is(err, &acs.Error{Code: acs.CodeCapabilityNotNegotiated}) {
+	if !errors.Is(err, &schema.Error{Code: schema.CodeCapabilityNotNegotiated}) {
 		t.Fatalf("got %v, want a -32003 refusal", err)
 	}
 }
@@ -196,7 +196,7 @@ func TestViolationsAreSorted(t *testing.T) {
 	var first string
 	for i := range 20 {
 		err := v.ValidateRequest(doc)
-		var ae *acs.Error
+		var ae *schema.Error
 		if !errors.As(err, &ae) || len(ae.Violations) < 6 {
 			t.Fatalf("want at least 6 violations, got %v", err)
 		}
@@ -231,7 +231,7 @@ func compareGolden(t *testing.T, path, got string) {
 }
 
 // FuzzValidateRequest feeds arbitrary bytes through decoding and both
-// validation stages: nothing may panic, and every failure is an *acs.Error.
+// validation stages: nothing may panic, and every failure is a *schema.Error.
 func FuzzValidateRequest(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join("testdata", "envelopes", "*", "*.json"))
 	for _, p := range paths {
@@ -246,7 +246,7 @@ func FuzzValidateRequest(f *testing.F) {
 			return
 		}
 		if err := v.ValidateRequest(doc); err != nil {
-			var ae *acs.Error
+			var ae *schema.Error
 			if !errors.As(err, &ae) {
 				t.Fatalf("request refusal is %T", err)
 			}
@@ -255,7 +255,7 @@ func FuzzValidateRequest(f *testing.F) {
 		obj := doc.(map[string]any)
 		params := obj["params"].(map[string]any)
 		if err := v.ValidatePayload(obj["method"].(string), params["payload"]); err != nil {
-			var ae *acs.Error
+			var ae *schema.Error
 			if !errors.As(err, &ae) {
 				t.Fatalf("payload refusal is %T", err)
 			}

@@ -57,7 +57,7 @@ func TestRunThroughNATSContext(t *testing.T) {
 	// No skew window, as loadgen's synthetic timestamps need.
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 2
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/traffic"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
@@ -129,7 +128,7 @@ func reconcileOnce(ctx context.Context, js jetstream.JetStream, x *expectation) 
 	r := reconcileReport{DecisionsExpected: len(x.byRequest), AlertsExpected: x.totals.AlertCount(), AlertsByRule: map[string]int{}, Uncertain: len(x.uncertain)}
 	got := map[string]*seen{}
 	bySeq := map[string]string{}
-	n, err := readAll(ctx, js, stream.DecisionsStream, acs.DecisionsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
+	n, err := readAll(ctx, js, acs.DecisionsStream, acs.DecisionsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
 		rid := m.Headers().Get(acs.HdrRequestID)
 		s := got[rid]
 		if s == nil {
@@ -144,7 +143,7 @@ func reconcileOnce(ctx context.Context, js jetstream.JetStream, x *expectation) 
 	}
 	r.DecisionsRead = n
 	orphanAlerts := 0
-	n, err = readAll(ctx, js, stream.AlertsStream, acs.AlertsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
+	n, err = readAll(ctx, js, acs.AlertsStream, acs.AlertsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
 		rule := m.Headers().Get(acs.HdrRuleID)
 		r.AlertsByRule[rule]++
 		rid, ok := bySeq[m.Headers().Get(acs.HdrStreamSeq)]
@@ -236,13 +235,13 @@ func checkAlerts(r *reconcileReport, rid string, e *traffic.Envelope, s *seen) {
 // checkStates reads every state of the tenant from the bucket in one pass
 // (a watch on <tenant>.*) and compares the run's sessions with it.
 func checkStates(ctx context.Context, js jetstream.JetStream, x *expectation, r *reconcileReport) error {
-	kv, err := js.KeyValue(ctx, stream.StateBucket)
+	kv, err := js.KeyValue(ctx, acs.StateBucket)
 	if err != nil {
-		return fmt.Errorf("open bucket %s: %w", stream.StateBucket, err)
+		return fmt.Errorf("open bucket %s: %w", acs.StateBucket, err)
 	}
 	w, err := kv.Watch(ctx, x.tenant+".*", jetstream.IgnoreDeletes())
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", stream.StateBucket, err)
+		return fmt.Errorf("watch %s: %w", acs.StateBucket, err)
 	}
 	defer func() { _ = w.Stop() }()
 	values := map[string][]byte{}

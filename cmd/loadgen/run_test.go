@@ -14,7 +14,6 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natsconn"
-	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
@@ -133,7 +132,7 @@ func TestReconcileDetects(t *testing.T) {
 	if len(done) < 2 {
 		t.Fatalf("only %d sessions completed", len(done))
 	}
-	decisions, err := lr.js.Stream(ctx, stream.DecisionsStream)
+	decisions, err := lr.js.Stream(ctx, acs.DecisionsStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 		cfg := stream.DefaultConfig()
 		cfg.Topology.Partitions = o.Partitions
 		cfg.InstanceID = fmt.Sprintf("loadgen-%d", i+1)
-		p, err := stream.New(nc, g, stream.NewRuleSource(rs), cfg, zerolog.Nop())
+		p, err := stream.New(nc, g, rules.NewSource(rs), cfg, zerolog.Nop())
 		if err != nil {
 			nc.Close()
 			return err

@@ -211,12 +211,12 @@ func retentionFlags(fs *flag.FlagSet, t *stream.Topology) {
 		flag, stream, age, reached string
 		retention                  *stream.Retention
 	}{
-		{"hooks", stream.HooksStream, "; at least --session-ttl: older sessions cannot be rebuilt, and replay sees only what is kept",
+		{"hooks", acs.HooksStream, "; at least --session-ttl: older sessions cannot be rebuilt, and replay sees only what is kept",
 			"further envelopes are refused (publishers get an error, agents their on_decision_failure) until old ones age out", &t.HooksRetention},
-		{"decisions", stream.DecisionsStream, "; at least --session-ttl; replay sees only what is kept",
+		{"decisions", acs.DecisionsStream, "; at least --session-ttl; replay sees only what is kept",
 			"the oldest decisions are removed", &t.DecisionsRetention},
-		{"alerts", stream.AlertsStream, "; replay sees only what is kept", "the oldest alerts are removed", &t.AlertsRetention},
-		{"dlq", stream.DLQStream, "; at least 24h, its duplicate window", "the oldest dead letters are removed", &t.DLQRetention},
+		{"alerts", acs.AlertsStream, "; replay sees only what is kept", "the oldest alerts are removed", &t.AlertsRetention},
+		{"dlq", acs.DLQStream, "; at least 24h, its duplicate window", "the oldest dead letters are removed", &t.DLQRetention},
 	} {
 		fs.DurationVar(&r.retention.MaxAge, r.flag+"-max-age", r.retention.MaxAge,
 			fmt.Sprintf("remove messages of %s older than this (0: no age limit%s)", r.stream, r.age))

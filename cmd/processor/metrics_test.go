@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/acs"
 )
 
 const waitFor = 20 * time.Second
@@ -226,10 +226,10 @@ func TestMetricsListener(t *testing.T) {
 	// processor cannot put it back (it never edits what exists), the
 	// partition of the next envelope is stuck after StuckAfter, /readyz
 	// says which and why, and the metrics agree.
-	if err := js.DeleteStream(ctx, stream.DecisionsStream); err != nil {
+	if err := js.DeleteStream(ctx, acs.DecisionsStream); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream.DecisionsStream, Subjects: []string{"elsewhere.>"}}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: acs.DecisionsStream, Subjects: []string{"elsewhere.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	sid := "6c2d0f3e-1a4b-4c5d-8e9f-000000000009"
@@ -238,10 +238,10 @@ func TestMetricsListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	var body string
-	poll(t, "/readyz 503 naming a stuck partition and "+stream.DecisionsStream, func() bool {
+	poll(t, "/readyz 503 naming a stuck partition and "+acs.DecisionsStream, func() bool {
 		var code int
 		code, body = get(sp.metrics + "/readyz")
-		return code == http.StatusServiceUnavailable && strings.Contains(body, "stuck") && strings.Contains(body, stream.DecisionsStream)
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "stuck") && strings.Contains(body, acs.DecisionsStream)
 	})
 	t.Logf("/readyz: %s", strings.TrimSpace(body))
 	_, scrape = get(sp.metrics + "/metrics")

@@ -122,7 +122,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// all have this file.
 	log.Info().Str("file", cfg.stateKey).Bool("created", created).Msg("state values are authenticated with this key")
 	g := guardian.New(v, gcfg)
-	source := stream.NewRuleSource(rs)
+	source := rules.NewSource(rs)
 	log.Info().Str("ruleset", rs.Name).Str("revision", rs.Revision).Int("rules", len(rs.Rules)).Strs("files", rs.Files).Msg("rules loaded")
 
 	var srv *server.Server

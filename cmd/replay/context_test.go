@@ -56,7 +56,7 @@ func TestReplayThroughNATSContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), stream.DefaultConfig(), zerolog.Nop())
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), stream.DefaultConfig(), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

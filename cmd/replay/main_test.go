@@ -54,7 +54,7 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 		t.Fatal(err)
 	}
 	cfg := stream.DefaultConfig()
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: signer}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: signer}), rules.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

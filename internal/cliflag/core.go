@@ -8,7 +8,6 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // Core is the decision core's settings. The processor and replay register
@@ -34,8 +33,8 @@ func (c *Core) Register(fs *flag.FlagSet) {
 
 // Validate checks the values parsed.
 func (c *Core) Validate() error {
-	if c.MaxEnvelopeBytes < 1024 || c.MaxEnvelopeBytes > stream.HooksMaxMsgSize {
-		return fmt.Errorf("--max-envelope-bytes must be between 1024 and %d (the ACS_HOOKS message limit)", stream.HooksMaxMsgSize)
+	if c.MaxEnvelopeBytes < 1024 || c.MaxEnvelopeBytes > acs.HooksMaxMsgSize {
+		return fmt.Errorf("--max-envelope-bytes must be between 1024 and %d (the ACS_HOOKS message limit)", acs.HooksMaxMsgSize)
 	}
 	if c.OnRuleError != "deny" && c.OnRuleError != "allow" {
 		return fmt.Errorf("--on-rule-error %q: want deny or allow", c.OnRuleError)

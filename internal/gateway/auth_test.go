@@ -304,7 +304,7 @@ func TestTenantIsolation(t *testing.T) {
 	e.post(t, tokenEve, sessionStartOf(sid, "e1", 204)).wantDecision(t, "allow")
 
 	ctx := context.Background()
-	kv, err := e.js.KeyValue(ctx, gateway.HandshakeBucket)
+	kv, err := e.js.KeyValue(ctx, acs.HandshakeBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

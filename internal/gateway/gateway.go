@@ -301,7 +301,7 @@ func (g *Gateway) serveReceiptKey(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusNotFound, "receipts are off\n")
 		return
 	}
-	w.Header().Set("Acs-Receipt-Key", g.cfg.Receipts.KeyID)
+	w.Header().Set(acs.HdrReceiptKey, g.cfg.Receipts.KeyID)
 	w.Header().Set("Content-Type", "application/x-pem-file")
 	_, _ = w.Write(g.cfg.Receipts.PublicPEM())
 }

@@ -91,7 +91,7 @@ func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg gua
 	}
 	pcfg := stream.DefaultConfig()
 	pcfg.Topology.Partitions = 4
-	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), stream.NewRuleSource(rs), pcfg, zerolog.Nop())
+	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), rules.NewSource(rs), pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

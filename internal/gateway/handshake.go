@@ -16,12 +16,6 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 )
 
-// HandshakeBucket is the KV bucket of the HTTP endpoint's negotiated
-// sessions. It is durable so that a restart does not turn every session of
-// an adapter that cached its ServerHello into -32003 answers, which the ACS
-// adapters pass to their failure posture (fail open by default).
-const HandshakeBucket = "ACS_HANDSHAKES"
-
 // HandshakePolicy says whether steps over HTTP need a handshake first.
 type HandshakePolicy string
 
@@ -90,14 +84,14 @@ const maxCachedHandshakes = 65536
 
 // openHandshakes opens the bucket, creating it when missing.
 func openHandshakes(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration) (*handshakes, error) {
-	kv, err := js.KeyValue(ctx, HandshakeBucket)
+	kv, err := js.KeyValue(ctx, acs.HandshakeBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: HandshakeBucket, History: 1, TTL: ttl,
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: acs.HandshakeBucket, History: 1, TTL: ttl,
 			Storage: jetstream.FileStorage, Replicas: replicas,
 			Description: "turnguard: the ACS handshakes of sessions over HTTP"})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("KV bucket %s: %w", HandshakeBucket, err)
+		return nil, fmt.Errorf("KV bucket %s: %w", acs.HandshakeBucket, err)
 	}
 	return &handshakes{kv: kv, ttl: ttl, cache: map[string]*negotiation{}}, nil
 }

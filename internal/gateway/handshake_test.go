@@ -177,7 +177,7 @@ func TestHandshakeLastsWhileInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.KeyValue(context.Background(), gateway.HandshakeBucket)
+	kv, err := js.KeyValue(context.Background(), acs.HandshakeBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -125,7 +126,7 @@ func TestRolePermissions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("agent acme publishes its own envelope: %v", err)
 	}
-	if ack.Stream != stream.HooksStream {
+	if ack.Stream != acs.HooksStream {
 		t.Fatalf("ack from %q", ack.Stream)
 	}
 	sub, err := acme.nc.SubscribeSync("acs.decisions.acme.>")
@@ -141,14 +142,14 @@ func TestRolePermissions(t *testing.T) {
 	if _, err := sub.NextMsg(5 * time.Second); err != nil {
 		t.Fatalf("agent acme reads its tenant's decision: %v", err)
 	}
-	kv, err := proc.js.KeyValue(ctx, stream.StateBucket)
+	kv, err := proc.js.KeyValue(ctx, acs.StateBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kv.Put(ctx, "acme.s1", []byte(`{"taints":[1]}`)); err != nil {
 		t.Fatalf("the processor writes state: %v", err)
 	}
-	secKV, err := sec.js.KeyValue(ctx, stream.StateBucket)
+	secKV, err := sec.js.KeyValue(ctx, acs.StateBucket)
 	if err != nil {
 		t.Fatalf("security opens the state bucket: %v", err)
 	}
@@ -166,7 +167,7 @@ func TestRolePermissions(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("security listed %d keys, want 1", n)
 	}
-	decisions, err := sec.js.Stream(ctx, stream.DecisionsStream)
+	decisions, err := sec.js.Stream(ctx, acs.DecisionsStream)
 	if err != nil {
 		t.Fatalf("security opens ACS_DECISIONS: %v", err)
 	}
@@ -177,14 +178,14 @@ func TestRolePermissions(t *testing.T) {
 	if _, err := oc.Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
 		t.Fatalf("security reads decision history: %v", err)
 	}
-	hooks, err := sec.js.Stream(ctx, stream.HooksStream)
+	hooks, err := sec.js.Stream(ctx, acs.HooksStream)
 	if err != nil {
 		t.Fatalf("security opens ACS_HOOKS: %v", err)
 	}
 	if _, err := hooks.GetMsg(ctx, ack.Sequence); err != nil {
 		t.Fatalf("security reads a recorded envelope: %v", err)
 	}
-	if _, err := admin.js.Stream(ctx, stream.HooksStream); err != nil {
+	if _, err := admin.js.Stream(ctx, acs.HooksStream); err != nil {
 		t.Fatalf("admin opens ACS_HOOKS: %v", err)
 	}
 
@@ -231,13 +232,13 @@ func TestRolePermissions(t *testing.T) {
 		c.c.nc.Publish(c.subject, []byte(`{}`))
 		c.c.denied(t, c.who+" publishes to "+c.subject)
 	}
-	if info, err := admin.js.Stream(ctx, stream.HooksStream); err != nil || info.CachedInfo().State.Msgs != 1 {
+	if info, err := admin.js.Stream(ctx, acs.HooksStream); err != nil || info.CachedInfo().State.Msgs != 1 {
 		t.Fatalf("ACS_HOOKS after the attempts: %v", err)
 	}
 	if e, err := kv.Get(ctx, "acme.s1"); err != nil || e.Revision() != 1 {
 		t.Fatalf("state after the attempts: revision %v, %v", e, err)
 	}
-	members, err := proc.js.KeyValue(ctx, stream.MembersBucket)
+	members, err := proc.js.KeyValue(ctx, acs.MembersBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,13 +336,13 @@ func TestUserValidate(t *testing.T) {
 func TestNamesMatchTopology(t *testing.T) {
 	perms := natsauth.User{Role: natsauth.RoleSecurity}.Permissions()
 	all := strings.Join(perms.Pub.Allow, " ")
-	for _, s := range []string{stream.DecisionsStream, stream.AlertsStream, stream.DLQStream, "KV_" + stream.StateBucket, "KV_" + stream.MembersBucket} {
+	for _, s := range []string{acs.DecisionsStream, acs.AlertsStream, acs.DLQStream, acs.KVStream(acs.StateBucket), acs.KVStream(acs.MembersBucket)} {
 		if !strings.Contains(all, "$JS.API.CONSUMER.CREATE."+s+".>") {
 			t.Errorf("security cannot read %s", s)
 		}
 	}
 	owned := strings.Join(natsauth.ProcessorOwned, " ")
-	for _, b := range []string{stream.StateBucket, stream.MembersBucket} {
+	for _, b := range []string{acs.StateBucket, acs.MembersBucket} {
 		if !strings.Contains(owned, "$KV."+b+".>") {
 			t.Errorf("%s is not processor-owned", b)
 		}
@@ -450,7 +451,7 @@ func TestOpenStoreIsAdopted(t *testing.T) {
 	}
 	defer anc.Close()
 	ajs, _ := jetstream.New(anc)
-	hooks, err := ajs.Stream(ctx, stream.HooksStream)
+	hooks, err := ajs.Stream(ctx, acs.HooksStream)
 	if err != nil {
 		t.Fatalf("the open store's streams are gone with authentication on: %v", err)
 	}

@@ -48,28 +48,15 @@ func ParseRole(s string) (Role, error) {
 	return r, nil
 }
 
-// Streams and buckets whose names the permissions spell out. They are the
-// stream package's names; natsauth cannot import it (stream imports
-// natsauth to start the embedded server), so a test holds the two equal.
-const (
-	hooksStream     = "ACS_HOOKS"
-	decisionsStream = "ACS_DECISIONS"
-	alertsStream    = "ACS_ALERTS"
-	dlqStream       = "ACS_DLQ"
-	stateBucket     = "ACS_TURNSTATE"
-	membersBucket   = "ACS_PROCESSORS"
-	handshakeBucket = "ACS_HANDSHAKES"
-)
-
 // ProcessorOwned are the subjects only the processor may publish to: a
 // message there is either turnguard's or a forgery.
 var ProcessorOwned = []string{
 	acs.DecisionsPrefix + ".>",
 	acs.AlertsPrefix + ".>",
 	acs.DLQPrefix + ".>",
-	"$KV." + stateBucket + ".>",
-	"$KV." + membersBucket + ".>",
-	"$KV." + handshakeBucket + ".>",
+	acs.KVSubject(acs.StateBucket, ">"),
+	acs.KVSubject(acs.MembersBucket, ">"),
+	acs.KVSubject(acs.HandshakeBucket, ">"),
 }
 
 // tenantPattern is a tenant a credential can be bound to: one NATS subject
@@ -176,15 +163,15 @@ func securityAPI() []string {
 		// (nats kv ls, ListKeys): they only pace a delivery.
 		"$JS.FC.>",
 	}
-	for _, s := range []string{decisionsStream, alertsStream, dlqStream,
-		"KV_" + stateBucket, "KV_" + membersBucket, "KV_" + handshakeBucket} {
+	for _, s := range []string{acs.DecisionsStream, acs.AlertsStream, acs.DLQStream,
+		acs.KVStream(acs.StateBucket), acs.KVStream(acs.MembersBucket), acs.KVStream(acs.HandshakeBucket)} {
 		api = append(api,
 			"$JS.API.CONSUMER.CREATE."+s,
 			"$JS.API.CONSUMER.CREATE."+s+".>",
 			"$JS.API.CONSUMER.INFO."+s+".*",
 			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 		)
-		if s != "KV_"+membersBucket {
+		if s != acs.KVStream(acs.MembersBucket) {
 			api = append(api, "$JS.API.CONSUMER.DELETE."+s+".*")
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/rules"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // debounce lets an editor finish writing (truncate, write, rename) before
@@ -27,7 +26,7 @@ type Config struct {
 	// Paths are the rule files as given on the command line;
 	// builtin:default is not watched.
 	Paths  []string
-	Source *stream.RuleSource
+	Source *rules.Source
 	// Signals delivers SIGHUP (or anything else that should trigger a
 	// reload); nil disables it.
 	Signals <-chan os.Signal

@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/rules"
-	"github.com/turnguard/turnguard/internal/stream"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
 
@@ -32,7 +31,7 @@ func TestResults(t *testing.T) {
 		loaded bool
 	}{{"good", []string{rulepack.DefaultPath}, true}, {"bad", []string{bad}, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := stream.NewRuleSource(first)
+			src := rules.NewSource(first)
 			results := make(chan error, 1)
 			hup := make(chan os.Signal, 1)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -87,7 +86,7 @@ func TestReloadRevision(t *testing.T) {
 		same bool
 	}{{"a copy elsewhere", same, true}, {"an edited copy", edited, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := stream.NewRuleSource(start)
+			src := rules.NewSource(start)
 			loaded := make(chan *rules.Set, 1)
 			hup := make(chan os.Signal, 1)
 			ctx, cancel := context.WithCancel(context.Background())

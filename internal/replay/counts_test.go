@@ -12,7 +12,6 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -51,7 +50,7 @@ func TestCountsAgree(t *testing.T) {
 				}
 			}
 			js, _ := jetstream.New(natstest.Connect(t, rec.srv))
-			kv, err := js.KeyValue(ctx, stream.StateBucket)
+			kv, err := js.KeyValue(ctx, acs.StateBucket)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,7 +67,7 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.proc, err = stream.New(pnc, guardian.New(v, r.cfg), stream.NewRuleSource(rs), cfg, zerolog.Nop())
+	r.proc, err = stream.New(pnc, guardian.New(v, r.cfg), rules.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

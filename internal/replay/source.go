@@ -22,7 +22,6 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // Source is turnguard's recorded streams.
@@ -39,7 +38,7 @@ type Source struct {
 // Open opens the streams through js.
 func Open(ctx context.Context, js jetstream.JetStream) (*Source, error) {
 	s := &Source{js: js}
-	for name, dst := range map[string]*jetstream.Stream{stream.HooksStream: &s.hooks, stream.DecisionsStream: &s.decisions, stream.AlertsStream: &s.alerts} {
+	for name, dst := range map[string]*jetstream.Stream{acs.HooksStream: &s.hooks, acs.DecisionsStream: &s.decisions, acs.AlertsStream: &s.alerts} {
 		st, err := js.Stream(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("open stream %s: %w (is this turnguard's NATS?)", name, err)
@@ -91,7 +90,7 @@ func (s *Source) Resolve(ctx context.Context, b Bounds) (Range, error) {
 
 // firstAtOrAfter finds the first stored envelope at or after t (0: none).
 func (s *Source) firstAtOrAfter(ctx context.Context, t time.Time) (uint64, error) {
-	c, err := s.js.OrderedConsumer(ctx, stream.HooksStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &t})
+	c, err := s.js.OrderedConsumer(ctx, acs.HooksStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &t})
 	if err != nil {
 		return 0, err
 	}
@@ -128,7 +127,7 @@ func (s *Source) Each(ctx context.Context, r Range, filters []string, fn func(En
 		return nil
 	}
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: r.From, FilterSubjects: filters}
-	return s.each(ctx, stream.HooksStream, cfg, func(m jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
+	return s.each(ctx, acs.HooksStream, cfg, func(m jetstream.Msg, md *jetstream.MsgMetadata) (bool, error) {
 		if md.Sequence.Stream > r.To || !r.ToTime.IsZero() && md.Timestamp.After(r.ToTime) {
 			return false, nil
 		}
@@ -305,7 +304,7 @@ func (s *Source) ReadRecorded(ctx context.Context, tenant, sessionID string, sin
 	if sessionID != "" {
 		decisions = acs.DecisionSubject(tenant, sessionID)
 	}
-	err := s.readAll(ctx, s.decisions, stream.DecisionsStream, cfg(decisions), func(m jetstream.Msg) error {
+	err := s.readAll(ctx, s.decisions, acs.DecisionsStream, cfg(decisions), func(m jetstream.Msg) error {
 		seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
 		if err != nil {
 			rec.Ignored++ // not a decision turnguard published
@@ -324,7 +323,7 @@ func (s *Source) ReadRecorded(ctx context.Context, tenant, sessionID string, sin
 	if err != nil {
 		return rec, fmt.Errorf("read decisions: %w", err)
 	}
-	err = s.readAll(ctx, s.alerts, stream.AlertsStream, cfg(acs.AlertsPrefix+"."+tenant+".>"), func(m jetstream.Msg) error {
+	err = s.readAll(ctx, s.alerts, acs.AlertsStream, cfg(acs.AlertsPrefix+"."+tenant+".>"), func(m jetstream.Msg) error {
 		seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64)
 		if err != nil || !s.trusted(receipt.Alert(m.Subject(), seq), m) {
 			rec.Ignored++

@@ -19,7 +19,6 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // SweepOptions select what VerifyAll reads.
@@ -111,11 +110,11 @@ func VerifyAll(ctx context.Context, src *Source, receiptKey ed25519.PublicKey, o
 	// A decision stored by the time its stream's end is fixed answers an
 	// envelope stored before: that end is fixed first, ACS_HOOKS' at the
 	// first lookup (what an alert names beyond it is got, not read).
-	err := src.sweepStream(ctx, src.decisions, stream.DecisionsStream, decisions, opts, sw.decisions)
+	err := src.sweepStream(ctx, src.decisions, acs.DecisionsStream, decisions, opts, sw.decisions)
 	if err != nil {
 		return sw.v, err
 	}
-	if err := src.sweepStream(ctx, src.alerts, stream.AlertsStream, alerts, opts, sw.alerts); err != nil {
+	if err := src.sweepStream(ctx, src.alerts, acs.AlertsStream, alerts, opts, sw.alerts); err != nil {
 		return sw.v, err
 	}
 	return sw.v, nil
@@ -289,7 +288,7 @@ func (sw *sweeper) decisions(ctx context.Context, batch []sweptMsg) error {
 		if m.claimed == 0 {
 			// Nothing to bind a receipt to: it answers no envelope.
 			sw.v.Messages.DecisionsChecked++
-			sw.reject(stream.DecisionsStream, m, headerText(m.header.Get(acs.HdrRequestID)),
+			sw.reject(acs.DecisionsStream, m, headerText(m.header.Get(acs.HdrRequestID)),
 				[]string{fmt.Sprintf("no valid Acs-Stream-Seq (%q): it answers no envelope, so it is not turnguard's decision", headerText(m.header.Get(acs.HdrStreamSeq)))})
 			continue
 		}
@@ -308,19 +307,19 @@ func (sw *sweeper) decisions(ctx context.Context, batch []sweptMsg) error {
 		h := hooks[m.claimed]
 		switch {
 		case !h.found:
-			why = append(why, fmt.Sprintf("sequence %d is not an envelope in %s", m.claimed, stream.HooksStream))
+			why = append(why, fmt.Sprintf("sequence %d is not an envelope in %s", m.claimed, acs.HooksStream))
 		case m.tenant != "" && (h.tenant != m.tenant || h.session != m.session):
 			why = append(why, fmt.Sprintf("sequence %d is an envelope of %s, not of tenant %s session %s", m.claimed, h, m.tenant, m.session))
 		}
 		if len(why) == 0 {
 			// A verified answer (or, without a key, an answer as far as can
 			// be told): the first one for its envelope is the answer.
-			if dup := first(sw.decided, m.claimed, m, "the answer", stream.DecisionsStream); dup != "" {
+			if dup := first(sw.decided, m.claimed, m, "the answer", acs.DecisionsStream); dup != "" {
 				why = append(why, dup)
 			}
 		}
 		if len(why) > 0 {
-			sw.reject(stream.DecisionsStream, m, headerText(m.header.Get(acs.HdrRequestID)), why)
+			sw.reject(acs.DecisionsStream, m, headerText(m.header.Get(acs.HdrRequestID)), why)
 		}
 	}
 	return nil
@@ -352,7 +351,7 @@ func (sw *sweeper) alerts(ctx context.Context, batch []sweptMsg) error {
 		rule := headerText(m.header.Get(acs.HdrRuleID))
 		if m.tenant != alert.SystemTenant && m.claimed == 0 {
 			sw.v.Messages.AlertsChecked++
-			sw.reject(stream.AlertsStream, m, rule,
+			sw.reject(acs.AlertsStream, m, rule,
 				[]string{fmt.Sprintf("no valid Acs-Stream-Seq (%q): it is bound to no envelope, so it is not turnguard's alert", headerText(m.header.Get(acs.HdrStreamSeq)))})
 			continue
 		}
@@ -370,14 +369,14 @@ func (sw *sweeper) alerts(ctx context.Context, batch []sweptMsg) error {
 		}
 		if m.tenant == alert.SystemTenant {
 			if len(why) > 0 {
-				sw.reject(stream.AlertsStream, m, rule, why)
+				sw.reject(acs.AlertsStream, m, rule, why)
 			}
 			continue
 		}
 		h := hooks[m.claimed]
 		switch {
 		case !h.found:
-			why = append(why, fmt.Sprintf("sequence %d is not an envelope in %s", m.claimed, stream.HooksStream))
+			why = append(why, fmt.Sprintf("sequence %d is not an envelope in %s", m.claimed, acs.HooksStream))
 		case m.tenant != "" && h.tenant != m.tenant:
 			why = append(why, fmt.Sprintf("sequence %d is an envelope of %s, not of tenant %s", m.claimed, h, m.tenant))
 		}
@@ -387,12 +386,12 @@ func (sw *sweeper) alerts(ctx context.Context, batch []sweptMsg) error {
 				id = uint32(len(sw.rules))
 				sw.rules[m.rule] = id
 			}
-			if dup := first(sw.alerted, alertKey{id, m.claimed}, m, "the alert "+m.rule, stream.AlertsStream); dup != "" {
+			if dup := first(sw.alerted, alertKey{id, m.claimed}, m, "the alert "+m.rule, acs.AlertsStream); dup != "" {
 				why = append(why, dup)
 			}
 		}
 		if len(why) > 0 {
-			sw.reject(stream.AlertsStream, m, rule, why)
+			sw.reject(acs.AlertsStream, m, rule, why)
 		}
 	}
 	return nil
@@ -510,7 +509,7 @@ func (x *hookIndex) lookup(ctx context.Context, seqs []uint64, workers int) (map
 	if x.last == 0 {
 		info, err := x.src.hooks.Info(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", stream.HooksStream, err)
+			return nil, fmt.Errorf("%s: %w", acs.HooksStream, err)
 		}
 		x.last = info.State.LastSeq
 	}
@@ -611,14 +610,14 @@ func (x *hookIndex) fromWindow(ctx context.Context, seqs []uint64, out map[uint6
 func (x *hookIndex) restart(ctx context.Context, seq uint64) error {
 	x.close()
 	x.win = hookWindow{started: true, lo: seq, hi: seq - 1, refs: make(map[uint64]hookRef)}
-	c, err := x.src.js.OrderedConsumer(ctx, stream.HooksStream, jetstream.OrderedConsumerConfig{
+	c, err := x.src.js.OrderedConsumer(ctx, acs.HooksStream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq, HeadersOnly: true})
 	if err != nil {
-		return fmt.Errorf("%s: %w", stream.HooksStream, err)
+		return fmt.Errorf("%s: %w", acs.HooksStream, err)
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", stream.HooksStream, err)
+		return fmt.Errorf("%s: %w", acs.HooksStream, err)
 	}
 	if info.NumPending == 0 {
 		// Nothing stored from seq on: the window covers all of it.
@@ -626,7 +625,7 @@ func (x *hookIndex) restart(ctx context.Context, seq uint64) error {
 		return nil
 	}
 	if x.win.it, err = c.Messages(jetstream.PullMaxMessages(1000)); err != nil {
-		return fmt.Errorf("%s: %w", stream.HooksStream, err)
+		return fmt.Errorf("%s: %w", acs.HooksStream, err)
 	}
 	return nil
 }
@@ -646,7 +645,7 @@ func (x *hookIndex) advance(ctx context.Context, target uint64) error {
 		if err != nil {
 			// Never guess: a slow server must not make envelopes look
 			// missing.
-			return fmt.Errorf("read %s: %w", stream.HooksStream, err)
+			return fmt.Errorf("read %s: %w", acs.HooksStream, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
@@ -683,7 +682,7 @@ func (x *hookIndex) get(ctx context.Context, seq uint64) (hookRef, error) {
 		return hookRef{}, nil
 	}
 	if err != nil {
-		return hookRef{}, fmt.Errorf("%s seq %d: %w", stream.HooksStream, seq, err)
+		return hookRef{}, fmt.Errorf("%s seq %d: %w", acs.HooksStream, seq, err)
 	}
 	return parseHook(m.Subject), nil
 }

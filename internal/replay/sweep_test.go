@@ -20,7 +20,6 @@ import (
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // forgery is a forged message and what its rejection must say.
@@ -79,7 +78,7 @@ func stored(t *testing.T, srv *server.Server, name, prefix string, match func(re
 // envelopeSeq is the sequence of the first stored envelope of a session.
 func envelopeSeq(t *testing.T, srv *server.Server, tenant, session string) uint64 {
 	t.Helper()
-	m := stored(t, srv, stream.HooksStream, acs.PartitionedPrefix, func(m recordedMsg) bool {
+	m := stored(t, srv, acs.HooksStream, acs.PartitionedPrefix, func(m recordedMsg) bool {
 		r, err := acs.ParsePartitioned(m.Subject)
 		return err == nil && r.Tenant == tenant && r.SessionID == session
 	})
@@ -119,7 +118,7 @@ func TestVerifyAll(t *testing.T) {
 	srv := w.rec.srv
 	ctx := context.Background()
 	_, signer := testKeys(t)
-	decisions, alerts := streamCount(t, srv, stream.DecisionsStream), streamCount(t, srv, stream.AlertsStream)
+	decisions, alerts := streamCount(t, srv, acs.DecisionsStream), streamCount(t, srv, acs.AlertsStream)
 	if alerts < 4 {
 		t.Fatalf("the world has %d alerts, want one per denied session", alerts)
 	}
@@ -171,10 +170,10 @@ func TestVerifyAll(t *testing.T) {
 	// genuine is acme1's decision of its first envelope.
 	acme1Seq := envelopeSeq(t, cp, "acme", acme1)
 	globexSeq := envelopeSeq(t, cp, "globex", globex1)
-	genuine := stored(t, cp, stream.DecisionsStream, acs.DecisionSubject("acme", acme1), func(m recordedMsg) bool {
+	genuine := stored(t, cp, acs.DecisionsStream, acs.DecisionSubject("acme", acme1), func(m recordedMsg) bool {
 		return m.Header.Get(acs.HdrStreamSeq) == strconv.FormatUint(acme1Seq, 10)
 	})
-	genuineAlert := stored(t, cp, stream.AlertsStream, acs.AlertsPrefix+".acme.", func(recordedMsg) bool { return true })
+	genuineAlert := stored(t, cp, acs.AlertsStream, acs.AlertsPrefix+".acme.", func(recordedMsg) bool { return true })
 	alertSeq := genuineAlert.Header.Get(acs.HdrStreamSeq)
 	allow := []byte(`{"jsonrpc":"2.0","id":"x","result":{"type":"final","acs_version":"0.1.0","request_id":"x","decision":"allow"}}`)
 	finding := []byte(`{"class_uid":2004,"message":"forged"}`)
@@ -247,9 +246,9 @@ func TestVerifyAll(t *testing.T) {
 	seqs := publishAcked(t, cp, batch)
 	forged := map[msgKey]int{}
 	for i, f := range forgeries {
-		name := stream.DecisionsStream
+		name := acs.DecisionsStream
 		if strings.HasPrefix(f.m.Subject, acs.AlertsPrefix) {
-			name = stream.AlertsStream
+			name = acs.AlertsStream
 		}
 		forged[msgKey{name, seqs[i]}] = i
 	}

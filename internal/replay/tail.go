@@ -17,7 +17,6 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // Verdicts of a tailed message. Only a message whose receipt verified is
@@ -165,12 +164,12 @@ func (s *Source) Tail(ctx context.Context, opts TailOptions, fn func(TailEvent) 
 			// acs.decisions.x is no less one.
 			filter = acs.DecisionsPrefix + ".>"
 		}
-		if err := follow(stream.DecisionsStream, []string{filter}); err != nil {
+		if err := follow(acs.DecisionsStream, []string{filter}); err != nil {
 			return err
 		}
 	}
 	if opts.Alerts {
-		if err := follow(stream.AlertsStream, []string{acs.AlertsPrefix + "." + tenant + ".>"}); err != nil {
+		if err := follow(acs.AlertsStream, []string{acs.AlertsPrefix + "." + tenant + ".>"}); err != nil {
 			return err
 		}
 	}
@@ -187,7 +186,7 @@ func (s *Source) Tail(ctx context.Context, opts TailOptions, fn func(TailEvent) 
 				return err
 			}
 			var e TailEvent
-			if it.stream == stream.DecisionsStream {
+			if it.stream == acs.DecisionsStream {
 				e = t.decision(ctx, it.m.Subject(), it.m.Headers(), it.m.Data())
 			} else {
 				e = t.alert(it.m.Subject(), it.m.Headers(), it.m.Data())

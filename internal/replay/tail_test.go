@@ -17,7 +17,6 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // tailing runs Tail in the background and hands over its events.
@@ -259,7 +258,7 @@ func waitConsumers(t *testing.T, rec *recorder, n int) {
 	deadline := time.Now().Add(waitFor)
 	for {
 		total := 0
-		for _, name := range []string{stream.DecisionsStream, stream.AlertsStream} {
+		for _, name := range []string{acs.DecisionsStream, acs.AlertsStream} {
 			st, err := rec.js.Stream(context.Background(), name)
 			if err != nil {
 				t.Fatal(err)
@@ -282,7 +281,7 @@ func waitConsumers(t *testing.T, rec *recorder, n int) {
 
 func getDecision(t *testing.T, rec *recorder, seq uint64) *nats.Msg {
 	t.Helper()
-	st, err := rec.js.Stream(context.Background(), stream.DecisionsStream)
+	st, err := rec.js.Stream(context.Background(), acs.DecisionsStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // Check outcomes of one step in a verification.
@@ -242,11 +241,11 @@ func (p *published) check(pub ed25519.PublicKey, b receipt.Binding) {
 // to exactly that and verifies, and it is the first such answer for it.
 func Verify(ctx context.Context, src *Source, g *guardian.Guardian, keys *acs.Keyring, receiptKey ed25519.PublicKey, r Range, tenant, sessionID string) (*Verification, error) {
 	subject := acs.DecisionSubject(tenant, sessionID)
-	msgs, err := src.readPublished(ctx, src.decisions, stream.DecisionsStream, subject)
+	msgs, err := src.readPublished(ctx, src.decisions, acs.DecisionsStream, subject)
 	if err != nil {
 		return nil, err
 	}
-	alerts, err := src.readPublished(ctx, src.alerts, stream.AlertsStream, acs.AlertsPrefix+"."+tenant+".>")
+	alerts, err := src.readPublished(ctx, src.alerts, acs.AlertsStream, acs.AlertsPrefix+"."+tenant+".>")
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +325,7 @@ func (v *Verification) checkMessages(msgs []published, answer map[uint64]int, en
 		m := &msgs[i]
 		v.Messages.Decisions++
 		reject := func(format string, args ...any) {
-			mc := MessageCheck{Stream: stream.DecisionsStream, StreamSeq: m.streamSeq, Subject: m.subject, ClaimedSeq: m.claimed,
+			mc := MessageCheck{Stream: acs.DecisionsStream, StreamSeq: m.streamSeq, Subject: m.subject, ClaimedSeq: m.claimed,
 				RequestID: headerText(m.header.Get(acs.HdrRequestID)), Detail: fmt.Sprintf(format, args...)}
 			v.Rejected = append(v.Rejected, mc)
 			v.Problems = append(v.Problems, fmt.Sprintf("%s message %d on %s (Acs-Stream-Seq %q, Acs-Request-Id %q): %s",
@@ -401,7 +400,7 @@ func (v *Verification) checkAlerts(alerts []published, pub ed25519.PublicKey, en
 		default:
 			continue
 		}
-		mc := MessageCheck{Stream: stream.AlertsStream, StreamSeq: a.streamSeq, Subject: a.subject, ClaimedSeq: a.claimed,
+		mc := MessageCheck{Stream: acs.AlertsStream, StreamSeq: a.streamSeq, Subject: a.subject, ClaimedSeq: a.claimed,
 			RequestID: headerText(a.header.Get(acs.HdrRuleID)), Detail: why}
 		v.Rejected = append(v.Rejected, mc)
 		v.Problems = append(v.Problems, fmt.Sprintf("%s message %d on %s (alert): %s", mc.Stream, mc.StreamSeq, mc.Subject, why))
@@ -413,7 +412,7 @@ func (v *Verification) checkAlerts(alerts []published, pub ed25519.PublicKey, en
 // carry a receipt bound to its subject and to no envelope (sequence 0).
 // pub nil leaves them not checked.
 func VerifySystemAlerts(ctx context.Context, src *Source, pub ed25519.PublicKey) (*Verification, error) {
-	alerts, err := src.readPublished(ctx, src.alerts, stream.AlertsStream, acs.AlertsPrefix+"."+alert.SystemTenant+".>")
+	alerts, err := src.readPublished(ctx, src.alerts, acs.AlertsStream, acs.AlertsPrefix+"."+alert.SystemTenant+".>")
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +429,7 @@ func VerifySystemAlerts(ctx context.Context, src *Source, pub ed25519.PublicKey)
 		if a.receipt != CheckFailed {
 			continue
 		}
-		mc := MessageCheck{Stream: stream.AlertsStream, StreamSeq: a.streamSeq, Subject: a.subject, ClaimedSeq: a.claimed, Detail: a.detail}
+		mc := MessageCheck{Stream: acs.AlertsStream, StreamSeq: a.streamSeq, Subject: a.subject, ClaimedSeq: a.claimed, Detail: a.detail}
 		v.Rejected = append(v.Rejected, mc)
 		v.Problems = append(v.Problems, fmt.Sprintf("%s message %d on %s (operational alert): %s", mc.Stream, mc.StreamSeq, mc.Subject, mc.Detail))
 	}

@@ -57,8 +57,8 @@ func copyRecording(t *testing.T, from *server.Server, edit func(hooks, decisions
 	t.Helper()
 	ctx := context.Background()
 	js, _ := jetstream.New(natstest.Connect(t, from))
-	hooks, decisions := edit(readStream(t, js, stream.HooksStream), readStream(t, js, stream.DecisionsStream))
-	alerts := readStream(t, js, stream.AlertsStream)
+	hooks, decisions := edit(readStream(t, js, acs.HooksStream), readStream(t, js, acs.DecisionsStream))
+	alerts := readStream(t, js, acs.AlertsStream)
 
 	to := natstest.RunServer(t)
 	cjs, _ := jetstream.New(natstest.Connect(t, to))

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/metrics"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
@@ -52,7 +53,7 @@ func benchBacklog(b *testing.B, cfg stream.Config) {
 	b.ResetTimer()
 	start := time.Now()
 	r := startProcessor(b, srv, cfg)
-	for countMsgs(b, js, stream.DecisionsStream) < b.N {
+	for countMsgs(b, js, acs.DecisionsStream) < b.N {
 		time.Sleep(2 * time.Millisecond)
 	}
 	elapsed := time.Since(start)

@@ -4,7 +4,7 @@ import (
 	"container/list"
 
 	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/statestore"
 )
 
 // cached is a committed state and the KV revision it was read or written at
@@ -15,7 +15,7 @@ type cached[T any] struct {
 	rev   uint64
 	// outbox is what the write at rev left to publish, until it is known
 	// published (sessions only).
-	outbox *turnstate.Outbox
+	outbox *statestore.Outbox
 	// rebuilt is set when the value at rev did not verify and state is
 	// what replaces it (integrity.go): not yet written, and written by the
 	// next batch whatever it decides.

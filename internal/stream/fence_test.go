@@ -17,7 +17,7 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -73,7 +73,7 @@ type fenceTest struct {
 	p         *Processor
 	a, b      *worker
 	ins       []inbound
-	store     *turnstate.Store
+	store     *statestore.Store
 	decisionS jetstream.Stream
 }
 
@@ -92,21 +92,21 @@ func fenceRig(t *testing.T) *fenceTest {
 	}
 	cfg := DefaultConfig()
 	cfg.Topology.Partitions = 1
-	p, err := New(nc, guardian.New(v, guardian.Config{}), NewRuleSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	p, err := New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := Ensure(ctx, p.js, cfg.Topology); err != nil {
 		t.Fatal(err)
 	}
-	hooks, _ := p.js.Stream(ctx, HooksStream)
-	decisions, _ := p.js.Stream(ctx, DecisionsStream)
-	kv, _ := p.js.KeyValue(ctx, StateBucket)
-	cons, err := hooks.Consumer(ctx, PartitionConsumer(0))
+	hooks, _ := p.js.Stream(ctx, acs.HooksStream)
+	decisions, _ := p.js.Stream(ctx, acs.DecisionsStream)
+	kv, _ := p.js.KeyValue(ctx, acs.StateBucket)
+	cons, err := hooks.Consumer(ctx, acs.PartitionConsumer(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &fenceTest{p: p, store: turnstate.NewStore(kv, p.sealer), decisionS: decisions}
+	r := &fenceTest{p: p, store: statestore.NewStore(kv, p.sealer), decisionS: decisions}
 	r.a = p.newWorker(cons, hooks, decisions, r.store, acs.PartitionFilter(0), true)
 	r.b = p.newWorker(cons, hooks, decisions, r.store, acs.PartitionFilter(0), true)
 	for _, e := range examples.Session(examples.SessionID) {
@@ -236,7 +236,7 @@ func TestLargeOutboxIsSplit(t *testing.T) {
 	if err := r.a.process(pctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	dlq, _ := r.p.js.Stream(ctx, DLQStream)
+	dlq, _ := r.p.js.Stream(ctx, acs.DLQStream)
 	info, _ := dlq.Info(ctx)
 	if info.State.Msgs != refused {
 		t.Errorf("%d dead letters, want %d", info.State.Msgs, refused)

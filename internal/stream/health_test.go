@@ -48,10 +48,10 @@ func TestReadinessReportsStuckPartitions(t *testing.T) {
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
 	awaitReady(t, r.p)
 	ctx := context.Background()
-	if err := js.DeleteStream(ctx, stream.DecisionsStream); err != nil {
+	if err := js.DeleteStream(ctx, acs.DecisionsStream); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream.DecisionsStream, Subjects: []string{"elsewhere.>"}}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: acs.DecisionsStream, Subjects: []string{"elsewhere.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	sid := examples.TaintSessionID
@@ -73,14 +73,14 @@ func TestDeletedAssetsAreRecreated(t *testing.T) {
 		asset string
 		del   func(ctx context.Context, js jetstream.JetStream) error
 	}{
-		{"partition consumer", stream.HooksStream + "/" + stream.PartitionConsumer(1), func(ctx context.Context, js jetstream.JetStream) error {
-			return js.DeleteConsumer(ctx, stream.HooksStream, stream.PartitionConsumer(1))
+		{"partition consumer", acs.HooksStream + "/" + acs.PartitionConsumer(1), func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteConsumer(ctx, acs.HooksStream, acs.PartitionConsumer(1))
 		}},
-		{"state bucket", stream.StateBucket, func(ctx context.Context, js jetstream.JetStream) error {
-			return js.DeleteKeyValue(ctx, stream.StateBucket)
+		{"state bucket", acs.StateBucket, func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteKeyValue(ctx, acs.StateBucket)
 		}},
-		{"decisions stream", stream.DecisionsStream, func(ctx context.Context, js jetstream.JetStream) error {
-			return js.DeleteStream(ctx, stream.DecisionsStream)
+		{"decisions stream", acs.DecisionsStream, func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteStream(ctx, acs.DecisionsStream)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

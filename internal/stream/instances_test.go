@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
@@ -21,7 +22,7 @@ import (
 func owners(t *testing.T, js jetstream.JetStream) map[string][]int {
 	t.Helper()
 	ctx := context.Background()
-	kv, err := js.KeyValue(ctx, stream.MembersBucket)
+	kv, err := js.KeyValue(ctx, acs.MembersBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil // not created yet
 	}
@@ -115,7 +116,7 @@ func TestInstancesSharePartitions(t *testing.T) {
 	awaitOwners(t, js, cfg.Topology.Partitions, "a")
 	t.Logf("a took over after %s", time.Since(killed).Round(time.Millisecond))
 	deadline := time.Now().Add(30 * time.Second)
-	for countMsgs(t, js, stream.DecisionsStream) < total && time.Now().Before(deadline) {
+	for countMsgs(t, js, acs.DecisionsStream) < total && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("all decided %s after the kill", time.Since(killed).Round(time.Millisecond))
@@ -153,7 +154,7 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 		publish(t, js, m.Subject, m.Data)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for countMsgs(t, js, stream.DecisionsStream) < len(built.Messages) && time.Now().Before(deadline) {
+	for countMsgs(t, js, acs.DecisionsStream) < len(built.Messages) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	checkExactlyOnce(t, js, len(built.Messages))
@@ -190,7 +191,7 @@ func TestHandoverUnderBacklog(t *testing.T) {
 	awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
 	first.stop()
 	deadline := time.Now().Add(20 * time.Second)
-	for countMsgs(t, js, stream.DecisionsStream) < total && time.Now().Before(deadline) {
+	for countMsgs(t, js, acs.DecisionsStream) < total && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	checkExactlyOnce(t, js, total)
@@ -218,7 +219,7 @@ func TestFakeMembersAreIgnored(t *testing.T) {
 	cfg.InstanceID = "real"
 	r := startProcessor(t, srv, cfg)
 	awaitOwners(t, js, cfg.Topology.Partitions, "real")
-	kv, err := js.KeyValue(ctx, stream.MembersBucket)
+	kv, err := js.KeyValue(ctx, acs.MembersBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/opsalert"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -24,7 +25,7 @@ const (
 	// AlertOutboxRefused: a verified outbox held a publication to a subject
 	// that is not one of turnguard's outputs.
 	AlertOutboxRefused = "outbox_subject_refused"
-	// AlertMemberRejected is a record in MembersBucket that no processor
+	// AlertMemberRejected is a record in acs.MembersBucket that no processor
 	// holding the state key wrote: a fake member, which is left out of
 	// the member set.
 	AlertMemberRejected = "member_record_rejected"
@@ -47,7 +48,7 @@ const (
 // errHistoryGone marks a rebuild that cannot be trusted: ACS_HOOKS lost
 // messages (limits, deletes) and what is left of the session does not start
 // with its sessionStart.
-var errHistoryGone = errors.New("the session's history is no longer complete in " + HooksStream)
+var errHistoryGone = errors.New("the session's history is no longer complete in " + acs.HooksStream)
 
 // unverifiedSession handles a session whose stored value did not verify:
 // nothing of the value is used, its outbox least of all. The session is
@@ -55,7 +56,7 @@ var errHistoryGone = errors.New("the session's history is no longer complete in 
 // same core — and the batch continues from that state, which is written with
 // the compare-and-set fence against the value's revision. When the history
 // is gone it returns a state that refuses the session's steps instead.
-func (w *worker) unverifiedSession(ctx context.Context, ie *turnstate.IntegrityError, in *inbound) (cached[turnstate.Session], error) {
+func (w *worker) unverifiedSession(ctx context.Context, ie *statestore.IntegrityError, in *inbound) (cached[turnstate.Session], error) {
 	w.stats.IntegrityFailures.Add(1)
 	w.log.Error().Str("tenant", in.route.Tenant).Str("session", in.route.SessionID).Uint64("revision", ie.Revision).
 		Str("reason", ie.Reason).Msg("stored session state does not verify; its contents and outbox are ignored")
@@ -117,7 +118,7 @@ func (w *worker) missingSession(ctx context.Context, key string, rev uint64, in 
 // to an agent with nothing counted, written over the value's revision.
 // Rebuilding it would mean re-reading every session of the agent in every
 // partition; a reset loses at most one window of counts, and is alerted.
-func (w *worker) unverifiedAgent(ctx context.Context, ie *turnstate.IntegrityError, seq uint64) (cached[turnstate.Agent], error) {
+func (w *worker) unverifiedAgent(ctx context.Context, ie *statestore.IntegrityError, seq uint64) (cached[turnstate.Agent], error) {
 	w.stats.IntegrityFailures.Add(1)
 	w.log.Error().Str("agent_key", ie.Key).Uint64("revision", ie.Revision).Str("reason", ie.Reason).
 		Msg("stored agent state does not verify; it is reset")
@@ -131,7 +132,7 @@ func (w *worker) unverifiedAgent(ctx context.Context, ie *turnstate.IntegrityErr
 func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*turnstate.Session, error) {
 	info, err := w.hooks.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s info: %w", HooksStream, err)
+		return nil, fmt.Errorf("stream %s info: %w", acs.HooksStream, err)
 	}
 	// Complete unless the stream dropped or deleted messages.
 	lost := info.State.FirstSeq > 1 || info.State.NumDeleted > 0
@@ -182,7 +183,7 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 		for k := range chain {
 			if first[k] != "sessionStart" {
 				return nil, fmt.Errorf("%s (first sequence %d, %d deleted; %s starts with %q): %w",
-					HooksStream, info.State.FirstSeq, info.State.NumDeleted, k, first[k], errHistoryGone)
+					acs.HooksStream, info.State.FirstSeq, info.State.NumDeleted, k, first[k], errHistoryGone)
 			}
 		}
 	}
@@ -217,30 +218,30 @@ func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (m
 // history calls fn for each message of ACS_HOOKS matching filters stored
 // before upper, in stream order.
 func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn func(subject string, data []byte, seq uint64, ts time.Time)) error {
-	c, err := w.js.OrderedConsumer(ctx, HooksStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy})
+	c, err := w.js.OrderedConsumer(ctx, acs.HooksStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
-		return fmt.Errorf("read %s history: %w", HooksStream, err)
+		return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("read %s history: %w", HooksStream, err)
+		return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 	}
 	if info.NumPending == 0 {
 		return nil
 	}
 	it, err := c.Messages(jetstream.PullMaxMessages(256))
 	if err != nil {
-		return fmt.Errorf("read %s history: %w", HooksStream, err)
+		return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 	}
 	defer it.Stop()
 	for {
 		m, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
 		if err != nil {
-			return fmt.Errorf("read %s history: %w", HooksStream, err)
+			return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return fmt.Errorf("read %s history: %w", HooksStream, err)
+			return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
 		}
 		if md.Sequence.Stream >= upper {
 			return nil
@@ -256,10 +257,10 @@ func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn
 // did not verify. It names the key, tenant, session and revision, never the
 // value's contents, which may be an attacker's. Its Nats-Msg-Id makes the
 // alert of one revision one message however often it is found.
-func (w *worker) integrityAlert(ctx context.Context, ie *turnstate.IntegrityError, action string, seq uint64) error {
+func (w *worker) integrityAlert(ctx context.Context, ie *statestore.IntegrityError, action string, seq uint64) error {
 	tenant, id, _ := strings.Cut(ie.Key, ".")
 	details := map[string]any{"kind": ie.Kind, "key": ie.Key, "tenant": tenant, "revision": ie.Revision,
-		"reason": ie.Reason, "action": action, "bucket": StateBucket, "stream_seq": seq}
+		"reason": ie.Reason, "action": action, "bucket": acs.StateBucket, "stream_seq": seq}
 	if ie.Kind == turnstate.KindSession {
 		details["session_id"] = id
 	}
@@ -300,7 +301,7 @@ func (w *worker) allowedOutbox(ctx context.Context, key string, rev uint64, msgs
 		key, rev, len(refused))
 	err := w.operationalAlert(ctx, AlertOutboxRefused, "Outbox publication refused", msg,
 		AlertOutboxRefused+":"+key+":"+strconv.FormatUint(rev, 10),
-		map[string]any{"key": key, "tenant": tenant, "session_id": id, "revision": rev, "subjects": refused, "bucket": StateBucket})
+		map[string]any{"key": key, "tenant": tenant, "session_id": id, "revision": rev, "subjects": refused, "bucket": acs.StateBucket})
 	return kept, err
 }
 
@@ -328,19 +329,19 @@ func ownOutput(subject, tenant, id string) bool {
 // current value accounts for every stored decision — its own envelopes up
 // to LastSeq, or its outbox (refusals leave LastSeq alone). last is the
 // sequence the session's newest stored decision answers.
-func rolledBack(key string, rev uint64, s *turnstate.Session, out *turnstate.Outbox, last newest) *turnstate.IntegrityError {
+func rolledBack(key string, rev uint64, s *turnstate.Session, out *statestore.Outbox, last newest) *statestore.IntegrityError {
 	accounted := accountedFor(s, out)
 	if last.mustAccount() <= accounted {
 		return nil
 	}
-	return &turnstate.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
+	return &statestore.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: turnstate.ReasonRolledBack,
 		Err: fmt.Errorf("the value accounts for envelopes up to sequence %d, but the session's decision of sequence %d is stored", accounted, last.seq)}
 }
 
 // accountedFor is the stream sequence a stored session value accounts for:
 // its own envelopes up to LastSeq, and the decisions of its outbox
 // (refusals leave LastSeq alone).
-func accountedFor(s *turnstate.Session, out *turnstate.Outbox) uint64 {
+func accountedFor(s *turnstate.Session, out *statestore.Outbox) uint64 {
 	accounted := s.LastSeq
 	if out != nil {
 		own := acs.DecisionSubject(s.Tenant, s.SessionID)

@@ -20,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/ruletest"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
@@ -61,10 +62,10 @@ func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
 	r.proc.tampering = true
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
 	ctx := context.Background()
-	if r.kv, err = js.KeyValue(ctx, stream.StateBucket); err != nil {
+	if r.kv, err = js.KeyValue(ctx, acs.StateBucket); err != nil {
 		t.Fatal(err)
 	}
-	if r.hooks, err = js.Stream(ctx, stream.HooksStream); err != nil {
+	if r.hooks, err = js.Stream(ctx, acs.HooksStream); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -170,7 +171,7 @@ func TestTamperedStateIsRebuilt(t *testing.T) {
 			if after.Revision() <= rev {
 				t.Fatalf("the forged value at revision %d is still stored", rev)
 			}
-			s, _, _, err := turnstate.NewStore(r.kv, r.sealer).Load(context.Background(), acs.SessionKey("default", sid))
+			s, _, _, err := statestore.NewStore(r.kv, r.sealer).Load(context.Background(), acs.SessionKey("default", sid))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +272,7 @@ func checkNothingForged(t *testing.T, r *integrityRig, forged *watcherCount, vic
 		t.Errorf("%d forged publications went out", n)
 	}
 	ctx := context.Background()
-	for name, subj := range map[string]string{stream.DecisionsStream: acs.DecisionSubject("default", victim), stream.AlertsStream: alert.Subject(forged.alertTenant, "critical", "FAKE-001")} {
+	for name, subj := range map[string]string{acs.DecisionsStream: acs.DecisionSubject("default", victim), acs.AlertsStream: alert.Subject(forged.alertTenant, "critical", "FAKE-001")} {
 		s, err := r.js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -370,7 +371,7 @@ func TestTamperedAgentStateIsReset(t *testing.T) {
 	}
 	call(1)
 	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"kind": "agent", "key": akey, "revision": float64(rev), "action": "reset"})
-	a, arev, err := turnstate.NewStore(r.kv, r.sealer).LoadAgent(ctx, akey)
+	a, arev, err := statestore.NewStore(r.kv, r.sealer).LoadAgent(ctx, akey)
 	if err != nil || arev <= rev || a == nil {
 		t.Fatalf("agent state after the reset: %v at %d (%v)", a, arev, err)
 	}
@@ -492,7 +493,7 @@ func TestDeletedStateIsRebuilt(t *testing.T) {
 			}
 		}, true},
 		{"purge of the whole bucket", func(t *testing.T, r *integrityRig, _ string) {
-			st, err := r.js.Stream(context.Background(), "KV_"+stream.StateBucket)
+			st, err := r.js.Stream(context.Background(), "KV_"+acs.StateBucket)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -515,7 +516,7 @@ func TestDeletedStateIsRebuilt(t *testing.T) {
 			if st := r.proc.p.Stats(); st.Rebuilt.Load() != 1 {
 				t.Errorf("rebuilt %d, want 1", st.Rebuilt.Load())
 			}
-			s, _, _, err := turnstate.NewStore(r.kv, r.sealer).Load(context.Background(), key)
+			s, _, _, err := statestore.NewStore(r.kv, r.sealer).Load(context.Background(), key)
 			if err != nil || s == nil || s.Envelopes != uint64(len(envs)) || s.Taints["untrusted_content"] == nil {
 				t.Fatalf("stored state after the rebuild: %+v, %v", s, err)
 			}

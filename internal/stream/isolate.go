@@ -122,7 +122,7 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 	w.log.Error().Err(cause).Uint64("seq", in.msg.Seq).Str("subject", subject).Str("reason", reason).
 		Msg("envelope isolated: refused and dead-lettered so that its partition moves on")
 	a := opsalert.Alert{ID: AlertIsolated, Severity: "high", Title: "Envelope the processor cannot apply",
-		Message: fmt.Sprintf("%s sequence %d (%s) could not be applied and was refused (%s): %v", HooksStream, in.msg.Seq, subject, reason, cause),
+		Message: fmt.Sprintf("%s sequence %d (%s) could not be applied and was refused (%s): %v", acs.HooksStream, in.msg.Seq, subject, reason, cause),
 		MsgID:   AlertIsolated + ":" + strconv.FormatUint(in.msg.Seq, 10),
 		Details: map[string]any{"stream_seq": in.msg.Seq, "subject": subject, "reason": reason, "error": cause.Error()}}
 	if err := opsalert.Publish(ctx, w.js, w.guardian.Receipts(), a); err != nil {

@@ -13,10 +13,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
-// Member is what a processor instance says about itself in MembersBucket,
+// Member is what a processor instance says about itself in acs.MembersBucket,
 // refreshed every heartbeat. Operators read it with
 // `nats kv get ACS_PROCESSORS <id>`.
 type Member struct {
@@ -36,7 +37,7 @@ type Member struct {
 // state value can pass for one.
 const memberKind = "member"
 
-// members reads and writes MembersBucket. Its records are sealed with the
+// members reads and writes acs.MembersBucket. Its records are sealed with the
 // state key, like the state: a record no processor wrote — a fake member
 // that would make the real ones give up partitions to nobody — does not
 // verify and is left out of the member set.
@@ -65,7 +66,7 @@ func (ms members) heartbeat(ctx context.Context, m Member) error {
 func (ms members) live(ctx context.Context) (map[string]Member, error) {
 	keys, err := ms.kv.ListKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", MembersBucket, err)
+		return nil, fmt.Errorf("list %s: %w", acs.MembersBucket, err)
 	}
 	out := map[string]Member{}
 	for k := range keys.Keys() {
@@ -98,7 +99,7 @@ func (ms members) live(ctx context.Context) (map[string]Member, error) {
 // without waiting for the TTL.
 func (ms members) leave(ctx context.Context, id string) error {
 	if err := ms.kv.Delete(ctx, id); err != nil {
-		return fmt.Errorf("leave %s: %w", MembersBucket, err)
+		return fmt.Errorf("leave %s: %w", acs.MembersBucket, err)
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // recorder is a stream.Observer keeping every call.
@@ -100,7 +99,7 @@ func TestObserver(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	decisions := countMsgs(t, js, stream.DecisionsStream)
+	decisions := countMsgs(t, js, acs.DecisionsStream)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	total := 0

@@ -14,7 +14,6 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/scenario"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // TestAlertOutlivesAFailedPublish takes the alerts stream away just before
@@ -65,7 +64,7 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 		await(publish(t, js, m.Subject, m.Data))
 	}
 	ctx := context.Background()
-	if err := js.DeleteStream(ctx, stream.AlertsStream); err != nil {
+	if err := js.DeleteStream(ctx, acs.AlertsStream); err != nil {
 		t.Fatal(err)
 	}
 	m := built.Messages[deny]
@@ -75,9 +74,9 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 	}
 	// The decision went out, so its alert is stored already.
 	const subject = "acs.alerts.default.high.TG-TAINT-001"
-	alerts, err := js.Stream(ctx, stream.AlertsStream)
+	alerts, err := js.Stream(ctx, acs.AlertsStream)
 	if err != nil {
-		t.Fatalf("the decision went out while %s was missing: %v", stream.AlertsStream, err)
+		t.Fatalf("the decision went out while %s was missing: %v", acs.AlertsStream, err)
 	}
 	if _, err := alerts.GetLastMsgForSubject(ctx, subject); err != nil {
 		t.Fatalf("the decision went out before its alert was stored: %v", err)
@@ -86,7 +85,7 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 	for name, want := range map[string]struct {
 		subject string
 		n       uint64
-	}{stream.AlertsStream: {subject, 1}, stream.DecisionsStream: {d.Subject, uint64(deny + 1)}} {
+	}{acs.AlertsStream: {subject, 1}, acs.DecisionsStream: {d.Subject, uint64(deny + 1)}} {
 		st, err := js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -154,11 +153,11 @@ func TestHandBackAfterACut(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	hooks, err := js.Stream(ctx, stream.HooksStream)
+	hooks, err := js.Stream(ctx, acs.HooksStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := hooks.Consumer(ctx, stream.PartitionConsumer(0))
+	cons, err := hooks.Consumer(ctx, acs.PartitionConsumer(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +183,10 @@ func TestHandBackAfterACut(t *testing.T) {
 	other, _ := buildOtherSession(t)
 	otherSeq := publish(t, js, other.Subject, other.Data)
 	taintSeq := publish(t, js, built.Messages[taint].Subject, built.Messages[taint].Data)
-	if err := hooks.UnpinConsumer(ctx, stream.PartitionConsumer(0), stream.PartitionGroup); err != nil {
+	if err := hooks.UnpinConsumer(ctx, acs.PartitionConsumer(0), acs.PartitionGroup); err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(2, jetstream.FetchPriorityGroup(stream.PartitionGroup), jetstream.FetchMaxWait(5*time.Second))
+	batch, err := cons.Fetch(2, jetstream.FetchPriorityGroup(acs.PartitionGroup), jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +200,7 @@ func TestHandBackAfterACut(t *testing.T) {
 	if err := held[0].Nak(); err != nil {
 		t.Fatal(err)
 	}
-	if err := hooks.UnpinConsumer(ctx, stream.PartitionConsumer(0), stream.PartitionGroup); err != nil {
+	if err := hooks.UnpinConsumer(ctx, acs.PartitionConsumer(0), acs.PartitionGroup); err != nil {
 		t.Fatal(err)
 	}
 	// The session goes on; then the instance is back.

@@ -10,10 +10,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
 )
 
 // ownership decides which partitions this instance consumes. Every
-// instance heartbeats into MembersBucket and computes the same Assign over
+// instance heartbeats into acs.MembersBucket and computes the same Assign over
 // the live members; it consumes the partitions assigned to it and lets go
 // of the others. Who actually receives a partition's messages is decided
 // by the server — each partition consumer pins one client — and a stale
@@ -201,10 +203,10 @@ func (o *ownership) repairAssets(ctx context.Context) {
 	if len(created) == 0 {
 		return
 	}
-	hooks := slices.Contains(created, HooksStream)
+	hooks := slices.Contains(created, acs.HooksStream)
 	for _, w := range ws {
 		w.wakeSoon()
-		if hooks || slices.Contains(created, HooksStream+"/"+w.consumer) {
+		if hooks || slices.Contains(created, acs.HooksStream+"/"+w.consumer) {
 			w.suspect.Store(true) // the next tick confirms the new consumer
 			w.restartSoon()
 		}
@@ -286,7 +288,7 @@ func (o *ownership) currentPin(ctx context.Context, w *worker) (string, error) {
 		return "", err
 	}
 	for _, g := range info.PriorityGroups {
-		if g.Group == PartitionGroup {
+		if g.Group == acs.PartitionGroup {
 			return g.PinnedClientID, nil
 		}
 	}
@@ -294,7 +296,7 @@ func (o *ownership) currentPin(ctx context.Context, w *worker) (string, error) {
 }
 
 func (o *ownership) unpin(ctx context.Context, w *worker, pin string) {
-	if err := o.hooks.UnpinConsumer(ctx, w.consumer, PartitionGroup); err != nil {
+	if err := o.hooks.UnpinConsumer(ctx, w.consumer, acs.PartitionGroup); err != nil {
 		o.log.Warn().Err(err).Str("consumer", w.consumer).Msg("unpin")
 		return
 	}

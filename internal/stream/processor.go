@@ -21,6 +21,8 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -33,9 +35,9 @@ type Config struct {
 	// CacheSize is how many session states each partition worker keeps.
 	CacheSize int
 	// InstanceID names this instance among those sharing the partitions
-	// (its key in MembersBucket); empty: host, pid and a random suffix.
+	// (its key in acs.MembersBucket); empty: host, pid and a random suffix.
 	InstanceID string
-	// StateKey authenticates every value written to StateBucket (at least
+	// StateKey authenticates every value written to acs.StateBucket (at least
 	// turnstate.StateKeySize bytes). Every instance sharing the partitions
 	// must have the same key: a value another key sealed does not verify and
 	// is rebuilt. Empty: a random key of this OS process, shared by the
@@ -98,7 +100,7 @@ type Stats struct {
 	// OutboxRefused counts publications of verified outboxes that were not
 	// published because their subject is not one of turnguard's outputs.
 	OutboxRefused atomic.Uint64
-	// MembersRejected counts the keys in MembersBucket whose records were
+	// MembersRejected counts the keys in acs.MembersBucket whose records were
 	// left out of the member set because they did not verify: fake
 	// members.
 	MembersRejected atomic.Uint64
@@ -110,7 +112,7 @@ type Processor struct {
 	js       jetstream.JetStream
 	sealer   *turnstate.Sealer
 	guardian *guardian.Guardian
-	rules    *RuleSource
+	rules    *rules.Source
 	cfg      Config
 	log      zerolog.Logger
 	stats    Stats
@@ -141,7 +143,7 @@ func (p *Processor) owned() []*worker {
 
 // New returns a Processor publishing through nc and deciding with the rule
 // set rules holds.
-func New(nc *nats.Conn, g *guardian.Guardian, rules *RuleSource, cfg Config, log zerolog.Logger) (*Processor, error) {
+func New(nc *nats.Conn, g *guardian.Guardian, rules *rules.Source, cfg Config, log zerolog.Logger) (*Processor, error) {
 	if cfg.BatchSize < 1 || cfg.CacheSize < 1 {
 		return nil, fmt.Errorf("batch size and cache size must be positive (got %d, %d)", cfg.BatchSize, cfg.CacheSize)
 	}
@@ -177,7 +179,7 @@ var processKey = sync.OnceValue(func() []byte {
 	return k
 })
 
-// self describes this instance for MembersBucket.
+// self describes this instance for acs.MembersBucket.
 func (p *Processor) self() (Member, error) {
 	host, _ := os.Hostname()
 	id := p.cfg.InstanceID
@@ -198,7 +200,7 @@ func (p *Processor) self() (Member, error) {
 }
 
 // newWorker returns the worker of one consumer of ACS_HOOKS.
-func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.Stream, store *turnstate.Store, filter string, routed bool) *worker {
+func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.Stream, store *statestore.Store, filter string, routed bool) *worker {
 	consumer := c.CachedInfo().Name
 	return &worker{
 		consumer: consumer, filter: filter, routed: routed,
@@ -221,27 +223,27 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err := EnsureLogged(ctx, p.js, p.cfg.Topology, p.log); err != nil {
 		return err
 	}
-	hooks, err := p.js.Stream(ctx, HooksStream)
+	hooks, err := p.js.Stream(ctx, acs.HooksStream)
 	if err != nil {
-		return fmt.Errorf("open stream %s: %w", HooksStream, err)
+		return fmt.Errorf("open stream %s: %w", acs.HooksStream, err)
 	}
-	decisions, err := p.js.Stream(ctx, DecisionsStream)
+	decisions, err := p.js.Stream(ctx, acs.DecisionsStream)
 	if err != nil {
-		return fmt.Errorf("open stream %s: %w", DecisionsStream, err)
+		return fmt.Errorf("open stream %s: %w", acs.DecisionsStream, err)
 	}
-	kv, err := p.js.KeyValue(ctx, StateBucket)
+	kv, err := p.js.KeyValue(ctx, acs.StateBucket)
 	if err != nil {
-		return fmt.Errorf("open KV bucket %s: %w", StateBucket, err)
+		return fmt.Errorf("open KV bucket %s: %w", acs.StateBucket, err)
 	}
-	memberKV, err := p.js.KeyValue(ctx, MembersBucket)
+	memberKV, err := p.js.KeyValue(ctx, acs.MembersBucket)
 	if err != nil {
-		return fmt.Errorf("open KV bucket %s: %w", MembersBucket, err)
+		return fmt.Errorf("open KV bucket %s: %w", acs.MembersBucket, err)
 	}
-	stateStream, err := p.js.Stream(ctx, "KV_"+StateBucket)
+	stateStream, err := p.js.Stream(ctx, acs.KVStream(acs.StateBucket))
 	if err != nil {
-		return fmt.Errorf("open the stream of KV bucket %s: %w", StateBucket, err)
+		return fmt.Errorf("open the stream of KV bucket %s: %w", acs.StateBucket, err)
 	}
-	store := turnstate.NewStore(kv, p.sealer).WithMarkers(stateStream)
+	store := statestore.NewStore(kv, p.sealer).WithMarkers(stateStream)
 	newWorker := func(consumer, filter string, routed bool) (*worker, error) {
 		c, err := hooks.Consumer(ctx, consumer)
 		if err != nil {
@@ -251,13 +253,13 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	partitions := make([]*worker, p.cfg.Topology.Partitions)
 	for i := range partitions {
-		if partitions[i], err = newWorker(PartitionConsumer(i), acs.PartitionFilter(i), true); err != nil {
+		if partitions[i], err = newWorker(acs.PartitionConsumer(i), acs.PartitionFilter(i), true); err != nil {
 			return err
 		}
 	}
 	// Every instance takes malformed subjects: they are only ever
 	// dead-lettered, in any order, under a deterministic Nats-Msg-Id.
-	unrouted, err := newWorker(UnroutedConsumer, acs.InboundPrefix+".>", false)
+	unrouted, err := newWorker(acs.UnroutedConsumer, acs.InboundPrefix+".>", false)
 	if err != nil {
 		return err
 	}
@@ -309,10 +311,10 @@ func (p *Processor) memberRejected(ctx context.Context) func(key string, rev uin
 		id := key + ":" + strconv.FormatUint(rev, 10)
 		p.stats.MembersRejected.Add(1)
 		p.log.Error().Str("key", key).Uint64("revision", rev).Str("reason", reason).
-			Msg("a record in " + MembersBucket + " was not written by a processor holding the state key; it is not counted as a member")
+			Msg("a record in " + acs.MembersBucket + " was not written by a processor holding the state key; it is not counted as a member")
 		msg := fmt.Sprintf("the record %s at revision %d of %s failed its integrity check (%s): it is no processor's, and is left out of the partition assignment",
-			key, rev, MembersBucket, reason)
-		details := map[string]any{"key": key, "revision": rev, "reason": reason, "bucket": MembersBucket}
+			key, rev, acs.MembersBucket, reason)
+		details := map[string]any{"key": key, "revision": rev, "reason": reason, "bucket": acs.MembersBucket}
 		a := opsalert.Alert{ID: AlertMemberRejected, Severity: "critical", Title: "Fake processor member record", Message: msg,
 			MsgID: AlertMemberRejected + ":" + id, Details: details}
 		if err := opsalert.Publish(ctx, p.js, p.guardian.Receipts(), a); err != nil && ctx.Err() == nil {

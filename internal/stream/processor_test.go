@@ -70,7 +70,7 @@ func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), stream.NewRuleSource(rs), cfg, log)
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,9 +304,9 @@ func TestScenariosEndToEnd(t *testing.T) {
 					t.Errorf("step %d (%s): %v", i+1, m.Subject, err)
 				}
 			}
-			checkStreamCount(t, js, stream.DecisionsStream, wantDecisions)
-			checkStreamCount(t, js, stream.DLQStream, wantDLQ)
-			checkStreamCount(t, js, stream.AlertsStream, wantAlerts)
+			checkStreamCount(t, js, acs.DecisionsStream, wantDecisions)
+			checkStreamCount(t, js, acs.DLQStream, wantDLQ)
+			checkStreamCount(t, js, acs.AlertsStream, wantAlerts)
 			checkStates(t, js, built.States)
 			// Nothing crashed: nothing may have been read back from the
 			// stream or found already applied (the first envelope at
@@ -474,12 +474,12 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 		}
 	})
 	first.stop()
-	if decided := countMsgs(t, js, stream.DecisionsStream); decided >= total {
+	if decided := countMsgs(t, js, acs.DecisionsStream); decided >= total {
 		t.Fatalf("the connection was closed after all %d envelopes were decided; the test proves nothing", total)
 	}
 	second := startProcessor(t, srv, cfg)
 	deadline := time.Now().Add(30 * time.Second)
-	for countMsgs(t, js, stream.DecisionsStream) < total && time.Now().Before(deadline) {
+	for countMsgs(t, js, acs.DecisionsStream) < total && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	checkExactlyOnce(t, js, total)
@@ -501,8 +501,8 @@ func TestEnsureAddsThePriorityGroup(t *testing.T) {
 	if err := stream.Ensure(ctx, js, topo); err != nil {
 		t.Fatal(err)
 	}
-	hooks, _ := js.Stream(ctx, stream.HooksStream)
-	name := stream.PartitionConsumer(0)
+	hooks, _ := js.Stream(ctx, acs.HooksStream)
+	name := acs.PartitionConsumer(0)
 	c, _ := hooks.Consumer(ctx, name)
 	legacy := c.CachedInfo().Config
 	legacy.PriorityPolicy, legacy.PriorityGroups, legacy.PinnedTTL = jetstream.PriorityPolicyNone, nil, 0
@@ -533,7 +533,7 @@ func TestEnsureAddsThePriorityGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Config.PriorityPolicy != jetstream.PriorityPolicyPinned || !slices.Equal(info.Config.PriorityGroups, []string{stream.PartitionGroup}) || info.AckFloor.Stream != 1 {
+	if info.Config.PriorityPolicy != jetstream.PriorityPolicyPinned || !slices.Equal(info.Config.PriorityGroups, []string{acs.PartitionGroup}) || info.AckFloor.Stream != 1 {
 		t.Fatalf("after Ensure: policy %v, groups %v, ack floor %d", info.Config.PriorityPolicy, info.Config.PriorityGroups, info.AckFloor.Stream)
 	}
 	other := info.Config
@@ -558,14 +558,14 @@ func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 	if err := stream.Ensure(ctx, js, eight); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := js.Stream(ctx, stream.HooksStream)
+	before, _ := js.Stream(ctx, acs.HooksStream)
 	sixteen := stream.DefaultTopology()
 	err := stream.Ensure(ctx, js, sixteen)
 	var ie *stream.IncompatibleError
-	if !errors.As(err, &ie) || ie.Asset != "stream "+stream.HooksStream {
-		t.Fatalf("want an IncompatibleError for %s, got %v", stream.HooksStream, err)
+	if !errors.As(err, &ie) || ie.Asset != "stream "+acs.HooksStream {
+		t.Fatalf("want an IncompatibleError for %s, got %v", acs.HooksStream, err)
 	}
-	after, _ := js.Stream(ctx, stream.HooksStream)
+	after, _ := js.Stream(ctx, acs.HooksStream)
 	if *after.CachedInfo().Config.SubjectTransform != *before.CachedInfo().Config.SubjectTransform {
 		t.Fatal("Ensure changed the existing stream")
 	}
@@ -575,7 +575,7 @@ func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 	}
 	ttl := eight
 	ttl.SessionTTL = time.Hour
-	if err := stream.Ensure(ctx, js, ttl); !errors.As(err, &ie) || ie.Asset != "KV bucket "+stream.StateBucket {
+	if err := stream.Ensure(ctx, js, ttl); !errors.As(err, &ie) || ie.Asset != "KV bucket "+acs.StateBucket {
 		t.Fatalf("a different session TTL must be refused, got %v", err)
 	}
 }
@@ -590,7 +590,7 @@ func TestPartitionTransform(t *testing.T) {
 	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := js.Stream(ctx, stream.HooksStream)
+	s, _ := js.Stream(ctx, acs.HooksStream)
 	partitionOf := map[string]int{}
 	for i := range 64 {
 		session := fmt.Sprintf("s%02d", i%16)
@@ -624,7 +624,7 @@ func waitForConsumers(t *testing.T, js jetstream.JetStream, n int) {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for time.Now().Before(deadline) {
-		s, err := js.Stream(context.Background(), stream.HooksStream)
+		s, err := js.Stream(context.Background(), acs.HooksStream)
 		if err == nil {
 			if info, err := s.Info(context.Background()); err == nil && info.State.Consumers == n {
 				return
@@ -698,12 +698,12 @@ func checkStreamCount(t *testing.T, js jetstream.JetStream, name string, n int) 
 func checkExactlyOnce(t *testing.T, js jetstream.JetStream, n int) {
 	t.Helper()
 	ctx := context.Background()
-	c, err := js.OrderedConsumer(ctx, stream.DecisionsStream, jetstream.OrderedConsumerConfig{})
+	c, err := js.OrderedConsumer(ctx, acs.DecisionsStream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[uint64]int{}
-	total := countMsgs(t, js, stream.DecisionsStream)
+	total := countMsgs(t, js, acs.DecisionsStream)
 	for range total {
 		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
@@ -729,7 +729,7 @@ func checkExactlyOnce(t *testing.T, js jetstream.JetStream, n int) {
 
 func checkStates(t *testing.T, js jetstream.JetStream, states []scenario.ExpectedState) {
 	t.Helper()
-	kv, err := js.KeyValue(context.Background(), stream.StateBucket)
+	kv, err := js.KeyValue(context.Background(), acs.StateBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +760,7 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 	startProcessorWith(t, srv, testConfig(), rs)
 	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
 	ctx := context.Background()
-	hooks, _ := js.Stream(ctx, stream.HooksStream)
+	hooks, _ := js.Stream(ctx, acs.HooksStream)
 	partitions := map[int]bool{}
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	for i := range 5 {
@@ -786,7 +786,7 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 	if len(partitions) < 2 {
 		t.Fatalf("the sessions all landed in one partition (%v); the test proves nothing", partitions)
 	}
-	kv, _ := js.KeyValue(ctx, stream.StateBucket)
+	kv, _ := js.KeyValue(ctx, acs.StateBucket)
 	e, err := kv.Get(ctx, turnstate.AgentKey("default", "shared-agent"))
 	if err != nil {
 		t.Fatal(err)

@@ -92,13 +92,13 @@ func (r *repairer) repair(ctx context.Context) []string {
 // asset together raise one alert: its id names the asset's creation time.
 func (r *repairer) report(ctx context.Context, asset string) {
 	consequence := map[string]string{
-		HooksStream: "the envelopes it held that were not yet decided are lost (their agents time out and apply their on_decision_failure); " +
+		acs.HooksStream: "the envelopes it held that were not yet decided are lost (their agents time out and apply their on_decision_failure); " +
 			"history before now cannot be replayed, nor can sessions be rebuilt from it",
-		StateBucket:     "sessions are rebuilt from " + HooksStream + " as their next envelopes arrive",
-		DecisionsStream: "the decisions it held are gone: receipts and timelines before now cannot be checked",
-		AlertsStream:    "the alerts it held are gone",
-		DLQStream:       "the dead letters it held are gone",
-		MembersBucket:   "instances re-announce themselves with their next heartbeat",
+		acs.StateBucket:     "sessions are rebuilt from " + acs.HooksStream + " as their next envelopes arrive",
+		acs.DecisionsStream: "the decisions it held are gone: receipts and timelines before now cannot be checked",
+		acs.AlertsStream:    "the alerts it held are gone",
+		acs.DLQStream:       "the dead letters it held are gone",
+		acs.MembersBucket:   "instances re-announce themselves with their next heartbeat",
 	}[asset]
 	if consequence == "" {
 		consequence = "it redelivers the partition from the start; envelopes already applied are skipped"
@@ -117,15 +117,15 @@ func (r *repairer) report(ctx context.Context, asset string) {
 // createdAt is when asset was created, for the alert's id (zero when it
 // cannot be read: then each instance alerts on its own).
 func (r *repairer) createdAt(ctx context.Context, asset string) time.Time {
-	if name, ok := strings.CutPrefix(asset, HooksStream+"/"); ok {
-		if c, err := r.js.Consumer(ctx, HooksStream, name); err == nil {
+	if name, ok := strings.CutPrefix(asset, acs.HooksStream+"/"); ok {
+		if c, err := r.js.Consumer(ctx, acs.HooksStream, name); err == nil {
 			return c.CachedInfo().Created
 		}
 		return time.Time{}
 	}
 	name := asset
-	if asset == StateBucket || asset == MembersBucket {
-		name = "KV_" + asset
+	if asset == acs.StateBucket || asset == acs.MembersBucket {
+		name = acs.KVStream(asset)
 	}
 	if s, err := r.js.Stream(ctx, name); err == nil {
 		return s.CachedInfo().Created
@@ -153,7 +153,7 @@ func needsRepair(ws []*worker) bool {
 // is created while states or decisions exist: a disaster, not a start.
 func hooksWatermark(ctx context.Context, js jetstream.JetStream, seen uint64) (uint64, error) {
 	high := seen
-	err := lastPerSubject(ctx, js, "KV_"+StateBucket, false, func(m jetstream.Msg) {
+	err := lastPerSubject(ctx, js, acs.KVStream(acs.StateBucket), false, func(m jetstream.Msg) {
 		var rec struct {
 			LastSeq uint64            `json:"last_seq"`
 			Applied map[string]uint64 `json:"applied"`
@@ -169,7 +169,7 @@ func hooksWatermark(ctx context.Context, js jetstream.JetStream, seen uint64) (u
 	if err != nil {
 		return 0, err
 	}
-	err = lastPerSubject(ctx, js, DecisionsStream, true, func(m jetstream.Msg) {
+	err = lastPerSubject(ctx, js, acs.DecisionsStream, true, func(m jetstream.Msg) {
 		if seq, err := strconv.ParseUint(m.Headers().Get(acs.HdrStreamSeq), 10, 64); err == nil {
 			high = max(high, seq)
 		}

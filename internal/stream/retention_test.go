@@ -91,10 +91,10 @@ func checkRetention(t *testing.T, js jetstream.JetStream, tp stream.Topology) {
 		r       stream.Retention
 		discard jetstream.DiscardPolicy
 	}{
-		{stream.HooksStream, tp.HooksRetention, jetstream.DiscardNew},
-		{stream.DecisionsStream, tp.DecisionsRetention, jetstream.DiscardOld},
-		{stream.AlertsStream, tp.AlertsRetention, jetstream.DiscardOld},
-		{stream.DLQStream, tp.DLQRetention, jetstream.DiscardOld},
+		{acs.HooksStream, tp.HooksRetention, jetstream.DiscardNew},
+		{acs.DecisionsStream, tp.DecisionsRetention, jetstream.DiscardOld},
+		{acs.AlertsStream, tp.AlertsRetention, jetstream.DiscardOld},
+		{acs.DLQStream, tp.DLQRetention, jetstream.DiscardOld},
 	} {
 		cfg := streamConfig(t, js, want.name)
 		wantBytes := want.r.MaxBytes
@@ -156,7 +156,7 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 		t.Fatalf("changing the retention: %v", err)
 	}
 	checkRetention(t, js, tp)
-	for _, name := range []string{stream.HooksStream, stream.DecisionsStream, stream.AlertsStream, stream.DLQStream} {
+	for _, name := range []string{acs.HooksStream, acs.DecisionsStream, acs.AlertsStream, acs.DLQStream} {
 		if !strings.Contains(logged.String(), `"stream":"`+name+`"`) {
 			t.Errorf("the change of %s was not logged: %s", name, logged.String())
 		}
@@ -164,8 +164,8 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 	if !strings.Contains(logged.String(), "max age 168h0m0s → 2160h0m0s") {
 		t.Errorf("the log does not say what changed: %s", logged.String())
 	}
-	requireCount(t, js, stream.HooksStream, 1)
-	requireCount(t, js, stream.DecisionsStream, 1)
+	requireCount(t, js, acs.HooksStream, 1)
+	requireCount(t, js, acs.DecisionsStream, 1)
 
 	// Unchanged: nothing to update, nothing logged.
 	logged.Reset()
@@ -177,7 +177,7 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 	}
 
 	// A stream created before there was retention.
-	hooks := streamConfig(t, js, stream.HooksStream)
+	hooks := streamConfig(t, js, acs.HooksStream)
 	hooks.MaxAge, hooks.MaxBytes, hooks.Discard = 0, -1, jetstream.DiscardOld
 	if _, err := js.UpdateStream(ctx, hooks); err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 	if err := stream.Ensure(ctx, js, other); !errors.As(err, &ie) {
 		t.Fatalf("want an IncompatibleError, got %v", err)
 	}
-	if got := streamConfig(t, js, stream.HooksStream).MaxAge; got != tp.HooksRetention.MaxAge {
+	if got := streamConfig(t, js, acs.HooksStream).MaxAge; got != tp.HooksRetention.MaxAge {
 		t.Fatalf("an incompatible stream's max age was changed to %s", got)
 	}
 }
@@ -248,7 +248,7 @@ func TestFullHooksRefusesNewEnvelopes(t *testing.T) {
 	if !strings.Contains(refused.Error(), "maximum bytes exceeded") {
 		t.Fatalf("the refusal says %v, want maximum bytes exceeded", refused)
 	}
-	s, err := js.Stream(ctx, stream.HooksStream)
+	s, err := js.Stream(ctx, acs.HooksStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,9 +294,9 @@ func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
 	publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
 	published := time.Now()
 	deadline := published.Add(waitFor)
-	for countMsgs(t, js, stream.AlertsStream) != 0 {
+	for countMsgs(t, js, acs.AlertsStream) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("an alert older than %s is still in %s after %s", tp.AlertsRetention.MaxAge, stream.AlertsStream, waitFor)
+			t.Fatalf("an alert older than %s is still in %s after %s", tp.AlertsRetention.MaxAge, acs.AlertsStream, waitFor)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -304,7 +304,7 @@ func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
 		t.Fatalf("the alert was removed after %s, before its max age %s", age, tp.AlertsRetention.MaxAge)
 	}
 	// The other streams keep theirs.
-	requireCount(t, js, stream.DecisionsStream, 1)
+	requireCount(t, js, acs.DecisionsStream, 1)
 }
 
 // The state bucket is read from its stream leader only: a bucket created
@@ -319,14 +319,14 @@ func TestStateBucketIsReadFromTheLeader(t *testing.T) {
 			tp := stream.DefaultTopology()
 			tp.Partitions = 1
 			if existing {
-				if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: stream.StateBucket, History: 1, TTL: tp.SessionTTL}); err != nil {
+				if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: acs.StateBucket, History: 1, TTL: tp.SessionTTL}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if err := stream.Ensure(ctx, js, tp); err != nil {
 				t.Fatal(err)
 			}
-			for bucket, direct := range map[string]bool{stream.StateBucket: false, stream.MembersBucket: true} {
+			for bucket, direct := range map[string]bool{acs.StateBucket: false, acs.MembersBucket: true} {
 				if got := streamConfig(t, js, "KV_"+bucket).AllowDirect; got != direct {
 					t.Errorf("%s allows direct gets: %v, want %v", bucket, got, direct)
 				}

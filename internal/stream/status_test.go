@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
 )
@@ -34,9 +35,9 @@ func TestStatusAndBacklogs(t *testing.T) {
 		t.Fatalf("status: %+v", s)
 	}
 	for i, c := range s.Consumers {
-		want, wantPartition := stream.PartitionConsumer(i), i
+		want, wantPartition := acs.PartitionConsumer(i), i
 		if i == cfg.Topology.Partitions {
-			want, wantPartition = stream.UnroutedConsumer, -1
+			want, wantPartition = acs.UnroutedConsumer, -1
 		}
 		if c.Consumer != want || c.Partition != wantPartition || c.Stuck || c.Failing != 0 {
 			t.Errorf("consumer %d: %+v, want %s (partition %d), healthy", i, c, want, wantPartition)
@@ -57,16 +58,16 @@ func TestStatusAndBacklogs(t *testing.T) {
 	// A consumer edited to consume nothing of its partition decides
 	// nothing without failing; the periodic check of the assets finds it.
 	ctx := context.Background()
-	c, err := js.Consumer(ctx, stream.HooksStream, stream.PartitionConsumer(2))
+	c, err := js.Consumer(ctx, acs.HooksStream, acs.PartitionConsumer(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	edited := c.CachedInfo().Config
 	edited.FilterSubject = "acs.part.2.nobody.>"
-	if _, err := js.UpdateConsumer(ctx, stream.HooksStream, edited); err != nil {
+	if _, err := js.UpdateConsumer(ctx, acs.HooksStream, edited); err != nil {
 		t.Fatal(err)
 	}
-	err = awaitNotReady(t, r.p, stream.PartitionConsumer(2))
+	err = awaitNotReady(t, r.p, acs.PartitionConsumer(2))
 	if got := r.p.Status(); !strings.Contains(got.Assets, "filter subject") || got.Err().Error() != err.Error() {
 		t.Fatalf("status %+v, Err %v; Ready %v", got, got.Err(), err)
 	}

@@ -15,27 +15,6 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 )
 
-// Names of turnguard's JetStream assets (README "External contract").
-const (
-	HooksStream     = "ACS_HOOKS"
-	DecisionsStream = "ACS_DECISIONS"
-	AlertsStream    = "ACS_ALERTS"
-	DLQStream       = "ACS_DLQ"
-	StateBucket     = "ACS_TURNSTATE"
-	// MembersBucket holds one key per live processor instance, refreshed
-	// by its heartbeat and expired by the bucket's TTL when it stops.
-	MembersBucket = "ACS_PROCESSORS"
-	// PartitionGroup is the priority group every partition consumer pins
-	// one client of: the instance that owns the partition.
-	PartitionGroup = "turnguard"
-	// UnroutedConsumer takes messages under acs.hooks.> that the partition
-	// transform did not rewrite because their subject has the wrong shape.
-	UnroutedConsumer = "turnguard-unrouted"
-)
-
-// HooksMaxMsgSize is the ACS_HOOKS stream's per-message limit.
-const HooksMaxMsgSize = 1 << 20
-
 // Duplicate windows of the streams whose window is not configurable.
 const (
 	// HooksDuplicates is ACS_HOOKS' window for publishers' Nats-Msg-Id.
@@ -68,7 +47,7 @@ const DefaultRetentionAge = 7 * 24 * time.Hour
 
 // MinRetentionBytes is the smallest MaxBytes a stream may be given (0
 // aside): one message of the largest size ACS_HOOKS accepts.
-const MinRetentionBytes = HooksMaxMsgSize
+const MinRetentionBytes = acs.HooksMaxMsgSize
 
 // Retention bounds what one stream keeps. The zero value keeps everything
 // until the server's store limit.
@@ -142,10 +121,10 @@ type streamLimits struct {
 
 func (t Topology) limits() []streamLimits {
 	return []streamLimits{
-		{HooksStream, t.HooksRetention, HooksDuplicates},
-		{DecisionsStream, t.DecisionsRetention, t.DecisionDedupWindow},
-		{AlertsStream, t.AlertsRetention, t.DecisionDedupWindow},
-		{DLQStream, t.DLQRetention, DLQDuplicates},
+		{acs.HooksStream, t.HooksRetention, HooksDuplicates},
+		{acs.DecisionsStream, t.DecisionsRetention, t.DecisionDedupWindow},
+		{acs.AlertsStream, t.AlertsRetention, t.DecisionDedupWindow},
+		{acs.DLQStream, t.DLQRetention, DLQDuplicates},
 	}
 }
 
@@ -202,16 +181,13 @@ func (t Topology) validateRetention() []error {
 	// in ACS_DECISIONS is what tells a rolled-back value and an outbox
 	// already published. Both must outlive an idle session's state.
 	if a := t.HooksRetention.MaxAge; a > 0 && a < t.SessionTTL {
-		errs = append(errs, fmt.Errorf("%s max age %s is shorter than the session TTL %s: a live session's history would age out and its state could not be rebuilt (its steps would be refused as state_unverifiable); give at least the session TTL, or 0 for no age limit", HooksStream, a, t.SessionTTL))
+		errs = append(errs, fmt.Errorf("%s max age %s is shorter than the session TTL %s: a live session's history would age out and its state could not be rebuilt (its steps would be refused as state_unverifiable); give at least the session TTL, or 0 for no age limit", acs.HooksStream, a, t.SessionTTL))
 	}
 	if a := t.DecisionsRetention.MaxAge; a > 0 && a < t.SessionTTL {
-		errs = append(errs, fmt.Errorf("%s max age %s is shorter than the session TTL %s: a live session's newest decision would age out, and with it the check of its stored state against rollback; give at least the session TTL, or 0 for no age limit", DecisionsStream, a, t.SessionTTL))
+		errs = append(errs, fmt.Errorf("%s max age %s is shorter than the session TTL %s: a live session's newest decision would age out, and with it the check of its stored state against rollback; give at least the session TTL, or 0 for no age limit", acs.DecisionsStream, a, t.SessionTTL))
 	}
 	return errs
 }
-
-// PartitionConsumer is the durable consumer name of partition p.
-func PartitionConsumer(p int) string { return fmt.Sprintf("turnguard-p%03d", p) }
 
 // PartitionTransform is the ACS_HOOKS subject transform: it moves
 // acs.hooks.<tenant>.<session>.<hook> to acs.part.<p>.<tenant>.<session>.<hook>,
@@ -234,16 +210,16 @@ func (t Topology) streams() []jetstream.StreamConfig {
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: t.Replicas, MaxMsgSize: -1,
 			MaxAge: r.MaxAge, MaxBytes: serverBytes(r.MaxBytes), Duplicates: dup}
 	}
-	hooks := base(HooksStream, "turnguard: inbound ACS hook envelopes", acs.InboundPrefix, t.HooksRetention, HooksDuplicates)
+	hooks := base(acs.HooksStream, "turnguard: inbound ACS hook envelopes", acs.InboundPrefix, t.HooksRetention, HooksDuplicates)
 	hooks.SubjectTransform = PartitionTransform(t.Partitions)
-	hooks.MaxMsgSize = HooksMaxMsgSize
+	hooks.MaxMsgSize = acs.HooksMaxMsgSize
 	// ACS_HOOKS holds envelopes not decided yet: at its size limit it
 	// refuses a new one (the publisher gets an error and the agent fails
 	// closed) rather than dropping the oldest, which may be undecided.
 	hooks.Discard = jetstream.DiscardNew
-	decisions := base(DecisionsStream, "turnguard: ACS response envelopes, one per inbound envelope", acs.DecisionsPrefix, t.DecisionsRetention, t.DecisionDedupWindow)
-	alerts := base(AlertsStream, "turnguard: alerts (OCSF Detection Findings)", acs.AlertsPrefix, t.AlertsRetention, t.DecisionDedupWindow)
-	dlq := base(DLQStream, "turnguard: refused input, original bytes", acs.DLQPrefix, t.DLQRetention, DLQDuplicates)
+	decisions := base(acs.DecisionsStream, "turnguard: ACS response envelopes, one per inbound envelope", acs.DecisionsPrefix, t.DecisionsRetention, t.DecisionDedupWindow)
+	alerts := base(acs.AlertsStream, "turnguard: alerts (OCSF Detection Findings)", acs.AlertsPrefix, t.AlertsRetention, t.DecisionDedupWindow)
+	dlq := base(acs.DLQStream, "turnguard: refused input, original bytes", acs.DLQPrefix, t.DLQRetention, DLQDuplicates)
 	return []jetstream.StreamConfig{hooks, decisions, alerts, dlq}
 }
 
@@ -257,10 +233,10 @@ func serverBytes(b int64) int64 {
 
 func (t Topology) buckets() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
-		{Bucket: StateBucket, Description: "turnguard: ACS session and turn state",
+		{Bucket: acs.StateBucket, Description: "turnguard: ACS session and turn state",
 			History: 1, TTL: t.SessionTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas},
 		// Memory storage: membership is only ever as old as MemberTTL.
-		{Bucket: MembersBucket, Description: "turnguard: live processor instances and the partitions they hold",
+		{Bucket: acs.MembersBucket, Description: "turnguard: live processor instances and the partitions they hold",
 			History: 1, TTL: t.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: t.Replicas},
 	}
 }
@@ -275,16 +251,16 @@ func (t Topology) consumers() []jetstream.ConsumerConfig {
 			AckWait: t.AckWait, MaxAckPending: t.MaxAckPending, MaxDeliver: -1, Replicas: t.Replicas}
 	}
 	for p := range t.Partitions {
-		c := mk(PartitionConsumer(p), acs.PartitionFilter(p), fmt.Sprintf("turnguard: partition %d of %d", p, t.Partitions))
+		c := mk(acs.PartitionConsumer(p), acs.PartitionFilter(p), fmt.Sprintf("turnguard: partition %d of %d", p, t.Partitions))
 		// One pinned client per partition: the server delivers to one
 		// instance at a time, which keeps a partition in stream order
 		// across instances; the KV revision check fences the rest.
 		c.PriorityPolicy = jetstream.PriorityPolicyPinned
-		c.PriorityGroups = []string{PartitionGroup}
+		c.PriorityGroups = []string{acs.PartitionGroup}
 		c.PinnedTTL = t.PinnedTTL
 		cs = append(cs, c)
 	}
-	cs = append(cs, mk(UnroutedConsumer, acs.InboundPrefix+".>", "turnguard: malformed subjects, dead-lettered"))
+	cs = append(cs, mk(acs.UnroutedConsumer, acs.InboundPrefix+".>", "turnguard: malformed subjects, dead-lettered"))
 	return cs
 }
 
@@ -333,7 +309,7 @@ func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64
 		s, err := js.Stream(ctx, want.Name)
 		switch {
 		case errors.Is(err, jetstream.ErrStreamNotFound):
-			if want.Name == HooksStream {
+			if want.Name == acs.HooksStream {
 				high, err := hooksWatermark(ctx, js, seen)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("create stream %s: find the highest sequence states and decisions refer to: %w", want.Name, err))
@@ -369,9 +345,9 @@ func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64
 	if err := errors.Join(errs...); err != nil {
 		return created, err
 	}
-	hooks, err := js.Stream(ctx, HooksStream)
+	hooks, err := js.Stream(ctx, acs.HooksStream)
 	if err != nil {
-		return created, fmt.Errorf("look up stream %s: %w", HooksStream, err)
+		return created, fmt.Errorf("look up stream %s: %w", acs.HooksStream, err)
 	}
 	for _, want := range t.consumers() {
 		c, err := hooks.Consumer(ctx, want.Durable)
@@ -381,7 +357,7 @@ func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64
 				errs = append(errs, fmt.Errorf("create consumer %s: %w", want.Durable, err))
 				continue
 			}
-			created = append(created, HooksStream+"/"+want.Durable)
+			created = append(created, acs.HooksStream+"/"+want.Durable)
 		case err != nil:
 			errs = append(errs, fmt.Errorf("look up consumer %s: %w", want.Durable, err))
 		default:
@@ -443,10 +419,10 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 // refused), and a subagent's stale state can hide its taint from its
 // parent. The cache makes reads rare, so what the leader costs is small.
 func leaderReads(ctx context.Context, js jetstream.JetStream, bucket string) error {
-	if bucket != StateBucket {
+	if bucket != acs.StateBucket {
 		return nil // a stale member record costs a late reassignment at most
 	}
-	s, err := js.Stream(ctx, "KV_"+bucket)
+	s, err := js.Stream(ctx, acs.KVStream(bucket))
 	if err != nil {
 		return fmt.Errorf("look up the stream of KV bucket %s: %w", bucket, err)
 	}
@@ -550,7 +526,7 @@ func compareConsumer(want, have jetstream.ConsumerConfig) error {
 			diffs = append(diffs, fmt.Sprintf("priority groups %v, need %v", have.PriorityGroups, want.PriorityGroups))
 		}
 	}
-	return incompatible("consumer "+HooksStream+"/"+want.Durable, diffs)
+	return incompatible("consumer "+acs.HooksStream+"/"+want.Durable, diffs)
 }
 
 func differ[T comparable](diffs []string, what string, want, have T) []string {

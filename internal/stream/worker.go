@@ -20,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/msghdr"
 	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -84,9 +85,9 @@ type worker struct {
 	hooks     jetstream.Stream
 	decisions jetstream.Stream
 	js        jetstream.JetStream
-	store     *turnstate.Store
+	store     *statestore.Store
 	guardian  *guardian.Guardian
-	rules     *RuleSource
+	rules     *rules.Source
 	cache     *stateCache[turnstate.Session]
 	agents    *stateCache[turnstate.Agent]
 	stats     *Stats
@@ -256,7 +257,7 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 	})}
 	if w.routed {
 		// Ask again well within PinnedTTL, or an idle owner loses the pin.
-		opts = append(opts, jetstream.PullPriorityGroup(PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
+		opts = append(opts, jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
 	}
 	// Deliveries held when the worker stops are handed back with a Nak, in
 	// stream order, so the partition's next holder gets them at once
@@ -583,7 +584,7 @@ type pending[T any] struct {
 	// out is what the batch publishes because of this state, and outbox
 	// the same as saved with it.
 	out    []*nats.Msg
-	outbox *turnstate.Outbox
+	outbox *statestore.Outbox
 	// refuse is set for a session whose stored state failed its integrity
 	// check and could not be rebuilt (integrity.go).
 	refuse *acs.Error
@@ -650,7 +651,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 				akey := turnstate.AgentKey(in.route.Tenant, id)
 				if pa = agents[akey]; pa == nil {
 					c, err := load(ctx, w.agents, akey, w.store.LoadAgent)
-					if ie := (*turnstate.IntegrityError)(nil); errors.As(err, &ie) {
+					if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
 						c, err = w.unverifiedAgent(ctx, ie, in.msg.Seq)
 					}
 					if err != nil {
@@ -725,7 +726,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			continue
 		}
 		rev, err := w.store.SaveAgent(ctx, pa.state, pa.rev)
-		if errors.Is(err, turnstate.ErrConflict) {
+		if errors.Is(err, statestore.ErrConflict) {
 			w.agents.drop(key)
 			conflict = true
 			continue
@@ -765,7 +766,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			// does not exist. If another instance created it meanwhile,
 			// they were decided from a stale "none" and are decided again.
 			s, _, _, err := w.store.Load(ctx, key)
-			var ie *turnstate.IntegrityError
+			var ie *statestore.IntegrityError
 			if err != nil && !errors.As(err, &ie) {
 				return err
 			}
@@ -782,7 +783,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			if len(ins) > 1 && outboxSize(p.out) > w.maxOutbox() {
 				return fmt.Errorf("session %s in a batch of %d: %w", key, len(ins), errOutboxTooLarge)
 			}
-			p.outbox = &turnstate.Outbox{Written: written, Msgs: publications(p.out)}
+			p.outbox = &statestore.Outbox{Written: written, Msgs: publications(p.out)}
 		}
 		m, err := w.store.SaveMsg(p.state, p.outbox, p.rev)
 		if err != nil {
@@ -802,7 +803,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	var saved []string
 	for i, key := range keys {
 		if acks[i].err != nil {
-			if !turnstate.IsConflict(acks[i].err) {
+			if !statestore.IsConflict(acks[i].err) {
 				return fmt.Errorf("save session %s: %w", key, acks[i].err)
 			}
 			// Its decisions were made from a stale state: they are
@@ -844,7 +845,7 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 	looked := false
 	if !ok {
 		s, out, rev, err := w.store.Load(ctx, key)
-		if ie := (*turnstate.IntegrityError)(nil); errors.As(err, &ie) {
+		if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
 			return w.unverifiedSession(ctx, ie, in)
 		}
 		if err != nil {
@@ -900,7 +901,7 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 // Only publications to the session's own output subjects leave, even from
 // a verified outbox (allowedOutbox). last is the stream sequence the
 // session's newest stored decision answers (0: none).
-func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *turnstate.Outbox, last uint64) error {
+func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *statestore.Outbox, last uint64) error {
 	msgs := make([]*nats.Msg, len(out.Msgs))
 	for i, p := range out.Msgs {
 		msgs[i] = &nats.Msg{Subject: p.Subject, Header: p.Header, Data: p.Data}
@@ -976,10 +977,10 @@ func (w *worker) lastDecision(ctx context.Context, route acs.Route) (newest, err
 }
 
 // publications is what an outbox keeps of messages.
-func publications(msgs []*nats.Msg) []turnstate.Publication {
-	out := make([]turnstate.Publication, len(msgs))
+func publications(msgs []*nats.Msg) []statestore.Publication {
+	out := make([]statestore.Publication, len(msgs))
 	for i, m := range msgs {
-		out[i] = turnstate.Publication{Subject: m.Subject, Header: m.Header, Data: m.Data}
+		out[i] = statestore.Publication{Subject: m.Subject, Header: m.Header, Data: m.Data}
 	}
 	return out
 }
@@ -1014,7 +1015,7 @@ func (w *worker) subagent(ctx context.Context, rs *rules.Set, route acs.Route, i
 		return p.state, nil
 	}
 	s, _, _, err := w.store.Load(ctx, key)
-	if ie := (*turnstate.IntegrityError)(nil); errors.As(err, &ie) {
+	if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
 		s = turnstate.New(route.Tenant, id)
 		s.Parent = &turnstate.ParentLink{SessionID: route.SessionID}
 		s.Taints = map[string]*turnstate.Taint{}
@@ -1180,7 +1181,7 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 	m.Header.Set(acs.HdrErrorMessage, msghdr.Value(ref.Error()))
 	m.Header.Set(acs.HdrOriginalSubj, acs.InboundOf(in.msg.Subject))
 	m.Header.Set(acs.HdrOriginalSeq, strconv.FormatUint(in.msg.Seq, 10))
-	m.Header.Set(acs.HdrOriginalStream, HooksStream)
+	m.Header.Set(acs.HdrOriginalStream, acs.HooksStream)
 	setIf(m.Header, acs.HdrOriginalMsgID, in.header.Get(acs.HdrMsgID))
 	setIf(m.Header, acs.HdrRequestID, out.RequestID)
 	// A server whose max_payload is not above ACS_HOOKS' message limit
@@ -1188,7 +1189,7 @@ func (w *worker) deadLetter(in *inbound, out guardian.Outcome) *nats.Msg {
 	// ACS_HOOKS at its sequence; the dead letter says so rather than block
 	// the partition on a publish that can never succeed.
 	if limit := w.js.Conn().MaxPayload(); limit > 0 && int64(len(m.Data)+msghdr.Size(m.Header)) > limit {
-		m.Header.Set(acs.HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, HooksStream, in.msg.Seq))
+		m.Header.Set(acs.HdrBodyOmitted, fmt.Sprintf("%d bytes do not fit the server's max_payload %d; the original is %s sequence %d", len(m.Data), limit, acs.HooksStream, in.msg.Seq))
 		m.Data = nil
 	}
 	return m

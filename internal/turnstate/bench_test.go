@@ -1,16 +1,12 @@
 package turnstate_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -78,69 +74,6 @@ func BenchmarkStateCodec(b *testing.B) {
 		for b.Loop() {
 			if _, reason := sealer.Open(turnstate.KindSession, key, sealer.Seal(turnstate.KindSession, key, rec)); reason != "" {
 				b.Fatal(reason)
-			}
-		}
-	})
-}
-
-// BenchmarkStoreSaveLoad is one Save (compare-and-set) and one Load of a
-// busy session against an embedded server's KV bucket: through the Store,
-// sealed and verified, and the same round trip with the plain JSON earlier
-// versions wrote.
-func BenchmarkStoreSaveLoad(b *testing.B) {
-	srv := natstest.RunServer(b)
-	js, _ := jetstream.New(natstest.Connect(b, srv))
-	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "BENCH", History: 1, Storage: jetstream.FileStorage})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := busySession()
-	// Each run of a sub-benchmark starts on a key of its own, so that
-	// revision 0 means "create".
-	run := 0
-	b.Run("plain", func(b *testing.B) {
-		run++
-		key := fmt.Sprintf("default.plain-%d", run)
-		var rev uint64
-		b.ReportAllocs()
-		for b.Loop() {
-			val, err := json.Marshal(s)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if rev == 0 {
-				rev, err = kv.Create(ctx, key, val)
-			} else {
-				rev, err = kv.Update(ctx, key, val, rev)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			e, err := kv.Get(ctx, key)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var got turnstate.Session
-			if err := json.Unmarshal(e.Value(), &got); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("sealed", func(b *testing.B) {
-		run++
-		s := s.Clone()
-		s.SessionID = fmt.Sprintf("sealed-%d", run)
-		store := turnstate.NewStore(kv, testSealer(b, 1))
-		var rev uint64
-		b.ReportAllocs()
-		for b.Loop() {
-			var err error
-			if rev, err = store.Save(ctx, s, rev); err != nil {
-				b.Fatal(err)
-			}
-			if got, _, _, err := store.Load(ctx, s.Key()); err != nil || got == nil {
-				b.Fatal(err)
 			}
 		}
 	})

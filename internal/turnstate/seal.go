@@ -24,6 +24,11 @@ const StateKeySize = 32
 // session — remove its taints, forge its outbox — or copy one session's
 // value under another's key; with the MAC, a value the processor did not
 // write for exactly that key does not verify. It is safe for concurrent use.
+//
+// The Sealer stays here, next to the states, while the bucket access lives
+// in internal/statestore: it is pure crypto over bytes (no NATS), the MAC
+// binds this package's kinds of state, and the processor's member records
+// are sealed with it too, so it belongs to no one store.
 type Sealer struct {
 	pool sync.Pool
 }
@@ -53,7 +58,14 @@ const (
 	sealLen    = len(sealPrefix) + macHexLen + len(sealMiddle) + len(sealSuffix)
 )
 
-// Reasons a value does not verify (IntegrityError.Reason).
+// Kinds of stored values, bound into their MACs.
+const (
+	KindSession = "session"
+	KindAgent   = "agent"
+)
+
+// Reasons a value does not verify (statestore.IntegrityError.Reason, and the
+// alerts about it).
 const (
 	ReasonNotSealed  = "mac_missing"
 	ReasonBadMAC     = "mac_invalid"
@@ -145,29 +157,6 @@ func RecordOf(value []byte) []byte {
 	}
 	return value
 }
-
-// IntegrityError reports a stored value that does not verify. Its contents
-// are never used: the caller rebuilds the state or resets it.
-type IntegrityError struct {
-	// Kind is "session" or "agent"; Key the KV key; Revision the value's.
-	Kind     string
-	Key      string
-	Revision uint64
-	// Reason is ReasonNotSealed, ReasonBadMAC, ReasonNotDecoded or
-	// ReasonRolledBack.
-	Reason string
-	Err    error
-}
-
-func (e *IntegrityError) Error() string {
-	msg := fmt.Sprintf("%s %s at revision %d does not verify (%s)", e.Kind, e.Key, e.Revision, e.Reason)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *IntegrityError) Unwrap() error { return e.Err }
 
 // LoadOrCreateKey reads the state key at path or, when the file does not
 // exist, creates it with StateKeySize random bytes (mode 0600). It reports

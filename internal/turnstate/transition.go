@@ -82,7 +82,7 @@ func (s *Session) Apply(st Step) Result {
 		s.endSession(st, &r)
 	case st.Method.Method == "steps/sessionStart":
 		if s.Started {
-			r.add(SessionAlreadyOpened, "the session already has a sessionStart")
+			r.add(SessionAlreadyStarted, "the session already has a sessionStart")
 		}
 		s.Started = true
 	case st.TurnStart != nil:
@@ -202,10 +202,10 @@ func (s *Session) endTurn(st Step, r *Result) {
 	}
 	t := s.OpenTurns[i]
 	if p.StepCount != nil && *p.StepCount != t.Steps {
-		r.add(TurnStepCountWrong, "turn %q: step_count %d, turnguard saw %d steps", t.TurnID, *p.StepCount, t.Steps)
+		r.add(TurnStepCountMismatch, "turn %q: step_count %d, turnguard saw %d steps", t.TurnID, *p.StepCount, t.Steps)
 	}
 	if p.ToolCallCount != nil && *p.ToolCallCount != t.ToolCalls {
-		r.add(TurnStepCountWrong, "turn %q: tool_call_count %d, turnguard saw %d tool calls", t.TurnID, *p.ToolCallCount, t.ToolCalls)
+		r.add(TurnStepCountMismatch, "turn %q: tool_call_count %d, turnguard saw %d tool calls", t.TurnID, *p.ToolCallCount, t.ToolCalls)
 	}
 	// The turn ends, and with it every open turn nested inside it.
 	closing := map[string]bool{t.TurnID: true}

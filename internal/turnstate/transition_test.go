@@ -120,13 +120,13 @@ func TestApplyViolations(t *testing.T) {
 		}, []string{turnstate.TurnEndUnmatched}},
 		{"step_count differs", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.in("steps/userMessage", "T"), s.turnEnd("T", ptr(2), nil)}
-		}, []string{turnstate.TurnStepCountWrong}},
+		}, []string{turnstate.TurnStepCountMismatch}},
 		{"tool_call_count differs", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.in("steps/toolCallRequest", "T"), s.turnEnd("T", ptr(1), ptr(0))}
-		}, []string{turnstate.TurnStepCountWrong}},
+		}, []string{turnstate.TurnStepCountMismatch}},
 		{"both counts differ", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.turnEnd("T", ptr(3), ptr(1))}
-		}, []string{turnstate.TurnStepCountWrong, turnstate.TurnStepCountWrong}},
+		}, []string{turnstate.TurnStepCountMismatch, turnstate.TurnStepCountMismatch}},
 		{"step outside expected_inputs", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.turnStart("T", "", "userMessage"), s.in("steps/toolCallRequest", "T")}
 		}, []string{turnstate.UnexpectedInput}},
@@ -154,7 +154,7 @@ func TestApplyViolations(t *testing.T) {
 		}, []string{turnstate.SessionStartMissing}},
 		{"second sessionStart", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.sessionStart()}
-		}, []string{turnstate.SessionAlreadyOpened}},
+		}, []string{turnstate.SessionAlreadyStarted}},
 		{"replayed request_id", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), with(s.in("steps/userMessage", ""), func(st *turnstate.Step) { st.RequestID = "req-1" })}
 		}, []string{turnstate.RequestReplayed}},

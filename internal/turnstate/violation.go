@@ -25,24 +25,24 @@ type Violation struct {
 // Stable violation names. They appear as reason codes in decisions, in the
 // session state's counters, and (with the rules engine) as rule inputs.
 const (
-	TurnIDMissing        = "turn_id_missing"
-	TurnIDMismatch       = "turn_id_mismatch"
-	TurnIDNotRequestID   = "turn_id_not_request_id"
-	TurnIDReused         = "turn_id_reused"
-	ParentTurnUnknown    = "parent_turn_unknown"
-	TurnEndUnmatched     = "turn_end_unmatched"
-	TurnStepCountWrong   = "turn_step_count_mismatch"
-	UnexpectedInput      = "unexpected_input"
-	TurnOverlap          = "turn_overlap"
-	TurnLeftOpen         = "turn_left_open"
-	TurnDenied           = "turn_denied"
-	TurnDepthExceeded    = "turn_depth_exceeded"
-	SessionClosed        = "session_closed"
-	SessionStartMissing  = "session_start_missing"
-	SessionAlreadyOpened = "session_already_started"
-	RequestReplayed      = "request_replayed"
-	AgentIDMismatch      = "agent_id_mismatch"
-	TurnImplicit         = "turn_implicit"
+	TurnIDMissing         = "turn_id_missing"
+	TurnIDMismatch        = "turn_id_mismatch"
+	TurnIDNotRequestID    = "turn_id_not_request_id"
+	TurnIDReused          = "turn_id_reused"
+	ParentTurnUnknown     = "parent_turn_unknown"
+	TurnEndUnmatched      = "turn_end_unmatched"
+	TurnStepCountMismatch = "turn_step_count_mismatch"
+	UnexpectedInput       = "unexpected_input"
+	TurnOverlap           = "turn_overlap"
+	TurnLeftOpen          = "turn_left_open"
+	TurnDenied            = "turn_denied"
+	TurnDepthExceeded     = "turn_depth_exceeded"
+	SessionClosed         = "session_closed"
+	SessionStartMissing   = "session_start_missing"
+	SessionAlreadyStarted = "session_already_started"
+	RequestReplayed       = "request_replayed"
+	AgentIDMismatch       = "agent_id_mismatch"
+	TurnImplicit          = "turn_implicit"
 )
 
 // Kind documents one violation: its stable name, severity and meaning.
@@ -63,7 +63,7 @@ var kinds = []Kind{
 	{TurnIDReused, SeverityError, "turnStart reuses a turn_id already used in this session"},
 	{ParentTurnUnknown, SeverityError, "turnStart's parent_turn_id names no open turn of this session, nor (for a subagent's first turn) the parent's spawning turn"},
 	{TurnEndUnmatched, SeverityError, "turnEnd names no open turn"},
-	{TurnStepCountWrong, SeverityWarn, "turnEnd's step_count or tool_call_count differs from what turnguard saw in the turn"},
+	{TurnStepCountMismatch, SeverityWarn, "turnEnd's step_count or tool_call_count differs from what turnguard saw in the turn"},
 	{UnexpectedInput, SeverityWarn, "a step whose hook is not in the turn's expected_inputs"},
 	{TurnOverlap, SeverityWarn, "turnStart without parent_turn_id while another turn is still open (a turnEnd is probably missing)"},
 	{TurnLeftOpen, SeverityWarn, "a turn was still open when an enclosing turn or the session ended"},
@@ -71,7 +71,7 @@ var kinds = []Kind{
 	{TurnDepthExceeded, SeverityError, "turnStart would nest more than MaxOpenTurns turns"},
 	{SessionClosed, SeverityError, "a step after sessionEnd"},
 	{SessionStartMissing, SeverityWarn, "the session's first envelope is not sessionStart"},
-	{SessionAlreadyOpened, SeverityError, "a second sessionStart for the same session"},
+	{SessionAlreadyStarted, SeverityError, "a second sessionStart for the same session"},
 	{RequestReplayed, SeverityError, "a request_id already seen in this session"},
 	{AgentIDMismatch, SeverityError, "metadata.agent_id differs from the agent the session started with"},
 	// Info, not warn: frameworks without turnStart (Codex) open every turn

@@ -91,9 +91,9 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 	}
 	s.Violations = map[string]uint64{}
 	for _, v := range []string{turnstate.TurnIDMissing, turnstate.TurnIDMismatch, turnstate.TurnIDNotRequestID, turnstate.TurnIDReused,
-		turnstate.ParentTurnUnknown, turnstate.TurnEndUnmatched, turnstate.TurnStepCountWrong, turnstate.UnexpectedInput,
+		turnstate.ParentTurnUnknown, turnstate.TurnEndUnmatched, turnstate.TurnStepCountMismatch, turnstate.UnexpectedInput,
 		turnstate.TurnOverlap, turnstate.TurnLeftOpen, turnstate.TurnDenied, turnstate.TurnDepthExceeded, turnstate.SessionClosed,
-		turnstate.SessionStartMissing, turnstate.SessionAlreadyOpened, turnstate.RequestReplayed, turnstate.AgentIDMismatch,
+		turnstate.SessionStartMissing, turnstate.SessionAlreadyStarted, turnstate.RequestReplayed, turnstate.AgentIDMismatch,
 		turnstate.TurnImplicit} {
 		s.Violations[v] = maxU
 	}

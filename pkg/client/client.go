@@ -241,7 +241,7 @@ func New(nc *nats.Conn, opt Options) (*Client, error) {
 		return nil, fmt.Errorf("posture %q: want proceed or deny", opt.Posture)
 	}
 	if opt.DecisionsStream == "" {
-		opt.DecisionsStream = "ACS_DECISIONS"
+		opt.DecisionsStream = acs.DecisionsStream
 	}
 	if opt.Linger == 0 {
 		opt.Linger = 30 * time.Second

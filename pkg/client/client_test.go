@@ -49,7 +49,7 @@ func runProcessorB(t testing.TB, srv *server.Server) (stop func()) {
 	nc := natstest.Connect(t, srv)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: testSigner}), stream.NewRuleSource(rs), cfg, zerolog.Nop())
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: testSigner}), rules.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestOnlyItsOwnDecision(t *testing.T) {
 		d, err := c.Decide(context.Background(), e.Data)
 		done <- result{d, err}
 	}()
-	hooks, err := js.Stream(context.Background(), stream.HooksStream)
+	hooks, err := js.Stream(context.Background(), acs.HooksStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,12 @@
-package turnstate
+// Package statestore keeps session and agent states in the JetStream KV
+// bucket ACS_TURNSTATE: sealed values, compare-and-set on the revision, and
+// the outbox a state write carries. It is the I/O side of internal/turnstate:
+// the states and their transitions stay pure there (no NATS, so that the
+// decision core, replay and the rule tests never link a client), and the
+// sealing (turnstate.Sealer) stays there too, since it is plain crypto that
+// the member records of internal/stream use as well; this package only moves
+// sealed bytes in and out of the bucket.
+package statestore
 
 import (
 	"context"
@@ -10,6 +18,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // ErrConflict is returned by Store.Save when the session's KV revision moved
@@ -20,18 +31,20 @@ var ErrConflict = errors.New("turn state revision conflict")
 // Store keeps session states in a JetStream KV bucket, one JSON value per
 // session under <tenant>.<session_id>, written with compare-and-set on the
 // revision so that a stale writer can never overwrite a newer state. Every
-// value is sealed (seal.go): written with an HMAC over its key and record,
+// value is sealed (turnstate.Sealer): written with an HMAC over its key and record,
 // and verified before it is decoded.
 type Store struct {
 	kv     jetstream.KeyValue
-	sealer *Sealer
+	sealer *turnstate.Sealer
 	// st, when set, is the bucket's stream, read so that delete and purge
 	// markers are seen (WithMarkers).
 	st jetstream.Stream
 }
 
 // NewStore returns a Store over the given bucket, sealing with sealer.
-func NewStore(kv jetstream.KeyValue, sealer *Sealer) *Store { return &Store{kv: kv, sealer: sealer} }
+func NewStore(kv jetstream.KeyValue, sealer *turnstate.Sealer) *Store {
+	return &Store{kv: kv, sealer: sealer}
+}
 
 // WithMarkers makes the store read values through the bucket's stream
 // (KV_<bucket>), where a deleted or purged key shows as its marker, with a
@@ -42,12 +55,6 @@ func (s *Store) WithMarkers(bucketStream jetstream.Stream) *Store {
 	s.st = bucketStream
 	return s
 }
-
-// Kinds of stored values, bound into their MACs.
-const (
-	KindSession = "session"
-	KindAgent   = "agent"
-)
 
 // Publication is a message the processor publishes because of a state
 // write: a decision, an alert, a dead letter.
@@ -70,19 +77,19 @@ type Outbox struct {
 
 // record is the stored JSON: the session's fields and its outbox.
 type record struct {
-	*Session
+	*turnstate.Session
 	Outbox *Outbox `json:"outbox,omitempty"`
 }
 
 // Load returns the session stored under key, the outbox of its last write
 // and its revision; a session that does not exist (never written, or
 // expired by the bucket's TTL) is (nil, nil, 0, nil). A value that does not
-// verify, and a deleted or purged one (ReasonDeleted), is an
+// verify, and a deleted or purged one (turnstate.ReasonDeleted), is an
 // *IntegrityError, returned with its revision (the fence of the state that
 // replaces it) and nothing of its contents.
-func (s *Store) Load(ctx context.Context, key string) (*Session, *Outbox, uint64, error) {
-	r := record{Session: &Session{}}
-	rev, found, err := s.load(ctx, KindSession, key, &r)
+func (s *Store) Load(ctx context.Context, key string) (*turnstate.Session, *Outbox, uint64, error) {
+	r := record{Session: &turnstate.Session{}}
+	rev, found, err := s.load(ctx, turnstate.KindSession, key, &r)
 	if !found || err != nil {
 		return nil, nil, rev, err
 	}
@@ -92,16 +99,16 @@ func (s *Store) Load(ctx context.Context, key string) (*Session, *Outbox, uint64
 // Save writes the session if its stored revision is still rev (0: the key
 // must not exist yet) and returns the new revision. A moved revision is
 // ErrConflict.
-func (s *Store) Save(ctx context.Context, sess *Session, rev uint64) (uint64, error) {
-	return s.save(ctx, KindSession, sess.Key(), record{Session: sess}, rev)
+func (s *Store) Save(ctx context.Context, sess *turnstate.Session, rev uint64) (uint64, error) {
+	return s.save(ctx, turnstate.KindSession, sess.Key(), record{Session: sess}, rev)
 }
 
 // LoadAgent returns an agent's shared state and its revision, or
 // (nil, 0, nil) when there is none; a value that does not verify is an
 // *IntegrityError with its revision, as Load's.
-func (s *Store) LoadAgent(ctx context.Context, key string) (*Agent, uint64, error) {
-	var a Agent
-	rev, found, err := s.load(ctx, KindAgent, key, &a)
+func (s *Store) LoadAgent(ctx context.Context, key string) (*turnstate.Agent, uint64, error) {
+	var a turnstate.Agent
+	rev, found, err := s.load(ctx, turnstate.KindAgent, key, &a)
 	if !found || err != nil {
 		return nil, rev, err
 	}
@@ -109,8 +116,8 @@ func (s *Store) LoadAgent(ctx context.Context, key string) (*Agent, uint64, erro
 }
 
 // SaveAgent writes an agent's state with compare-and-set, as Save does.
-func (s *Store) SaveAgent(ctx context.Context, a *Agent, rev uint64) (uint64, error) {
-	return s.save(ctx, KindAgent, a.Key(), a, rev)
+func (s *Store) SaveAgent(ctx context.Context, a *turnstate.Agent, rev uint64) (uint64, error) {
+	return s.save(ctx, turnstate.KindAgent, a.Key(), a, rev)
 }
 
 func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, found bool, err error) {
@@ -122,7 +129,7 @@ func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, 
 		// The marker's revision is the fence the replacement is written
 		// against; without it every write would expect the key absent,
 		// fail, and wedge the partition.
-		return rev, false, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: ReasonDeleted}
+		return rev, false, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonDeleted}
 	case rev == 0:
 		return 0, false, nil
 	}
@@ -133,7 +140,7 @@ func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, 
 		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: reason}
 	}
 	if err := json.Unmarshal(rec, v); err != nil {
-		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: ReasonNotDecoded, Err: err}
+		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonNotDecoded, Err: err}
 	}
 	return rev, true, nil
 }
@@ -154,7 +161,7 @@ func (s *Store) get(ctx context.Context, key string) (value []byte, rev uint64, 
 		}
 		return e.Value(), e.Revision(), false, nil
 	}
-	m, err := s.st.GetLastMsgForSubject(ctx, "$KV."+s.kv.Bucket()+"."+key)
+	m, err := s.st.GetLastMsgForSubject(ctx, acs.KVSubject(s.kv.Bucket(), key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, false, nil
 	}
@@ -197,14 +204,14 @@ func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (
 // flight at once; the publish acknowledgement's sequence is the new
 // revision, and a refusal for which IsConflict holds means the revision
 // moved.
-func (s *Store) SaveMsg(sess *Session, out *Outbox, rev uint64) (*nats.Msg, error) {
+func (s *Store) SaveMsg(sess *turnstate.Session, out *Outbox, rev uint64) (*nats.Msg, error) {
 	rec, err := json.Marshal(record{Session: sess, Outbox: out})
 	if err != nil {
 		return nil, fmt.Errorf("encode session %s: %w", sess.Key(), err)
 	}
 	key := sess.Key()
-	m := nats.NewMsg("$KV." + s.kv.Bucket() + "." + key)
-	m.Data = s.sealer.Seal(KindSession, key, rec)
+	m := nats.NewMsg(acs.KVSubject(s.kv.Bucket(), key))
+	m.Data = s.sealer.Seal(turnstate.KindSession, key, rec)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
 	return m, nil
 }
@@ -223,7 +230,7 @@ func IsConflict(err error) bool {
 
 // CreateIfAbsent writes a session only if its key does not exist. It
 // reports whether it wrote; an existing key is left alone.
-func (s *Store) CreateIfAbsent(ctx context.Context, sess *Session) (bool, error) {
+func (s *Store) CreateIfAbsent(ctx context.Context, sess *turnstate.Session) (bool, error) {
 	_, err := s.Save(ctx, sess, 0)
 	switch {
 	case errors.Is(err, ErrConflict):

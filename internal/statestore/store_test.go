@@ -1,0 +1,83 @@
+package statestore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/statestore"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// TestStoreRoundTrip covers what the processor relies on from the store
+// alone: compare-and-set, sealed values written through SaveMsg, and a
+// deleted key read through the bucket's stream as an IntegrityError with
+// its marker's revision.
+func TestStoreRoundTrip(t *testing.T) {
+	srv := natstest.RunServer(t)
+	js, err := jetstream.New(natstest.Connect(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "TEST", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, acs.KVStream("TEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := turnstate.NewSealer(bytes.Repeat([]byte{7}, turnstate.StateKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := statestore.NewStore(kv, sealer).WithMarkers(st)
+
+	sess := turnstate.New("default", "s1")
+	rev, err := store.Save(ctx, sess, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Save(ctx, sess, 0); !errors.Is(err, statestore.ErrConflict) {
+		t.Fatalf("second create: %v, want ErrConflict", err)
+	}
+
+	out := &statestore.Outbox{Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", "s1"),
+		Header: map[string][]string{acs.HdrMsgID: {"r:1"}}, Data: []byte("{}")}}}
+	m, err := store.SaveMsg(sess, out, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != acs.KVSubject("TEST", sess.Key()) {
+		t.Fatalf("SaveMsg subject %q", m.Subject)
+	}
+	ack, err := js.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, m); !statestore.IsConflict(err) {
+		t.Fatalf("stale SaveMsg publish: %v, want a conflict", err)
+	}
+	got, gotOut, gotRev, err := store.Load(ctx, sess.Key())
+	if err != nil || got == nil || gotRev != ack.Sequence {
+		t.Fatalf("Load: %v, %v, rev %d (want %d)", got, err, gotRev, ack.Sequence)
+	}
+	if gotOut == nil || len(gotOut.Msgs) != 1 || gotOut.Msgs[0].Header.Get(acs.HdrMsgID) != "r:1" {
+		t.Fatalf("outbox %+v", gotOut)
+	}
+
+	if err := kv.Delete(ctx, sess.Key()); err != nil {
+		t.Fatal(err)
+	}
+	_, _, markerRev, err := store.Load(ctx, sess.Key())
+	var ie *statestore.IntegrityError
+	if !errors.As(err, &ie) || ie.Reason != turnstate.ReasonDeleted || markerRev == 0 {
+		t.Fatalf("deleted key: %v (rev %d), want an IntegrityError %s with the marker's revision", err, markerRev, turnstate.ReasonDeleted)
+	}
+}
