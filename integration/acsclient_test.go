@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // ---------------------------------------------------------------------------
@@ -946,14 +947,8 @@ func (c *collector[T]) snapshot() []T {
 	return slices.Clone(c.items)
 }
 
-// poll calls cond until it holds or the deadline passes.
+// poll calls cond until it holds, and fails t if it does not within.
 func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Eventually(t, within, 20*time.Millisecond, what, cond)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -158,9 +159,8 @@ func TestInstancesShareAndOneDies(t *testing.T) {
 // partitions are all of them, each once, with none idle.
 func awaitMembers(t *testing.T, js jetstream.JetStream, partitions int, ids ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var last map[string][]int
-	for time.Now().Before(deadline) {
+	testwait.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		last = members(t, js)
 		var got []string
 		var owned []int
@@ -176,11 +176,10 @@ func awaitMembers(t *testing.T, js jetstream.JetStream, partitions int, ids ...s
 		slices.Sort(owned)
 		if slices.Equal(got, ids) && len(owned) == partitions && len(slices.Compact(owned)) == partitions {
 			t.Logf("partitions: %v", last)
-			return
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("ACS_PROCESSORS never showed %v holding all %d partitions: %v", ids, partitions, last)
+		return fmt.Errorf("ACS_PROCESSORS never showed %v holding all %d partitions: %v", ids, partitions, last)
+	})
 }
 
 func members(t *testing.T, js jetstream.JetStream) map[string][]int {

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -62,18 +63,17 @@ func startProcessor(t *testing.T, args ...string) *proc {
 			t.Errorf("a stored state value failed to verify:\n%s", p.out)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(p.out.String(), `"message":"processing"`) {
+	testwait.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if strings.Contains(p.out.String(), `"message":"processing"`) {
+			return nil
+		}
 		select {
 		case <-p.done:
 			t.Fatalf("processor exited: %v\n%s", p.err, p.out)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processor not processing after 30s\n%s", p.out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("processor not processing\n%s", p.out)
+	})
 	return p
 }
 
@@ -104,46 +104,71 @@ func stateKeyFile(t *testing.T) string {
 // a cluster whose node just came back, the API can be briefly unanswered.
 func count(t *testing.T, js jetstream.JetStream, stream string) int {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var n int
+	testwait.CheckFor(t, 20*time.Second, 200*time.Millisecond, func() error {
 		s, err := js.Stream(withTimeout(t, 5*time.Second), stream)
-		if err == nil {
-			var info *jetstream.StreamInfo
-			if info, err = s.Info(withTimeout(t, 5*time.Second)); err == nil {
-				return int(info.State.Msgs)
-			}
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream %s: %v", stream, err)
+		info, err := s.Info(withTimeout(t, 5*time.Second))
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		n = int(info.State.Msgs)
+		return nil
+	})
+	return n
 }
 
 func awaitCount(t *testing.T, js jetstream.JetStream, stream string, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for count(t, js, stream) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d messages after %s, want %d", stream, count(t, js, stream), within, n)
+	testwait.CheckFor(t, within, 20*time.Millisecond, func() error {
+		if got := count(t, js, stream); got < n {
+			return fmt.Errorf("%s holds %d messages, want %d", stream, got, n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// awaitAcked waits until every consumer of stream has nothing left to
+// deliver and nothing delivered unacknowledged.
+func awaitAcked(t *testing.T, js jetstream.JetStream, stream string, within time.Duration) {
+	t.Helper()
+	testwait.CheckFor(t, within, 100*time.Millisecond, func() error {
+		s, err := js.Stream(withTimeout(t, 5*time.Second), stream)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
+		}
+		lister := s.ListConsumers(withTimeout(t, 5*time.Second))
+		var infos []*jetstream.ConsumerInfo
+		for ci := range lister.Info() {
+			infos = append(infos, ci)
+		}
+		if err := lister.Err(); err != nil {
+			return fmt.Errorf("consumers of %s: %w", stream, err)
+		}
+		if len(infos) == 0 {
+			return fmt.Errorf("stream %s has no consumers", stream)
+		}
+		for _, ci := range infos {
+			if ci.NumPending != 0 || ci.NumAckPending != 0 {
+				return fmt.Errorf("consumer %s of %s: %d pending, %d unacknowledged", ci.Name, stream, ci.NumPending, ci.NumAckPending)
+			}
+		}
+		return nil
+	})
 }
 
 // decisionsBySeq reads all of ACS_DECISIONS and groups them by the inbound
 // stream sequence they answer.
 func decisionsBySeq(t *testing.T, js jetstream.JetStream) map[uint64][]jetstream.Msg {
 	t.Helper()
-	c, err := js.OrderedConsumer(withTimeout(t, 5*time.Second), "ACS_DECISIONS", jetstream.OrderedConsumerConfig{})
-	for deadline := time.Now().Add(20 * time.Second); err != nil && time.Now().Before(deadline); {
-		// A cluster node that just came back may not answer yet.
-		time.Sleep(200 * time.Millisecond)
+	// A cluster node that just came back may not answer yet.
+	var c jetstream.Consumer
+	testwait.CheckFor(t, 20*time.Second, 200*time.Millisecond, func() (err error) {
 		c, err = js.OrderedConsumer(withTimeout(t, 5*time.Second), "ACS_DECISIONS", jetstream.OrderedConsumerConfig{})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		return err
+	})
 	// One continuous pull rather than a request per message: in a cluster
 	// a request right after the consumer's creation can find no responder.
 	it, err := c.Messages()
@@ -157,7 +182,10 @@ func decisionsBySeq(t *testing.T, js jetstream.JetStream) map[uint64][]jetstream
 		if err != nil {
 			t.Fatalf("read ACS_DECISIONS after %d decisions: %v", read, err)
 		}
-		seq, _ := strconv.ParseUint(m.Headers().Get("Acs-Stream-Seq"), 10, 64)
+		seq, err := strconv.ParseUint(m.Headers().Get("Acs-Stream-Seq"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
 		out[seq] = append(out[seq], m)
 	}
 	return out
@@ -295,7 +323,11 @@ func TestKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitCount(t, js, "ACS_DECISIONS", total, 90*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	// A duplicate could only come from a redelivery: once every consumer
+	// of the inbound stream has delivered and had acknowledged everything
+	// (what a killed processor held comes back after the ack wait), no
+	// further decision can appear.
+	awaitAcked(t, js, "ACS_HOOKS", 90*time.Second)
 	checkExactlyOnce(t, js, total)
 	for i := range sessions {
 		checkCompleteSession(t, js, sessionID(i))
@@ -481,13 +513,12 @@ rules:
 	}
 	awaitLog := func(what string, times int) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for strings.Count(p.out.String(), what) < times {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", what, p.out)
+		testwait.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			if strings.Count(p.out.String(), what) < times {
+				return fmt.Errorf("no %q in the log:\n%s", what, p.out)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	if d := decide("shell"); d != "deny" {
 		t.Fatalf("shell under the first rules: %s", d)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
@@ -135,18 +136,16 @@ func natsServer(t *testing.T, storeDir string) (url string, p *proc) {
 // connect retries until the server at url answers.
 func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(time.Second)}, opts...)...)
-		if err == nil {
-			t.Cleanup(nc.Close)
-			return nc
+	var nc *nats.Conn
+	testwait.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		var err error
+		if nc, err = nats.Connect(url, append([]nats.Option{nats.Timeout(time.Second)}, opts...)...); err != nil {
+			return fmt.Errorf("connect %s: %w", url, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connect %s: %v", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // connectAs connects with a credentials file (waiting for the processor

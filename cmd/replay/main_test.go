@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -74,13 +75,9 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 			n++
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for p.Stats().Processed.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatal("examples not processed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 20*time.Second, 5*time.Millisecond, "examples not processed", func() bool {
+		return p.Stats().Processed.Load() >= n
+	})
 	stopped := false
 	stop = func() {
 		if stopped {

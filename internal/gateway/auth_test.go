@@ -33,6 +33,7 @@ import (
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -326,11 +327,13 @@ func TestTenantIsolation(t *testing.T) {
 		// The endpoint's subscription can see a decision a moment before
 		// the stream has stored it.
 		var m *jetstream.RawStreamMsg
-		deadline := time.Now().Add(5 * time.Second)
-		for m, err = s.GetLastMsgForSubject(ctx, acs.DecisionSubject(tenant, sid)); errors.Is(err, jetstream.ErrMsgNotFound) && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
+		testwait.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 			m, err = s.GetLastMsgForSubject(ctx, acs.DecisionSubject(tenant, sid))
-		}
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return fmt.Errorf("decision of %s: %w", tenant, err)
+			}
+			return nil
+		})
 		if err != nil || m.Header.Get(acs.HdrMethod) != "steps/sessionStart" {
 			t.Fatalf("decision of %s: %v", tenant, err)
 		}

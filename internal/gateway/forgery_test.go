@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // TestForgedDecisionsOverHTTP reproduces issue 11's attack on POST /acs: a
@@ -76,15 +78,12 @@ func TestForgedDecisionsOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m *jetstream.RawStreamMsg
-	for m == nil && ctx.Err() == nil {
-		m, _ = alerts.GetLastMsgForSubject(ctx, subject)
-		if m == nil {
-			time.Sleep(20 * time.Millisecond)
+	testwait.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() (err error) {
+		if m, err = alerts.GetLastMsgForSubject(ctx, subject); err != nil {
+			return fmt.Errorf("no forged-decision alert: %w", err)
 		}
-	}
-	if m == nil {
-		t.Fatal("no forged-decision alert")
-	}
+		return nil
+	})
 	if err := receipt.Verify(e.receipts.Public(), receipt.Alert(subject, 0), m.Data, m.Header.Get(acs.HdrReceipt)); err != nil {
 		t.Fatalf("the forged-decision alert's receipt: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -86,13 +87,12 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 			r.stop()
 		}
 	})
-	deadline := time.Now().Add(waitFor)
-	for r.proc.Ready() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("processor not ready: %v", r.proc.Ready())
+	testwait.CheckFor(t, waitFor, 10*time.Millisecond, func() error {
+		if err := r.proc.Ready(); err != nil {
+			return fmt.Errorf("processor not ready: %w", err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	return r
 }
 
@@ -122,13 +122,12 @@ func (r *recorder) publish(subject string, data []byte) uint64 {
 // its decisions, alerts and dead letters are stored by then.
 func (r *recorder) settle() {
 	r.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for r.proc.Stats().Processed.Load() < r.published {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%d of %d envelopes processed within %s", r.proc.Stats().Processed.Load(), r.published, waitFor)
+	testwait.CheckFor(r.t, waitFor, 2*time.Millisecond, func() error {
+		if got := r.proc.Stats().Processed.Load(); got < r.published {
+			return fmt.Errorf("%d of %d envelopes processed", got, r.published)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // publishStepwise publishes messages one at a time, each decided before the
