@@ -851,7 +851,10 @@ func TestConformanceClientKnownAnswers(t *testing.T) {
 	if err := decodeNumbers(raw, &v); err != nil {
 		t.Fatal(err)
 	}
-	ikm, _ := hex.DecodeString(v.IKMHex)
+	ikm, err := hex.DecodeString(v.IKMHex)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := hex.EncodeToString(sessionKey(ikm, v.SessionID)); got != v.SessionKeyHex {
 		t.Fatalf("HKDF session key %s, want %s", got, v.SessionKeyHex)
 	}
@@ -862,7 +865,10 @@ func TestConformanceClientKnownAnswers(t *testing.T) {
 		t.Fatalf("request signing input\n%s\nwant\n%s (%v)", input, v.Request.SigningInput, err)
 	}
 	var cp msg
-	b, _ := json.Marshal(v.Request.Signed)
+	b, err := json.Marshal(v.Request.Signed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_ = decodeNumbers(b, &cp)
 	signWith(cp, v.KeyID, ikm)
 	if got := cp.params()["signature"].(map[string]any); !reflect.DeepEqual(got, reqSig) {

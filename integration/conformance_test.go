@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/receipt"
 )
@@ -363,7 +362,10 @@ func conformanceRows() []conformanceRow {
 					ss = append(ss, s.c.expectOf(m))
 					items = append(items, m.bytes())
 				}
-				body, _ := json.Marshal(items)
+				body, err := json.Marshal(items)
+				if err != nil {
+					t.Fatal(err)
+				}
 				return s.c.ep.postBatch(t, body), ss
 			},
 			want: expect{items: []expect{{decision: "allow"}, {decision: "allow"}, {code: -32601, method: "foo/bar"}}},
@@ -800,7 +802,7 @@ func TestNoStaleAnswerAfterRestart(t *testing.T) {
 				}
 			}
 			// And the stream: one decision per inbound sequence.
-			js, _ := jetstream.New(nc)
+			js := newJetStream(t, nc)
 			for seq, ms := range decisionsBySeq(t, js) {
 				if len(ms) != 1 {
 					t.Errorf("inbound sequence %d has %d decisions", seq, len(ms))

@@ -76,7 +76,10 @@ func TestHTTPEndpointTLS(t *testing.T) {
 		ch := clientHello("steps/sessionStart")
 		ch["transports_supported"] = strs("http", "https")
 		body := newEnvelope("handshake/hello", sid, "agent", ch).bytes()
-		req, _ := http.NewRequest(http.MethodPost, base+"/acs", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, base+"/acs", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
 		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)

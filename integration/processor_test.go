@@ -251,7 +251,7 @@ func TestAgainstExternalServer(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	p := startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil { // as `nats pub` does
 			t.Fatal(err)
@@ -290,11 +290,11 @@ func TestKill9(t *testing.T) {
 	const sessions = 150
 	url, _ := natsServer(t, t.TempDir())
 	nc := connect(t, url)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	p := startProcessor(t, "--nats-url", url, "--batch-size", "16")
 	published := make(chan error, 1)
 	go func() {
-		pjs, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(64))
+		pjs := newJetStream(t, nc, jetstream.WithPublishAsyncMaxPending(64))
 		for i := range sessions {
 			for _, e := range exampleEnvelopes(sessionID(i)) {
 				if _, err := pjs.PublishMsgAsync(&nats.Msg{Subject: e.subject, Data: e.data}); err != nil {
@@ -344,7 +344,7 @@ func embeddedWithExample(t *testing.T) (dataDir, listen string, p *proc, nc *nat
 	listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p = startProcessor(t, "--data-dir", dataDir, "--listen", listen)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(dataDir, "creds", "admin.creds"))
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil {
 			t.Fatal(err)
@@ -367,7 +367,7 @@ func TestEmbeddedServer(t *testing.T) {
 
 	startProcessor(t, "--data-dir", data, "--listen", listen)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(data, "creds", "admin.creds"))
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	checkCompleteSession(t, js, exampleSession)
 	// The session ended before the restart; a late step is refused.
 	late := exampleEnvelopes(exampleSession)[2]
@@ -435,7 +435,7 @@ func TestNearLimitMessageOnDefaultServer(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	subject := "acs.hooks.default." + exampleSession + ".userMessage"
 	big := []byte(strings.Repeat("x", 1_048_400))
 	if _, err := js.Publish(withTimeout(t, 10*time.Second), subject, big); err != nil {
@@ -490,7 +490,7 @@ rules:
 	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--rules", file)
 	nc := connectAs(t, "nats://"+listen, filepath.Join(dir, "data", "creds", "admin.creds"))
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	ops, err := nc.SubscribeSync("acs.alerts._system.>")
 	if err != nil {
 		t.Fatal(err)
@@ -641,7 +641,7 @@ func TestReceiptsOff(t *testing.T) {
 			}
 			p := startProcessor(t, args...)
 			nc := connect(t, url)
-			js, _ := jetstream.New(nc)
+			js := newJetStream(t, nc)
 			for _, e := range exampleEnvelopes(exampleSession) {
 				if err := nc.Publish(e.subject, e.data); err != nil {
 					t.Fatal(err)

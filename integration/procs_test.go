@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -131,6 +132,16 @@ func natsServer(t *testing.T, storeDir string) (url string, p *proc) {
 	url = fmt.Sprintf("nats://127.0.0.1:%d", port)
 	connect(t, url).Close()
 	return url, p
+}
+
+// newJetStream is jetstream.New for a test's setup: an error fails t.
+func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // connect retries until the server at url answers.

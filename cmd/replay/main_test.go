@@ -62,7 +62,10 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	js, _ := jetstream.New(nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := uint64(0)
 	for _, s := range []struct {
 		id   string

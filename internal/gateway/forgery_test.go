@@ -69,7 +69,10 @@ func TestForgedDecisionsOverHTTP(t *testing.T) {
 		t.Fatalf("no warning about the forgeries in the log:\n%.2000s", out)
 	}
 	// And an operational alert, signed, at most one a second.
-	js, _ := jetstream.New(natstest.Connect(t, e.srv))
+	js, err := jetstream.New(natstest.Connect(t, e.srv))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	subject := alert.Subject(alert.SystemTenant, "critical", gateway.AlertForgedDecision)

@@ -57,7 +57,7 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 	kr, signer := testKeys(t)
 	r := &recorder{t: t, srv: natstest.RunServer(t), cfg: guardian.Config{Keys: kr, Receipts: signer}}
 	nc := natstest.Connect(t, r.srv)
-	r.js, _ = jetstream.New(nc)
+	r.js = newJetStream(t, nc)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
 	pnc, err := nats.Connect("", nats.InProcessServer(r.srv))
@@ -152,9 +152,19 @@ func (r *recorder) source() *replay.Source {
 	return openSource(r.t, r.srv)
 }
 
+// newJetStream is jetstream.New for a test's setup: an error fails t.
+func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 func openSource(t testing.TB, srv *server.Server) *replay.Source {
 	t.Helper()
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	src, err := replay.Open(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +205,10 @@ func loadScenario(t testing.TB, path string) (*scenario.Scenario, scenario.Built
 
 func scenarioPaths(t testing.TB) []string {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(paths) < 5 {
 		t.Fatalf("found %d scenarios", len(paths))
 	}

@@ -42,7 +42,10 @@ func BenchmarkEvaluateDefaultPack(b *testing.B) {
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			b.Fatal(err)
 		}
-		doc, _ := schema.Decode(m.Data)
+		doc, err := schema.Decode(m.Data)
+		if err != nil {
+			b.Fatal(err)
+		}
 		payload := doc.(map[string]any)["params"].(map[string]any)["payload"]
 		spec := acs.LookupMethod(req.Method)
 		ts, _ := time.Parse(time.RFC3339Nano, req.Params.Timestamp)
