@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,12 +72,27 @@ func (l *load) finish(t *testing.T) loadReport {
 	return rep
 }
 
-// killer kills processors at random moments of a run, its seed logged so
-// a failure can be rerun.
+// killer is the source of every random choice of a kill test (when to kill,
+// whom), seeded by testSeed so a failure can be rerun with the same choices.
 func killer(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill timing seed %d", seed)
+	t.Helper()
+	seed := testSeed(t)
 	return rand.New(rand.NewPCG(seed, seed))
+}
+
+// testSeed is TURNGUARD_TEST_SEED (decimal) if set, else one from the
+// clock; it is logged either way.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("TURNGUARD_TEST_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("TURNGUARD_TEST_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (TURNGUARD_TEST_SEED to repeat)", seed)
+	return seed
 }
 
 func pause(r *rand.Rand, from, to time.Duration) {
