@@ -769,8 +769,7 @@ type guardianProc struct {
 func startGuardian(t *testing.T, keys *testKeys, require bool, extra ...string) *guardianProc {
 	t.Helper()
 	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	args := []string{"--data-dir", filepath.Join(dir, "data"), "--listen", "none", "--http", addr}
+	args := []string{"--data-dir", filepath.Join(dir, "data"), "--listen", "none", "--http", "127.0.0.1:0"}
 	var token string
 	if !slices.Contains(extra, "--auth") {
 		var tokenArgs []string
@@ -784,8 +783,9 @@ func startGuardian(t *testing.T, keys *testKeys, require bool, extra ...string) 
 		}
 	}
 	args = append(args, extra...)
-	g := &guardianProc{acsClient: &acsClient{ep: endpoint{base: "http://" + addr, token: token}, keys: keys}, dataDir: filepath.Join(dir, "data"), args: args}
-	g.p = startProcessor(t, args...)
+	p := startProcessor(t, args...)
+	addr := addrOf(t, p, httpListener)
+	g := &guardianProc{acsClient: &acsClient{ep: endpoint{base: "http://" + addr, token: token}, keys: keys}, dataDir: filepath.Join(dir, "data"), args: pinned(args, "--http", addr), p: p}
 	awaitReady(t, g.ep)
 	return g
 }

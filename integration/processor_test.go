@@ -341,8 +341,8 @@ func TestKill9(t *testing.T) {
 func embeddedWithExample(t *testing.T) (dataDir, listen string, p *proc, nc *nats.Conn) {
 	t.Helper()
 	dataDir = filepath.Join(t.TempDir(), "data")
-	listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p = startProcessor(t, "--data-dir", dataDir, "--listen", listen)
+	p = startProcessor(t, "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+	listen = addrOf(t, p, natsListener)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(dataDir, "creds", "admin.creds"))
 	js := newJetStream(t, nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
@@ -365,6 +365,7 @@ func TestEmbeddedServer(t *testing.T) {
 		t.Fatalf("no JetStream store under --data-dir: %v", err)
 	}
 
+	// Back on the port the first start reported, as a restarted service.
 	startProcessor(t, "--data-dir", data, "--listen", listen)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(data, "creds", "admin.creds"))
 	js := newJetStream(t, nc)
@@ -487,8 +488,8 @@ rules:
 		}
 	}
 	writeRules("shell")
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--rules", file)
+	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--rules", file)
+	listen := addrOf(t, p, natsListener)
 	nc := connectAs(t, "nats://"+listen, filepath.Join(dir, "data", "creds", "admin.creds"))
 	js := newJetStream(t, nc)
 	ops, err := nc.SubscribeSync("acs.alerts._system.>")
@@ -580,9 +581,9 @@ func TestHTTPEndpoint(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("keys:\n  - {id: k1, secret: \"hex:"+strings.Repeat("ab", 32)+"\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	callerArgs, token := httpCaller(t, dir, "default")
-	p := startProcessor(t, append([]string{"--data-dir", dir, "--listen", "none", "--http", httpAddr, "--keys", keys, "--require-signatures", "--skew-window", "5m"}, callerArgs...)...)
+	p := startProcessor(t, append([]string{"--data-dir", dir, "--listen", "none", "--http", "127.0.0.1:0", "--keys", keys, "--require-signatures", "--skew-window", "5m"}, callerArgs...)...)
+	httpAddr := addrOf(t, p, httpListener)
 	post := func(body string) map[string]any {
 		t.Helper()
 		resp, err := httpClient.Do(endpoint{base: "http://" + httpAddr, token: token}.request(t, []byte(body)))
