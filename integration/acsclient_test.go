@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // ---------------------------------------------------------------------------
@@ -768,8 +769,7 @@ type guardianProc struct {
 func startGuardian(t *testing.T, keys *testKeys, require bool, extra ...string) *guardianProc {
 	t.Helper()
 	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	args := []string{"--data-dir", filepath.Join(dir, "data"), "--listen", "none", "--http", addr}
+	args := []string{"--data-dir", filepath.Join(dir, "data"), "--listen", "none", "--http", "127.0.0.1:0"}
 	var token string
 	if !slices.Contains(extra, "--auth") {
 		var tokenArgs []string
@@ -783,8 +783,9 @@ func startGuardian(t *testing.T, keys *testKeys, require bool, extra ...string) 
 		}
 	}
 	args = append(args, extra...)
-	g := &guardianProc{acsClient: &acsClient{ep: endpoint{base: "http://" + addr, token: token}, keys: keys}, dataDir: filepath.Join(dir, "data"), args: args}
-	g.p = startProcessor(t, args...)
+	p := startProcessor(t, args...)
+	addr := addrOf(t, p, httpListener)
+	g := &guardianProc{acsClient: &acsClient{ep: endpoint{base: "http://" + addr, token: token}, keys: keys}, dataDir: filepath.Join(dir, "data"), args: pinned(args, "--http", addr), p: p}
 	awaitReady(t, g.ep)
 	return g
 }
@@ -850,7 +851,10 @@ func TestConformanceClientKnownAnswers(t *testing.T) {
 	if err := decodeNumbers(raw, &v); err != nil {
 		t.Fatal(err)
 	}
-	ikm, _ := hex.DecodeString(v.IKMHex)
+	ikm, err := hex.DecodeString(v.IKMHex)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := hex.EncodeToString(sessionKey(ikm, v.SessionID)); got != v.SessionKeyHex {
 		t.Fatalf("HKDF session key %s, want %s", got, v.SessionKeyHex)
 	}
@@ -861,7 +865,10 @@ func TestConformanceClientKnownAnswers(t *testing.T) {
 		t.Fatalf("request signing input\n%s\nwant\n%s (%v)", input, v.Request.SigningInput, err)
 	}
 	var cp msg
-	b, _ := json.Marshal(v.Request.Signed)
+	b, err := json.Marshal(v.Request.Signed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_ = decodeNumbers(b, &cp)
 	signWith(cp, v.KeyID, ikm)
 	if got := cp.params()["signature"].(map[string]any); !reflect.DeepEqual(got, reqSig) {
@@ -946,14 +953,8 @@ func (c *collector[T]) snapshot() []T {
 	return slices.Clone(c.items)
 }
 
-// poll calls cond until it holds or the deadline passes.
+// poll calls cond until it holds, and fails t if it does not within.
 func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Eventually(t, within, 20*time.Millisecond, what, cond)
 }

@@ -3,7 +3,6 @@ package integration
 import (
 	"crypto/ed25519"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,9 +51,7 @@ func (v violations) expectDenied(t *testing.T, nc *nats.Conn, what string) {
 // the processor runs works at once.
 func TestEmbeddedAuthentication(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	url := "nats://" + listen
-	startProcessor(t, "--data-dir", dataDir, "--listen", listen)
+	url := "nats://" + addrOf(t, startProcessor(t, "--data-dir", dataDir, "--listen", "127.0.0.1:0"), natsListener)
 	creds := filepath.Join(dataDir, "creds")
 	security := connectAs(t, url, filepath.Join(creds, "security.creds"))
 
@@ -169,9 +166,8 @@ func TestEmbeddedAuthentication(t *testing.T) {
 // TestAuthNone is the development mode: open, said loudly, and refused off
 // loopback.
 func TestAuthNone(t *testing.T) {
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen", listen, "--auth", "none")
-	connect(t, "nats://"+listen).Close()
+	p := startProcessor(t, "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen", "127.0.0.1:0", "--auth", "none")
+	connect(t, "nats://"+addrOf(t, p, natsListener)).Close()
 	poll(t, 10*time.Second, "the warning", func() bool { return strings.Contains(p.out.String(), "AUTHENTICATION IS OFF") })
 
 	open := start(t, "processor", "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen", "0.0.0.0:0", "--auth", "none")
@@ -203,9 +199,7 @@ func TestExternalServerWithShippedConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "nats-server.conf"), conf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
-	start(t, "nats-server", "-c", filepath.Join(dir, "nats-server.conf"), "-p", fmt.Sprint(port))
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	url, _ := natsServerWith(t, "-c", filepath.Join(dir, "nats-server.conf"))
 	for _, tenant := range []string{"a", "b"} {
 		add := start(t, "processor", "creds", "add", "--auth-dir", filepath.Join(dir, "auth"), "--role", "agent", "--tenant", tenant, "--out", filepath.Join(dir, tenant+".creds"))
 		if code := add.wait(t, 30*time.Second); code != 0 {

@@ -198,11 +198,10 @@ func (r *chaosRig) awaitAllDecided(l *chaosLoad, within time.Duration) int {
 func TestChaosDeletions(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	tokenArgs, _ := httpCaller(t, dir, "default")
-	startProcessor(t, append([]string{"--data-dir", data, "--listen", listen, "--http", httpAddr}, tokenArgs...)...)
-	ep := endpoint{base: "http://" + httpAddr}
+	p := startProcessor(t, append([]string{"--data-dir", data, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, tokenArgs...)...)
+	listen := addrOf(t, p, natsListener)
+	ep := endpoint{base: "http://" + addrOf(t, p, httpListener)}
 	awaitReady(t, ep)
 	nc := connectAs(t, "nats://"+listen, filepath.Join(data, "creds", "admin.creds"))
 	js, err := jetstream.New(nc)

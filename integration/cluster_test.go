@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // cluster is a three-node JetStream cluster of nats-server processes on
@@ -79,42 +82,37 @@ func (c *cluster) kill(i int) { c.nodes[i].kill() }
 func (c *cluster) awaitJetStream() {
 	c.t.Helper()
 	nc := connect(c.t, c.url())
-	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("the cluster has no JetStream after 60s: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		c.t.Fatal(err)
 	}
+	testwait.CheckFor(c.t, 60*time.Second, 200*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := js.AccountInfo(ctx); err != nil {
+			return fmt.Errorf("the cluster has no JetStream: %w", err)
+		}
+		return nil
+	})
 }
 
 // leaderOf returns the index of the node leading stream name.
 func (c *cluster) leaderOf(js jetstream.JetStream, name string) int {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	leader := -1
+	testwait.CheckFor(c.t, 30*time.Second, 200*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		s, err := js.Stream(ctx, name)
-		var leader string
+		var node string
 		if err == nil && s.CachedInfo().Cluster != nil {
-			leader = s.CachedInfo().Cluster.Leader
+			node = s.CachedInfo().Cluster.Leader
 		}
-		cancel()
-		for i, n := range c.names {
-			if n == leader {
-				return i
-			}
+		if i := slices.Index(c.names, node); i >= 0 {
+			leader = i
+			return nil
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("stream %s has no leader: %v", name, errors.Join(err))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("stream %s has no leader: %v", name, errors.Join(err))
+	})
+	return leader
 }

@@ -9,7 +9,6 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/receipt"
 )
@@ -363,7 +361,10 @@ func conformanceRows() []conformanceRow {
 					ss = append(ss, s.c.expectOf(m))
 					items = append(items, m.bytes())
 				}
-				body, _ := json.Marshal(items)
+				body, err := json.Marshal(items)
+				if err != nil {
+					t.Fatal(err)
+				}
 				return s.c.ep.postBatch(t, body), ss
 			},
 			want: expect{items: []expect{{decision: "allow"}, {decision: "allow"}, {code: -32601, method: "foo/bar"}}},
@@ -694,16 +695,19 @@ func TestNoStaleAnswerAfterRestart(t *testing.T) {
 	for _, mode := range []string{"signed", "unsigned"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-			httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 			callerArgs, token := httpCaller(t, dir, "default")
-			args := append([]string{"--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--http", httpAddr, "--skew-window", "5m"}, callerArgs...)
-			c := &acsClient{ep: endpoint{base: "http://" + httpAddr, token: token}}
+			args := append([]string{"--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--skew-window", "5m"}, callerArgs...)
+			var keys *testKeys
 			if mode == "signed" {
-				c.keys = conformanceKeys()
-				args = append(args, "--keys", c.keys.write(t, dir), "--require-signatures")
+				keys = conformanceKeys()
+				args = append(args, "--keys", keys.write(t, dir), "--require-signatures")
 			}
 			p := startProcessor(t, args...)
+			// The restart below comes back on the same ports: the NATS
+			// subscriber reconnects to it, and c posts to it.
+			listen, httpAddr := addrOf(t, p, natsListener), addrOf(t, p, httpListener)
+			args = pinned(pinned(args, "--listen", listen), "--http", httpAddr)
+			c := &acsClient{ep: endpoint{base: "http://" + httpAddr, token: token}, keys: keys}
 			awaitReady(t, c.ep)
 
 			// Every decision published, as a core NATS subscriber sees it,
@@ -800,7 +804,7 @@ func TestNoStaleAnswerAfterRestart(t *testing.T) {
 				}
 			}
 			// And the stream: one decision per inbound sequence.
-			js, _ := jetstream.New(nc)
+			js := newJetStream(t, nc)
 			for seq, ms := range decisionsBySeq(t, js) {
 				if len(ms) != 1 {
 					t.Errorf("inbound sequence %d has %d decisions", seq, len(ms))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -70,12 +72,27 @@ func (l *load) finish(t *testing.T) loadReport {
 	return rep
 }
 
-// killer kills processors at random moments of a run, its seed logged so
-// a failure can be rerun.
+// killer is the source of every random choice of a kill test (when to kill,
+// whom), seeded by testSeed so a failure can be rerun with the same choices.
 func killer(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill timing seed %d", seed)
+	t.Helper()
+	seed := testSeed(t)
 	return rand.New(rand.NewPCG(seed, seed))
+}
+
+// testSeed is TURNGUARD_TEST_SEED (decimal) if set, else one from the
+// clock; it is logged either way.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("TURNGUARD_TEST_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("TURNGUARD_TEST_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (TURNGUARD_TEST_SEED to repeat)", seed)
+	return seed
 }
 
 func pause(r *rand.Rand, from, to time.Duration) {
@@ -86,7 +103,7 @@ func pause(r *rand.Rand, from, to time.Duration) {
 // loadgen run, three times, restarting it each time.
 func TestKill9UnderLoad(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
-	js, _ := jetstream.New(connect(t, url))
+	js := newJetStream(t, connect(t, url))
 	args := []string{"--nats-url", url, "--batch-size", "64"}
 	p := startProcessor(t, args...)
 	l := startLoad(t, url, 1500, 12*time.Second)
@@ -107,7 +124,7 @@ func TestKill9UnderLoad(t *testing.T) {
 // bringing it back a few seconds later.
 func TestClusterNodeKill(t *testing.T) {
 	c := natsCluster(t, 3)
-	js, _ := jetstream.New(connect(t, c.url()))
+	js := newJetStream(t, connect(t, c.url()))
 	p := startProcessor(t, "--nats-url", c.url(), "--replicas", "3")
 	l := startLoad(t, c.url(), 600, 15*time.Second)
 	r := killer(t)
@@ -120,7 +137,7 @@ func TestClusterNodeKill(t *testing.T) {
 	l.finish(t)
 	// Read back through a node that stayed up: the one that came back may
 	// still be catching up and leave requests unanswered.
-	survivor, _ := jetstream.New(connect(t, c.urls[(leader+1)%len(c.urls)]))
+	survivor := newJetStream(t, connect(t, c.urls[(leader+1)%len(c.urls)]))
 	checkExactlyOnce(t, survivor, count(t, survivor, "ACS_HOOKS"))
 	p.stop(t)
 }
@@ -132,7 +149,7 @@ func TestInstancesShareAndOneDies(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) {
 			url, _ := natsServer(t, t.TempDir())
-			js, _ := jetstream.New(connect(t, url))
+			js := newJetStream(t, connect(t, url))
 			var ps []*proc
 			var ids []string
 			for i := range n {
@@ -158,9 +175,8 @@ func TestInstancesShareAndOneDies(t *testing.T) {
 // partitions are all of them, each once, with none idle.
 func awaitMembers(t *testing.T, js jetstream.JetStream, partitions int, ids ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var last map[string][]int
-	for time.Now().Before(deadline) {
+	testwait.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		last = members(t, js)
 		var got []string
 		var owned []int
@@ -176,11 +192,10 @@ func awaitMembers(t *testing.T, js jetstream.JetStream, partitions int, ids ...s
 		slices.Sort(owned)
 		if slices.Equal(got, ids) && len(owned) == partitions && len(slices.Compact(owned)) == partitions {
 			t.Logf("partitions: %v", last)
-			return
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("ACS_PROCESSORS never showed %v holding all %d partitions: %v", ids, partitions, last)
+		return fmt.Errorf("ACS_PROCESSORS never showed %v holding all %d partitions: %v", ids, partitions, last)
+	})
 }
 
 func members(t *testing.T, js jetstream.JetStream) map[string][]int {

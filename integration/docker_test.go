@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // This file holds what tests running Docker share: whether an engine
@@ -112,20 +114,21 @@ func runContainer(t testing.TB, image string, args ...string) string {
 func awaitHealthy(t testing.TB, container string, within time.Duration) {
 	t.Helper()
 	began := time.Now()
-	deadline := began.Add(within)
-	for {
+	err := testwait.Wait(within, 500*time.Millisecond, func() error {
 		state := docker(t, time.Minute, "inspect", "--format", "{{.State.Status}} {{.State.Health.Status}}", container)
-		switch {
-		case state == "running healthy":
-			t.Logf("%s healthy after %s", container, time.Since(began).Round(100*time.Millisecond))
-			return
-		case state != "running starting":
-			t.Fatalf("%s: %s; health log: %s", container, state, healthLog(t, container))
-		case time.Now().After(deadline):
-			t.Fatalf("%s not healthy within %s: %s; health log: %s", container, within, state, healthLog(t, container))
+		switch state {
+		case "running healthy":
+			return nil
+		case "running starting":
+			return fmt.Errorf("%s: %s", container, state)
 		}
-		time.Sleep(500 * time.Millisecond)
+		t.Fatalf("%s: %s; health log: %s", container, state, healthLog(t, container))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("healthy: %v; health log: %s", err, healthLog(t, container))
 	}
+	t.Logf("%s healthy after %s", container, time.Since(began).Round(100*time.Millisecond))
 }
 
 // healthLog is what the container's last health checks said.

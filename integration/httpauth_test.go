@@ -49,8 +49,7 @@ func TestHTTPEndpointTLS(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "callers.yaml"), []byte(callers), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--listen", "none", "--http", addr, "--skew-window", "5m", "--http-tokens", filepath.Join(dir, "callers.yaml"),
+	p := startProcessor(t, "--listen", "none", "--http", "127.0.0.1:0", "--skew-window", "5m", "--http-tokens", filepath.Join(dir, "callers.yaml"),
 		"--http-tls-cert", filepath.Join(dir, "server.pem"), "--http-tls-key", filepath.Join(dir, "server-key.pem"),
 		"--http-client-ca", filepath.Join(dir, "ca.pem"))
 	pool := x509.NewCertPool()
@@ -58,6 +57,7 @@ func TestHTTPEndpointTLS(t *testing.T) {
 	client := func(certs ...tls.Certificate) *http.Client {
 		return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
 	}
+	addr := addrOf(t, p, httpListener)
 	base := "https://" + addr
 	poll(t, 20*time.Second, "GET /readyz over TLS", func() bool {
 		resp, err := client().Get(base + "/readyz")
@@ -76,7 +76,10 @@ func TestHTTPEndpointTLS(t *testing.T) {
 		ch := clientHello("steps/sessionStart")
 		ch["transports_supported"] = strs("http", "https")
 		body := newEnvelope("handshake/hello", sid, "agent", ch).bytes()
-		req, _ := http.NewRequest(http.MethodPost, base+"/acs", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, base+"/acs", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
 		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // longTurnEnvelope is a schema-valid turnStart or turnEnd of session sid
@@ -39,7 +37,7 @@ func TestLongTurnIDsDoNotWedgeAPartition(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 
 	attacker := sessionID(1000)
 	start := exampleEnvelopes(attacker)[0] // sessionStart

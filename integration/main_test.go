@@ -1,9 +1,11 @@
 // Package integration runs turnguard as its users do: the processor binary
 // against real nats-server processes (built from the module versions pinned
-// in go.mod), or with its embedded server on a real TCP port.
+// in go.mod), or with its embedded server on a real TCP port. They take
+// minutes; `go test -short ./...` skips them (.ci/run does not).
 package integration
 
 import (
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -22,6 +24,12 @@ var bin string
 var sourcesNoted sync.Once
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// Before the build: -short is for a quick run of the unit tests.
+		fmt.Println("integration tests skipped with -short")
+		os.Exit(0)
+	}
 	os.Exit(buildAndRun(m))
 }
 

@@ -41,9 +41,8 @@ func TestMetricsOfInstances(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	var eps []endpoint
 	for _, name := range []string{"m-a", "m-b"} {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		startProcessor(t, "--nats-url", url, "--instance", name, "--metrics", addr)
-		eps = append(eps, endpoint{base: "http://" + addr})
+		p := startProcessor(t, "--nats-url", url, "--instance", name, "--metrics", "127.0.0.1:0")
+		eps = append(eps, endpoint{base: "http://" + addrOf(t, p, metricsListener)})
 	}
 	for _, ep := range eps {
 		awaitReady(t, ep)

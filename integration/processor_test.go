@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -62,18 +63,17 @@ func startProcessor(t *testing.T, args ...string) *proc {
 			t.Errorf("a stored state value failed to verify:\n%s", p.out)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(p.out.String(), `"message":"processing"`) {
+	testwait.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if strings.Contains(p.out.String(), `"message":"processing"`) {
+			return nil
+		}
 		select {
 		case <-p.done:
 			t.Fatalf("processor exited: %v\n%s", p.err, p.out)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processor not processing after 30s\n%s", p.out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("processor not processing\n%s", p.out)
+	})
 	return p
 }
 
@@ -104,46 +104,71 @@ func stateKeyFile(t *testing.T) string {
 // a cluster whose node just came back, the API can be briefly unanswered.
 func count(t *testing.T, js jetstream.JetStream, stream string) int {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var n int
+	testwait.CheckFor(t, 20*time.Second, 200*time.Millisecond, func() error {
 		s, err := js.Stream(withTimeout(t, 5*time.Second), stream)
-		if err == nil {
-			var info *jetstream.StreamInfo
-			if info, err = s.Info(withTimeout(t, 5*time.Second)); err == nil {
-				return int(info.State.Msgs)
-			}
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream %s: %v", stream, err)
+		info, err := s.Info(withTimeout(t, 5*time.Second))
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		n = int(info.State.Msgs)
+		return nil
+	})
+	return n
 }
 
 func awaitCount(t *testing.T, js jetstream.JetStream, stream string, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for count(t, js, stream) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d messages after %s, want %d", stream, count(t, js, stream), within, n)
+	testwait.CheckFor(t, within, 20*time.Millisecond, func() error {
+		if got := count(t, js, stream); got < n {
+			return fmt.Errorf("%s holds %d messages, want %d", stream, got, n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// awaitAcked waits until every consumer of stream has nothing left to
+// deliver and nothing delivered unacknowledged.
+func awaitAcked(t *testing.T, js jetstream.JetStream, stream string, within time.Duration) {
+	t.Helper()
+	testwait.CheckFor(t, within, 100*time.Millisecond, func() error {
+		s, err := js.Stream(withTimeout(t, 5*time.Second), stream)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
+		}
+		lister := s.ListConsumers(withTimeout(t, 5*time.Second))
+		var infos []*jetstream.ConsumerInfo
+		for ci := range lister.Info() {
+			infos = append(infos, ci)
+		}
+		if err := lister.Err(); err != nil {
+			return fmt.Errorf("consumers of %s: %w", stream, err)
+		}
+		if len(infos) == 0 {
+			return fmt.Errorf("stream %s has no consumers", stream)
+		}
+		for _, ci := range infos {
+			if ci.NumPending != 0 || ci.NumAckPending != 0 {
+				return fmt.Errorf("consumer %s of %s: %d pending, %d unacknowledged", ci.Name, stream, ci.NumPending, ci.NumAckPending)
+			}
+		}
+		return nil
+	})
 }
 
 // decisionsBySeq reads all of ACS_DECISIONS and groups them by the inbound
 // stream sequence they answer.
 func decisionsBySeq(t *testing.T, js jetstream.JetStream) map[uint64][]jetstream.Msg {
 	t.Helper()
-	c, err := js.OrderedConsumer(withTimeout(t, 5*time.Second), "ACS_DECISIONS", jetstream.OrderedConsumerConfig{})
-	for deadline := time.Now().Add(20 * time.Second); err != nil && time.Now().Before(deadline); {
-		// A cluster node that just came back may not answer yet.
-		time.Sleep(200 * time.Millisecond)
+	// A cluster node that just came back may not answer yet.
+	var c jetstream.Consumer
+	testwait.CheckFor(t, 20*time.Second, 200*time.Millisecond, func() (err error) {
 		c, err = js.OrderedConsumer(withTimeout(t, 5*time.Second), "ACS_DECISIONS", jetstream.OrderedConsumerConfig{})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		return err
+	})
 	// One continuous pull rather than a request per message: in a cluster
 	// a request right after the consumer's creation can find no responder.
 	it, err := c.Messages()
@@ -157,7 +182,10 @@ func decisionsBySeq(t *testing.T, js jetstream.JetStream) map[uint64][]jetstream
 		if err != nil {
 			t.Fatalf("read ACS_DECISIONS after %d decisions: %v", read, err)
 		}
-		seq, _ := strconv.ParseUint(m.Headers().Get("Acs-Stream-Seq"), 10, 64)
+		seq, err := strconv.ParseUint(m.Headers().Get("Acs-Stream-Seq"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
 		out[seq] = append(out[seq], m)
 	}
 	return out
@@ -223,7 +251,7 @@ func TestAgainstExternalServer(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	p := startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil { // as `nats pub` does
 			t.Fatal(err)
@@ -262,11 +290,11 @@ func TestKill9(t *testing.T) {
 	const sessions = 150
 	url, _ := natsServer(t, t.TempDir())
 	nc := connect(t, url)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	p := startProcessor(t, "--nats-url", url, "--batch-size", "16")
 	published := make(chan error, 1)
 	go func() {
-		pjs, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(64))
+		pjs := newJetStream(t, nc, jetstream.WithPublishAsyncMaxPending(64))
 		for i := range sessions {
 			for _, e := range exampleEnvelopes(sessionID(i)) {
 				if _, err := pjs.PublishMsgAsync(&nats.Msg{Subject: e.subject, Data: e.data}); err != nil {
@@ -295,7 +323,11 @@ func TestKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitCount(t, js, "ACS_DECISIONS", total, 90*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	// A duplicate could only come from a redelivery: once every consumer
+	// of the inbound stream has delivered and had acknowledged everything
+	// (what a killed processor held comes back after the ack wait), no
+	// further decision can appear.
+	awaitAcked(t, js, "ACS_HOOKS", 90*time.Second)
 	checkExactlyOnce(t, js, total)
 	for i := range sessions {
 		checkCompleteSession(t, js, sessionID(i))
@@ -309,10 +341,10 @@ func TestKill9(t *testing.T) {
 func embeddedWithExample(t *testing.T) (dataDir, listen string, p *proc, nc *nats.Conn) {
 	t.Helper()
 	dataDir = filepath.Join(t.TempDir(), "data")
-	listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p = startProcessor(t, "--data-dir", dataDir, "--listen", listen)
+	p = startProcessor(t, "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+	listen = addrOf(t, p, natsListener)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(dataDir, "creds", "admin.creds"))
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil {
 			t.Fatal(err)
@@ -333,9 +365,10 @@ func TestEmbeddedServer(t *testing.T) {
 		t.Fatalf("no JetStream store under --data-dir: %v", err)
 	}
 
+	// Back on the port the first start reported, as a restarted service.
 	startProcessor(t, "--data-dir", data, "--listen", listen)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(data, "creds", "admin.creds"))
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	checkCompleteSession(t, js, exampleSession)
 	// The session ended before the restart; a late step is refused.
 	late := exampleEnvelopes(exampleSession)[2]
@@ -364,7 +397,7 @@ func TestDataDirIsExclusiveAndReplayable(t *testing.T) {
 		t.Fatalf("replay on a store in use: exit %d\n%s", code, busy.out)
 	}
 	live := start(t, "replay", "timeline", "--nats-url", "nats://"+listen, "--nats-creds", filepath.Join(data, "creds", "admin.creds"), "--session", exampleSession, "--skew-window", "0")
-	if code := live.wait(t, 30*time.Second); code != 0 || !strings.Contains(live.out.String(), "chain   intact (8 steps)") {
+	if code := live.wait(t, 30*time.Second); code != 0 || !strings.Contains(live.out.String(), "steps   8 envelopes, 8 chain entries") || !strings.Contains(live.out.String(), "chain   intact") {
 		t.Fatalf("replay against the running processor: exit %d\n%s", code, live.out)
 	}
 	nc.Close()
@@ -403,7 +436,7 @@ func TestNearLimitMessageOnDefaultServer(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	subject := "acs.hooks.default." + exampleSession + ".userMessage"
 	big := []byte(strings.Repeat("x", 1_048_400))
 	if _, err := js.Publish(withTimeout(t, 10*time.Second), subject, big); err != nil {
@@ -455,10 +488,10 @@ rules:
 		}
 	}
 	writeRules("shell")
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--rules", file)
+	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--rules", file)
+	listen := addrOf(t, p, natsListener)
 	nc := connectAs(t, "nats://"+listen, filepath.Join(dir, "data", "creds", "admin.creds"))
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	ops, err := nc.SubscribeSync("acs.alerts._system.>")
 	if err != nil {
 		t.Fatal(err)
@@ -481,13 +514,12 @@ rules:
 	}
 	awaitLog := func(what string, times int) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for strings.Count(p.out.String(), what) < times {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", what, p.out)
+		testwait.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			if strings.Count(p.out.String(), what) < times {
+				return fmt.Errorf("no %q in the log:\n%s", what, p.out)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	if d := decide("shell"); d != "deny" {
 		t.Fatalf("shell under the first rules: %s", d)
@@ -549,9 +581,9 @@ func TestHTTPEndpoint(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("keys:\n  - {id: k1, secret: \"hex:"+strings.Repeat("ab", 32)+"\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	callerArgs, token := httpCaller(t, dir, "default")
-	p := startProcessor(t, append([]string{"--data-dir", dir, "--listen", "none", "--http", httpAddr, "--keys", keys, "--require-signatures", "--skew-window", "5m"}, callerArgs...)...)
+	p := startProcessor(t, append([]string{"--data-dir", dir, "--listen", "none", "--http", "127.0.0.1:0", "--keys", keys, "--require-signatures", "--skew-window", "5m"}, callerArgs...)...)
+	httpAddr := addrOf(t, p, httpListener)
 	post := func(body string) map[string]any {
 		t.Helper()
 		resp, err := httpClient.Do(endpoint{base: "http://" + httpAddr, token: token}.request(t, []byte(body)))
@@ -610,7 +642,7 @@ func TestReceiptsOff(t *testing.T) {
 			}
 			p := startProcessor(t, args...)
 			nc := connect(t, url)
-			js, _ := jetstream.New(nc)
+			js := newJetStream(t, nc)
 			for _, e := range exampleEnvelopes(exampleSession) {
 				if err := nc.Publish(e.subject, e.data); err != nil {
 					t.Fatal(err)

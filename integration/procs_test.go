@@ -3,20 +3,25 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
@@ -111,7 +116,11 @@ func (p *proc) wait(t *testing.T, within time.Duration) int {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port that was free a moment ago: another
+// process may take it before the test's does. Only the cluster uses it,
+// whose nodes must know each other's route ports before any starts and
+// come back on the same ports after a kill; everything else listens on a
+// port its server picks and reports (natsServer, processorAddrs).
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -125,28 +134,124 @@ func freePort(t *testing.T) int {
 // natsServer starts a single JetStream nats-server process on loopback.
 func natsServer(t *testing.T, storeDir string) (url string, p *proc) {
 	t.Helper()
-	port := freePort(t)
-	p = start(t, "nats-server", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", storeDir)
-	url = fmt.Sprintf("nats://127.0.0.1:%d", port)
+	url, p = natsServerWith(t, "-a", "127.0.0.1", "-js", "-sd", storeDir)
 	connect(t, url).Close()
 	return url, p
+}
+
+// natsServerWith starts a nats-server process with args on a port of its
+// own choosing (-p -1) and returns its client URL, from the ports file the
+// server writes once it listens.
+func natsServerWith(t *testing.T, args ...string) (url string, p *proc) {
+	t.Helper()
+	dir := t.TempDir()
+	p = start(t, "nats-server", append(args, "-p", "-1", "--ports_file_dir", dir)...)
+	testwait.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		select {
+		case <-p.done:
+			t.Fatalf("nats-server exited: %v\n%s", p.err, p.out)
+		default:
+		}
+		ports, err := filepath.Glob(filepath.Join(dir, "*.ports"))
+		if err != nil || len(ports) == 0 {
+			return fmt.Errorf("no ports file from nats-server (%v)\n%s", err, p.out)
+		}
+		raw, err := os.ReadFile(ports[0])
+		if err != nil {
+			return err
+		}
+		var pf struct {
+			Nats []string `json:"nats"`
+		}
+		if err := json.Unmarshal(raw, &pf); err != nil || len(pf.Nats) == 0 {
+			return fmt.Errorf("ports file %s: %q (%v)", ports[0], raw, err)
+		}
+		url = pf.Nats[0]
+		return nil
+	})
+	return url, p
+}
+
+// The listeners a processor reports in its JSON log when started on port
+// 0: its embedded NATS server (--listen), its ACS endpoint (--http) and its
+// metrics (--metrics).
+const (
+	natsListener    = "embedded NATS JetStream server started"
+	httpListener    = "ACS JSON-RPC endpoint listening"
+	metricsListener = "metrics and health listening"
+)
+
+// addrOf waits for p to log the listener named by message and returns its
+// host:port.
+func addrOf(t *testing.T, p *proc, message string) string {
+	t.Helper()
+	var addr string
+	testwait.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		for line := range strings.SplitSeq(p.out.String(), "\n") {
+			var l struct {
+				Message   string `json:"message"`
+				ClientURL string `json:"client_url"`
+				URL       string `json:"url"`
+				Addr      string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || !strings.HasPrefix(l.Message, message) {
+				continue
+			}
+			switch message {
+			case natsListener:
+				addr = strings.TrimPrefix(l.ClientURL, "nats://")
+			case httpListener:
+				u, err := url.Parse(l.URL)
+				if err != nil {
+					return err
+				}
+				addr = u.Host
+			default:
+				addr = l.Addr
+			}
+			return nil
+		}
+		return fmt.Errorf("no %q in the log\n%s", message, p.out)
+	})
+	return addr
+}
+
+// pinned returns args with the value of flag replaced by addr: a restart
+// on the address a first start on port 0 reported, for clients that must
+// find the processor where it was.
+func pinned(args []string, flag, addr string) []string {
+	out := slices.Clone(args)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == flag {
+			out[i+1] = addr
+		}
+	}
+	return out
+}
+
+// newJetStream is jetstream.New for a test's setup: an error fails t.
+func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // connect retries until the server at url answers.
 func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(time.Second)}, opts...)...)
-		if err == nil {
-			t.Cleanup(nc.Close)
-			return nc
+	var nc *nats.Conn
+	testwait.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		var err error
+		if nc, err = nats.Connect(url, append([]nats.Option{nats.Timeout(time.Second)}, opts...)...); err != nil {
+			return fmt.Errorf("connect %s: %w", url, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connect %s: %v", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // connectAs connects with a credentials file (waiting for the processor

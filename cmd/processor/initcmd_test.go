@@ -56,7 +56,11 @@ func TestInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"state-key", "receipt-key.pem", "http-tls-key.pem", "http-token", "creds/processor.creds"} {
-		if fi, _ := os.Stat(filepath.Join(dir, f)); fi.Mode().Perm()&0o077 != 0 {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
 			t.Errorf("%s is %s: readable by others", f, fi.Mode().Perm())
 		}
 	}

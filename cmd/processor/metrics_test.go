@@ -20,6 +20,7 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 const waitFor = 20 * time.Second
@@ -45,13 +46,7 @@ func (b *syncBuffer) String() string {
 // poll calls cond until it holds, failing the test after waitFor.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	testwait.Eventually(t, waitFor, 25*time.Millisecond, "timed out waiting for "+what, cond)
 }
 
 // logField returns field of the first JSON log line whose message starts

@@ -20,7 +20,10 @@ func TestHTTPTokenAdd(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	token := strings.TrimSpace(out.String())
-	raw, _ := os.ReadFile(file)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !strings.HasPrefix(token, gateway.TokenPrefix) || strings.Contains(string(raw), token) || !strings.Contains(string(raw), gateway.HashToken(token)) ||
 		!strings.Contains(string(raw), "agent_id: claude-code:1") {
 		t.Fatalf("token %q, file:\n%s", token, raw)

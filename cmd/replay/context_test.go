@@ -18,6 +18,7 @@ import (
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -64,20 +65,19 @@ func TestReplayThroughNATSContext(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	js, _ := jetstream.New(nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	envs := examples.Session("")
 	for _, e := range envs {
 		if _, err := js.Publish(ctx, acs.InboundPrefix+".default."+examples.SessionID+"."+e.Hook, e.Data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for p.Stats().Processed.Load() < uint64(len(envs)) {
-		if time.Now().After(deadline) {
-			t.Fatal("examples not processed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 20*time.Second, 5*time.Millisecond, "examples not processed", func() bool {
+		return p.Stats().Processed.Load() >= uint64(len(envs))
+	})
 
 	xdg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", xdg)

@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -61,7 +62,10 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	js, _ := jetstream.New(nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := uint64(0)
 	for _, s := range []struct {
 		id   string
@@ -74,13 +78,9 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 			n++
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for p.Stats().Processed.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatal("examples not processed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, 20*time.Second, 5*time.Millisecond, "examples not processed", func() bool {
+		return p.Stats().Processed.Load() >= n
+	})
 	stopped := false
 	stop = func() {
 		if stopped {

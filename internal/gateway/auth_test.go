@@ -33,6 +33,7 @@ import (
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -240,7 +241,10 @@ func TestUnauthenticated(t *testing.T) {
 		{"an empty bearer token", "Bearer ", `Bearer realm="turnguard", error="invalid_token"`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, e.url+"/acs"+tc.query, bytes.NewReader(body))
+			req, err := http.NewRequest(http.MethodPost, e.url+"/acs"+tc.query, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
 			req.Header.Set("Content-Type", "application/json")
 			if tc.authorization != "" {
 				req.Header.Set("Authorization", tc.authorization)
@@ -271,7 +275,10 @@ func TestUnauthenticated(t *testing.T) {
 	// The token as the access_token query parameter (RFC 6750 §2.3), the
 	// one credential a client that takes only a URL — the ACS Python
 	// adapters' ACS_GUARDIAN_URL — can carry. The answer is not cacheable.
-	req, _ := http.NewRequest(http.MethodPost, e.url+"/acs?access_token="+tokenBound, bytes.NewReader(mustJSON(sessionStartOf(uuid(3), "agent-one", 102))))
+	req, err := http.NewRequest(http.MethodPost, e.url+"/acs?access_token="+tokenBound, bytes.NewReader(mustJSON(sessionStartOf(uuid(3), "agent-one", 102))))
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -326,11 +333,13 @@ func TestTenantIsolation(t *testing.T) {
 		// The endpoint's subscription can see a decision a moment before
 		// the stream has stored it.
 		var m *jetstream.RawStreamMsg
-		deadline := time.Now().Add(5 * time.Second)
-		for m, err = s.GetLastMsgForSubject(ctx, acs.DecisionSubject(tenant, sid)); errors.Is(err, jetstream.ErrMsgNotFound) && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
+		testwait.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 			m, err = s.GetLastMsgForSubject(ctx, acs.DecisionSubject(tenant, sid))
-		}
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return fmt.Errorf("decision of %s: %w", tenant, err)
+			}
+			return nil
+		})
 		if err != nil || m.Header.Get(acs.HdrMethod) != "steps/sessionStart" {
 			t.Fatalf("decision of %s: %v", tenant, err)
 		}
@@ -515,7 +524,10 @@ func newPKI(t *testing.T) *testPKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := x509.ParseCertificate(der)
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	p := &testPKI{dir: t.TempDir(), ca: ca, caKey: key, caPool: pool, serial: 1}

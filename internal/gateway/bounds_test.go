@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // dlq reads every dead letter of the default tenant, oldest first.
@@ -100,10 +102,13 @@ func TestBatchBounds(t *testing.T) {
 			}
 			// The summary is kept after the answer went out.
 			var dl []*jetstream.RawStreamMsg
-			deadline := time.Now().Add(5 * time.Second)
-			for dl = e.dlq(t); len(dl) < tc.wantDLQ && time.Now().Before(deadline); dl = e.dlq(t) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			// Waits for at least wantDLQ; more is caught below.
+			_ = testwait.Wait(5*time.Second, 20*time.Millisecond, func() error {
+				if dl = e.dlq(t); len(dl) < tc.wantDLQ {
+					return fmt.Errorf("%d dead letters", len(dl))
+				}
+				return nil
+			})
 			if len(dl) != tc.wantDLQ {
 				t.Fatalf("%d dead letters, want %d", len(dl), tc.wantDLQ)
 			}

@@ -65,7 +65,10 @@ func TestAppendCaller(t *testing.T) {
 	if err := gateway.AppendCaller(path, gateway.Caller{Name: "alice", Tenant: "acme", TokenSHA256: hash}); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(path)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, append([]byte("# who may call turnguard\n"), raw...), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +82,17 @@ func TestAppendCaller(t *testing.T) {
 	if err != nil || cs.Len() != 2 || !cs.HasTokens() || !cs.HasCerts() {
 		t.Fatalf("%v %v", cs, err)
 	}
-	raw, _ = os.ReadFile(path)
+	if raw, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(string(raw), "# who may call turnguard") || strings.Contains(string(raw), token) {
 		t.Fatalf("file:\n%s", raw)
 	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v", fi.Mode())
 	}
 }

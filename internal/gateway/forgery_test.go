@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // TestForgedDecisionsOverHTTP reproduces issue 11's attack on POST /acs: a
@@ -67,7 +69,10 @@ func TestForgedDecisionsOverHTTP(t *testing.T) {
 		t.Fatalf("no warning about the forgeries in the log:\n%.2000s", out)
 	}
 	// And an operational alert, signed, at most one a second.
-	js, _ := jetstream.New(natstest.Connect(t, e.srv))
+	js, err := jetstream.New(natstest.Connect(t, e.srv))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	subject := alert.Subject(alert.SystemTenant, "critical", gateway.AlertForgedDecision)
@@ -76,15 +81,12 @@ func TestForgedDecisionsOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m *jetstream.RawStreamMsg
-	for m == nil && ctx.Err() == nil {
-		m, _ = alerts.GetLastMsgForSubject(ctx, subject)
-		if m == nil {
-			time.Sleep(20 * time.Millisecond)
+	testwait.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() (err error) {
+		if m, err = alerts.GetLastMsgForSubject(ctx, subject); err != nil {
+			return fmt.Errorf("no forged-decision alert: %w", err)
 		}
-	}
-	if m == nil {
-		t.Fatal("no forged-decision alert")
-	}
+		return nil
+	})
 	if err := receipt.Verify(e.receipts.Public(), receipt.Alert(subject, 0), m.Data, m.Header.Get(acs.HdrReceipt)); err != nil {
 		t.Fatalf("the forged-decision alert's receipt: %v", err)
 	}

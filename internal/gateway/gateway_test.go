@@ -70,7 +70,10 @@ func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	signer := receipt.NewSigner(priv)
 	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer})
 	cfg.Keys, cfg.RequireSignatures, cfg.SkewWindow, cfg.Receipts = kr, true, guardian.DefaultSkewWindow, signer
@@ -130,7 +133,10 @@ func (e *env) signed(t *testing.T, doc map[string]any) map[string]any {
 // signedWith signs an envelope with the session key of keyID.
 func (e *env) signedWith(t *testing.T, keyID string, doc map[string]any) map[string]any {
 	t.Helper()
-	raw, _ := json.Marshal(doc)
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var cp map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

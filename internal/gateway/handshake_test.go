@@ -163,7 +163,9 @@ func TestHandshakeLastsWhileInUse(t *testing.T) {
 	}
 	for i := 1; i <= 4; i++ {
 		// Four steps 0.8 s apart: the last comes 3.2 s after the hello,
-		// past the TTL of the hello's own write.
+		// past the TTL of the hello's own write. The sleep is the time
+		// under test (the TTL runs on the bucket's clock), not a wait
+		// for something to happen.
 		time.Sleep(ttl * 2 / 5)
 		step := envelope("steps/userMessage", sid, uuid(3000+i), `{"content":[{"type":"text","value":"hi"}]}`, time.Now())
 		_, raw, _ := e.post(t, mustJSON(e.signed(t, step)))

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/replay"
@@ -49,7 +47,7 @@ func TestCountsAgree(t *testing.T) {
 					listed[s.SessionID] = s
 				}
 			}
-			js, _ := jetstream.New(natstest.Connect(t, rec.srv))
+			js := newJetStream(t, natstest.Connect(t, rec.srv))
 			kv, err := js.KeyValue(ctx, acs.StateBucket)
 			if err != nil {
 				t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -56,7 +57,7 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 	kr, signer := testKeys(t)
 	r := &recorder{t: t, srv: natstest.RunServer(t), cfg: guardian.Config{Keys: kr, Receipts: signer}}
 	nc := natstest.Connect(t, r.srv)
-	r.js, _ = jetstream.New(nc)
+	r.js = newJetStream(t, nc)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
 	pnc, err := nats.Connect("", nats.InProcessServer(r.srv))
@@ -86,13 +87,12 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 			r.stop()
 		}
 	})
-	deadline := time.Now().Add(waitFor)
-	for r.proc.Ready() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("processor not ready: %v", r.proc.Ready())
+	testwait.CheckFor(t, waitFor, 10*time.Millisecond, func() error {
+		if err := r.proc.Ready(); err != nil {
+			return fmt.Errorf("processor not ready: %w", err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	return r
 }
 
@@ -122,13 +122,12 @@ func (r *recorder) publish(subject string, data []byte) uint64 {
 // its decisions, alerts and dead letters are stored by then.
 func (r *recorder) settle() {
 	r.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for r.proc.Stats().Processed.Load() < r.published {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%d of %d envelopes processed within %s", r.proc.Stats().Processed.Load(), r.published, waitFor)
+	testwait.CheckFor(r.t, waitFor, 2*time.Millisecond, func() error {
+		if got := r.proc.Stats().Processed.Load(); got < r.published {
+			return fmt.Errorf("%d of %d envelopes processed", got, r.published)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // publishStepwise publishes messages one at a time, each decided before the
@@ -153,9 +152,19 @@ func (r *recorder) source() *replay.Source {
 	return openSource(r.t, r.srv)
 }
 
+// newJetStream is jetstream.New for a test's setup: an error fails t.
+func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 func openSource(t testing.TB, srv *server.Server) *replay.Source {
 	t.Helper()
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	src, err := replay.Open(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +205,10 @@ func loadScenario(t testing.TB, path string) (*scenario.Scenario, scenario.Built
 
 func scenarioPaths(t testing.TB) []string {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(paths) < 5 {
 		t.Fatalf("found %d scenarios", len(paths))
 	}

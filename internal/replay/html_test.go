@@ -60,7 +60,10 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(page)
+	raw, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, external := range []string{"<script", "src=", "href=", "@import", "url("} {
 		if strings.Contains(string(raw), external) {
 			t.Errorf("the report is not self-contained: it has %q", external)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
@@ -65,7 +64,7 @@ func recordSweepWorld(t *testing.T) *sweepWorld {
 // prefix for which match holds.
 func stored(t *testing.T, srv *server.Server, name, prefix string, match func(recordedMsg) bool) recordedMsg {
 	t.Helper()
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	for _, m := range readStream(t, js, name) {
 		if strings.HasPrefix(m.Subject, prefix) && match(m) {
 			return m
@@ -89,7 +88,7 @@ func envelopeSeq(t *testing.T, srv *server.Server, tenant, session string) uint6
 // returns the stream sequence each was stored at.
 func publishAcked(t *testing.T, srv *server.Server, msgs []recordedMsg) []uint64 {
 	t.Helper()
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	var seqs []uint64
 	for _, m := range msgs {
 		ack, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
@@ -103,7 +102,7 @@ func publishAcked(t *testing.T, srv *server.Server, msgs []recordedMsg) []uint64
 
 func streamCount(t *testing.T, srv *server.Server, name string) int {
 	t.Helper()
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	return len(readStream(t, js, name))
 }
 
@@ -177,7 +176,10 @@ func TestVerifyAll(t *testing.T) {
 	alertSeq := genuineAlert.Header.Get(acs.HdrStreamSeq)
 	allow := []byte(`{"jsonrpc":"2.0","id":"x","result":{"type":"final","acs_version":"0.1.0","request_id":"x","decision":"allow"}}`)
 	finding := []byte(`{"class_uid":2004,"message":"forged"}`)
-	_, stranger, _ := ed25519.GenerateKey(nil)
+	_, stranger, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	foreign := receipt.NewSigner(stranger)
 	// msg builds a message; sign, when set, gives it a receipt made by
 	// that key for its own subject and seq (kind from the subject).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // tailing runs Tail in the background and hands over its events.
@@ -255,8 +257,7 @@ func TestTailFilters(t *testing.T) {
 // so that it sees what is published next.
 func waitConsumers(t *testing.T, rec *recorder, n int) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
+	testwait.CheckFor(t, waitFor, 5*time.Millisecond, func() error {
 		total := 0
 		for _, name := range []string{acs.DecisionsStream, acs.AlertsStream} {
 			st, err := rec.js.Stream(context.Background(), name)
@@ -269,14 +270,11 @@ func waitConsumers(t *testing.T, rec *recorder, n int) {
 			}
 			total += info.State.Consumers
 		}
-		if total >= n {
-			return
+		if total < n {
+			return fmt.Errorf("%d of %d tail consumers", total, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d tail consumers within %s", total, n, waitFor)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func getDecision(t *testing.T, rec *recorder, seq uint64) *nats.Msg {

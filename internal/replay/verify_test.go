@@ -56,12 +56,12 @@ func readStream(t *testing.T, js jetstream.JetStream, name string) []recordedMsg
 func copyRecording(t *testing.T, from *server.Server, edit func(hooks, decisions []recordedMsg) ([]recordedMsg, []recordedMsg)) *server.Server {
 	t.Helper()
 	ctx := context.Background()
-	js, _ := jetstream.New(natstest.Connect(t, from))
+	js := newJetStream(t, natstest.Connect(t, from))
 	hooks, decisions := edit(readStream(t, js, acs.HooksStream), readStream(t, js, acs.DecisionsStream))
 	alerts := readStream(t, js, acs.AlertsStream)
 
 	to := natstest.RunServer(t)
-	cjs, _ := jetstream.New(natstest.Connect(t, to))
+	cjs := newJetStream(t, natstest.Connect(t, to))
 	topo := stream.DefaultTopology()
 	topo.Partitions = 4
 	if err := stream.Ensure(ctx, cjs, topo); err != nil {

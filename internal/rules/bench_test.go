@@ -42,10 +42,16 @@ func BenchmarkEvaluateDefaultPack(b *testing.B) {
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			b.Fatal(err)
 		}
-		doc, _ := schema.Decode(m.Data)
+		doc, err := schema.Decode(m.Data)
+		if err != nil {
+			b.Fatal(err)
+		}
 		payload := doc.(map[string]any)["params"].(map[string]any)["payload"]
 		spec := acs.LookupMethod(req.Method)
-		ts, _ := time.Parse(time.RFC3339Nano, req.Params.Timestamp)
+		ts, err := time.Parse(time.RFC3339Nano, req.Params.Timestamp)
+		if err != nil {
+			b.Fatal(err)
+		}
 		st := turnstate.Step{Seq: uint64(i + 1), Time: ts, Method: spec, RequestID: req.Params.RequestID, AgentID: req.Params.Metadata.AgentID, TurnID: req.Params.Metadata.TurnID}
 		_ = json.Unmarshal(req.Params.Payload, &st.TurnStart)
 		if spec.Method != "steps/turnStart" {

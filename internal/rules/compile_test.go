@@ -19,7 +19,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // diagnostics at precise positions; testdata/broken/<name>.golden holds
 // exactly what `processor rules check` prints for it.
 func TestBrokenFiles(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "broken", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join("testdata", "broken", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(paths) < 10 {
 		t.Fatalf("%d broken fixtures, want at least 10 kinds", len(paths))
 	}
@@ -58,7 +61,10 @@ func TestBrokenFiles(t *testing.T) {
 // FuzzCompile feeds arbitrary bytes to the rule file parser and compiler:
 // nothing may panic, and a refusal is always Diagnostics with positions.
 func FuzzCompile(f *testing.F) {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "broken", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join("testdata", "broken", "*.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
 	paths = append(paths, filepath.Join("..", "ruletest", "testdata", "windows.yaml"), filepath.Join("..", "..", "rules", "default.yaml"))
 	for _, p := range paths {
 		if raw, err := os.ReadFile(p); err == nil {

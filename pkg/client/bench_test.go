@@ -41,7 +41,10 @@ func BenchmarkDecideRoundTrip(b *testing.B) {
 
 func BenchmarkRawSyncPublish(b *testing.B) {
 	srv := natstest.RunServer(b)
-	js, _ := jetstream.New(natstest.Connect(b, srv))
+	js, err := jetstream.New(natstest.Connect(b, srv))
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"}, Storage: jetstream.FileStorage}); err != nil {
 		b.Fatal(err)

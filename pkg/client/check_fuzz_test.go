@@ -25,7 +25,10 @@ func FuzzCheck(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	trusted, _ := receipt.NewTrusted(signer.Public())
+	trusted, err := receipt.NewTrusted(signer.Public())
+	if err != nil {
+		f.Fatal(err)
+	}
 	c := &Client{opt: Options{Tenant: "default"}, trusted: trusted}
 	f.Add("9", rc, signer.KeyID, request, body)
 	f.Add("10", rc, signer.KeyID, request, body)

@@ -85,7 +85,10 @@ func rootCause(err error) string {
 func TestWrongKeyFailsClosed(t *testing.T) {
 	srv := natstest.RunServer(t)
 	runProcessor(t, srv)
-	other, _, _ := ed25519.GenerateKey(nil)
+	other, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := newClient(t, natstest.Connect(t, srv), client.Options{Timeout: 500 * time.Millisecond, TrustedKeys: []ed25519.PublicKey{other}})
 	d, err := c.Decide(context.Background(), examples.Session("")[0].Data)
 	if err != nil || !d.FromPosture || d.Decision != "deny" || !errors.Is(d.Failure, client.ErrTimeout) {
