@@ -92,6 +92,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 var updateREADME = flag.Bool("update", false, "rewrite the README's walkthrough samples from the real output")
@@ -456,29 +458,34 @@ func (sh *wtShell) run(script string, within time.Duration) (string, int, error)
 	if _, err := fmt.Fprintf(sh.in, "{\n%s\n} </dev/null 2>&1; printf '\\n%s%%d\\n' $?\n", script, end); err != nil {
 		return "", 0, fmt.Errorf("write to the shell: %w", err)
 	}
-	deadline := time.Now().Add(within)
-	for {
+	var out string
+	code := -1
+	errExited := errors.New("the shell exited")
+	err := testwait.Wait(within, 20*time.Millisecond, func() error {
 		all := sh.out.String()
+		out = all[sh.read:]
 		if k := strings.Index(all[sh.read:], end); k >= 0 {
 			rest := all[sh.read+k+len(end):]
-			nl := strings.IndexByte(rest, '\n')
-			if nl >= 0 {
-				code, err := strconv.Atoi(rest[:nl])
-				out := all[sh.read : sh.read+k]
+			if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+				var err error
+				code, err = strconv.Atoi(rest[:nl])
+				out = all[sh.read : sh.read+k]
 				sh.read += k + len(end) + nl + 1
-				return out, code, err
+				if err != nil {
+					return fmt.Errorf("%w: %w", testwait.ErrStop, err)
+				}
+				return nil
 			}
 		}
-		select {
-		case <-sh.done:
-			return all[sh.read:], -1, errors.New("the shell exited")
-		default:
+		if isDone(sh.done) {
+			return fmt.Errorf("%w: %w", testwait.ErrStop, errExited)
 		}
-		if time.Now().After(deadline) {
-			return all[sh.read:], -1, fmt.Errorf("not finished within %s", within)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return errors.New("not finished")
+	})
+	if err != nil {
+		return out, -1, err
 	}
+	return out, code, nil
 }
 
 // wtBackground is a block running in another terminal.
@@ -643,8 +650,7 @@ func (w *walkthrough) background(s wtStep) {
 			t.Logf("background %s (%s) printed:\n%s", s.name, s.where(), out)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		ready := true
 		if r := s.opts["ready"]; r != "" && !strings.Contains(b.out.String(), r) {
 			ready = false
@@ -655,16 +661,13 @@ func (w *walkthrough) background(s wtStep) {
 			}
 		}
 		if ready {
-			return
+			return nil
 		}
 		if isDone(b.done) {
 			t.Fatalf("%s: background %s exited:\n%s", s.where(), s.name, b.out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: background %s not ready within 30s:\n%s", s.where(), s.name, b.out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: background %s not ready:\n%s", s.where(), s.name, b.out)
+	})
 }
 
 // excerpt waits for a background's output to hold what the step names and
@@ -703,13 +706,12 @@ func (w *walkthrough) excerpt(s wtStep) string {
 		}
 		return true
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for wait != "" && !complete() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: background %s printed no %q within 30s:\n%s", s.where(), s.name, wait, b.out)
+	testwait.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if wait == "" || complete() {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: background %s printed no %q:\n%s", s.where(), s.name, wait, b.out)
+	})
 	lines := strings.Split(b.out.String(), "\n")
 	first, last := 0, len(lines)
 	if f := s.opts["from"]; f != "" {

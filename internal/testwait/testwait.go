@@ -12,16 +12,24 @@ import (
 	"time"
 )
 
+// ErrStop, wrapped in f's error, ends a Wait at once: what is awaited can
+// no longer happen (a process exited).
+var ErrStop = errors.New("stop waiting")
+
 // Wait calls f until it returns nil, every interval, for at most total. It
-// returns nil as soon as f does, else f's last error. f runs at least once,
-// and once more after total has passed, so a slow last try still counts.
-// Unlike CheckFor it may run outside the test's goroutine.
+// returns nil as soon as f does, else f's last error; an error wrapping
+// ErrStop at once. f runs at least once, and once more after total has
+// passed, so a slow last try still counts. Unlike CheckFor it may run
+// outside the test's goroutine.
 func Wait(total, interval time.Duration, f func() error) error {
 	deadline := time.Now().Add(total)
 	for {
 		err := f()
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, ErrStop) {
+			return err
 		}
 		if !time.Now().Before(deadline) {
 			return fmt.Errorf("not within %s: %w", total, err)

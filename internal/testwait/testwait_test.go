@@ -2,6 +2,7 @@ package testwait
 
 import (
 	"errors"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -34,6 +35,17 @@ func TestWaitReturnsTheLastError(t *testing.T) {
 	})
 	if !errors.Is(err, last) || tries < 2 {
 		t.Fatalf("Wait: %v after %d tries, want %v after at least 2", err, tries, last)
+	}
+}
+
+func TestWaitStopsAtErrStop(t *testing.T) {
+	tries := 0
+	err := Wait(time.Minute, time.Millisecond, func() error {
+		tries++
+		return fmt.Errorf("the process exited: %w", ErrStop)
+	})
+	if !errors.Is(err, ErrStop) || tries != 1 {
+		t.Fatalf("Wait: %v after %d tries, want ErrStop after 1", err, tries)
 	}
 }
 
