@@ -117,7 +117,7 @@ func TestEmbeddedAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := c.Decide(ctx, examples.Session(sessionID(7))[0].Data)
-	if err != nil || d.FromPosture || !d.Verified || d.Decision != "allow" {
+	if err != nil || d.FromPosture || !d.Verified || d.Disposition != "allow" {
 		t.Fatalf("pkg/client as the agent: %+v, %v", d, err)
 	}
 

@@ -262,7 +262,7 @@ func decide(ctx context.Context, t *target, n int, interval time.Duration, sessi
 		case d.Error != nil:
 			rep.Decisions["error"]++
 		default:
-			rep.Decisions[d.Decision]++
+			rep.Decisions[d.Disposition]++
 		}
 		return nil
 	})

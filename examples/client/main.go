@@ -106,11 +106,11 @@ func run(target natsconn.Target, opt client.Options, session string) error {
 		}
 		switch {
 		case d.FromPosture:
-			fmt.Printf("%-16s %-5s  (no decision: %v; posture %s)\n", e.Hook, d.Decision, d.Failure, opt.Posture)
+			fmt.Printf("%-16s %-5s  (no decision: %v; posture %s)\n", e.Hook, d.Disposition, d.Failure, opt.Posture)
 		case d.Error != nil:
 			fmt.Printf("%-16s error %d: %s\n", e.Hook, d.Error.Code, d.Error.Message)
 		default:
-			fmt.Printf("%-16s %-5s  %s\n", e.Hook, d.Decision, d.Reasoning)
+			fmt.Printf("%-16s %-5s  %s\n", e.Hook, d.Disposition, d.Reasoning)
 		}
 	}
 	if st := c.Stats(); st.DroppedUnverified > 0 {

@@ -15,7 +15,7 @@
 //	key, _ := client.LoadReceiptKey("data/receipt-key.pub")
 //	c, _ := client.New(nc, client.Options{TrustedKeys: []ed25519.PublicKey{key}})
 //	d, err := c.Decide(ctx, envelopeJSON)
-//	if err == nil && d.Decision == "allow" { … run the tool … }
+//	if err == nil && d.Disposition == "allow" { … run the tool … }
 package client
 
 import (
@@ -89,11 +89,11 @@ type Options struct {
 
 // Decision is turnguard's answer to one envelope.
 type Decision struct {
-	// Decision is the ACS disposition — allow, deny, modify, ask, defer —
+	// Disposition is the ACS decision — allow, deny, modify, ask, defer —
 	// or, when FromPosture, the posture's; empty for an error response.
-	Decision  string
-	RequestID string
-	Reasoning string
+	Disposition string
+	RequestID   string
+	Reasoning   string
 	// ReasonCodes are the decision's reason codes.
 	ReasonCodes []string
 	// Error is set when turnguard answered with a JSON-RPC error (an
@@ -604,9 +604,9 @@ func (c *Client) lookup(ctx context.Context, subject, sessionID, requestID strin
 }
 
 func (c *Client) posture(requestID string, why error) *Decision {
-	d := &Decision{RequestID: requestID, FromPosture: true, Failure: why, Decision: "allow"}
+	d := &Decision{RequestID: requestID, FromPosture: true, Failure: why, Disposition: "allow"}
 	if c.opt.Posture == Deny {
-		d.Decision = "deny"
+		d.Disposition = "deny"
 	}
 	return d
 }
@@ -640,7 +640,7 @@ func decision(raw []byte, requestID string, replayed bool) (*Decision, error) {
 	}
 	d := &Decision{RequestID: requestID, Response: raw, Error: r.Error, Replayed: replayed}
 	if r.Result != nil {
-		d.Decision, d.Reasoning, d.ReasonCodes = r.Result.Decision, r.Result.Reasoning, r.Result.ReasonCodes
+		d.Disposition, d.Reasoning, d.ReasonCodes = r.Result.Decision, r.Result.Reasoning, r.Result.ReasonCodes
 	}
 	return d, nil
 }

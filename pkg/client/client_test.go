@@ -98,7 +98,7 @@ func TestDecideASession(t *testing.T) {
 		if i == 5 {
 			want = "deny"
 		}
-		if d.FromPosture || d.Decision != want || d.RequestID == "" || !strings.Contains(string(d.Response), d.RequestID) {
+		if d.FromPosture || d.Disposition != want || d.RequestID == "" || !strings.Contains(string(d.Response), d.RequestID) {
 			t.Fatalf("%s: %+v", e.Hook, d)
 		}
 		if want == "deny" && (len(d.ReasonCodes) == 0 || !strings.Contains(d.Reasoning, "untrusted content")) {
@@ -133,7 +133,7 @@ func TestConcurrentCallsShareSubscriptions(t *testing.T) {
 						switch {
 						case err != nil:
 							errs <- err
-						case d.FromPosture || d.Decision == "":
+						case d.FromPosture || d.Disposition == "":
 							errs <- fmt.Errorf("%s %s: %+v", sid, e.Hook, d)
 						}
 						mu.Lock()
@@ -193,7 +193,7 @@ func TestTimeoutPostureAndNothingLost(t *testing.T) {
 	}{{deny, envs[1], "deny"}, {proceed, envs[2], "allow"}} {
 		start := time.Now()
 		d, err := tc.c.Decide(context.Background(), tc.env.Data)
-		if err != nil || !d.FromPosture || d.Decision != tc.want || !errors.Is(d.Failure, client.ErrTimeout) {
+		if err != nil || !d.FromPosture || d.Disposition != tc.want || !errors.Is(d.Failure, client.ErrTimeout) {
 			t.Fatalf("with the processor down: %+v, %v", d, err)
 		}
 		if took := time.Since(start); took > time.Second {
@@ -204,14 +204,14 @@ func TestTimeoutPostureAndNothingLost(t *testing.T) {
 	patient := newClient(t, nc, client.Options{Timeout: 15 * time.Second})
 	for _, e := range envs[1:3] {
 		d, err := patient.Decide(context.Background(), e.Data)
-		if err != nil || d.FromPosture || d.Decision != "allow" {
+		if err != nil || d.FromPosture || d.Disposition != "allow" {
 			t.Fatalf("%s after the restart: %+v, %v", e.Hook, d, err)
 		}
 	}
 	// Asking again for decided envelopes finds their decisions in the
 	// stream rather than deciding them twice.
 	d, err := patient.Decide(context.Background(), envs[0].Data)
-	if err != nil || d.FromPosture || d.Decision != "allow" || !d.Replayed {
+	if err != nil || d.FromPosture || d.Disposition != "allow" || !d.Replayed {
 		t.Fatalf("asking again: %+v, %v", d, err)
 	}
 }
@@ -347,7 +347,7 @@ func TestOnlyItsOwnDecision(t *testing.T) {
 	answer("allow", seq+1000)
 	answer("deny", seq)
 	r := <-done
-	if r.err != nil || r.d.Decision != "deny" || r.d.FromPosture || !r.d.Verified || r.d.Seq != seq {
+	if r.err != nil || r.d.Disposition != "deny" || r.d.FromPosture || !r.d.Verified || r.d.Seq != seq {
 		t.Fatalf("decision %+v, %v; want the deny answering sequence %d", r.d, r.err, seq)
 	}
 	if st := c.Stats(); st.Accepted != 1 || st.DroppedOtherEnvelope != 1 || st.DroppedUnverified != 0 {

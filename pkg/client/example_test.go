@@ -42,7 +42,7 @@ func ExampleClient_Decide() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(e.Hook, d.Decision, d.ReasonCodes)
+		fmt.Println(e.Hook, d.Disposition, d.ReasonCodes)
 	}
 	// Output:
 	// sessionStart allow []

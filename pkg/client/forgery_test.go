@@ -47,7 +47,7 @@ func TestForgedDecisionsAreDropped(t *testing.T) {
 			if i == 5 {
 				want = "deny"
 			}
-			if d.FromPosture || d.Decision != want || !d.Verified || d.Seq == 0 || d.ReceiptKey != testSigner.KeyID {
+			if d.FromPosture || d.Disposition != want || !d.Verified || d.Seq == 0 || d.ReceiptKey != testSigner.KeyID {
 				t.Fatalf("session %d %s: %+v, want the processor's %s", s, e.Hook, d, want)
 			}
 			if err := client.VerifyDecision(testSigner.Public(), "default", sid, d.Seq, d.Response, d.Receipt); err != nil {
@@ -91,7 +91,7 @@ func TestWrongKeyFailsClosed(t *testing.T) {
 	}
 	c := newClient(t, natstest.Connect(t, srv), client.Options{Timeout: 500 * time.Millisecond, TrustedKeys: []ed25519.PublicKey{other}})
 	d, err := c.Decide(context.Background(), examples.Session("")[0].Data)
-	if err != nil || !d.FromPosture || d.Decision != "deny" || !errors.Is(d.Failure, client.ErrTimeout) {
+	if err != nil || !d.FromPosture || d.Disposition != "deny" || !errors.Is(d.Failure, client.ErrTimeout) {
 		t.Fatalf("%+v, %v; want deny from the posture", d, err)
 	}
 	if st := c.Stats(); st.DroppedUnverified == 0 || st.Accepted != 0 {
@@ -106,7 +106,7 @@ func TestInsecureOptOut(t *testing.T) {
 	runProcessor(t, srv)
 	c := newClient(t, natstest.Connect(t, srv), client.Options{Timeout: 10 * time.Second, InsecureAcceptUnsignedDecisions: true})
 	d, err := c.Decide(context.Background(), examples.Session("")[0].Data)
-	if err != nil || d.FromPosture || d.Decision != "allow" || d.Verified || d.Receipt != "" {
+	if err != nil || d.FromPosture || d.Disposition != "allow" || d.Verified || d.Receipt != "" {
 		t.Fatalf("%+v, %v; want an unverified allow without receipt", d, err)
 	}
 }
@@ -135,7 +135,7 @@ func TestForgeryWorksWithoutReceipts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Decision == "allow" {
+		if d.Disposition == "allow" {
 			forged++
 		}
 	}
