@@ -206,9 +206,30 @@ func Compile(files []*File) (*Set, error) {
 		}
 	}
 	if len(c.diags) > 0 {
+		// Files in the order they were given (the order rules merge in),
+		// then by position: a total order, so the report reads the same
+		// every time.
+		order := map[string]int{}
+		for i, f := range files {
+			if _, ok := order[f.Path]; !ok {
+				order[f.Path] = i
+			}
+		}
 		slices.SortStableFunc(c.diags, func(a, b Diagnostic) int {
 			if a.File != b.File {
-				return 0
+				ia, oka := order[a.File]
+				ib, okb := order[b.File]
+				switch {
+				case oka && okb && ia != ib:
+					return ia - ib
+				case oka != okb:
+					// A diagnostic of no given file (none so far) goes last.
+					if oka {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(a.File, b.File)
 			}
 			if a.Pos.Line != b.Pos.Line {
 				return a.Pos.Line - b.Pos.Line

@@ -155,3 +155,36 @@ func TestRevisionIsContent(t *testing.T) {
 		t.Errorf("files merged in another order have the same revision %s", a)
 	}
 }
+
+// Diagnostics of several files come file by file, in the order the files
+// were given, and by position within each: one report, the same every time.
+func TestDiagnosticsOrder(t *testing.T) {
+	dir := filepath.Join("testdata", "broken")
+	given := []string{filepath.Join(dir, "override-unknown.yaml"), filepath.Join(dir, "window-zero-duration.yaml"), filepath.Join(dir, "bad-enums.yaml")}
+	_, err := rules.LoadFiles(given...)
+	var ds rules.Diagnostics
+	if !errors.As(err, &ds) {
+		t.Fatalf("loaded without diagnostics (err %v)", err)
+	}
+	index := map[string]int{}
+	for i, p := range given {
+		index[p] = i
+	}
+	seen := map[string]bool{}
+	for i, d := range ds {
+		seen[d.File] = true
+		if i == 0 {
+			continue
+		}
+		prev := ds[i-1]
+		switch pi, di := index[prev.File], index[d.File]; {
+		case pi > di:
+			t.Errorf("%s comes after %s, whose file was given later", d, prev)
+		case pi == di && (prev.Pos.Line > d.Pos.Line || prev.Pos.Line == d.Pos.Line && prev.Pos.Col > d.Pos.Col):
+			t.Errorf("%s comes after %s in the same file", d, prev)
+		}
+	}
+	if len(seen) < 2 {
+		t.Fatalf("diagnostics of %d file(s), want several: %v", len(seen), ds)
+	}
+}
