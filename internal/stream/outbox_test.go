@@ -3,12 +3,10 @@ package stream_test
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
@@ -37,38 +35,16 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 	if deny < 0 {
 		t.Fatal("the taint-window scenario has no deny")
 	}
-	// Decisions only: with nobody subscribed to the alert subjects, a
-	// publication to them fails at once (no responders) instead of at the
-	// attempt's timeout.
-	decided := make(chan *nats.Msg, len(built.Messages))
-	sub, err := nc.ChanSubscribe(acs.DecisionsPrefix+".>", decided)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	await := func(seq uint64) *nats.Msg {
-		t.Helper()
-		timeout := time.After(waitFor)
-		for {
-			select {
-			case d := <-decided:
-				if d.Header.Get(acs.HdrStreamSeq) == strconv.FormatUint(seq, 10) {
-					return d
-				}
-			case <-timeout:
-				t.Fatalf("seq %d: no decision within %s", seq, waitFor)
-			}
-		}
-	}
+	w := watchDecisions(t, nc)
 	for _, m := range built.Messages[:deny] {
-		await(publish(t, js, m.Subject, m.Data))
+		w.decision(t, publish(t, js, m.Subject, m.Data))
 	}
 	ctx := context.Background()
 	if err := js.DeleteStream(ctx, acs.AlertsStream); err != nil {
 		t.Fatal(err)
 	}
 	m := built.Messages[deny]
-	d := await(publish(t, js, m.Subject, m.Data))
+	d := w.decision(t, publish(t, js, m.Subject, m.Data))
 	if got := d.Header.Get(acs.HdrDecision); got != "deny" {
 		t.Fatalf("decision %q, want deny", got)
 	}
@@ -128,28 +104,9 @@ func TestHandBackAfterACut(t *testing.T) {
 	if taint < 1 || deny < taint+2 {
 		t.Fatalf("taint-window: toolCallResult at %d, deny at %d", taint, deny)
 	}
-	decided := make(chan *nats.Msg, 64)
-	sub, err := nc.ChanSubscribe(acs.DecisionsPrefix+".>", decided)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	await := func(seq uint64) *nats.Msg {
-		t.Helper()
-		timeout := time.After(waitFor)
-		for {
-			select {
-			case d := <-decided:
-				if d.Header.Get(acs.HdrStreamSeq) == strconv.FormatUint(seq, 10) {
-					return d
-				}
-			case <-timeout:
-				t.Fatalf("seq %d: no decision within %s", seq, waitFor)
-			}
-		}
-	}
+	w := watchDecisions(t, nc)
 	for _, m := range built.Messages[:taint] {
-		await(publish(t, js, m.Subject, m.Data))
+		w.decision(t, publish(t, js, m.Subject, m.Data))
 	}
 
 	ctx := context.Background()
@@ -206,13 +163,13 @@ func TestHandBackAfterACut(t *testing.T) {
 	// The session goes on; then the instance is back.
 	next := publish(t, js, built.Messages[taint+1].Subject, built.Messages[taint+1].Data)
 	link.Heal()
-	await(otherSeq)
-	if d := await(taintSeq); d.Header.Get(acs.HdrDecision) != "allow" {
+	w.decision(t, otherSeq)
+	if d := w.decision(t, taintSeq); d.Header.Get(acs.HdrDecision) != "allow" {
 		t.Fatalf("the web page was decided %s", d.Header.Get(acs.HdrDecision))
 	}
-	await(next)
+	w.decision(t, next)
 	for _, m := range built.Messages[taint+2 : deny+1] {
-		d := await(publish(t, js, m.Subject, m.Data))
+		d := w.decision(t, publish(t, js, m.Subject, m.Data))
 		if want := m.Expect.Decision; d.Header.Get(acs.HdrDecision) != want {
 			t.Fatalf("%s decided %s, want %s: %s", m.Subject, d.Header.Get(acs.HdrDecision), want, d.Data)
 		}

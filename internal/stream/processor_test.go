@@ -112,6 +112,18 @@ type watcher struct {
 }
 
 func watch(t *testing.T, nc *nats.Conn) *watcher {
+	return watchSome(t, nc, true)
+}
+
+// watchDecisions watches decisions only: with nobody subscribed to the
+// alert and dead-letter subjects, a publication to them whose stream is
+// missing fails at once (no responders) instead of at the attempt's
+// timeout.
+func watchDecisions(t *testing.T, nc *nats.Conn) *watcher {
+	return watchSome(t, nc, false)
+}
+
+func watchSome(t *testing.T, nc *nats.Conn, all bool) *watcher {
 	t.Helper()
 	w := &watcher{decisions: map[uint64][]*nats.Msg{}, dlq: map[uint64][]*nats.Msg{}, alerts: map[uint64][]*nats.Msg{}}
 	sub := func(subject, hdr string, into map[uint64][]*nats.Msg) {
@@ -127,8 +139,10 @@ func watch(t *testing.T, nc *nats.Conn) *watcher {
 		t.Cleanup(func() { _ = s.Unsubscribe() })
 	}
 	sub(acs.DecisionsPrefix+".>", acs.HdrStreamSeq, w.decisions)
-	sub(acs.DLQPrefix+".>", acs.HdrOriginalSeq, w.dlq)
-	sub(acs.AlertsPrefix+".>", acs.HdrStreamSeq, w.alerts)
+	if all {
+		sub(acs.DLQPrefix+".>", acs.HdrOriginalSeq, w.dlq)
+		sub(acs.AlertsPrefix+".>", acs.HdrStreamSeq, w.alerts)
+	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +171,13 @@ func (w *watcher) await(t *testing.T, seq uint64, decision, dlq bool) (*nats.Msg
 	}
 	t.Fatalf("seq %d: no decision/dead letter within %s", seq, waitFor)
 	return nil, nil
+}
+
+// decision waits until the message at seq got its decision and returns it.
+func (w *watcher) decision(t *testing.T, seq uint64) *nats.Msg {
+	t.Helper()
+	d, _ := w.await(t, seq, true, false)
+	return d
 }
 
 // alertsFor returns the rule ids of the alerts that arrived for seq.
