@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
@@ -34,7 +32,7 @@ func turnEnvelope(sid string, i int, start bool, n int) (string, []byte) {
 func TestStateTooLargeIsIsolated(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	w := watch(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
@@ -116,7 +114,7 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 func TestIsolationIsNoRollback(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	w := watch(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
