@@ -41,7 +41,10 @@ func busySession() *turnstate.Session {
 // versions wrote.
 func BenchmarkStoreSaveLoad(b *testing.B) {
 	srv := natstest.RunServer(b)
-	js, _ := jetstream.New(natstest.Connect(b, srv))
+	js, err := jetstream.New(natstest.Connect(b, srv))
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "BENCH", History: 1, Storage: jetstream.FileStorage})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/turnguard/turnguard/internal/metrics"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // BenchmarkProcessorBacklog measures end-to-end processing on an embedded
@@ -32,7 +33,7 @@ func BenchmarkProcessorBacklogObserved(b *testing.B) {
 func benchBacklog(b *testing.B, cfg stream.Config) {
 	srv := natstest.RunServer(b)
 	nc := natstest.Connect(b, srv)
-	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	js := newJetStream(b, nc, jetstream.WithPublishAsyncMaxPending(4096))
 	ctx := context.Background()
 	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
 		b.Fatal(err)
@@ -53,9 +54,13 @@ func benchBacklog(b *testing.B, cfg stream.Config) {
 	b.ResetTimer()
 	start := time.Now()
 	r := startProcessor(b, srv, cfg)
-	for countMsgs(b, js, acs.DecisionsStream) < b.N {
-		time.Sleep(2 * time.Millisecond)
-	}
+	// The poll interval bounds the error of the measurement.
+	testwait.CheckFor(b, 10*time.Minute, 2*time.Millisecond, func() error {
+		if got := countMsgs(b, js, acs.DecisionsStream); got < b.N {
+			return fmt.Errorf("%d of %d decisions", got, b.N)
+		}
+		return nil
+	})
 	elapsed := time.Since(start)
 	b.StopTimer()
 	r.stop()

@@ -3,16 +3,17 @@ package stream_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // TestSlowConsumerIsCutOff: a client subscribed to acs.> that never reads
@@ -27,7 +28,7 @@ func TestSlowConsumerIsCutOff(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	r := startProcessor(t, srv, testConfig())
 	nc := r.nc
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	w := watch(t, nc)
 	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
 
@@ -74,13 +75,12 @@ func TestSlowConsumerIsCutOff(t *testing.T) {
 	}
 	// Disconnected within the write deadline: the server no longer lists
 	// it (only the processor's connection is left).
-	deadline := time.Now().Add(waitFor)
-	for srv.NumClients() > 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the slow subscriber is still connected after %v (%d clients)", waitFor, srv.NumClients())
+	testwait.CheckFor(t, waitFor, 20*time.Millisecond, func() error {
+		if n := srv.NumClients(); n > 1 {
+			return fmt.Errorf("the slow subscriber is still connected (%d clients)", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// The processor kept deciding: an envelope published now is refused
 	// (not JSON), with a decision and a dead letter.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -99,9 +101,18 @@ func fenceRig(t *testing.T) *fenceTest {
 	if err := Ensure(ctx, p.js, cfg.Topology); err != nil {
 		t.Fatal(err)
 	}
-	hooks, _ := p.js.Stream(ctx, acs.HooksStream)
-	decisions, _ := p.js.Stream(ctx, acs.DecisionsStream)
-	kv, _ := p.js.KeyValue(ctx, acs.StateBucket)
+	hooks, err := p.js.Stream(ctx, acs.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisions, err := p.js.Stream(ctx, acs.DecisionsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := p.js.KeyValue(ctx, acs.StateBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cons, err := hooks.Consumer(ctx, acs.PartitionConsumer(0))
 	if err != nil {
 		t.Fatal(err)
@@ -236,8 +247,14 @@ func TestLargeOutboxIsSplit(t *testing.T) {
 	if err := r.a.process(pctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	dlq, _ := r.p.js.Stream(ctx, acs.DLQStream)
-	info, _ := dlq.Info(ctx)
+	dlq, err := r.p.js.Stream(ctx, acs.DLQStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := dlq.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if info.State.Msgs != refused {
 		t.Errorf("%d dead letters, want %d", info.State.Msgs, refused)
 	}
@@ -281,15 +298,17 @@ func TestPublishedOutboxIsNotRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strconv.FormatUint(r.ins[last].msg.Seq, 10)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// Wait for the new decision; the check below requires it alone.
+	if err := testwait.Wait(5*time.Second, 5*time.Millisecond, func() error {
 		mu.Lock()
-		n := seen[want]
-		mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
+		defer mu.Unlock()
+		if seen[want] == 0 {
+			return fmt.Errorf("no decision for inbound sequence %s", want)
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
+	}); err != nil {
+		// The check below reports what was seen.
+		t.Log(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -17,21 +17,20 @@ import (
 	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // awaitNotReady waits until Ready fails with an error mentioning want.
 func awaitNotReady(t *testing.T, p *stream.Processor, want string) error {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
 	var err error
-	for time.Now().Before(deadline) {
+	testwait.CheckFor(t, waitFor, 50*time.Millisecond, func() error {
 		if err = p.Ready(); err != nil && strings.Contains(err.Error(), want) {
-			return err
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("Ready() = %v, want an error naming %q", err, want)
-	return nil
+		return fmt.Errorf("Ready() = %v, want an error naming %q", err, want)
+	})
+	return err
 }
 
 // TestReadinessReportsStuckPartitions: an asset turnguard cannot put back
@@ -41,7 +40,7 @@ func awaitNotReady(t *testing.T, p *stream.Processor, want string) error {
 // deleted asset is recreated instead: TestDeletedAssetsAreRecreated.)
 func TestReadinessReportsStuckPartitions(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	cfg := testConfig()
 	cfg.StuckAfter = time.Second
 	r := startProcessor(t, srv, cfg)
@@ -86,7 +85,7 @@ func TestDeletedAssetsAreRecreated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
-			js, _ := jetstream.New(nc)
+			js := newJetStream(t, nc)
 			w := watch(t, nc)
 			ops := watchOps(t, nc)
 			cfg := testConfig()
@@ -118,14 +117,12 @@ func TestDeletedAssetsAreRecreated(t *testing.T) {
 // awaitReady waits until Ready reports no error.
 func awaitReady(t *testing.T, p *stream.Processor) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	var err error
-	for err = p.Ready(); err != nil && time.Now().Before(deadline); err = p.Ready() {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("not ready: %v", err)
-	}
+	testwait.CheckFor(t, waitFor, 20*time.Millisecond, func() error {
+		if err := p.Ready(); err != nil {
+			return fmt.Errorf("not ready: %w", err)
+		}
+		return nil
+	})
 }
 
 // opsWatcher collects the evidence of turnguard's operational alerts, by
@@ -165,17 +162,16 @@ func watchOps(t *testing.T, nc *nats.Conn) *opsWatcher {
 // of want, and returns that evidence.
 func (o *opsWatcher) await(t *testing.T, id string, want map[string]any) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for time.Now().Before(deadline) {
-		if d := o.find(id, want); d != nil {
-			return d
+	var d map[string]any
+	testwait.CheckFor(t, waitFor, 5*time.Millisecond, func() error {
+		if d = o.find(id, want); d != nil {
+			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	t.Fatalf("no %s alert with %v; have %v", id, want, o.got[id])
-	return nil
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return fmt.Errorf("no %s alert with %v; have %v", id, want, o.got[id])
+	})
+	return d
 }
 
 func (o *opsWatcher) find(id string, want map[string]any) map[string]any {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -52,9 +54,8 @@ func owners(t *testing.T, js jetstream.JetStream) map[string][]int {
 // partitions together are all of them, each once.
 func awaitOwners(t *testing.T, js jetstream.JetStream, partitions int, ids ...string) map[string][]int {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
 	var got map[string][]int
-	for time.Now().Before(deadline) {
+	testwait.CheckFor(t, waitFor, 50*time.Millisecond, func() error {
 		got = owners(t, js)
 		var all []int
 		var members []string
@@ -65,12 +66,11 @@ func awaitOwners(t *testing.T, js jetstream.JetStream, partitions int, ids ...st
 		slices.Sort(all)
 		slices.Sort(members)
 		if slices.Equal(members, ids) && len(all) == partitions && len(slices.Compact(all)) == partitions {
-			return got
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("partitions never settled over %v: %v", ids, got)
-	return nil
+		return fmt.Errorf("partitions never settled over %v: %v", ids, got)
+	})
+	return got
 }
 
 // TestInstancesSharePartitions runs two processors on one server: the
@@ -82,7 +82,7 @@ func TestInstancesSharePartitions(t *testing.T) {
 	const sessions = 40
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 8
 	cfg.BatchSize = 8
@@ -100,10 +100,15 @@ func TestInstancesSharePartitions(t *testing.T) {
 	var killed time.Time
 	total, states := publishSessions(t, js, "shared", sessions, func(i int) {
 		if i == sessions/2 {
-			// Kill it while it is busy.
-			deadline := time.Now().Add(waitFor)
-			for second.p.Stats().Processed.Load() == 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
+			// Kill it while it is busy. Not failing here: the check
+			// after publishing says what each instance decided.
+			if err := testwait.Wait(waitFor, 5*time.Millisecond, func() error {
+				if second.p.Stats().Processed.Load() == 0 {
+					return errors.New("b has decided nothing")
+				}
+				return nil
+			}); err != nil {
+				t.Log(err)
 			}
 			// A crash: no goodbye, its heartbeat and pins just stop.
 			second.nc.Close()
@@ -115,10 +120,7 @@ func TestInstancesSharePartitions(t *testing.T) {
 	}
 	awaitOwners(t, js, cfg.Topology.Partitions, "a")
 	t.Logf("a took over after %s", time.Since(killed).Round(time.Millisecond))
-	deadline := time.Now().Add(30 * time.Second)
-	for countMsgs(t, js, acs.DecisionsStream) < total && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitDecided(t, js, total, 30*time.Second, 50*time.Millisecond)
 	t.Logf("all decided %s after the kill", time.Since(killed).Round(time.Millisecond))
 	checkExactlyOnce(t, js, total)
 	checkStates(t, js, states)
@@ -133,7 +135,7 @@ func TestInstancesSharePartitions(t *testing.T) {
 func TestGracefulLeaveHandsOver(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	cfg := testConfig()
 	// TTLs far above the test's patience: only a handover can pass it.
 	cfg.Topology.MemberTTL = time.Minute
@@ -153,10 +155,7 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 	for _, m := range built.Messages[3:] {
 		publish(t, js, m.Subject, m.Data)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for countMsgs(t, js, acs.DecisionsStream) < len(built.Messages) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitDecided(t, js, len(built.Messages), 10*time.Second, 20*time.Millisecond)
 	checkExactlyOnce(t, js, len(built.Messages))
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the handover took %s", took)
@@ -172,7 +171,7 @@ func TestHandoverUnderBacklog(t *testing.T) {
 	const sessions = 60
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	cfg := testConfig()
 	cfg.BatchSize = 16
 	cfg.Topology.AckWait = time.Minute
@@ -184,16 +183,19 @@ func TestHandoverUnderBacklog(t *testing.T) {
 	a.InstanceID, b.InstanceID = "a", "b"
 	start := time.Now()
 	first := startProcessor(t, srv, a)
-	for first.p.Stats().Processed.Load() == 0 && time.Since(start) < waitFor {
-		time.Sleep(time.Millisecond)
+	// b joins once a is busy; if a never gets there, b joins anyway.
+	if err := testwait.Wait(waitFor, time.Millisecond, func() error {
+		if first.p.Stats().Processed.Load() == 0 {
+			return errors.New("a has decided nothing")
+		}
+		return nil
+	}); err != nil {
+		t.Log(err)
 	}
 	startProcessor(t, srv, b)
 	awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
 	first.stop()
-	deadline := time.Now().Add(20 * time.Second)
-	for countMsgs(t, js, acs.DecisionsStream) < total && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitDecided(t, js, total, 20*time.Second, 20*time.Millisecond)
 	checkExactlyOnce(t, js, total)
 	checkStates(t, js, states)
 	if took := time.Since(start); took > 20*time.Second {
@@ -211,7 +213,7 @@ func TestHandoverUnderBacklog(t *testing.T) {
 func TestFakeMembersAreIgnored(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	ctx := context.Background()
 	cfg := testConfig()
 	cfg.Topology.Partitions = 8
@@ -238,7 +240,8 @@ func TestFakeMembersAreIgnored(t *testing.T) {
 	}
 	sealedElsewhere, _ := json.Marshal(stream.Member{ID: "fake-3", Started: time.Now(), Owns: []int{4, 5}})
 	fakes["fake-3"] = other.Seal("member", "fake-3", sealedElsewhere)
-	// Kept alive for a few of the real instance's ticks.
+	// Kept alive for a few of the real instance's ticks: the sleep is a
+	// fake member's heartbeat, time passing, not a wait for a signal.
 	for range 5 {
 		for id, v := range fakes {
 			if _, err := kv.Put(ctx, id, v); err != nil {

@@ -45,7 +45,7 @@ func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	r := &integrityRig{js: js, nc: nc, key: bytes.Repeat([]byte{7}, turnstate.StateKeySize)}
 	var err error
 	if r.sealer, err = turnstate.NewSealer(r.key); err != nil {
@@ -135,11 +135,17 @@ func TestTamperedStateIsRebuilt(t *testing.T) {
 			return withoutTaints(t, stored)
 		}},
 		{"taints removed, MAC kept", turnstate.ReasonBadMAC, func(t *testing.T, _ *integrityRig, stored []byte) []byte {
-			mac, _, _ := turnstate.Unseal(stored)
+			mac, _, ok := turnstate.Unseal(stored)
+			if !ok {
+				t.Fatalf("the stored value is not sealed: %s", stored)
+			}
 			return []byte(`{"mac":"` + string(mac) + `","record":` + string(withoutTaints(t, stored)) + `}`)
 		}},
 		{"taints removed, sealed with another key", turnstate.ReasonBadMAC, func(t *testing.T, _ *integrityRig, stored []byte) []byte {
-			s, _ := turnstate.NewSealer(other)
+			s, err := turnstate.NewSealer(other)
+			if err != nil {
+				t.Fatal(err)
+			}
 			return s.Seal(turnstate.KindSession, acs.SessionKey("default", sid), withoutTaints(t, stored))
 		}},
 		{"another session's valid value moved here", turnstate.ReasonBadMAC, func(t *testing.T, r *integrityRig, _ []byte) []byte {
@@ -267,6 +273,11 @@ func checkNothingForged(t *testing.T, r *integrityRig, forged *watcherCount, vic
 	if err := r.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// Absence has no signal to wait for: a forged publication would go
+	// out before the decision the caller awaited, but this connection's
+	// subscriptions run their handlers on goroutines of their own, which
+	// no later message on another subject orders. A short bounded wait
+	// lets any in flight land. The streams below need none.
 	time.Sleep(100 * time.Millisecond)
 	if n := forged.n.Load(); n != 0 {
 		t.Errorf("%d forged publications went out", n)
@@ -443,7 +454,10 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 				t.Fatalf("child state without its parent link (%v): %s", err, e.Value())
 			}
 			delete(rec, "parent")
-			forged, _ := json.Marshal(rec)
+			forged, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := r.kv.Put(context.Background(), key, forged); err != nil {
 				t.Fatal(err)
 			}

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/nats-io/nats.go/jetstream"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // turnEnvelope is a turnStart or turnEnd of session sid with a turn id of
@@ -34,7 +34,7 @@ func turnEnvelope(sid string, i int, start bool, n int) (string, []byte) {
 func TestStateTooLargeIsIsolated(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	w := watch(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
@@ -81,6 +81,22 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 	if isolated == 0 {
 		t.Fatal("no envelope of the growing session was refused: the bound was never reached")
 	}
+	// An isolation's decision goes out before the processor counts it and
+	// tells the observer: wait for both, then require them exact below.
+	if err := testwait.Wait(waitFor, 5*time.Millisecond, func() error {
+		rec.mu.Lock()
+		decided, refused := 0, len(rec.refused)
+		for _, n := range rec.decided {
+			decided += n
+		}
+		rec.mu.Unlock()
+		if n := r.p.Stats().Isolated.Load(); n < uint64(isolated) || refused < isolated || decided < len(bigSeqs)+len(smallSeqs) {
+			return fmt.Errorf("%d isolated, %d refusals and %d decisions observed", n, refused, decided)
+		}
+		return nil
+	}); err != nil {
+		t.Log(err)
+	}
 	if n := r.p.Stats().Isolated.Load(); n != uint64(isolated) {
 		t.Errorf("Stats.Isolated = %d, want %d", n, isolated)
 	}
@@ -116,7 +132,7 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 func TestIsolationIsNoRollback(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	w := watch(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1

@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // recorder is a stream.Observer keeping every call.
@@ -92,13 +94,12 @@ func TestObserver(t *testing.T) {
 	}
 	send(acs.InboundSubject("default", "0b1c2d3e-4f50-4a6b-8c7d-000000000003", "turnStart"), []byte("not json"))
 
-	deadline := time.Now().Add(waitFor)
-	for r.p.Stats().Processed.Load() < uint64(sent) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d envelopes processed", r.p.Stats().Processed.Load(), sent)
+	testwait.CheckFor(t, waitFor, 10*time.Millisecond, func() error {
+		if n := r.p.Stats().Processed.Load(); n < uint64(sent) {
+			return fmt.Errorf("%d of %d envelopes processed", n, sent)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	decisions := countMsgs(t, js, acs.DecisionsStream)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

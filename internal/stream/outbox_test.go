@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/scenario"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // TestAlertOutlivesAFailedPublish takes the alerts stream away just before
@@ -25,7 +27,7 @@ import (
 func TestAlertOutlivesAFailedPublish(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	cfg := testConfig()
 	startProcessor(t, srv, cfg)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
@@ -89,7 +91,7 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 func TestHandBackAfterACut(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
 	cfg.Topology.PinnedTTL = 3 * time.Second
@@ -121,20 +123,16 @@ func TestHandBackAfterACut(t *testing.T) {
 	link.Cut()
 	// The cut-off instance's pull requests expire at the server (a third of
 	// the pinned TTL), so the next one to ask is served.
-	deadline := time.Now().Add(waitFor)
-	for {
+	testwait.CheckFor(t, waitFor, 20*time.Millisecond, func() error {
 		info, err := cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.NumWaiting == 0 {
-			break
+		if info.NumWaiting != 0 {
+			return errors.New("the cut-off instance's pull requests did not expire")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cut-off instance's pull requests did not expire")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// Another holder takes the partition: it hands an envelope of another
 	// session back and keeps the web page unacknowledged.
 	other, _ := buildOtherSession(t)

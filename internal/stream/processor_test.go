@@ -25,6 +25,7 @@ import (
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -152,25 +153,23 @@ func watchSome(t *testing.T, nc *nats.Conn, all bool) *watcher {
 // await waits until the message at seq got its decision and/or dead letter.
 func (w *watcher) await(t *testing.T, seq uint64, decision, dlq bool) (*nats.Msg, *nats.Msg) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for time.Now().Before(deadline) {
+	var dm, lm *nats.Msg
+	testwait.CheckFor(t, waitFor, 5*time.Millisecond, func() error {
 		w.mu.Lock()
 		d, l := w.decisions[seq], w.dlq[seq]
 		w.mu.Unlock()
-		if (!decision || len(d) > 0) && (!dlq || len(l) > 0) {
-			var dm, lm *nats.Msg
-			if len(d) > 0 {
-				dm = d[0]
-			}
-			if len(l) > 0 {
-				lm = l[0]
-			}
-			return dm, lm
+		if (decision && len(d) == 0) || (dlq && len(l) == 0) {
+			return fmt.Errorf("seq %d: no decision/dead letter", seq)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("seq %d: no decision/dead letter within %s", seq, waitFor)
-	return nil, nil
+		if len(d) > 0 {
+			dm = d[0]
+		}
+		if len(l) > 0 {
+			lm = l[0]
+		}
+		return nil
+	})
+	return dm, lm
 }
 
 // decision waits until the message at seq got its decision and returns it.
@@ -244,6 +243,16 @@ func observe(t *testing.T, decision, dead *nats.Msg, alerts []string) scenario.O
 	return o
 }
 
+// newJetStream is jetstream.New failing the test on an error.
+func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // publish puts one message into ACS_HOOKS the way `nats pub` does, and
 // returns its stream sequence.
 func publish(t *testing.T, js jetstream.JetStream, subject string, data []byte) uint64 {
@@ -275,7 +284,10 @@ func loadScenario(t *testing.T, name string) (*scenario.Scenario, scenario.Built
 // byte for byte the ones the pure core gives on the same scenario: the
 // stream adds nothing and loses nothing.
 func TestScenariosEndToEnd(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(paths) < 4 {
 		t.Fatalf("found %d scenarios", len(paths))
 	}
@@ -286,7 +298,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 			pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
-			js, _ := jetstream.New(nc)
+			js := newJetStream(t, nc)
 			w := watch(t, nc)
 			proc := startProcessor(t, srv, testConfig())
 			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
@@ -325,6 +337,13 @@ func TestScenariosEndToEnd(t *testing.T) {
 					t.Errorf("step %d (%s): %v", i+1, m.Subject, err)
 				}
 			}
+			// Every effect is stored once every envelope is processed.
+			testwait.CheckFor(t, waitFor, 5*time.Millisecond, func() error {
+				if n := proc.p.Stats().Processed.Load(); n < uint64(len(built.Messages)) {
+					return fmt.Errorf("processed %d of %d", n, len(built.Messages))
+				}
+				return nil
+			})
 			checkStreamCount(t, js, acs.DecisionsStream, wantDecisions)
 			checkStreamCount(t, js, acs.DLQStream, wantDLQ)
 			checkStreamCount(t, js, acs.AlertsStream, wantAlerts)
@@ -396,13 +415,12 @@ func checkTaintAlert(t *testing.T, w *watcher, seq uint64, m scenario.Message) {
 // awaitAlerts waits until n alerts arrived for seq.
 func (w *watcher) awaitAlerts(t *testing.T, seq uint64, n int) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for len(w.alertsFor(seq)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("seq %d: %d alerts within %s, want %d", seq, len(w.alertsFor(seq)), waitFor, n)
+	testwait.CheckFor(t, waitFor, 5*time.Millisecond, func() error {
+		if got := len(w.alertsFor(seq)); got < n {
+			return fmt.Errorf("seq %d: %d alerts, want %d", seq, got, n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func pureGuardian(t testing.TB) *guardian.Guardian {
@@ -437,7 +455,7 @@ func TestRestartMidSession(t *testing.T) {
 			_, built := loadScenario(t, tc.scenario)
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
-			js, _ := jetstream.New(nc)
+			js := newJetStream(t, nc)
 			w := watch(t, nc)
 			first := startProcessor(t, srv, testConfig())
 			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
@@ -480,7 +498,7 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 	const sessions = 24
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	cfg := testConfig()
 	cfg.BatchSize = 8
 	cfg.Topology.AckWait = 2 * time.Second
@@ -489,7 +507,10 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 	total, states := publishSessions(t, js, "full-session", sessions, func(i int) {
 		if i == sessions/3 {
 			// Mid-stream: drop the processor's connection without a
-			// goodbye, as a crash would.
+			// goodbye, as a crash would. The pause is no
+			// synchronisation: it lets the processor get busy, and
+			// where it is then is arbitrary by design (the check
+			// below makes sure it had not finished).
 			time.Sleep(20 * time.Millisecond)
 			first.nc.Close()
 		}
@@ -499,10 +520,7 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 		t.Fatalf("the connection was closed after all %d envelopes were decided; the test proves nothing", total)
 	}
 	second := startProcessor(t, srv, cfg)
-	deadline := time.Now().Add(30 * time.Second)
-	for countMsgs(t, js, acs.DecisionsStream) < total && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitDecided(t, js, total, 30*time.Second, 50*time.Millisecond)
 	checkExactlyOnce(t, js, total)
 	checkStates(t, js, states)
 	st := second.p.Stats()
@@ -515,16 +533,22 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 func TestEnsureAddsThePriorityGroup(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	ctx := context.Background()
 	topo := stream.DefaultTopology()
 	topo.Partitions = 1
 	if err := stream.Ensure(ctx, js, topo); err != nil {
 		t.Fatal(err)
 	}
-	hooks, _ := js.Stream(ctx, acs.HooksStream)
+	hooks, err := js.Stream(ctx, acs.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	name := acs.PartitionConsumer(0)
-	c, _ := hooks.Consumer(ctx, name)
+	c, err := hooks.Consumer(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	legacy := c.CachedInfo().Config
 	legacy.PriorityPolicy, legacy.PriorityGroups, legacy.PinnedTTL = jetstream.PriorityPolicyNone, nil, 0
 	if err := hooks.DeleteConsumer(ctx, name); err != nil {
@@ -572,21 +596,27 @@ func TestEnsureAddsThePriorityGroup(t *testing.T) {
 func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	ctx := context.Background()
 	eight := stream.DefaultTopology()
 	eight.Partitions = 8
 	if err := stream.Ensure(ctx, js, eight); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := js.Stream(ctx, acs.HooksStream)
+	before, err := js.Stream(ctx, acs.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sixteen := stream.DefaultTopology()
-	err := stream.Ensure(ctx, js, sixteen)
+	err = stream.Ensure(ctx, js, sixteen)
 	var ie *stream.IncompatibleError
 	if !errors.As(err, &ie) || ie.Asset != "stream "+acs.HooksStream {
 		t.Fatalf("want an IncompatibleError for %s, got %v", acs.HooksStream, err)
 	}
-	after, _ := js.Stream(ctx, acs.HooksStream)
+	after, err := js.Stream(ctx, acs.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if *after.CachedInfo().Config.SubjectTransform != *before.CachedInfo().Config.SubjectTransform {
 		t.Fatal("Ensure changed the existing stream")
 	}
@@ -606,12 +636,15 @@ func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 func TestPartitionTransform(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	ctx := context.Background()
 	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := js.Stream(ctx, acs.HooksStream)
+	s, err := js.Stream(ctx, acs.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	partitionOf := map[string]int{}
 	for i := range 64 {
 		session := fmt.Sprintf("s%02d", i%16)
@@ -633,7 +666,9 @@ func TestPartitionTransform(t *testing.T) {
 		}
 	}
 	seq := publish(t, js, "acs.hooks.default.too.many.tokens", []byte("{}"))
-	if m, _ := s.GetMsg(ctx, seq); m.Subject != "acs.hooks.default.too.many.tokens" {
+	if m, err := s.GetMsg(ctx, seq); err != nil {
+		t.Fatal(err)
+	} else if m.Subject != "acs.hooks.default.too.many.tokens" {
 		t.Fatalf("malformed subject stored as %q", m.Subject)
 	}
 	if _, err := js.Publish(ctx, acs.PartitionedPrefix+".3.default.s.turnStart", []byte("{}")); err == nil {
@@ -643,17 +678,20 @@ func TestPartitionTransform(t *testing.T) {
 
 func waitForConsumers(t *testing.T, js jetstream.JetStream, n int) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for time.Now().Before(deadline) {
+	testwait.CheckFor(t, waitFor, 10*time.Millisecond, func() error {
 		s, err := js.Stream(context.Background(), acs.HooksStream)
-		if err == nil {
-			if info, err := s.Info(context.Background()); err == nil && info.State.Consumers == n {
-				return
-			}
+		if err != nil {
+			return fmt.Errorf("processor did not create its %d consumers: %w", n, err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("processor did not create its %d consumers", n)
+		info, err := s.Info(context.Background())
+		if err != nil {
+			return fmt.Errorf("processor did not create its %d consumers: %w", n, err)
+		}
+		if info.State.Consumers != n {
+			return fmt.Errorf("processor did not create its %d consumers (%d exist)", n, info.State.Consumers)
+		}
+		return nil
+	})
 }
 
 func countMsgs(t testing.TB, js jetstream.JetStream, name string) int {
@@ -705,12 +743,28 @@ func publishSessions(t *testing.T, js jetstream.JetStream, prefix string, n int,
 	return total, states
 }
 
-// checkStreamCount waits a moment for stragglers, then requires exactly n.
+// checkStreamCount requires exactly n messages in the stream; the caller
+// first waits until the processor acknowledged every envelope, which it
+// does only once their publications are stored.
 func checkStreamCount(t *testing.T, js jetstream.JetStream, name string, n int) {
 	t.Helper()
-	time.Sleep(100 * time.Millisecond)
 	if got := countMsgs(t, js, name); got != n {
 		t.Errorf("%s holds %d messages, want %d", name, got, n)
+	}
+}
+
+// awaitDecided waits up to total until ACS_DECISIONS holds n decisions;
+// it does not fail the test: checkExactlyOnce, after it, says which are
+// missing.
+func awaitDecided(t *testing.T, js jetstream.JetStream, n int, total, interval time.Duration) {
+	t.Helper()
+	if err := testwait.Wait(total, interval, func() error {
+		if got := countMsgs(t, js, acs.DecisionsStream); got < n {
+			return fmt.Errorf("%d of %d decisions", got, n)
+		}
+		return nil
+	}); err != nil {
+		t.Log(err)
 	}
 }
 
@@ -776,12 +830,15 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 	}
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc)
 	w := watch(t, nc)
 	startProcessorWith(t, srv, testConfig(), rs)
 	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
 	ctx := context.Background()
-	hooks, _ := js.Stream(ctx, acs.HooksStream)
+	hooks, err := js.Stream(ctx, acs.HooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	partitions := map[int]bool{}
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	for i := range 5 {
@@ -801,13 +858,19 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, _ := acs.ParsePartitioned(stored.Subject)
+		r, err := acs.ParsePartitioned(stored.Subject)
+		if err != nil {
+			t.Fatal(err)
+		}
 		partitions[r.Partition] = true
 	}
 	if len(partitions) < 2 {
 		t.Fatalf("the sessions all landed in one partition (%v); the test proves nothing", partitions)
 	}
-	kv, _ := js.KeyValue(ctx, acs.StateBucket)
+	kv, err := js.KeyValue(ctx, acs.StateBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := kv.Get(ctx, turnstate.AgentKey("default", "shared-agent"))
 	if err != nil {
 		t.Fatal(err)

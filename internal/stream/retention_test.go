@@ -16,6 +16,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 func TestValidateRetention(t *testing.T) {
@@ -110,7 +111,7 @@ func checkRetention(t *testing.T, js jetstream.JetStream, tp stream.Topology) {
 
 func TestEnsureSetsRetention(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
 	tp := stream.DefaultTopology()
 	tp.Partitions = 1
@@ -125,7 +126,7 @@ func TestEnsureSetsRetention(t *testing.T) {
 	tp.AlertsRetention = stream.Retention{MaxAge: time.Hour, MaxBytes: 0}
 	tp.DLQRetention = stream.Retention{MaxAge: 48 * time.Hour, MaxBytes: 8 << 20}
 	srv2 := natstest.RunServer(t)
-	js2, _ := jetstream.New(natstest.Connect(t, srv2))
+	js2 := newJetStream(t, natstest.Connect(t, srv2))
 	if err := stream.Ensure(ctx, js2, tp); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestEnsureSetsRetention(t *testing.T) {
 // and a stream from before retention (discarding old, no limits) gets it.
 func TestEnsureUpdatesRetention(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
 	tp := stream.DefaultTopology()
 	tp.Partitions = 1
@@ -205,7 +206,7 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 // their sum, creating the streams fails, whatever they hold.
 func TestByteLimitsAreReservedAgainstTheStore(t *testing.T) {
 	s := natstest.RunServerWith(t, &server.Options{JetStreamMaxStore: 64 << 20})
-	js, _ := jetstream.New(natstest.Connect(t, s))
+	js := newJetStream(t, natstest.Connect(t, s))
 	ctx := context.Background()
 	tp := stream.DefaultTopology()
 	tp.Partitions = 1
@@ -224,7 +225,7 @@ func TestByteLimitsAreReservedAgainstTheStore(t *testing.T) {
 // it holds: none undecided is dropped to make room.
 func TestFullHooksRefusesNewEnvelopes(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
 	tp := stream.DefaultTopology()
 	tp.Partitions = 1
@@ -281,7 +282,7 @@ func requireCount(t *testing.T, js jetstream.JetStream, name string, n int) {
 // Messages older than a stream's max age are removed.
 func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
 	tp := stream.DefaultTopology()
 	tp.Partitions = 1
@@ -293,13 +294,12 @@ func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
 	publish(t, js, acs.AlertsPrefix+".default.high.r1", []byte("{}"))
 	publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
 	published := time.Now()
-	deadline := published.Add(waitFor)
-	for countMsgs(t, js, acs.AlertsStream) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("an alert older than %s is still in %s after %s", tp.AlertsRetention.MaxAge, acs.AlertsStream, waitFor)
+	testwait.CheckFor(t, waitFor, 50*time.Millisecond, func() error {
+		if countMsgs(t, js, acs.AlertsStream) != 0 {
+			return fmt.Errorf("an alert older than %s is still in %s", tp.AlertsRetention.MaxAge, acs.AlertsStream)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if age := time.Since(published); age < tp.AlertsRetention.MaxAge-100*time.Millisecond {
 		t.Fatalf("the alert was removed after %s, before its max age %s", age, tp.AlertsRetention.MaxAge)
 	}
@@ -314,7 +314,7 @@ func TestStateBucketIsReadFromTheLeader(t *testing.T) {
 	for _, existing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
 			srv := natstest.RunServer(t)
-			js, _ := jetstream.New(natstest.Connect(t, srv))
+			js := newJetStream(t, natstest.Connect(t, srv))
 			ctx := context.Background()
 			tp := stream.DefaultTopology()
 			tp.Partitions = 1

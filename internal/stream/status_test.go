@@ -2,15 +2,15 @@ package stream_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // TestStatusAndBacklogs: a lone instance owns every partition, in order,
@@ -18,7 +18,7 @@ import (
 // about each of them, and Status agrees with Ready.
 func TestStatusAndBacklogs(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js, _ := jetstream.New(natstest.Connect(t, srv))
+	js := newJetStream(t, natstest.Connect(t, srv))
 	cfg := testConfig()
 	cfg.StuckAfter = time.Second
 	r := startProcessor(t, srv, cfg)
@@ -27,10 +27,13 @@ func TestStatusAndBacklogs(t *testing.T) {
 	}
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
 	var s stream.Status
-	deadline := time.Now().Add(waitFor)
-	for s = r.p.Status(); (!s.Running || s.Owned() < cfg.Topology.Partitions) && time.Now().Before(deadline); s = r.p.Status() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Not failing here: the check below prints the status.
+	_ = testwait.Wait(waitFor, 20*time.Millisecond, func() error {
+		if s = r.p.Status(); !s.Running || s.Owned() < cfg.Topology.Partitions {
+			return errors.New("not running with every partition")
+		}
+		return nil
+	})
 	if !s.Running || s.Owned() != cfg.Topology.Partitions || len(s.Consumers) != cfg.Topology.Partitions+1 {
 		t.Fatalf("status: %+v", s)
 	}

@@ -68,7 +68,10 @@ func BenchmarkStateCodec(b *testing.B) {
 		}
 	})
 	b.Run("mac-only", func(b *testing.B) {
-		rec, _ := json.Marshal(s)
+		rec, err := json.Marshal(s)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.SetBytes(int64(len(rec)))
 		b.ReportAllocs()
 		for b.Loop() {
