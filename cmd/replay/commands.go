@@ -391,8 +391,8 @@ func trustedReceiptKey(c conn, flag string) (ed25519.PublicKey, error) {
 	return nil, nil
 }
 
-// newGuardian builds the decision core as the processor had it, minus
-// the signing of responses.
+// newGuardian builds the decision core as the processor had it (it signs
+// nothing: signing is Guardian.Seal's, which replay never calls).
 func newGuardian(core cliflag.Core) (*guardian.Guardian, guardian.Config, error) {
 	if err := core.Validate(); err != nil {
 		return nil, guardian.Config{}, err
@@ -401,9 +401,6 @@ func newGuardian(core cliflag.Core) (*guardian.Guardian, guardian.Config, error)
 	if err != nil {
 		return nil, cfg, err
 	}
-	// Replay compares decisions and publishes none: signing them would
-	// only cost time.
-	cfg.Unsigned = true
 	v, err := schema.New()
 	if err != nil {
 		return nil, cfg, err

@@ -1,6 +1,7 @@
 // Package guardian is turnguard's pure decision core: Decide turns one
-// inbound message and the session's state into the next state, an ACS
-// response, and (for bad input) a dead-letter refusal. It reads no clock, no
+// inbound message and the session's state into the next state, an unsigned
+// ACS response, and (for bad input) a dead-letter refusal; Seal signs a
+// response and its alerts where they are published. It reads no clock, no
 // network and no randomness, so replaying recorded traffic through it gives
 // the decisions live processing gave.
 package guardian
@@ -47,13 +48,9 @@ type Config struct {
 	// SkewWindow refuses signed requests whose timestamp is further than
 	// this from the stream's receive time (-32006); 0 disables the check.
 	SkewWindow time.Duration
-	// Receipts signs every response with the processor's Ed25519 key.
+	// Receipts signs every published response and alert with the
+	// processor's Ed25519 key (Seal); Decide never signs.
 	Receipts *receipt.Signer
-	// Unsigned leaves responses without HMAC signature and receipt, with
-	// Keys still verifying requests. Replay decides this way: it compares
-	// decisions and never publishes them, and signing is half the cost of
-	// a decision. Nothing else about a decision changes.
-	Unsigned bool
 }
 
 // DefaultSkewWindow is ACS's default skew_window_ms.
@@ -90,12 +87,13 @@ type Message struct {
 	Subagent *turnstate.Session
 }
 
-// Outcome is everything Decide concluded about one message.
+// Outcome is everything Decide concluded about one message. Its Response
+// is unsigned: Seal signs it and its alerts for publication.
 type Outcome struct {
-	Route     acs.Route
-	Method    string
-	RequestID string
-	TurnID    string
+	Route acs.Route
+	// Facts identify the request, as far as it could be read (a refusal
+	// of unreadable input has fewer of them).
+	Facts
 	// Skipped is set when the message was already applied to the session (a
 	// redelivery); nothing else is set then.
 	Skipped bool
@@ -118,10 +116,6 @@ type Outcome struct {
 	// findings.
 	Hits   []rules.Hit
 	Alerts []Alert
-	// Receipt is the Ed25519 receipt of Response, when receipts are on:
-	// bound to the session's decision subject and the envelope's stream
-	// sequence (receipt.Decision).
-	Receipt string
 }
 
 // Decide evaluates one message published to route against the rule set rs
@@ -138,16 +132,14 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	}
 	env, k, ref := g.intake(route, msg)
 	if ref != nil {
-		out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
+		out.Facts = k.facts()
 		out.Refusal = ref
 		out.Response = refusalResponse(k, ref)
-		g.seal(&out, k.keyID, route, msg.Seq)
 		return out
 	}
-	out.Method, out.RequestID, out.TurnID = env.req.Method, env.req.Params.RequestID, env.req.Params.Metadata.TurnID
+	out.Facts = env.facts()
 	if env.spec.Scope == acs.Liveness {
 		out.Response = pingResponse(env, msg.Time)
-		g.seal(&out, env.signedWith, route, msg.Seq)
 		return out
 	}
 	if ref := replayed(state, env); ref != nil {
@@ -155,7 +147,6 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		// refused -32005 and changes nothing.
 		out.Refusal = ref
 		out.Response = refusalResponse(known{id: env.req.ID, method: env.req.Method, requestID: env.req.Params.RequestID}, ref)
-		g.seal(&out, env.signedWith, route, msg.Seq)
 		return out
 	}
 	if state == nil {
@@ -197,7 +188,6 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	out.Response = &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: v.result}
 	out.Hits = rr.Hits
 	out.Alerts = v.alerts
-	g.seal(&out, env.signedWith, route, msg.Seq)
 	return out
 }
 
@@ -230,33 +220,6 @@ func replayed(state *turnstate.Session, env *envelope) *acs.Error {
 	return nil
 }
 
-// seal signs the response with the session key of keyID — the key the
-// request named when the keyring has it, verified or not, so that a
-// multi-key deployment can verify its refusals too; else the keyring's
-// default — and adds the receipts of the response and the alerts, each
-// bound to where it is published and to the envelope at seq it answers.
-func (g *Guardian) seal(out *Outcome, keyID string, route acs.Route, seq uint64) {
-	r := out.Response
-	if r == nil || g.cfg.Unsigned {
-		return
-	}
-	if kr := g.cfg.Keys; kr != nil {
-		if keyID = kr.ResponseKey(keyID, route.SessionID); keyID != "" {
-			// Signing only fails on an unknown key, which keyID cannot be.
-			_ = kr.SignResponse(r, keyID, route.SessionID)
-		}
-	}
-	if s := g.cfg.Receipts; s != nil {
-		// Signing fails only on a body that does not encode or a subject
-		// with a space in it, neither of which a routed envelope has.
-		out.Receipt, _ = s.Sign(receipt.Decision(route.Tenant, route.SessionID, seq), r)
-		for i := range out.Alerts {
-			a := &out.Alerts[i]
-			a.Receipt, _ = s.Sign(receipt.Alert(a.Subject, seq), a.Finding)
-		}
-	}
-}
-
 // Receipts is the signer of the core's receipts (nil: receipts are off),
 // for the processor's own operational alerts, which the core does not make.
 func (g *Guardian) Receipts() *receipt.Signer { return g.cfg.Receipts }
@@ -264,17 +227,8 @@ func (g *Guardian) Receipts() *receipt.Signer { return g.cfg.Receipts }
 // AgentOf reads the agent id of an inbound message without deciding it, so
 // a caller can fetch the agent's shared state first. "" when unreadable.
 func AgentOf(data []byte) string {
-	var env struct {
-		Params struct {
-			Metadata struct {
-				AgentID string `json:"agent_id"`
-			} `json:"metadata"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(data, &env) != nil {
-		return ""
-	}
-	return env.Params.Metadata.AgentID
+	f, _ := ReadFacts(data)
+	return f.AgentID
 }
 
 // SubagentOf returns the subagent session id a subagentStop names, or ""
@@ -291,17 +245,8 @@ func SubagentOf(route acs.Route, data []byte) string {
 // envelope (a subagentStart or subagentStop) without deciding it; "" when
 // it has none or does not decode.
 func SubagentSessionID(data []byte) string {
-	var env struct {
-		Params struct {
-			Payload struct {
-				SubagentSessionID string `json:"subagent_session_id"`
-			} `json:"payload"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(data, &env) != nil {
-		return ""
-	}
-	return env.Params.Payload.SubagentSessionID
+	f, _ := ReadFacts(data)
+	return f.SubagentSessionID
 }
 
 // Unroutable is the outcome for a message whose subject names no usable
@@ -388,8 +333,7 @@ func (g *Guardian) Refuse(route acs.Route, msg Message, ref *acs.Error) Outcome 
 			}
 		}
 	}
-	out.Method, out.RequestID, out.TurnID = k.method, k.requestID, k.turnID
+	out.Facts = k.facts()
 	out.Response = refusalResponse(k, ref)
-	g.seal(&out, k.keyID, route, msg.Seq)
 	return out
 }

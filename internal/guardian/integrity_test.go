@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -51,10 +52,26 @@ func sign(t *testing.T, kr *acs.Keyring, keyID string, data []byte) []byte {
 	return out
 }
 
-// verifyResponse checks a response's signature the way a client does.
-func verifyResponse(t *testing.T, kr *acs.Keyring, sessionID string, r *acs.Response) *acs.Signature {
+// seal seals out as the processor does before publishing, checking that
+// Decide left it unsigned.
+func seal(t *testing.T, g *guardian.Guardian, out *guardian.Outcome, seq uint64) guardian.Sealed {
 	t.Helper()
-	raw, _ := json.Marshal(r)
+	if out.Response != nil && out.Response.Sig() != nil {
+		t.Fatal("Decide signed the response")
+	}
+	s, err := g.Seal(out, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// verifyResponse seals out and checks the published bytes' signature the
+// way a client does.
+func verifyResponse(t *testing.T, g *guardian.Guardian, kr *acs.Keyring, sessionID string, out *guardian.Outcome) *acs.Signature {
+	t.Helper()
+	raw := seal(t, g, out, 1).Response
+	r := out.Response
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -157,12 +174,12 @@ func TestSignaturesAndSkew(t *testing.T) {
 				t.Fatalf("error data %+v lacks skew_window_ms", out.Response.Error.Data)
 			}
 			if tc.signedBy == "" {
-				if out.Response.Sig() != nil {
+				if seal(t, g, &out, 1); out.Response.Sig() != nil {
 					t.Fatal("signed without keys")
 				}
 				return
 			}
-			if sig := verifyResponse(t, kr, testSession, out.Response); sig.KeyID != tc.signedBy {
+			if sig := verifyResponse(t, g, kr, testSession, &out); sig.KeyID != tc.signedBy {
 				t.Fatalf("answered with %s, want %s", sig.KeyID, tc.signedBy)
 			}
 		})
@@ -174,53 +191,67 @@ func TestReceipts(t *testing.T) {
 	signer := receipt.NewSigner(priv)
 	g := guardian.New(newValidator(t), guardian.Config{Receipts: signer})
 	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 1})
-	raw, _ := json.Marshal(out.Response)
+	sealed := seal(t, g, &out, 1)
+	raw := sealed.Response
 	route := routeFor("steps/sessionStart")
-	if out.Receipt == "" || receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 1), raw, out.Receipt) != nil {
-		t.Fatalf("receipt %q does not verify", out.Receipt)
+	// The receipt of the encoded bytes is the receipt of the value.
+	if want, err := signer.Sign(receipt.Decision(route.Tenant, route.SessionID, 1), out.Response); err != nil || want != sealed.Receipt {
+		t.Fatalf("receipt %q, Sign of the response %q (%v)", sealed.Receipt, want, err)
+	}
+	if sealed.Receipt == "" || receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 1), raw, sealed.Receipt) != nil {
+		t.Fatalf("receipt %q does not verify", sealed.Receipt)
 	}
 	// Bound to the envelope it answers: not to the next one, nor to the
 	// same sequence in another session.
-	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 2), raw, out.Receipt) == nil {
+	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, route.SessionID, 2), raw, sealed.Receipt) == nil {
 		t.Fatal("the receipt verifies for another sequence")
 	}
-	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, "00000000-0000-4000-8000-000000000000", 1), raw, out.Receipt) == nil {
+	if receipt.Verify(signer.Public(), receipt.Decision(route.Tenant, "00000000-0000-4000-8000-000000000000", 1), raw, sealed.Receipt) == nil {
 		t.Fatal("the receipt verifies for another session")
 	}
 }
 
-// TestUnsignedDecidesTheSame checks that a core deciding without signing
-// (as replay does) gives the decision a signing core gives, only without
-// signature and receipt: requests are still verified.
-func TestUnsignedDecidesTheSame(t *testing.T) {
+// TestDecideSignsNothing: Decide leaves signature and receipt to Seal, and
+// sealing changes the response by its signature only: requests are still
+// verified without it.
+func TestDecideSignsNothing(t *testing.T) {
 	kr := testKeyring(t)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	signing := guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv), RequireSignatures: true}
-	unsigned := signing
-	unsigned.Unsigned = true
+	g := guardian.New(newValidator(t), guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv), RequireSignatures: true})
 	plain := envelope("steps/sessionStart", `{}`)
 	for _, data := range [][]byte{sign(t, kr, "k1", plain), plain} {
-		full := guardian.New(newValidator(t), signing).Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
-		bare := guardian.New(newValidator(t), unsigned).Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
-		if full.Receipt == "" || full.Response.Sig() == nil {
-			t.Fatal("the signing core did not sign")
+		out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
+		if out.Response.Sig() != nil {
+			t.Fatal("Decide signed")
 		}
-		if bare.Receipt != "" || bare.Response.Sig() != nil {
-			t.Fatal("the unsigned core signed")
+		bare, _ := json.Marshal(out.Response)
+		sealed := seal(t, g, &out, 1)
+		if sealed.Receipt == "" || out.Response.Sig() == nil {
+			t.Fatal("Seal did not sign")
 		}
-		if (full.Refusal == nil) != (bare.Refusal == nil) {
-			t.Fatalf("refusals differ: %v vs %v", full.Refusal, bare.Refusal)
-		}
-		if full.Response.Result != nil {
-			full.Response.Result.Signature = nil
+		if out.Response.Result != nil {
+			out.Response.Result.Signature = nil
 		} else {
-			full.Response.Error.Signature = nil
+			out.Response.Error.Signature = nil
 		}
-		a, _ := json.Marshal(full.Response)
-		b, _ := json.Marshal(bare.Response)
-		if string(a) != string(b) {
-			t.Fatalf("responses differ beyond the signature:\n%s\n%s", a, b)
+		if a, _ := json.Marshal(out.Response); string(a) != string(bare) {
+			t.Fatalf("responses differ beyond the signature:\n%s\n%s", a, bare)
 		}
+	}
+}
+
+// TestSealFails: a response whose signing key the keyring does not have is
+// an error wrapping ErrSeal, never an unsigned response.
+func TestSealFails(t *testing.T) {
+	kr := testKeyring(t)
+	g := guardian.New(newValidator(t), guardian.Config{Keys: kr})
+	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: envelope("steps/sessionStart", `{}`), Seq: 1})
+	// The default key gone from the keyring (a configuration that changed
+	// under a running core): the response cannot be signed.
+	kr.Default = "gone"
+	s, err := g.Seal(&out, 1)
+	if !errors.Is(err, guardian.ErrSeal) || s.Response != nil {
+		t.Fatalf("Seal: %v, %d bytes", err, len(s.Response))
 	}
 }
 
@@ -236,7 +267,7 @@ func TestRefusalsAnswerWithTheRequestsKey(t *testing.T) {
 	if out.Refusal == nil || out.Refusal.Reason != acs.ReasonPayloadInvalid {
 		t.Fatalf("want a payload refusal, got %+v", out.Refusal)
 	}
-	if sig := verifyResponse(t, kr, testSession, out.Response); sig.KeyID != "k2" {
+	if sig := verifyResponse(t, g, kr, testSession, &out); sig.KeyID != "k2" {
 		t.Fatalf("refusal signed with %s, want k2", sig.KeyID)
 	}
 }
@@ -256,7 +287,7 @@ func TestSessionIDAsKeyID(t *testing.T) {
 	if out.Refusal != nil {
 		t.Fatalf("refused: %v", out.Refusal)
 	}
-	if sig := verifyResponse(t, kr, testSession, out.Response); sig.KeyID != testSession {
+	if sig := verifyResponse(t, g, kr, testSession, &out); sig.KeyID != testSession {
 		t.Fatalf("answered with key %s, want the session id", sig.KeyID)
 	}
 	other := bytes.Replace(sign(t, kr, testSession, plain), []byte(`"key_id":"`+testSession+`"`), []byte(`"key_id":"00000000-0000-4000-8000-000000000999"`), 1)
@@ -353,8 +384,8 @@ func TestRequestHashCoversTheSignature(t *testing.T) {
 }
 
 // TestAlertReceipts: with receipts on, every alert carries a receipt bound
-// to its subject and the envelope's stream sequence; replay (Unsigned)
-// makes none.
+// to its subject and the envelope's stream sequence once sealed; Decide
+// (all replay calls) makes none.
 func TestAlertReceipts(t *testing.T) {
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer := receipt.NewSigner(priv)
@@ -362,7 +393,7 @@ func TestAlertReceipts(t *testing.T) {
 		name string
 		cfg  guardian.Config
 		want bool
-	}{{"receipts", guardian.Config{Receipts: signer}, true}, {"unsigned", guardian.Config{Receipts: signer, Unsigned: true}, false}} {
+	}{{"sealed", guardian.Config{Receipts: signer}, true}, {"decided", guardian.Config{Receipts: signer}, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := guardian.New(newValidator(t), tc.cfg)
 			rs := defaultRules(t)
@@ -380,18 +411,22 @@ func TestAlertReceipts(t *testing.T) {
 			}
 			a := out.Alerts[0]
 			if !tc.want {
-				if a.Receipt != "" || out.Receipt != "" {
-					t.Fatal("an unsigned core made receipts")
+				if out.Response.Sig() != nil {
+					t.Fatal("Decide signed")
 				}
 				return
 			}
-			raw, _ := json.Marshal(a.Finding)
-			if err := receipt.Verify(signer.Public(), receipt.Alert(a.Subject, seq), raw, a.Receipt); err != nil {
+			sealed := seal(t, g, &out, seq)
+			if len(sealed.Alerts) != 1 {
+				t.Fatalf("%d sealed alerts", len(sealed.Alerts))
+			}
+			raw, rcpt := sealed.Alerts[0].Body, sealed.Alerts[0].Receipt
+			if err := receipt.Verify(signer.Public(), receipt.Alert(a.Subject, seq), raw, rcpt); err != nil {
 				t.Fatalf("alert receipt: %v", err)
 			}
 			for _, other := range []receipt.Binding{receipt.Alert(a.Subject, seq+1), receipt.Decision("default", examples.TaintSessionID, seq),
 				receipt.Alert(alert.Subject("default", "critical", a.RuleID), seq)} {
-				if receipt.Verify(signer.Public(), other, raw, a.Receipt) == nil {
+				if receipt.Verify(signer.Public(), other, raw, rcpt) == nil {
 					t.Fatalf("the alert's receipt verifies for %+v", other)
 				}
 			}

@@ -24,14 +24,21 @@ func NewMemory() *Memory {
 // subject; see Unroutable otherwise) and keeps its effects on state.
 func (m *Memory) Decide(g *Guardian, rs *rules.Set, route acs.Route, msg Message) Outcome {
 	var agent *turnstate.Agent
-	if rs != nil && rs.AgentKeyed() {
-		if id := AgentOf(msg.Data); id != "" {
+	byAgent := rs != nil && rs.AgentKeyed()
+	var f Facts
+	// Read only when needed (most envelopes need neither), and then once
+	// for both look-ups.
+	if byAgent || route.Hook == "subagentStop" {
+		f, _ = ReadFacts(msg.Data)
+	}
+	if byAgent {
+		if id := f.AgentID; id != "" {
 			if agent = m.Agents[turnstate.AgentKey(route.Tenant, id)]; agent == nil {
 				agent = turnstate.NewAgent(route.Tenant, id)
 			}
 		}
 	}
-	if id := SubagentOf(route, msg.Data); id != "" && msg.Subagent == nil {
+	if id := f.SubagentSessionID; route.Hook == "subagentStop" && id != "" && msg.Subagent == nil {
 		msg.Subagent = m.Sessions[acs.SessionKey(route.Tenant, id)]
 	}
 	out := g.Decide(rs, m.Sessions[route.SessionKey()], agent, route, msg)

@@ -17,10 +17,6 @@ type Alert struct {
 	MsgID   string
 	RuleID  string
 	Finding alert.Finding
-	// Receipt is the Ed25519 receipt of Finding, when receipts are on,
-	// bound to Subject and the envelope's stream sequence
-	// (receipt.Alert).
-	Receipt string
 }
 
 // verdict is the decision on an applied envelope and why.

@@ -15,8 +15,9 @@ import (
 // Engine runs recorded envelopes through the pure core the way the
 // processor did: same decision function, states kept as the bucket keeps
 // them, stream sequence and stream time from the record. Its Guardian
-// should be configured as the processor's, with Unsigned set: replay
-// publishes no response, so signing one is wasted work.
+// should be configured as the processor's. Decide signs nothing (the
+// processor signs in Guardian.Seal, when it publishes), so replay, which
+// compares decisions and publishes none, does no signing work.
 type Engine struct {
 	Guardian *guardian.Guardian
 	Rules    *rules.Set

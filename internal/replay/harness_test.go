@@ -96,16 +96,14 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 	return r
 }
 
-// guardian is a core configured as the recording processor's, deciding
-// without signing as replay does.
+// guardian is a core configured as the recording processor's; deciding
+// signs nothing, as replay wants.
 func (r *recorder) guardian() *guardian.Guardian {
 	v, err := schema.New()
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	cfg := r.cfg
-	cfg.Unsigned = true
-	return guardian.New(v, cfg)
+	return guardian.New(v, r.cfg)
 }
 
 func (r *recorder) publish(subject string, data []byte) uint64 {

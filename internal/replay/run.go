@@ -3,7 +3,6 @@ package replay
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -336,13 +335,8 @@ func compare(e Envelope, out guardian.Outcome, d Decision, recAlerts []Alert) (C
 	if !c.DecisionChanged() && len(c.AlertsAdded) == 0 && len(c.AlertsRemoved) == 0 {
 		return c, false
 	}
-	var env struct {
-		Params struct {
-			Payload any `json:"payload"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(e.Data, &env)
-	c.Tool, c.Summary = summarize(e.Route.Hook, env.Params.Payload)
+	f, _ := guardian.ReadFacts(e.Data)
+	c.Tool, c.Summary = summarize(e.Route.Hook, f.PayloadValue())
 	for _, h := range out.Hits {
 		c.Rules = append(c.Rules, h.Rule.ID+": "+h.Message)
 	}

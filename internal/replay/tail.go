@@ -16,6 +16,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/receipt"
 )
 
@@ -387,13 +388,8 @@ func (t *tailer) tool(ctx context.Context, seq uint64, tenant, session string) s
 }
 
 func envelopePayload(data []byte) any {
-	var env struct {
-		Params struct {
-			Payload any `json:"payload"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(data, &env)
-	return env.Params.Payload
+	f, _ := guardian.ReadFacts(data)
+	return f.PayloadValue()
 }
 
 // tailFinding is what a tail line shows of an OCSF finding.

@@ -171,15 +171,11 @@ func describe(e Envelope, out guardian.Outcome) Step {
 	if e.RouteErr != nil {
 		st.Hook = e.Subject
 	}
-	var env struct {
-		Params struct {
-			Timestamp string `json:"timestamp"`
-			Payload   any    `json:"payload"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(e.Data, &env)
-	st.Time, st.Stored = env.Params.Timestamp, e.Time.UTC().Format(time.RFC3339Nano)
-	st.Tool, st.Summary = summarize(e.Route.Hook, env.Params.Payload)
+	// Refused envelopes too: the outcome's facts are only what a refusal
+	// could read, so the envelope is read for its time and payload.
+	f, _ := guardian.ReadFacts(e.Data)
+	st.Time, st.Stored = f.Timestamp, e.Time.UTC().Format(time.RFC3339Nano)
+	st.Tool, st.Summary = summarize(e.Route.Hook, f.PayloadValue())
 	for _, v := range out.Violations {
 		st.Violations = append(st.Violations, v.Name)
 	}

@@ -48,7 +48,7 @@ var errDecideFault = errors.New("deciding the envelope failed")
 func permanent(err error) bool {
 	var apiErr *jetstream.APIError
 	switch {
-	case errors.Is(err, errStateTooLarge), errors.Is(err, errDecideFault), errors.Is(err, nats.ErrMaxPayload):
+	case errors.Is(err, errStateTooLarge), errors.Is(err, errDecideFault), errors.Is(err, guardian.ErrSeal), errors.Is(err, nats.ErrMaxPayload):
 		return true
 	case errors.As(err, &apiErr):
 		return apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
@@ -99,18 +99,24 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 		w.noteDecision(in, &out)
 	} else {
 		out := w.guardian.Refuse(in.route, in.msg, ref)
-		m, err := w.decisionMsg(in, out)
-		if err != nil {
-			return err
+		msgs = append(msgs, w.deadLetter(in, out))
+		// A refusal that cannot be signed either (the signing key is what
+		// failed) is not published: the envelope is still dead-lettered
+		// and alerted, and its client, unanswered, fails on its posture —
+		// an unsigned answer is one it must not trust anyway.
+		if sealed, err := w.seal(in, &out); err != nil {
+			w.log.Error().Err(err).Uint64("seq", in.msg.Seq).Msg("the refusal of an isolated envelope cannot be signed: not published")
+		} else {
+			m := w.decisionMsg(in, out, sealed)
+			// The refusal is stored with no state write, so it answers a
+			// sequence past what the session's state accounts for; it
+			// says what that is, or a later load would take the state for
+			// a rolled-back one (rolledBack).
+			if accounted, ok := w.accountedNow(ctx, in.route.SessionKey()); ok {
+				m.Header.Set(acs.HdrStateAccounted, strconv.FormatUint(accounted, 10))
+			}
+			msgs = append(msgs, m)
 		}
-		// The refusal is stored with no state write, so it answers a
-		// sequence past what the session's state accounts for; it says
-		// what that is, or a later load would take the state for a
-		// rolled-back one (rolledBack).
-		if accounted, ok := w.accountedNow(ctx, in.route.SessionKey()); ok {
-			m.Header.Set(acs.HdrStateAccounted, strconv.FormatUint(accounted, 10))
-		}
-		msgs = append(msgs, w.deadLetter(in, out), m)
 		w.noteDecision(in, &out)
 	}
 	if err := w.publishAll(ctx, msgs); err != nil {

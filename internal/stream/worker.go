@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -637,17 +636,23 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			// Its state cannot be trusted: refused, answered and
 			// dead-lettered, nothing written.
 			out := w.guardian.Refuse(in.route, in.msg, p.refuse)
-			m, err := w.decisionMsg(in, out)
+			sealed, err := w.seal(in, &out)
 			if err != nil {
 				return err
 			}
-			direct = append(direct, w.deadLetter(in, out), m)
+			direct = append(direct, w.deadLetter(in, out), w.decisionMsg(in, out, sealed))
 			w.noteDecision(in, &out)
 			continue
 		}
 		var pa *pending[turnstate.Agent]
+		var facts guardian.Facts
+		// Read only when needed (most envelopes need neither), and then
+		// once for both look-ups.
+		if byAgent || in.route.Hook == "subagentStop" {
+			facts, _ = guardian.ReadFacts(in.msg.Data)
+		}
 		if byAgent {
-			if id := guardian.AgentOf(in.msg.Data); id != "" {
+			if id := facts.AgentID; id != "" {
 				akey := turnstate.AgentKey(in.route.Tenant, id)
 				if pa = agents[akey]; pa == nil {
 					c, err := load(ctx, w.agents, akey, w.store.LoadAgent)
@@ -670,7 +675,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			agent = pa.state
 		}
 		msg := in.msg
-		if id := guardian.SubagentOf(in.route, msg.Data); id != "" {
+		if id := facts.SubagentSessionID; in.route.Hook == "subagentStop" && id != "" {
 			sub, err := w.subagent(ctx, rs, in.route, id, sessions)
 			if err != nil {
 				return err
@@ -684,6 +689,12 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		if out.Skipped {
 			w.stats.Skipped.Add(1)
 			continue
+		}
+		// Sealed before any effect is taken up: an outcome that cannot be
+		// signed fails the batch, and nothing of it is published unsigned.
+		sealed, err := w.seal(in, &out)
+		if err != nil {
+			return err
 		}
 		if out.State != nil {
 			p.state, p.dirty = out.State, true
@@ -701,19 +712,11 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		// Alerts go out before their decision, so that a session's
 		// publications end with a decision: finding that decision stored
 		// tells a later load that the whole outbox went out (flushOutbox).
-		for _, a := range out.Alerts {
-			am, err := w.alertMsg(a, in.msg.Seq)
-			if err != nil {
-				return err
-			}
-			p.out = append(p.out, am)
+		for i, a := range out.Alerts {
+			p.out = append(p.out, w.alertMsg(a, sealed.Alerts[i], in.msg.Seq))
 		}
 		if out.Response != nil {
-			m, err := w.decisionMsg(in, out)
-			if err != nil {
-				return err
-			}
-			p.out = append(p.out, m)
+			p.out = append(p.out, w.decisionMsg(in, out, sealed))
 		}
 	}
 	// Agents are shared across partitions, so their counts are made
@@ -1113,14 +1116,22 @@ func DecisionMsgID(requestID string, seq uint64) string {
 	return requestID + ":" + strconv.FormatUint(seq, 10)
 }
 
-func (w *worker) decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, error) {
-	data, err := json.Marshal(out.Response)
+// seal is Guardian.Seal for the envelope in answers; a failure is
+// permanent (errSeal): signing again fails the same way.
+func (w *worker) seal(in *inbound, out *guardian.Outcome) (guardian.Sealed, error) {
+	s, err := w.guardian.Seal(out, in.msg.Seq)
 	if err != nil {
-		return nil, fmt.Errorf("encode decision on seq %d: %w", in.msg.Seq, err)
+		return guardian.Sealed{}, fmt.Errorf("seq %d: %w", in.msg.Seq, err)
 	}
+	return s, nil
+}
+
+// decisionMsg is the decision out answers in with: the sealed bytes, and
+// headers from the outcome's facts.
+func (w *worker) decisionMsg(in *inbound, out guardian.Outcome, sealed guardian.Sealed) *nats.Msg {
 	m := nats.NewMsg(acs.DecisionSubject(in.route.Tenant, in.route.SessionID))
-	m.Data = data
-	if out.Receipt != "" {
+	m.Data = sealed.Response
+	if sealed.Receipt != "" {
 		m.Header.Set(acs.HdrReceiptKey, w.receiptKey)
 	}
 	m.Header.Set(acs.HdrMsgID, DecisionMsgID(out.RequestID, in.msg.Seq))
@@ -1132,7 +1143,7 @@ func (w *worker) decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, erro
 	// The publisher's Nats-Msg-Id (its request id) correlates refusals
 	// whose body named no readable request id.
 	setIf(m.Header, acs.HdrOriginalMsgID, in.header.Get(acs.HdrMsgID))
-	setIf(m.Header, acs.HdrReceipt, out.Receipt)
+	setIf(m.Header, acs.HdrReceipt, sealed.Receipt)
 	if r := out.Response.Result; r != nil {
 		m.Header.Set(acs.HdrDecision, string(r.Decision))
 	} else {
@@ -1142,27 +1153,23 @@ func (w *worker) decisionMsg(in *inbound, out guardian.Outcome) (*nats.Msg, erro
 		m.Header.Set(acs.HdrErrorCode, strconv.Itoa(int(out.Refusal.Code)))
 		m.Header.Set(acs.HdrErrorReason, out.Refusal.Reason)
 	}
-	return m, nil
+	return m
 }
 
 // alertMsg publishes an alert with its receipt, so that an alert forged
 // on the bus — which anyone allowed to publish there can do — tells itself
 // apart from a real one.
-func (w *worker) alertMsg(a guardian.Alert, seq uint64) (*nats.Msg, error) {
-	data, err := json.Marshal(a.Finding)
-	if err != nil {
-		return nil, fmt.Errorf("encode alert of %s: %w", a.RuleID, err)
-	}
+func (w *worker) alertMsg(a guardian.Alert, sealed guardian.SealedAlert, seq uint64) *nats.Msg {
 	m := nats.NewMsg(a.Subject)
-	m.Data = data
+	m.Data = sealed.Body
 	m.Header.Set(acs.HdrMsgID, a.MsgID)
 	m.Header.Set(acs.HdrRuleID, a.RuleID)
 	m.Header.Set(acs.HdrStreamSeq, strconv.FormatUint(seq, 10))
-	if a.Receipt != "" {
-		m.Header.Set(acs.HdrReceipt, a.Receipt)
+	if sealed.Receipt != "" {
+		m.Header.Set(acs.HdrReceipt, sealed.Receipt)
 		m.Header.Set(acs.HdrReceiptKey, w.receiptKey)
 	}
-	return m, nil
+	return m
 }
 
 // deadLetter keeps a refused message: the original bytes untouched, the

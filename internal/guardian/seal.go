@@ -1,0 +1,90 @@
+package guardian
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/turnguard/turnguard/internal/receipt"
+)
+
+// ErrSeal marks a response or alert that could not be signed. Nothing
+// unsigned may be published in its place, and signing it again fails the
+// same way (an unknown key, a body that does not encode): the processor
+// treats it as permanent and isolates the envelope.
+var ErrSeal = errors.New("sealing the decision failed")
+
+// Sealed is an Outcome made ready for publication: every body encoded
+// once, with the signatures that travel with it.
+type Sealed struct {
+	// Response is the encoded response, its HMAC signature in it when keys
+	// are configured; nil when the outcome has none.
+	Response []byte
+	// Receipt is the Ed25519 receipt of Response ("" with receipts off),
+	// bound to the session's decision subject and the envelope's stream
+	// sequence (receipt.Decision).
+	Receipt string
+	// Alerts are the outcome's alerts, in order.
+	Alerts []SealedAlert
+}
+
+// SealedAlert is one encoded alert and its receipt (receipt.Alert).
+type SealedAlert struct {
+	Body    []byte
+	Receipt string
+}
+
+// Seal signs out for publication: the response with the session key of
+// out.KeyID — the key the request named when the keyring has it, so that a
+// multi-key deployment can verify its refusals too; else the keyring's
+// default — then the receipts of the response and each alert, computed
+// over the exact bytes that are published and bound to where each goes and
+// to the envelope at seq it answers. Any failure is an error wrapping
+// ErrSeal; the response is then not to be published at all.
+//
+// Seal writes the signature into out.Response: a second Seal of the same
+// outcome signs the signed response again, so the caller seals once.
+func (g *Guardian) Seal(out *Outcome, seq uint64) (Sealed, error) {
+	var s Sealed
+	route := out.Route
+	if r := out.Response; r != nil {
+		if kr := g.cfg.Keys; kr != nil {
+			if keyID := kr.ResponseKey(out.KeyID, route.SessionID); keyID != "" {
+				if err := kr.SignResponse(r, keyID, route.SessionID); err != nil {
+					return Sealed{}, fmt.Errorf("%w: sign the response on seq %d with key %q: %w", ErrSeal, seq, keyID, err)
+				}
+			}
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			return Sealed{}, fmt.Errorf("%w: encode the response on seq %d: %w", ErrSeal, seq, err)
+		}
+		s.Response = data
+		if s.Receipt, err = g.receipt(receipt.Decision(route.Tenant, route.SessionID, seq), data); err != nil {
+			return Sealed{}, fmt.Errorf("%w: receipt of the response on seq %d: %w", ErrSeal, seq, err)
+		}
+	}
+	for i := range out.Alerts {
+		a := &out.Alerts[i]
+		data, err := json.Marshal(a.Finding)
+		if err != nil {
+			return Sealed{}, fmt.Errorf("%w: encode alert %s on seq %d: %w", ErrSeal, a.RuleID, seq, err)
+		}
+		sa := SealedAlert{Body: data}
+		if sa.Receipt, err = g.receipt(receipt.Alert(a.Subject, seq), data); err != nil {
+			return Sealed{}, fmt.Errorf("%w: receipt of alert %s on seq %d: %w", ErrSeal, a.RuleID, seq, err)
+		}
+		s.Alerts = append(s.Alerts, sa)
+	}
+	return s, nil
+}
+
+// receipt signs encoded bytes: their RFC 8785 form is the form Sign would
+// compute from the value, so the receipt is the same without encoding the
+// value a second time.
+func (g *Guardian) receipt(b receipt.Binding, data []byte) (string, error) {
+	if g.cfg.Receipts == nil {
+		return "", nil
+	}
+	return g.cfg.Receipts.SignEncoded(b, data)
+}

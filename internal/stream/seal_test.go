@@ -1,0 +1,130 @@
+package stream_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/schema"
+)
+
+// TestUnsignableIsIsolatedNotPublished: a response the processor cannot
+// sign — its keyring's default key is gone, and the envelope named no key
+// it has — is never published unsigned. The envelope is isolated: refused
+// -32603 in the dead-letter stream and alerted; its refusal cannot be
+// signed either, so no decision is stored for it at all. An envelope signed
+// with a key the keyring has is decided and signed as before, after it in
+// the same partition.
+func TestUnsignableIsIsolatedNotPublished(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js, _ := jetstream.New(nc)
+	w := watch(t, nc)
+
+	kr, err := acs.NewKeyring(map[string][]byte{"k1": bytes.Repeat([]byte{1}, 32)}, "k1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A configured default the keyring no longer has.
+	kr.Default = "gone"
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	v, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Topology.Partitions = 1
+	pnc := natstest.Connect(t, srv)
+	p, err := stream.New(pnc, guardian.New(v, guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv)}), rules.NewSource(defaultRules(t)), cfg,
+		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+				t.Errorf("processor: %v", err)
+			}
+		case <-time.After(waitFor):
+			t.Error("processor did not stop")
+		}
+	})
+	waitForConsumers(t, js, 2)
+
+	const unsigned, signed = "00000000-0000-4000-8000-00000000c001", "00000000-0000-4000-8000-00000000c002"
+	subject, data := turnEnvelope(unsigned, 0, true, 16)
+	bad := publish(t, js, subject, data)
+	subject, data = turnEnvelope(signed, 2, true, 16)
+	good := publish(t, js, subject, signEnvelope(t, kr, "k1", data))
+
+	// The signed envelope comes after the unsignable one in the one
+	// partition: once its decision is out, the other was done with.
+	d, _ := w.await(t, good, true, false)
+	if d.Header.Get(acs.HdrDecision) != "allow" || d.Header.Get(acs.HdrReceipt) == "" {
+		t.Fatalf("the signed envelope: %s %q", d.Header, d.Data)
+	}
+	var r acs.Response
+	if err := json.Unmarshal(d.Data, &r); err != nil || r.Sig() == nil || r.Sig().KeyID != "k1" {
+		t.Fatalf("the signed envelope's decision is not signed with k1: %s", d.Data)
+	}
+	_, dl := w.await(t, bad, false, true)
+	if code, reason := dl.Header.Get(acs.HdrErrorCode), dl.Header.Get(acs.HdrErrorReason); code != "-32603" || reason != stream.ReasonUnappliable {
+		t.Errorf("dead letter %s %s, want -32603 %s", code, reason, stream.ReasonUnappliable)
+	}
+	if n := p.Stats().Isolated.Load(); n != 1 {
+		t.Errorf("Stats.Isolated = %d, want 1", n)
+	}
+	// Nothing stored on the unsignable envelope's decision subject.
+	ds, err := js.Stream(context.Background(), acs.DecisionsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ds.GetLastMsgForSubject(context.Background(), acs.DecisionSubject("default", unsigned)); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("a decision was stored for the unsignable envelope (%v): %v", err, m)
+	}
+}
+
+// signEnvelope returns the envelope signed with keyID, as a framework
+// would send it.
+func signEnvelope(t *testing.T, kr *acs.Keyring, keyID string, data []byte) []byte {
+	t.Helper()
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	params := doc["params"].(map[string]any)
+	input, err := acs.SigningInput(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := params["metadata"].(map[string]any)["session_id"].(string)
+	sig, err := kr.Sign(keyID, sid, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params["signature"] = sig
+	out, _ := json.Marshal(doc)
+	return out
+}
