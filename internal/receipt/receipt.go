@@ -182,34 +182,39 @@ func Message(b Binding, canonical []byte) ([]byte, error) {
 // marshals. Ed25519 is deterministic, so a replay computes the same
 // receipt.
 func (s *Signer) Sign(b Binding, body any) (string, error) {
-	if s.observe != nil {
-		start := time.Now()
-		defer func() { s.observe(time.Since(start)) }()
-	}
+	defer s.timed()()
 	c, err := acs.Canonical(body)
 	if err != nil {
 		return "", err
 	}
-	m, err := Message(b, c)
-	if err != nil {
-		return "", err
-	}
-	return base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, m)), nil
+	return s.signCanonical(b, c)
 }
 
 // SignEncoded is Sign of a body already encoded as JSON: the receipt of
 // data's RFC 8785 form, the same as Sign of the value data encodes. A
 // publisher signs the bytes it publishes instead of encoding the body again.
 func (s *Signer) SignEncoded(b Binding, data []byte) (string, error) {
-	if s.observe != nil {
-		start := time.Now()
-		defer func() { s.observe(time.Since(start)) }()
-	}
+	defer s.timed()()
 	c, err := acs.CanonicalRaw(data)
 	if err != nil {
 		return "", err
 	}
-	m, err := Message(b, c)
+	return s.signCanonical(b, c)
+}
+
+// timed starts timing a signature for the observer (when set); the
+// returned func, deferred, reports it.
+func (s *Signer) timed() func() {
+	if s.observe == nil {
+		return func() {}
+	}
+	start := time.Now()
+	return func() { s.observe(time.Since(start)) }
+}
+
+// signCanonical signs the message of b and a body's canonical form.
+func (s *Signer) signCanonical(b Binding, canonical []byte) (string, error) {
+	m, err := Message(b, canonical)
 	if err != nil {
 		return "", err
 	}
