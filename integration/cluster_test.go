@@ -92,6 +92,17 @@ func (c *cluster) awaitJetStream() {
 		if _, err := js.AccountInfo(ctx); err != nil {
 			return fmt.Errorf("the cluster has no JetStream: %w", err)
 		}
+		// A meta leader answers before every peer has joined it; until
+		// they have, an R3 stream finds "no suitable peers for placement"
+		// and the processor started next would exit on it. A probe stream
+		// placed on all three says they have.
+		probe := jetstream.StreamConfig{Name: "TG_CLUSTER_PROBE", Subjects: []string{"tg.cluster.probe"}, Replicas: 3, Storage: jetstream.MemoryStorage}
+		if _, err := js.CreateOrUpdateStream(ctx, probe); err != nil {
+			return fmt.Errorf("the cluster cannot place an R3 stream yet: %w", err)
+		}
+		if err := js.DeleteStream(ctx, probe.Name); err != nil {
+			return fmt.Errorf("delete the probe stream: %w", err)
+		}
 		return nil
 	})
 }
