@@ -1,0 +1,190 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/statestore"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// session returns the committed state of in's session, from the cache or
+// the bucket. What its last write left unpublished goes out first: a
+// publication of this batch must not overtake it. A stored value that does
+// not verify is never used: the session is rebuilt (unverifiedSession).
+func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Session], error) {
+	key := in.route.SessionKey()
+	c, ok := w.cache.get(key)
+	// last is the session's newest stored decision, looked up once for the
+	// rollback check and the outbox.
+	var last newest
+	looked := false
+	if !ok {
+		s, out, rev, err := w.store.Load(ctx, key)
+		if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
+			return w.unverifiedSession(ctx, ie, in)
+		}
+		if err != nil {
+			return c, err
+		}
+		if last, err = w.lastDecision(ctx, in.route); err != nil {
+			return c, err
+		}
+		looked = true
+		if s != nil {
+			if ie := rolledBack(key, rev, s, out, last); ie != nil {
+				return w.unverifiedSession(ctx, ie, in)
+			}
+		} else if last.seq > 0 {
+			// No value, no marker, yet decisions of the session are
+			// stored: the bucket was purged whole, or the session
+			// expired (--session-ttl) and came back. Either way its
+			// history, not a blank state, is what it is.
+			return w.missingSession(ctx, key, rev, in)
+		}
+		c = cached[turnstate.Session]{key: key, state: s, rev: rev, outbox: out}
+		w.cache.put(c)
+	}
+	if c.outbox == nil {
+		return c, nil
+	}
+	if !looked {
+		var err error
+		if last, err = w.lastDecision(ctx, in.route); err != nil {
+			return c, err
+		}
+	}
+	if err := w.flushOutbox(ctx, key, c.rev, c.outbox, last.seq); err != nil {
+		return c, fmt.Errorf("publish the outbox of %s: %w", key, err)
+	}
+	w.cache.published(key)
+	c.outbox = nil
+	return c, nil
+}
+
+// flushOutbox publishes an outbox found with a state, unless it already
+// went out. Every state keeps the outbox of its last write, so this runs for
+// every session loaded after a restart; the streams' duplicate windows would
+// drop a second copy, but plain subscribers of the subjects would still see
+// it, and a waiting caller could take an old decision for a new one. So the
+// session's newest stored decision decides: a session's outbox ends with a
+// decision, sent only once everything before it was stored
+// (publishOutboxes), so the outbox's last decision being stored means the
+// outbox went out. After a clean stop nothing is published again; after a
+// crash or a failed publication, at most the outbox of the session's last
+// batch, whose last decision had not been stored.
+//
+// Only publications to the session's own output subjects leave, even from
+// a verified outbox (allowedOutbox). last is the stream sequence the
+// session's newest stored decision answers (0: none).
+func (w *worker) flushOutbox(ctx context.Context, key string, rev uint64, out *statestore.Outbox, last uint64) error {
+	msgs := make([]*nats.Msg, len(out.Msgs))
+	for i, p := range out.Msgs {
+		msgs[i] = &nats.Msg{Subject: p.Subject, Header: p.Header, Data: p.Data}
+	}
+	msgs, err := w.allowedOutbox(ctx, key, rev, msgs)
+	if err != nil {
+		return err
+	}
+	if outboxPublished(msgs, last) {
+		return nil
+	}
+	w.stats.Republished.Add(uint64(len(msgs)))
+	return w.publishOutboxes(ctx, msgs)
+}
+
+// outboxPublished reports whether the last decision of an outbox is the
+// newest stored in its session's decision subject, or older: whether it
+// answers a stream sequence at or below last. (allowedOutbox leaves only
+// the session's own decision subject.)
+func outboxPublished(msgs []*nats.Msg, last uint64) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if !strings.HasPrefix(m.Subject, acs.DecisionsPrefix+".") {
+			continue
+		}
+		seq, err := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
+		return err == nil && last >= seq
+	}
+	return false
+}
+
+// lastDecision reads the newest stored decision of the session.
+func (w *worker) lastDecision(ctx context.Context, route acs.Route) (newest, error) {
+	subject := acs.DecisionSubject(route.Tenant, route.SessionID)
+	last, err := w.decisions.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return newest{}, nil
+	}
+	if err != nil {
+		return newest{}, fmt.Errorf("look up the last decision on %s: %w", subject, err)
+	}
+	var n newest
+	n.seq, _ = strconv.ParseUint(last.Header.Get(acs.HdrStreamSeq), 10, 64)
+	if v := last.Header.Get(acs.HdrStateAccounted); v != "" {
+		n.accounted, err = strconv.ParseUint(v, 10, 64)
+		n.stateless = err == nil
+	}
+	return n, nil
+}
+
+// publications is what an outbox keeps of messages.
+func publications(msgs []*nats.Msg) []statestore.Publication {
+	out := make([]statestore.Publication, len(msgs))
+	for i, m := range msgs {
+		out[i] = statestore.Publication{Subject: m.Subject, Header: m.Header, Data: m.Data}
+	}
+	return out
+}
+
+// load returns a committed state from the cache or the bucket.
+func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV func(context.Context, string) (*T, uint64, error)) (cached[T], error) {
+	if c, ok := cache.get(key); ok {
+		return c, nil
+	}
+	s, rev, err := fromKV(ctx, key)
+	if err != nil {
+		return cached[T]{}, err
+	}
+	c := cached[T]{key: key, state: s, rev: rev}
+	cache.put(c)
+	return c, nil
+}
+
+// subagent returns the state of the subagent session a subagentStop
+// names, for the rules to carry its taint to the parent: the batch's own
+// pending state when the batch touched it, else the stored one (nil when
+// there is none). The subagent's session may belong to another partition,
+// so this read is not ordered with the parent's stream; but a subagent
+// returns only after its steps were decided, and every decision is
+// published after its state is stored, so what the subagent did before it
+// returned is in what this reads. A stored state that does not verify
+// cannot vouch that the subagent read nothing untrusted: it reads as one
+// that carries every taint label.
+func (w *worker) subagent(ctx context.Context, rs *rules.Set, route acs.Route, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
+	key := acs.SessionKey(route.Tenant, id)
+	if p, ok := batch[key]; ok && p.state != nil {
+		return p.state, nil
+	}
+	s, _, _, err := w.store.Load(ctx, key)
+	if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
+		s = turnstate.New(route.Tenant, id)
+		s.Parent = &turnstate.ParentLink{SessionID: route.SessionID}
+		s.Taints = map[string]*turnstate.Taint{}
+		if rs != nil {
+			for _, t := range rs.Taints {
+				s.Taints[t.ID] = &turnstate.Taint{}
+			}
+		}
+		return s, nil
+	}
+	return s, err
+}
