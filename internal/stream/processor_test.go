@@ -63,6 +63,12 @@ func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startProcessorOf(t, via, cfg, rs, guardian.New(v, guardian.Config{}))
+}
+
+// startProcessorOf starts a processor deciding with g (keys, receipts).
+func startProcessorOf(t testing.TB, via nats.InProcessConnProvider, cfg stream.Config, rs *rules.Set, g *guardian.Guardian) *running {
+	t.Helper()
 	nc, err := nats.Connect("", nats.InProcessServer(via))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +77,7 @@ func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), cfg, log)
+	p, err := stream.New(nc, g, rules.NewSource(rs), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

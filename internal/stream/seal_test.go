@@ -8,17 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -49,26 +45,7 @@ func TestUnsignableIsIsolatedNotPublished(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
-	pnc := natstest.Connect(t, srv)
-	p, err := stream.New(pnc, guardian.New(v, guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv)}), rules.NewSource(defaultRules(t)), cfg,
-		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-				t.Errorf("processor: %v", err)
-			}
-		case <-time.After(waitFor):
-			t.Error("processor did not stop")
-		}
-	})
+	proc := startProcessorOf(t, srv, cfg, defaultRules(t), guardian.New(v, guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv)}))
 	waitForConsumers(t, js, 2)
 
 	const unsigned, signed = "00000000-0000-4000-8000-00000000c001", "00000000-0000-4000-8000-00000000c002"
@@ -91,7 +68,7 @@ func TestUnsignableIsIsolatedNotPublished(t *testing.T) {
 	if code, reason := dl.Header.Get(acs.HdrErrorCode), dl.Header.Get(acs.HdrErrorReason); code != "-32603" || reason != stream.ReasonUnappliable {
 		t.Errorf("dead letter %s %s, want -32603 %s", code, reason, stream.ReasonUnappliable)
 	}
-	if n := p.Stats().Isolated.Load(); n != 1 {
+	if n := proc.p.Stats().Isolated.Load(); n != 1 {
 		t.Errorf("Stats.Isolated = %d, want 1", n)
 	}
 	// Nothing stored on the unsignable envelope's decision subject.
