@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/receipt"
@@ -84,7 +85,7 @@ func connect(nt natsconn.Target) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Logger: zerolog.Nop()})
+	srv, err := embedded.Start(embedded.Config{DataDir: dir, Logger: zerolog.Nop()})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
@@ -148,7 +149,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			self, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleProcessor, Name: "processor-embedded"})
+			self, err := embedded.User(auth, natsauth.User{Role: natsauth.RoleProcessor, Name: "processor-embedded"})
 			if err != nil {
 				return err
 			}
@@ -243,7 +244,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 // authentication (the default), it first makes sure the data dir holds an
 // authority and one credential per role for the operator to hand out.
 func startEmbedded(cfg config, log zerolog.Logger) (*server.Server, func(), error) {
-	ecfg := stream.EmbeddedConfig{DataDir: cfg.dataDir, Listen: cfg.listen, TLSCert: cfg.listenTLSCert, TLSKey: cfg.listenTLSKey, Logger: log}
+	ecfg := embedded.Config{DataDir: cfg.dataDir, Listen: cfg.listen, TLSCert: cfg.listenTLSCert, TLSKey: cfg.listenTLSKey, Logger: log}
 	if cfg.auth == authNone {
 		log.Warn().Msg("AUTHENTICATION IS OFF (--auth none): any local process can publish decisions, edit state and delete streams; development only")
 	} else {
@@ -260,7 +261,7 @@ func startEmbedded(cfg config, log zerolog.Logger) (*server.Server, func(), erro
 			Msg("embedded NATS requires credentials: agent.creds (tenant default), security.creds, admin.creds; mint more with processor creds add")
 		ecfg.Auth = auth
 	}
-	srv, err := stream.StartEmbedded(ecfg)
+	srv, err := embedded.Start(ecfg)
 	if err != nil {
 		return nil, nil, err
 	}

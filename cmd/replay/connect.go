@@ -14,10 +14,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // conn is where the recorded streams are read from.
@@ -50,18 +50,18 @@ func (c *conn) open(ctx context.Context) (src *replay.Source, closeFn func(), er
 		}
 		// A data dir the processor ran on with authentication holds its
 		// authority: open the store as admin, minted on the spot.
-		ecfg := stream.EmbeddedConfig{DataDir: c.dataDir, Logger: zerolog.Nop()}
+		ecfg := embedded.Config{DataDir: c.dataDir, Logger: zerolog.Nop()}
 		var admin nats.Option
 		if auth, err := natsauth.Load(filepath.Join(c.dataDir, "auth")); err == nil {
-			if admin, err = stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin, Name: "replay"}); err != nil {
+			if admin, err = embedded.User(auth, natsauth.User{Role: natsauth.RoleAdmin, Name: "replay"}); err != nil {
 				return nil, nil, err
 			}
 			ecfg.Auth = auth
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, nil, err
 		}
-		srv, err := stream.StartEmbedded(ecfg)
-		if errors.Is(err, stream.ErrDataDirInUse) {
+		srv, err := embedded.Start(ecfg)
+		if errors.Is(err, embedded.ErrDataDirInUse) {
 			return nil, nil, fmt.Errorf("a processor is running on %s (%w); connect to it instead, e.g. --nats-url nats://127.0.0.1:4222", c.dataDir, err)
 		}
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
@@ -29,7 +30,7 @@ import (
 // sessions. It returns a function that stops processor and server.
 func recordExamples(t *testing.T, dataDir string) (stop func()) {
 	t.Helper()
-	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dataDir, Logger: zerolog.Nop()})
+	srv, err := embedded.Start(embedded.Config{DataDir: dataDir, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

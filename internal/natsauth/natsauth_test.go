@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -38,7 +39,7 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 	if err != nil || !created {
 		t.Fatalf("LoadOrCreate: created %v, %v", created, err)
 	}
-	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
+	srv := startEmbedded(t, embedded.Config{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
 	connect := func(u natsauth.User) *conn {
 		t.Helper()
 		path := filepath.Join(dir, "creds", u.DisplayName()+".creds")
@@ -75,9 +76,9 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 
 // startEmbedded starts an embedded server for the test, shut down when it
 // ends.
-func startEmbedded(t *testing.T, cfg stream.EmbeddedConfig) *server.Server {
+func startEmbedded(t *testing.T, cfg embedded.Config) *server.Server {
 	t.Helper()
-	srv, err := stream.StartEmbedded(cfg)
+	srv, err := embedded.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestUnauthenticatedClientsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", Auth: auth, Logger: zerolog.Nop()})
+	srv := startEmbedded(t, embedded.Config{DataDir: dir, Listen: "127.0.0.1:0", Auth: auth, Logger: zerolog.Nop()})
 	if nc, err := nats.Connect(srv.ClientURL()); err == nil {
 		nc.Close()
 		t.Fatal("a client without credentials connected")
@@ -265,7 +266,7 @@ func TestUnauthenticatedClientsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt, err := stream.EmbeddedUser(other, natsauth.User{Role: natsauth.RoleAdmin})
+	opt, err := embedded.User(other, natsauth.User{Role: natsauth.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,8 +389,8 @@ func TestEmbeddedTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Auth: auth, Logger: zerolog.Nop()})
-	admin, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin})
+	srv := startEmbedded(t, embedded.Config{DataDir: dir, Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Auth: auth, Logger: zerolog.Nop()})
+	admin, err := embedded.User(auth, natsauth.User{Role: natsauth.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +418,7 @@ func TestOpenStoreIsAdopted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	open, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: dir, Logger: zerolog.Nop()})
+	open, err := embedded.Start(embedded.Config{DataDir: dir, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,8 +441,8 @@ func TestOpenStoreIsAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startEmbedded(t, stream.EmbeddedConfig{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
-	admin, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleAdmin})
+	srv := startEmbedded(t, embedded.Config{DataDir: dir, Auth: auth, Logger: zerolog.Nop()})
+	admin, err := embedded.User(auth, natsauth.User{Role: natsauth.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}

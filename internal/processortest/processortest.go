@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/rules"
@@ -46,11 +47,11 @@ func Start(t testing.TB, cfg stream.Config) *Rig {
 	if _, err := auth.WriteCreds(r.AdminCreds, natsauth.User{Role: natsauth.RoleAdmin}); err != nil {
 		t.Fatal(err)
 	}
-	if r.Server, err = stream.StartEmbedded(stream.EmbeddedConfig{DataDir: r.DataDir, Listen: "127.0.0.1:0", Auth: auth, Logger: zerolog.Nop()}); err != nil {
+	if r.Server, err = embedded.Start(embedded.Config{DataDir: r.DataDir, Listen: "127.0.0.1:0", Auth: auth, Logger: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Server.Shutdown(); r.Server.WaitForShutdown() })
-	self, err := stream.EmbeddedUser(auth, natsauth.User{Role: natsauth.RoleProcessor, Name: "test"})
+	self, err := embedded.User(auth, natsauth.User{Role: natsauth.RoleProcessor, Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

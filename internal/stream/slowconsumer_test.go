@@ -12,15 +12,15 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/testwait"
 )
 
 // TestSlowConsumerIsCutOff: a client subscribed to acs.> that never reads
-// is disconnected as a slow consumer once more than EmbeddedMaxPending
+// is disconnected as a slow consumer once more than MaxPending
 // waits for it, and the processor keeps deciding meanwhile.
 func TestSlowConsumerIsCutOff(t *testing.T) {
-	srv, err := stream.StartEmbedded(stream.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Logger: zerolog.Nop(),
+	srv, err := embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Logger: zerolog.Nop(),
 		WriteDeadline: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestSlowConsumerIsCutOff(t *testing.T) {
 	// up on it: at most twice its pending limit.
 	chunk := bytes.Repeat([]byte("x"), 1<<20)
 	for i := 0; srv.NumSlowConsumersClients() == 0; i++ {
-		if i > 2*stream.EmbeddedMaxPending/len(chunk) {
+		if i > 2*embedded.MaxPending/len(chunk) {
 			t.Fatalf("%d MiB published to a subscriber that never reads, and no slow consumer", i)
 		}
 		if err := nc.Publish("acs.flood.x", chunk); err != nil {

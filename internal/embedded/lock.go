@@ -1,4 +1,4 @@
-package stream
+package embedded
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// ErrDataDirInUse is returned by StartEmbedded when another process (a
+// ErrDataDirInUse is returned by Start when another process (a
 // processor or a replay) runs an embedded server on the same data
 // directory. Two servers on one store would corrupt it.
 var ErrDataDirInUse = errors.New("data directory in use by another turnguard process")
@@ -36,7 +36,7 @@ func lockDataDir(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("data directory lock: %w", err)
 	}
 	// A server of this process that has just shut down releases its lock
-	// a moment later (see StartEmbedded), so a busy lock is retried
+	// a moment later (see Start), so a busy lock is retried
 	// briefly before it counts as another process's.
 	for attempt := 1; ; attempt++ {
 		if err = tryLock(f); err == nil || attempt == lockAttempts {

@@ -1,6 +1,6 @@
 //go:build windows
 
-package stream
+package embedded
 
 import (
 	"os"

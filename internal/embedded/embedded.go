@@ -1,4 +1,4 @@
-package stream
+package embedded
 
 import (
 	"fmt"
@@ -15,10 +15,10 @@ import (
 	"github.com/turnguard/turnguard/internal/natsauth"
 )
 
-// EmbeddedMaxPayload is the embedded server's max_payload. It is above the
+// MaxPayload is the embedded server's max_payload. It is above the
 // ACS_HOOKS 1 MiB message limit so that a refused message of up to that size
 // still fits, with its headers, into the dead-letter stream.
-const EmbeddedMaxPayload = 2 << 20
+const MaxPayload = 2 << 20
 
 // The embedded server's slow-consumer bounds. A client that does not read
 // what it subscribed to — a subscriber on acs.> that never reads, say —
@@ -30,12 +30,12 @@ const EmbeddedMaxPayload = 2 << 20
 // risk cutting off the processor itself, whose partition workers pull up
 // to --batch-size envelopes of up to 1 MiB at a time.
 const (
-	EmbeddedMaxPending    = 64 << 20
-	EmbeddedWriteDeadline = 10 * time.Second
+	MaxPending           = 64 << 20
+	DefaultWriteDeadline = 10 * time.Second
 )
 
-// EmbeddedConfig configures the in-process NATS JetStream server.
-type EmbeddedConfig struct {
+// Config configures the in-process NATS JetStream server.
+type Config struct {
 	// DataDir holds the JetStream store (under DataDir/jetstream).
 	DataDir string
 	// Listen is the client address host:port (port 0: any free port, see
@@ -49,21 +49,21 @@ type EmbeddedConfig struct {
 	TLSCert, TLSKey string
 	Logger          zerolog.Logger
 	// WriteDeadline is how long a write to a client may block before the
-	// client is disconnected as a slow consumer; 0: EmbeddedWriteDeadline.
+	// client is disconnected as a slow consumer; 0: DefaultWriteDeadline.
 	WriteDeadline time.Duration
 }
 
-// StartEmbedded starts a single-node NATS JetStream server in this process
+// Start starts a single-node NATS JetStream server in this process
 // and waits until it accepts connections.
-func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
+func Start(cfg Config) (*server.Server, error) {
 	opts := &server.Options{
 		ServerName: "turnguard",
 		JetStream:  true,
 		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
-		MaxPayload: EmbeddedMaxPayload,
-		MaxPending: EmbeddedMaxPending,
+		MaxPayload: MaxPayload,
+		MaxPending: MaxPending,
 		// WriteTimeout's default policy: a client, not a route, is closed.
-		WriteDeadline: EmbeddedWriteDeadline,
+		WriteDeadline: DefaultWriteDeadline,
 		// The processor owns signal handling and shuts the server down itself.
 		NoSigs: true,
 	}
@@ -168,10 +168,10 @@ func adoptOpenStore(storeDir, account string, log zerolog.Logger) error {
 	return nil
 }
 
-// EmbeddedUser is the connection option of an in-process client of an
+// User is the connection option of an in-process client of an
 // authenticated embedded server, minted for the role on the spot: the
 // processor's own identity never has to lie in a file.
-func EmbeddedUser(auth *natsauth.Authority, u natsauth.User) (nats.Option, error) {
+func User(auth *natsauth.Authority, u natsauth.User) (nats.Option, error) {
 	j, seed, err := auth.Issue(u)
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func EmbeddedUser(auth *natsauth.Authority, u natsauth.User) (nats.Option, error
 
 // serverLogger routes nats-server's log lines into zerolog. The server's
 // notices are routine, so they go out at debug level; a fatal error is also
-// handed to StartEmbedded.
+// handed to Start.
 type serverLogger struct {
 	log   zerolog.Logger
 	fatal chan<- string
