@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
 )
 
@@ -804,7 +805,7 @@ func TestNoStaleAnswerAfterRestart(t *testing.T) {
 				}
 			}
 			// And the stream: one decision per inbound sequence.
-			js := newJetStream(t, nc)
+			js := natstest.JetStream(t, nc)
 			for seq, ms := range decisionsBySeq(t, js) {
 				if len(ms) != 1 {
 					t.Errorf("inbound sequence %d has %d decisions", seq, len(ms))

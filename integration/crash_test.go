@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
@@ -103,7 +104,7 @@ func pause(r *rand.Rand, from, to time.Duration) {
 // loadgen run, three times, restarting it each time.
 func TestKill9UnderLoad(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
-	js := newJetStream(t, connect(t, url))
+	js := natstest.JetStream(t, connect(t, url))
 	args := []string{"--nats-url", url, "--batch-size", "64"}
 	p := startProcessor(t, args...)
 	l := startLoad(t, url, 1500, 12*time.Second)
@@ -124,7 +125,7 @@ func TestKill9UnderLoad(t *testing.T) {
 // bringing it back a few seconds later.
 func TestClusterNodeKill(t *testing.T) {
 	c := natsCluster(t, 3)
-	js := newJetStream(t, connect(t, c.url()))
+	js := natstest.JetStream(t, connect(t, c.url()))
 	p := startProcessor(t, "--nats-url", c.url(), "--replicas", "3")
 	l := startLoad(t, c.url(), 600, 15*time.Second)
 	r := killer(t)
@@ -137,7 +138,7 @@ func TestClusterNodeKill(t *testing.T) {
 	l.finish(t)
 	// Read back through a node that stayed up: the one that came back may
 	// still be catching up and leave requests unanswered.
-	survivor := newJetStream(t, connect(t, c.urls[(leader+1)%len(c.urls)]))
+	survivor := natstest.JetStream(t, connect(t, c.urls[(leader+1)%len(c.urls)]))
 	checkExactlyOnce(t, survivor, count(t, survivor, "ACS_HOOKS"))
 	p.stop(t)
 }
@@ -149,7 +150,7 @@ func TestInstancesShareAndOneDies(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) {
 			url, _ := natsServer(t, t.TempDir())
-			js := newJetStream(t, connect(t, url))
+			js := natstest.JetStream(t, connect(t, url))
 			var ps []*proc
 			var ids []string
 			for i := range n {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turnguard/turnguard/internal/natstest"
 )
 
 // longTurnEnvelope is a schema-valid turnStart or turnEnd of session sid
@@ -37,7 +39,7 @@ func TestLongTurnIDsDoNotWedgeAPartition(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 
 	attacker := sessionID(1000)
 	start := exampleEnvelopes(attacker)[0] // sessionStart

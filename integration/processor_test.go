@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
@@ -251,7 +252,7 @@ func TestAgainstExternalServer(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	p := startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil { // as `nats pub` does
 			t.Fatal(err)
@@ -290,11 +291,11 @@ func TestKill9(t *testing.T) {
 	const sessions = 150
 	url, _ := natsServer(t, t.TempDir())
 	nc := connect(t, url)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	p := startProcessor(t, "--nats-url", url, "--batch-size", "16")
 	published := make(chan error, 1)
 	go func() {
-		pjs := newJetStream(t, nc, jetstream.WithPublishAsyncMaxPending(64))
+		pjs := natstest.JetStream(t, nc, jetstream.WithPublishAsyncMaxPending(64))
 		for i := range sessions {
 			for _, e := range exampleEnvelopes(sessionID(i)) {
 				if _, err := pjs.PublishMsgAsync(&nats.Msg{Subject: e.subject, Data: e.data}); err != nil {
@@ -344,7 +345,7 @@ func embeddedWithExample(t *testing.T) (dataDir, listen string, p *proc, nc *nat
 	p = startProcessor(t, "--data-dir", dataDir, "--listen", "127.0.0.1:0")
 	listen = addrOf(t, p, natsListener)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(dataDir, "creds", "admin.creds"))
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	for _, e := range exampleEnvelopes(exampleSession) {
 		if err := nc.Publish(e.subject, e.data); err != nil {
 			t.Fatal(err)
@@ -368,7 +369,7 @@ func TestEmbeddedServer(t *testing.T) {
 	// Back on the port the first start reported, as a restarted service.
 	startProcessor(t, "--data-dir", data, "--listen", listen)
 	nc = connectAs(t, "nats://"+listen, filepath.Join(data, "creds", "admin.creds"))
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	checkCompleteSession(t, js, exampleSession)
 	// The session ended before the restart; a late step is refused.
 	late := exampleEnvelopes(exampleSession)[2]
@@ -436,7 +437,7 @@ func TestNearLimitMessageOnDefaultServer(t *testing.T) {
 	url, _ := natsServer(t, t.TempDir())
 	startProcessor(t, "--nats-url", url)
 	nc := connect(t, url)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	subject := "acs.hooks.default." + exampleSession + ".userMessage"
 	big := []byte(strings.Repeat("x", 1_048_400))
 	if _, err := js.Publish(withTimeout(t, 10*time.Second), subject, big); err != nil {
@@ -491,7 +492,7 @@ rules:
 	p := startProcessor(t, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--rules", file)
 	listen := addrOf(t, p, natsListener)
 	nc := connectAs(t, "nats://"+listen, filepath.Join(dir, "data", "creds", "admin.creds"))
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	ops, err := nc.SubscribeSync("acs.alerts._system.>")
 	if err != nil {
 		t.Fatal(err)
@@ -642,7 +643,7 @@ func TestReceiptsOff(t *testing.T) {
 			}
 			p := startProcessor(t, args...)
 			nc := connect(t, url)
-			js := newJetStream(t, nc)
+			js := natstest.JetStream(t, nc)
 			for _, e := range exampleEnvelopes(exampleSession) {
 				if err := nc.Publish(e.subject, e.data); err != nil {
 					t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -227,16 +226,6 @@ func pinned(args []string, flag, addr string) []string {
 		}
 	}
 	return out
-}
-
-// newJetStream is jetstream.New for a test's setup: an error fails t.
-func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
-	t.Helper()
-	js, err := jetstream.New(nc, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }
 
 // connect retries until the server at url answers.

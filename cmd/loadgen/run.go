@@ -20,7 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/natsconn"
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
@@ -210,13 +210,13 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if o.backlog {
 		// The streams a processor would create, so the backlog has
 		// somewhere to go before any processor runs.
-		topo := stream.DefaultTopology()
+		topo := topology.Default()
 		topo.Partitions = o.partitions
 		ejs, err := jetstream.New(t.nc)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := stream.Ensure(ctx, ejs, topo); err != nil {
+		if err := topology.Ensure(ctx, ejs, topo); err != nil {
 			return nil, nil, err
 		}
 	} else if err := t.startProcessors(ctx, embedded); err != nil {

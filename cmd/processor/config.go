@@ -16,6 +16,7 @@ import (
 	"github.com/turnguard/turnguard/internal/logging"
 	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/topology"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
 
@@ -206,10 +207,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 // retentionFlags adds the --<stream>-max-age and --<stream>-max-bytes flags
 // of the four streams (README "Limits"). They apply to existing streams too.
-func retentionFlags(fs *flag.FlagSet, t *stream.Topology) {
+func retentionFlags(fs *flag.FlagSet, t *topology.Topology) {
 	for _, r := range []struct {
 		flag, stream, age, reached string
-		retention                  *stream.Retention
+		retention                  *topology.Retention
 	}{
 		{"hooks", acs.HooksStream, "; at least --session-ttl: older sessions cannot be rebuilt, and replay sees only what is kept",
 			"further envelopes are refused (publishers get an error, agents their on_decision_failure) until old ones age out", &t.HooksRetention},

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/topology"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -72,7 +72,7 @@ func TestParseFlags(t *testing.T) {
 		// The streams' retention.
 		{"retention by default", nil, nil, func(c config) bool {
 			tp := c.processor.Topology
-			for _, r := range []stream.Retention{tp.HooksRetention, tp.DecisionsRetention, tp.AlertsRetention, tp.DLQRetention} {
+			for _, r := range []topology.Retention{tp.HooksRetention, tp.DecisionsRetention, tp.AlertsRetention, tp.DLQRetention} {
 				if r.MaxAge != 7*24*time.Hour || r.MaxBytes != 0 {
 					return false
 				}
@@ -82,10 +82,10 @@ func TestParseFlags(t *testing.T) {
 		{"retention flags", nil, []string{"--hooks-max-age", "720h", "--hooks-max-bytes", "10GiB", "--decisions-max-age", "0", "--decisions-max-bytes", "512MiB",
 			"--alerts-max-age", "48h", "--alerts-max-bytes", "1GB", "--dlq-max-age", "24h", "--dlq-max-bytes", "2097152"}, func(c config) bool {
 			tp := c.processor.Topology
-			return tp.HooksRetention == stream.Retention{MaxAge: 720 * time.Hour, MaxBytes: 10 << 30} &&
-				tp.DecisionsRetention == stream.Retention{MaxAge: 0, MaxBytes: 512 << 20} &&
-				tp.AlertsRetention == stream.Retention{MaxAge: 48 * time.Hour, MaxBytes: 1e9} &&
-				tp.DLQRetention == stream.Retention{MaxAge: 24 * time.Hour, MaxBytes: 2 << 20}
+			return tp.HooksRetention == topology.Retention{MaxAge: 720 * time.Hour, MaxBytes: 10 << 30} &&
+				tp.DecisionsRetention == topology.Retention{MaxAge: 0, MaxBytes: 512 << 20} &&
+				tp.AlertsRetention == topology.Retention{MaxAge: 48 * time.Hour, MaxBytes: 1e9} &&
+				tp.DLQRetention == topology.Retention{MaxAge: 24 * time.Hour, MaxBytes: 2 << 20}
 		}, ""},
 		{"retention from the environment", map[string]string{"TURNGUARD_HOOKS_MAX_BYTES": "20GiB", "TURNGUARD_ALERTS_MAX_AGE": "2160h"}, nil, func(c config) bool {
 			tp := c.processor.Topology

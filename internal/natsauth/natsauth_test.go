@@ -25,7 +25,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/natsauth"
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
@@ -68,7 +68,7 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 	}
 	proc := connect(natsauth.User{Role: natsauth.RoleProcessor})
 	ctx := context.Background()
-	if err := stream.Ensure(ctx, proc.js, stream.DefaultTopology()); err != nil {
+	if err := topology.Ensure(ctx, proc.js, topology.Default()); err != nil {
 		t.Fatalf("the processor role cannot create the topology: %v", err)
 	}
 	return connect
@@ -427,7 +427,7 @@ func TestOpenStoreIsAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 	js, _ := jetstream.New(nc)
-	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
+	if err := topology.Ensure(ctx, js, topology.Default()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := js.Publish(ctx, "acs.hooks.default.s1.sessionStart", []byte(`{}`)); err != nil {

@@ -4,11 +4,13 @@
 package natstest
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // RunServer starts an in-process single-node JetStream server without a
@@ -58,4 +60,39 @@ func Connect(t testing.TB, s *server.Server) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// JetStream is jetstream.New(nc, opts...), failing t on an error.
+func JetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// Publish stores one message the way `nats pub` does and returns its
+// stream sequence.
+func Publish(t testing.TB, js jetstream.JetStream, subject string, data []byte) uint64 {
+	t.Helper()
+	ack, err := js.Publish(context.Background(), subject, data)
+	if err != nil {
+		t.Fatalf("publish %s: %v", subject, err)
+	}
+	return ack.Sequence
+}
+
+// CountMsgs is how many messages the stream name holds.
+func CountMsgs(t testing.TB, js jetstream.JetStream, name string) int {
+	t.Helper()
+	s, err := js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(info.State.Msgs)
 }

@@ -47,7 +47,7 @@ func TestCountsAgree(t *testing.T) {
 					listed[s.SessionID] = s
 				}
 			}
-			js := newJetStream(t, natstest.Connect(t, rec.srv))
+			js := natstest.JetStream(t, natstest.Connect(t, rec.srv))
 			kv, err := js.KeyValue(ctx, acs.StateBucket)
 			if err != nil {
 				t.Fatal(err)

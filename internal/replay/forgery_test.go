@@ -164,7 +164,7 @@ func TestVerifyReportsForgeries(t *testing.T) {
 // publishRaw publishes messages into a server's streams as they are.
 func publishRaw(t *testing.T, srv *server.Server, msgs []recordedMsg) {
 	t.Helper()
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	for _, m := range msgs {
 		if _, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
 			t.Fatalf("publish %s: %v", m.Subject, err)

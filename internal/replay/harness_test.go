@@ -57,7 +57,7 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 	kr, signer := testKeys(t)
 	r := &recorder{t: t, srv: natstest.RunServer(t), cfg: guardian.Config{Keys: kr, Receipts: signer}}
 	nc := natstest.Connect(t, r.srv)
-	r.js = newJetStream(t, nc)
+	r.js = natstest.JetStream(t, nc)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
 	pnc, err := nats.Connect("", nats.InProcessServer(r.srv))
@@ -150,19 +150,9 @@ func (r *recorder) source() *replay.Source {
 	return openSource(r.t, r.srv)
 }
 
-// newJetStream is jetstream.New for a test's setup: an error fails t.
-func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
-	t.Helper()
-	js, err := jetstream.New(nc, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 func openSource(t testing.TB, srv *server.Server) *replay.Source {
 	t.Helper()
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	src, err := replay.Open(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)

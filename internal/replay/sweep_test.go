@@ -64,7 +64,7 @@ func recordSweepWorld(t *testing.T) *sweepWorld {
 // prefix for which match holds.
 func stored(t *testing.T, srv *server.Server, name, prefix string, match func(recordedMsg) bool) recordedMsg {
 	t.Helper()
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	for _, m := range readStream(t, js, name) {
 		if strings.HasPrefix(m.Subject, prefix) && match(m) {
 			return m
@@ -88,7 +88,7 @@ func envelopeSeq(t *testing.T, srv *server.Server, tenant, session string) uint6
 // returns the stream sequence each was stored at.
 func publishAcked(t *testing.T, srv *server.Server, msgs []recordedMsg) []uint64 {
 	t.Helper()
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	var seqs []uint64
 	for _, m := range msgs {
 		ack, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
@@ -102,7 +102,7 @@ func publishAcked(t *testing.T, srv *server.Server, msgs []recordedMsg) []uint64
 
 func streamCount(t *testing.T, srv *server.Server, name string) int {
 	t.Helper()
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	return len(readStream(t, js, name))
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/topology"
 )
 
 // recordedMsg is one stored message of a recording, as a copy republishes it.
@@ -56,15 +56,15 @@ func readStream(t *testing.T, js jetstream.JetStream, name string) []recordedMsg
 func copyRecording(t *testing.T, from *server.Server, edit func(hooks, decisions []recordedMsg) ([]recordedMsg, []recordedMsg)) *server.Server {
 	t.Helper()
 	ctx := context.Background()
-	js := newJetStream(t, natstest.Connect(t, from))
+	js := natstest.JetStream(t, natstest.Connect(t, from))
 	hooks, decisions := edit(readStream(t, js, acs.HooksStream), readStream(t, js, acs.DecisionsStream))
 	alerts := readStream(t, js, acs.AlertsStream)
 
 	to := natstest.RunServer(t)
-	cjs := newJetStream(t, natstest.Connect(t, to))
-	topo := stream.DefaultTopology()
+	cjs := natstest.JetStream(t, natstest.Connect(t, to))
+	topo := topology.Default()
 	topo.Partitions = 4
-	if err := stream.Ensure(ctx, cjs, topo); err != nil {
+	if err := topology.Ensure(ctx, cjs, topo); err != nil {
 		t.Fatal(err)
 	}
 	put := func(subject string, m recordedMsg) {

@@ -11,6 +11,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/msghdr"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
@@ -20,6 +21,9 @@ type pending[T any] struct {
 	state *T
 	rev   uint64
 	dirty bool
+	// touched is set once an envelope of the batch was decided in this
+	// state; before that it holds the committed state prefetch read.
+	touched bool
 	// out is what the batch publishes because of this state, and outbox
 	// the same as saved with it.
 	out    []*nats.Msg
@@ -27,6 +31,34 @@ type pending[T any] struct {
 	// refuse is set for a session whose stored state failed its integrity
 	// check and could not be rebuilt (integrity.go).
 	refuse *acs.Error
+}
+
+// batch is what apply keeps while it applies one batch.
+type batch struct {
+	ins []inbound
+	// rules is one rule set for the whole batch, even if a reload lands
+	// meanwhile; byAgent says whether any of its rules counts per agent.
+	rules    *rules.Set
+	byAgent  bool
+	sessions map[string]*pending[turnstate.Session]
+	agents   map[string]*pending[turnstate.Agent]
+	// spawned are the first states of the subagent sessions the batch
+	// started.
+	spawned []*turnstate.Session
+	// direct holds publications tied to no stored session: dead letters
+	// of unroutable subjects, refusals in sessions that do not exist or
+	// whose state cannot be trusted.
+	direct []*nats.Msg
+	// conflict is set when a write lost its revision check: what was
+	// written stands, the rest of the batch is decided again.
+	conflict bool
+}
+
+// sessionWrite is one touched session's state, with its outbox, encoded
+// for its compare-and-set write.
+type sessionWrite struct {
+	key string
+	msg *nats.Msg
 }
 
 // apply decides every message of the batch against the committed session
@@ -41,130 +73,194 @@ type pending[T any] struct {
 func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 	defer cancel()
-	sessions := map[string]*pending[turnstate.Session]{}
-	agents := map[string]*pending[turnstate.Agent]{}
-	var spawned []*turnstate.Session
-	// direct holds publications tied to no stored session: dead letters
-	// of unroutable subjects, refusals in sessions that do not exist.
-	var direct []*nats.Msg
-	// One rule set for the whole batch, even if a reload lands meanwhile.
-	rs := w.rules.Current()
-	byAgent := rs != nil && rs.AgentKeyed()
 	w.forget()
+	rs := w.rules.Current()
+	b := &batch{ins: ins, rules: rs, byAgent: rs != nil && rs.AgentKeyed(),
+		sessions: map[string]*pending[turnstate.Session]{}, agents: map[string]*pending[turnstate.Agent]{}}
+	if err := w.prefetch(ctx, b); err != nil {
+		return err
+	}
 	for i := range ins {
-		in := &ins[i]
+		if err := w.decideOne(ctx, b, &ins[i]); err != nil {
+			return err
+		}
+	}
+	if err := w.commitAgents(ctx, b); err != nil {
+		return err
+	}
+	if err := w.createSpawned(ctx, b); err != nil {
+		return err
+	}
+	writes, err := w.sessionWrites(ctx, b)
+	if err != nil {
+		return err
+	}
+	saved, err := w.writeSessions(ctx, b, writes)
+	if err != nil {
+		return err
+	}
+	outboxes := [][]*nats.Msg{b.direct}
+	for _, key := range saved {
+		outboxes = append(outboxes, b.sessions[key].out)
+	}
+	if err := w.publishOutboxes(ctx, outboxes...); err != nil {
+		return err
+	}
+	for _, key := range saved {
+		w.cache.published(key)
+	}
+	if b.conflict {
+		return errConflict
+	}
+	w.stats.Processed.Add(uint64(len(ins)))
+	w.report(len(ins))
+	return nil
+}
+
+// prefetch reads the committed state of every session the batch touches,
+// in the order the batch first names them (session publishes what a
+// session's last write left unpublished, which must go out before
+// anything of this batch).
+func (w *worker) prefetch(ctx context.Context, b *batch) error {
+	for i := range b.ins {
+		in := &b.ins[i]
 		if in.routeErr != nil {
-			out := w.guardian.Unroutable(in.routeErr)
-			direct = append(direct, w.deadLetter(in, out))
-			w.noteDecision(in, &out)
 			continue
 		}
 		key := in.route.SessionKey()
-		p, ok := sessions[key]
-		if !ok {
-			c, err := w.session(ctx, in)
-			if err != nil {
-				return err
-			}
-			p = &pending[turnstate.Session]{rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
-			if c.state != nil {
-				p.state = c.state.Clone()
-			}
-			sessions[key] = p
-		}
-		if p.refuse != nil {
-			// Its state cannot be trusted: refused, answered and
-			// dead-lettered, nothing written.
-			out := w.guardian.Refuse(in.route, in.msg, p.refuse)
-			sealed, err := w.seal(in, &out)
-			if err != nil {
-				return err
-			}
-			direct = append(direct, w.deadLetter(in, out), w.decisionMsg(in, out, sealed))
-			w.noteDecision(in, &out)
+		if _, ok := b.sessions[key]; ok {
 			continue
 		}
-		var pa *pending[turnstate.Agent]
-		var facts guardian.Facts
-		// Read only when needed (most envelopes need neither), and then
-		// once for both look-ups.
-		if byAgent || in.route.Hook == "subagentStop" {
-			facts, _ = guardian.ReadFacts(in.msg.Data)
-		}
-		if byAgent {
-			if id := facts.AgentID; id != "" {
-				akey := turnstate.AgentKey(in.route.Tenant, id)
-				if pa = agents[akey]; pa == nil {
-					c, err := load(ctx, w.agents, akey, w.store.LoadAgent)
-					if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
-						c, err = w.unverifiedAgent(ctx, ie, in.msg.Seq)
-					}
-					if err != nil {
-						return err
-					}
-					pa = &pending[turnstate.Agent]{rev: c.rev, dirty: c.rebuilt, state: turnstate.NewAgent(in.route.Tenant, id)}
-					if c.state != nil {
-						pa.state = c.state.Clone()
-					}
-					agents[akey] = pa
-				}
-			}
-		}
-		var agent *turnstate.Agent
-		if pa != nil {
-			agent = pa.state
-		}
-		msg := in.msg
-		if id := facts.SubagentSessionID; in.route.Hook == "subagentStop" && id != "" {
-			sub, err := w.subagent(ctx, rs, in.route, id, sessions)
-			if err != nil {
-				return err
-			}
-			msg.Subagent = sub
-		}
-		out, err := w.decide(rs, p.state, agent, in, msg)
+		c, err := w.session(ctx, in)
 		if err != nil {
 			return err
 		}
-		if out.Skipped {
-			w.stats.Skipped.Add(1)
-			continue
+		p := &pending[turnstate.Session]{rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
+		if c.state != nil {
+			p.state = c.state.Clone()
 		}
-		// Sealed before any effect is taken up: an outcome that cannot be
-		// signed fails the batch, and nothing of it is published unsigned.
+		b.sessions[key] = p
+	}
+	return nil
+}
+
+// decideOne decides in against its session's pending state and takes up
+// the outcome: the new states, the spawned session, and what the session
+// publishes because of it.
+func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
+	if in.routeErr != nil {
+		out := w.guardian.Unroutable(in.routeErr)
+		b.direct = append(b.direct, w.deadLetter(in, out))
+		w.noteDecision(in, &out)
+		return nil
+	}
+	p := b.sessions[in.route.SessionKey()]
+	p.touched = true
+	if p.refuse != nil {
+		// Its state cannot be trusted: refused, answered and
+		// dead-lettered, nothing written.
+		out := w.guardian.Refuse(in.route, in.msg, p.refuse)
 		sealed, err := w.seal(in, &out)
 		if err != nil {
 			return err
 		}
-		if out.State != nil {
-			p.state, p.dirty = out.State, true
-		}
-		if out.Agent != nil && pa != nil {
-			pa.state, pa.dirty = out.Agent, true
-		}
-		if out.Spawned != nil {
-			spawned = append(spawned, out.Spawned)
-		}
+		b.direct = append(b.direct, w.deadLetter(in, out), w.decisionMsg(in, out, sealed))
 		w.noteDecision(in, &out)
-		if out.Refusal != nil {
-			p.out = append(p.out, w.deadLetter(in, out))
-		}
-		// Alerts go out before their decision, so that a session's
-		// publications end with a decision: finding that decision stored
-		// tells a later load that the whole outbox went out (flushOutbox).
-		for i, a := range out.Alerts {
-			p.out = append(p.out, w.alertMsg(a, sealed.Alerts[i], in.msg.Seq))
-		}
-		if out.Response != nil {
-			p.out = append(p.out, w.decisionMsg(in, out, sealed))
+		return nil
+	}
+	var facts guardian.Facts
+	// Read only when needed (most envelopes need neither), and then once
+	// for both look-ups.
+	if b.byAgent || in.route.Hook == "subagentStop" {
+		facts, _ = guardian.ReadFacts(in.msg.Data)
+	}
+	pa, err := w.agentOf(ctx, b, in, facts.AgentID)
+	if err != nil {
+		return err
+	}
+	var agent *turnstate.Agent
+	if pa != nil {
+		agent = pa.state
+	}
+	msg := in.msg
+	if id := facts.SubagentSessionID; in.route.Hook == "subagentStop" && id != "" {
+		if msg.Subagent, err = w.subagent(ctx, b.rules, in.route, id, b.sessions); err != nil {
+			return err
 		}
 	}
-	// Agents are shared across partitions, so their counts are made
-	// durable before any decision that depends on them is published: a lost
-	// race re-decides the batch with nothing out yet, and an envelope
-	// decided again after a crash is not counted twice (Agent.Applied).
+	out, err := w.decide(b.rules, p.state, agent, in, msg)
+	if err != nil {
+		return err
+	}
+	if out.Skipped {
+		w.stats.Skipped.Add(1)
+		return nil
+	}
+	// Sealed before any effect is taken up: an outcome that cannot be
+	// signed fails the batch, and nothing of it is published unsigned.
+	sealed, err := w.seal(in, &out)
+	if err != nil {
+		return err
+	}
+	if out.State != nil {
+		p.state, p.dirty = out.State, true
+	}
+	if out.Agent != nil && pa != nil {
+		pa.state, pa.dirty = out.Agent, true
+	}
+	if out.Spawned != nil {
+		b.spawned = append(b.spawned, out.Spawned)
+	}
+	w.noteDecision(in, &out)
+	if out.Refusal != nil {
+		p.out = append(p.out, w.deadLetter(in, out))
+	}
+	// Alerts go out before their decision, so that a session's
+	// publications end with a decision: finding that decision stored tells
+	// a later load that the whole outbox went out (flushOutbox).
+	for i, a := range out.Alerts {
+		p.out = append(p.out, w.alertMsg(a, sealed.Alerts[i], in.msg.Seq))
+	}
+	if out.Response != nil {
+		p.out = append(p.out, w.decisionMsg(in, out, sealed))
+	}
+	return nil
+}
+
+// agentOf returns the pending state of the agent id, read at its first
+// envelope in the batch; nil when the rules count nothing per agent or the
+// envelope names no agent.
+func (w *worker) agentOf(ctx context.Context, b *batch, in *inbound, id string) (*pending[turnstate.Agent], error) {
+	if !b.byAgent || id == "" {
+		return nil, nil
+	}
+	key := turnstate.AgentKey(in.route.Tenant, id)
+	if pa := b.agents[key]; pa != nil {
+		return pa, nil
+	}
+	c, err := load(ctx, w.agents, key, w.store.LoadAgent)
+	if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
+		c, err = w.unverifiedAgent(ctx, ie, in.msg.Seq)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pa := &pending[turnstate.Agent]{rev: c.rev, dirty: c.rebuilt, state: turnstate.NewAgent(in.route.Tenant, id)}
+	if c.state != nil {
+		pa.state = c.state.Clone()
+	}
+	b.agents[key] = pa
+	return pa, nil
+}
+
+// commitAgents writes the agents the batch changed. Agents are shared
+// across partitions, so their counts are made durable before any decision
+// that depends on them is published: a lost race re-decides the batch with
+// nothing out yet, and an envelope decided again after a crash is not
+// counted twice (Agent.Applied).
+func (w *worker) commitAgents(ctx context.Context, b *batch) error {
 	conflict := false
-	for key, pa := range agents {
+	for key, pa := range b.agents {
 		if !pa.dirty {
 			continue
 		}
@@ -182,11 +278,16 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	if conflict {
 		return errConflict
 	}
-	// A subagent's first state (its link to the spawning turn) is created
-	// before the spawning session's write: once that write is stored the
-	// spawn is applied and would not be made again after a crash. Creating
-	// it is idempotent, and the same from any instance.
-	for _, s := range spawned {
+	return nil
+}
+
+// createSpawned creates the first state of each subagent session the batch
+// started (its link to the spawning turn), before the spawning session's
+// write: once that write is stored the spawn is applied and would not be
+// made again after a crash. Creating it is idempotent, and the same from
+// any instance.
+func (w *worker) createSpawned(ctx context.Context, b *batch) error {
+	for _, s := range b.spawned {
 		created, err := w.store.CreateIfAbsent(ctx, s)
 		if err != nil {
 			return err
@@ -195,82 +296,91 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 			w.cache.drop(s.Key())
 		}
 	}
-	// Every touched session is written once, all writes in flight
-	// together, each with what it is about to publish.
-	var keys []string
-	var saves []*nats.Msg
+	return nil
+}
+
+// sessionWrites encodes the write of every session the batch changed or
+// publishes for, each with what it is about to publish as its outbox.
+// Refusals in a session that does not exist have no state to fence with:
+// they go out directly, unless the session was created meanwhile.
+func (w *worker) sessionWrites(ctx context.Context, b *batch) ([]sessionWrite, error) {
+	var writes []sessionWrite
 	written := time.Now().UTC()
-	for key, p := range sessions {
+	for key, p := range b.sessions {
 		if !p.dirty && len(p.out) == 0 {
 			continue
 		}
 		if p.state == nil {
-			// Nothing stored to fence with: refusals in a session that
-			// does not exist. If another instance created it meanwhile,
-			// they were decided from a stale "none" and are decided again.
-			s, _, _, err := w.store.Load(ctx, key)
-			var ie *statestore.IntegrityError
-			if err != nil && !errors.As(err, &ie) {
-				return err
+			created, err := w.createdMeanwhile(ctx, key)
+			if err != nil {
+				return nil, err
 			}
-			// A deleted value's marker is no session created meanwhile.
-			if s != nil || ie != nil && ie.Reason != turnstate.ReasonDeleted {
+			if created {
+				// Decided from a stale "none": decided again.
 				w.cache.drop(key)
-				conflict = true
+				b.conflict = true
 				continue
 			}
-			direct = append(direct, p.out...)
+			b.direct = append(b.direct, p.out...)
 			continue
 		}
 		if len(p.out) > 0 {
-			if len(ins) > 1 && outboxSize(p.out) > w.maxOutbox() {
-				return fmt.Errorf("session %s in a batch of %d: %w", key, len(ins), errOutboxTooLarge)
+			if len(b.ins) > 1 && outboxSize(p.out) > w.maxOutbox() {
+				return nil, fmt.Errorf("session %s in a batch of %d: %w", key, len(b.ins), errOutboxTooLarge)
 			}
 			p.outbox = &statestore.Outbox{Written: written, Msgs: publications(p.out)}
 		}
 		m, err := w.store.SaveMsg(p.state, p.outbox, p.rev)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if size, limit := len(m.Data)+msghdr.Size(m.Header), w.maxValue(); size > limit {
-			return fmt.Errorf("session %s: %d bytes, limit %d: %w", key, size, limit, errStateTooLarge)
+			return nil, fmt.Errorf("session %s: %d bytes, limit %d: %w", key, size, limit, errStateTooLarge)
 		}
-		keys = append(keys, key)
-		saves = append(saves, m)
+		writes = append(writes, sessionWrite{key: key, msg: m})
 	}
-	acks, err := w.publish(ctx, saves)
+	return writes, nil
+}
+
+// createdMeanwhile reports whether a session the batch found without a
+// state has one stored now (another instance created it). A deleted
+// value's marker is no session created meanwhile.
+func (w *worker) createdMeanwhile(ctx context.Context, key string) (bool, error) {
+	s, _, _, err := w.store.Load(ctx, key)
+	var ie *statestore.IntegrityError
+	if err != nil && !errors.As(err, &ie) {
+		return false, err
+	}
+	return s != nil || ie != nil && ie.Reason != turnstate.ReasonDeleted, nil
+}
+
+// writeSessions makes the writes, all in flight together, each with its
+// revision check, and returns the keys of the sessions stored. A session
+// whose check failed was decided from a stale state: its decisions are
+// dropped unpublished and made again from the new one.
+func (w *worker) writeSessions(ctx context.Context, b *batch, writes []sessionWrite) ([]string, error) {
+	msgs := make([]*nats.Msg, len(writes))
+	for i, wr := range writes {
+		msgs[i] = wr.msg
+	}
+	acks, err := w.publish(ctx, msgs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	outboxes := [][]*nats.Msg{direct}
 	var saved []string
-	for i, key := range keys {
+	for i, wr := range writes {
 		if acks[i].err != nil {
 			if !statestore.IsConflict(acks[i].err) {
-				return fmt.Errorf("save session %s: %w", key, acks[i].err)
+				return nil, fmt.Errorf("save session %s: %w", wr.key, acks[i].err)
 			}
-			// Its decisions were made from a stale state: they are
-			// dropped unpublished and made again from the new one.
-			w.log.Warn().Str("session", key).Msg("session state changed underneath; re-reading it")
-			w.cache.drop(key)
-			conflict = true
+			w.log.Warn().Str("session", wr.key).Msg("session state changed underneath; re-reading it")
+			w.cache.drop(wr.key)
+			b.conflict = true
 			continue
 		}
-		p := sessions[key]
-		w.cache.put(cached[turnstate.Session]{key: key, state: p.state, rev: acks[i].seq, outbox: p.outbox})
-		outboxes = append(outboxes, p.out)
-		saved = append(saved, key)
+		p := b.sessions[wr.key]
+		w.cache.put(cached[turnstate.Session]{key: wr.key, state: p.state, rev: acks[i].seq, outbox: p.outbox})
+		saved = append(saved, wr.key)
 	}
-	if err := w.publishOutboxes(ctx, outboxes...); err != nil {
-		return err
-	}
-	for _, key := range saved {
-		w.cache.published(key)
-	}
-	if conflict {
-		return errConflict
-	}
-	w.stats.Processed.Add(uint64(len(ins)))
-	w.report(len(ins))
-	return nil
+	return saved, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/topology"
 )
 
 // BenchmarkProcessorBacklog measures end-to-end processing on an embedded
@@ -33,9 +34,9 @@ func BenchmarkProcessorBacklogObserved(b *testing.B) {
 func benchBacklog(b *testing.B, cfg stream.Config) {
 	srv := natstest.RunServer(b)
 	nc := natstest.Connect(b, srv)
-	js := newJetStream(b, nc, jetstream.WithPublishAsyncMaxPending(4096))
+	js := natstest.JetStream(b, nc, jetstream.WithPublishAsyncMaxPending(4096))
 	ctx := context.Background()
-	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
+	if err := topology.Ensure(ctx, js, topology.Default()); err != nil {
 		b.Fatal(err)
 	}
 	var envs []examples.Envelope
@@ -56,7 +57,7 @@ func benchBacklog(b *testing.B, cfg stream.Config) {
 	r := startProcessor(b, srv, cfg)
 	// The poll interval bounds the error of the measurement.
 	testwait.CheckFor(b, 10*time.Minute, 2*time.Millisecond, func() error {
-		if got := countMsgs(b, js, acs.DecisionsStream); got < b.N {
+		if got := natstest.CountMsgs(b, js, acs.DecisionsStream); got < b.N {
 			return fmt.Errorf("%d of %d decisions", got, b.N)
 		}
 		return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -98,7 +99,7 @@ func fenceRig(t *testing.T) *fenceTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Ensure(ctx, p.js, cfg.Topology); err != nil {
+	if err := topology.Ensure(ctx, p.js, cfg.Topology); err != nil {
 		t.Fatal(err)
 	}
 	hooks, err := p.js.Stream(ctx, acs.HooksStream)

@@ -40,7 +40,7 @@ func awaitNotReady(t *testing.T, p *stream.Processor, want string) error {
 // deleted asset is recreated instead: TestDeletedAssetsAreRecreated.)
 func TestReadinessReportsStuckPartitions(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	cfg := testConfig()
 	cfg.StuckAfter = time.Second
 	r := startProcessor(t, srv, cfg)
@@ -85,7 +85,7 @@ func TestDeletedAssetsAreRecreated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
-			js := newJetStream(t, nc)
+			js := natstest.JetStream(t, nc)
 			w := watch(t, nc)
 			ops := watchOps(t, nc)
 			cfg := testConfig()
@@ -99,14 +99,14 @@ func TestDeletedAssetsAreRecreated(t *testing.T) {
 			for i := range sessions {
 				sessions[i] = fmt.Sprintf("00000000-0000-4000-8000-0000000%05d", i)
 				e := examples.Session(sessions[i])[0]
-				w.await(t, publish(t, js, e.Subject("default", sessions[i]), e.Data), true, false)
+				w.await(t, natstest.Publish(t, js, e.Subject("default", sessions[i]), e.Data), true, false)
 			}
 			if err := tc.del(ctx, js); err != nil {
 				t.Fatal(err)
 			}
 			for _, sid := range sessions {
 				e := examples.Session(sid)[1]
-				w.await(t, publish(t, js, e.Subject("default", sid), e.Data), true, false)
+				w.await(t, natstest.Publish(t, js, e.Subject("default", sid), e.Data), true, false)
 			}
 			ops.await(t, stream.AlertAssetRecreated, map[string]any{"asset": tc.asset})
 			awaitReady(t, r.p)

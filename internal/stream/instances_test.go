@@ -14,9 +14,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/membership"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -41,7 +43,7 @@ func owners(t *testing.T, js jetstream.JetStream) map[string][]int {
 		if err != nil {
 			continue
 		}
-		var m stream.Member
+		var m membership.Member
 		if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &m); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +84,7 @@ func TestInstancesSharePartitions(t *testing.T) {
 	const sessions = 40
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 8
 	cfg.BatchSize = 8
@@ -135,7 +137,7 @@ func TestInstancesSharePartitions(t *testing.T) {
 func TestGracefulLeaveHandsOver(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	// TTLs far above the test's patience: only a handover can pass it.
 	cfg.Topology.MemberTTL = time.Minute
@@ -147,13 +149,13 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 	awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
 	_, built := loadScenario(t, "full-session")
 	for _, m := range built.Messages[:3] {
-		publish(t, js, m.Subject, m.Data)
+		natstest.Publish(t, js, m.Subject, m.Data)
 	}
 	second.stop()
 	start := time.Now()
 	awaitOwners(t, js, cfg.Topology.Partitions, "a")
 	for _, m := range built.Messages[3:] {
-		publish(t, js, m.Subject, m.Data)
+		natstest.Publish(t, js, m.Subject, m.Data)
 	}
 	awaitDecided(t, js, len(built.Messages), 10*time.Second, 20*time.Millisecond)
 	checkExactlyOnce(t, js, len(built.Messages))
@@ -171,11 +173,11 @@ func TestHandoverUnderBacklog(t *testing.T) {
 	const sessions = 60
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	cfg.BatchSize = 16
 	cfg.Topology.AckWait = time.Minute
-	if err := stream.Ensure(context.Background(), js, cfg.Topology); err != nil {
+	if err := topology.Ensure(context.Background(), js, cfg.Topology); err != nil {
 		t.Fatal(err)
 	}
 	total, states := publishSessions(t, js, "backlog", sessions, nil)
@@ -213,7 +215,7 @@ func TestHandoverUnderBacklog(t *testing.T) {
 func TestFakeMembersAreIgnored(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	ctx := context.Background()
 	cfg := testConfig()
 	cfg.Topology.Partitions = 8
@@ -236,9 +238,9 @@ func TestFakeMembersAreIgnored(t *testing.T) {
 	}
 	fakes := map[string][]byte{}
 	for _, id := range []string{"fake-1", "fake-2"} {
-		fakes[id], _ = json.Marshal(stream.Member{ID: id, Started: time.Now(), Owns: []int{0, 1, 2, 3}})
+		fakes[id], _ = json.Marshal(membership.Member{ID: id, Started: time.Now(), Owns: []int{0, 1, 2, 3}})
 	}
-	sealedElsewhere, _ := json.Marshal(stream.Member{ID: "fake-3", Started: time.Now(), Owns: []int{4, 5}})
+	sealedElsewhere, _ := json.Marshal(membership.Member{ID: "fake-3", Started: time.Now(), Owns: []int{4, 5}})
 	fakes["fake-3"] = other.Seal("member", "fake-3", sealedElsewhere)
 	// Kept alive for a few of the real instance's ticks: the sleep is a
 	// fake member's heartbeat, time passing, not a wait for a signal.
@@ -254,7 +256,7 @@ func TestFakeMembersAreIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var self stream.Member
+	var self membership.Member
 	if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &self); err != nil {
 		t.Fatal(err)
 	}

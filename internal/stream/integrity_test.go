@@ -45,7 +45,7 @@ func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	r := &integrityRig{js: js, nc: nc, key: bytes.Repeat([]byte{7}, turnstate.StateKeySize)}
 	var err error
 	if r.sealer, err = turnstate.NewSealer(r.key); err != nil {
@@ -76,7 +76,7 @@ func (r *integrityRig) send(t *testing.T, sid string, envs []examples.Envelope) 
 	t.Helper()
 	var out []*nats.Msg
 	for _, e := range envs {
-		seq := publish(t, r.js, e.Subject("default", sid), e.Data)
+		seq := natstest.Publish(t, r.js, e.Subject("default", sid), e.Data)
 		d, _ := r.w.await(t, seq, true, false)
 		out = append(out, d)
 	}
@@ -339,7 +339,7 @@ func TestTamperedStateWithoutHistoryIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq := publish(t, r.js, envs[len(envs)-1].Subject("default", sid), envs[len(envs)-1].Data)
+	seq := natstest.Publish(t, r.js, envs[len(envs)-1].Subject("default", sid), envs[len(envs)-1].Data)
 	d, dead := r.w.await(t, seq, true, true)
 	if code := d.Header.Get(acs.HdrErrorCode); code != strconv.Itoa(int(acs.CodeInternalError)) || d.Header.Get(acs.HdrErrorReason) != stream.ReasonStateUnverifiable {
 		t.Errorf("decision %s %s %s, want error -32603 %s\n%s", d.Header.Get(acs.HdrDecision), code, d.Header.Get(acs.HdrErrorReason), stream.ReasonStateUnverifiable, d.Data)
@@ -370,7 +370,7 @@ func TestTamperedAgentStateIsReset(t *testing.T) {
 		sid := "00000000-0000-4000-8000-0000000000" + strconv.Itoa(10+i)
 		env := `{"jsonrpc":"2.0","method":"steps/toolCallRequest","id":1,"params":{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-00000000aa` + strconv.Itoa(10+i) +
 			`","timestamp":"` + t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339) + `","metadata":{"agent_id":"shared-agent","session_id":"` + sid + `"},"payload":{"tool":{"name":"t"},"arguments":{}}}}`
-		seq := publish(t, r.js, acs.InboundSubject("default", sid, "toolCallRequest"), []byte(env))
+		seq := natstest.Publish(t, r.js, acs.InboundSubject("default", sid, "toolCallRequest"), []byte(env))
 		d, _ := r.w.await(t, seq, true, false)
 		return d
 	}
@@ -463,7 +463,7 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 			}
 			tampered = true
 		}
-		seq := publish(t, r.js, m.Subject, m.Data)
+		seq := natstest.Publish(t, r.js, m.Subject, m.Data)
 		if m.Expect.Decision == "none" {
 			continue
 		}

@@ -34,7 +34,7 @@ func turnEnvelope(sid string, i int, start bool, n int) (string, []byte) {
 func TestStateTooLargeIsIsolated(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	w := watch(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
@@ -48,11 +48,11 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 	var bigSeqs, smallSeqs []uint64
 	for i := range 120 {
 		subject, data := turnEnvelope(big, i, i%2 == 0, 200)
-		bigSeqs = append(bigSeqs, publish(t, js, subject, data))
+		bigSeqs = append(bigSeqs, natstest.Publish(t, js, subject, data))
 		// The other session interleaves a third as many, all small.
 		if j := len(smallSeqs); i%3 == 0 {
 			subject, data = turnEnvelope(small, 1000+j, j%2 == 0, 16)
-			smallSeqs = append(smallSeqs, publish(t, js, subject, data))
+			smallSeqs = append(smallSeqs, natstest.Publish(t, js, subject, data))
 		}
 	}
 	for _, seq := range smallSeqs {
@@ -132,7 +132,7 @@ func TestStateTooLargeIsIsolated(t *testing.T) {
 func TestIsolationIsNoRollback(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	w := watch(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
@@ -144,7 +144,7 @@ func TestIsolationIsNoRollback(t *testing.T) {
 	isolatedAt := -1
 	for i := 0; i < 200 && isolatedAt < 0; i++ {
 		subject, data := turnEnvelope(sid, i, i%2 == 0, 200)
-		d, _ := w.await(t, publish(t, js, subject, data), true, false)
+		d, _ := w.await(t, natstest.Publish(t, js, subject, data), true, false)
 		if d.Header.Get(acs.HdrErrorReason) == stream.ReasonStateTooLarge {
 			isolatedAt = i
 		}
@@ -159,7 +159,7 @@ func TestIsolationIsNoRollback(t *testing.T) {
 	// decided, but never for a rebuilt state's sake.
 	subject, data := turnEnvelope(sid, isolatedAt+1, isolatedAt%2 == 1, 200)
 	data = []byte(strings.ReplaceAll(string(data), fmt.Sprintf("%012d", isolatedAt+1), "00000000ffff"))
-	d, _ := w.await(t, publish(t, js, subject, data), true, false)
+	d, _ := w.await(t, natstest.Publish(t, js, subject, data), true, false)
 	if reason := d.Header.Get(acs.HdrErrorReason); reason != "" && reason != stream.ReasonStateTooLarge {
 		t.Errorf("the envelope after the isolated one was refused %s: %s", reason, d.Data)
 	}

@@ -100,7 +100,7 @@ func TestObserver(t *testing.T) {
 		}
 		return nil
 	})
-	decisions := countMsgs(t, js, acs.DecisionsStream)
+	decisions := natstest.CountMsgs(t, js, acs.DecisionsStream)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	total := 0

@@ -27,7 +27,7 @@ import (
 func TestAlertOutlivesAFailedPublish(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	startProcessor(t, srv, cfg)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
@@ -39,14 +39,14 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 	}
 	w := watchDecisions(t, nc)
 	for _, m := range built.Messages[:deny] {
-		w.decision(t, publish(t, js, m.Subject, m.Data))
+		w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
 	}
 	ctx := context.Background()
 	if err := js.DeleteStream(ctx, acs.AlertsStream); err != nil {
 		t.Fatal(err)
 	}
 	m := built.Messages[deny]
-	d := w.decision(t, publish(t, js, m.Subject, m.Data))
+	d := w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
 	if got := d.Header.Get(acs.HdrDecision); got != "deny" {
 		t.Fatalf("decision %q, want deny", got)
 	}
@@ -91,7 +91,7 @@ func TestAlertOutlivesAFailedPublish(t *testing.T) {
 func TestHandBackAfterACut(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
 	cfg.Topology.PinnedTTL = 3 * time.Second
@@ -108,7 +108,7 @@ func TestHandBackAfterACut(t *testing.T) {
 	}
 	w := watchDecisions(t, nc)
 	for _, m := range built.Messages[:taint] {
-		w.decision(t, publish(t, js, m.Subject, m.Data))
+		w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
 	}
 
 	ctx := context.Background()
@@ -136,8 +136,8 @@ func TestHandBackAfterACut(t *testing.T) {
 	// Another holder takes the partition: it hands an envelope of another
 	// session back and keeps the web page unacknowledged.
 	other, _ := buildOtherSession(t)
-	otherSeq := publish(t, js, other.Subject, other.Data)
-	taintSeq := publish(t, js, built.Messages[taint].Subject, built.Messages[taint].Data)
+	otherSeq := natstest.Publish(t, js, other.Subject, other.Data)
+	taintSeq := natstest.Publish(t, js, built.Messages[taint].Subject, built.Messages[taint].Data)
 	if err := hooks.UnpinConsumer(ctx, acs.PartitionConsumer(0), acs.PartitionGroup); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestHandBackAfterACut(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The session goes on; then the instance is back.
-	next := publish(t, js, built.Messages[taint+1].Subject, built.Messages[taint+1].Data)
+	next := natstest.Publish(t, js, built.Messages[taint+1].Subject, built.Messages[taint+1].Data)
 	link.Heal()
 	w.decision(t, otherSeq)
 	if d := w.decision(t, taintSeq); d.Header.Get(acs.HdrDecision) != "allow" {
@@ -167,7 +167,7 @@ func TestHandBackAfterACut(t *testing.T) {
 	}
 	w.decision(t, next)
 	for _, m := range built.Messages[taint+2 : deny+1] {
-		d := w.decision(t, publish(t, js, m.Subject, m.Data))
+		d := w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
 		if want := m.Expect.Decision; d.Header.Get(acs.HdrDecision) != want {
 			t.Fatalf("%s decided %s, want %s: %s", m.Subject, d.Header.Get(acs.HdrDecision), want, d.Data)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/membership"
 )
 
 // ownership decides which partitions this instance consumes. Every
@@ -23,8 +24,8 @@ import (
 // membership (a slow heartbeat, a split) costs wasted work, never a wrong
 // or repeated effect.
 type ownership struct {
-	self     Member
-	members  members
+	self     membership.Member
+	members  membership.Registry
 	hooks    jetstream.Stream
 	workers  []*worker
 	interval time.Duration
@@ -69,7 +70,7 @@ func (o *ownership) run(ctx context.Context, fatal context.CancelCauseFunc) {
 	defer o.shutdown()
 	t := time.NewTicker(o.interval)
 	defer t.Stop()
-	changed := o.members.changes(ctx, o.log)
+	changed := o.members.Changes(ctx, o.log)
 	for {
 		o.tick(ctx, fatal)
 		select {
@@ -86,7 +87,7 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 	// The heartbeat goes out after the reassignment, so it tells what
 	// this instance holds now.
 	defer o.heartbeat(ctx)
-	live, err := o.members.live(ctx)
+	live, err := o.members.Live(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.log.Warn().Err(err).Msg("membership unreadable; keeping the partitions held")
@@ -96,7 +97,7 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 	// This instance is live whatever the bucket says right now.
 	live[o.self.ID] = o.self
 	ids := slices.Sorted(maps.Keys(live))
-	assignment := Assign(len(o.workers), ids)
+	assignment := membership.Assign(len(o.workers), ids)
 	claimed := map[string]bool{}
 	for _, m := range live {
 		for _, pin := range m.Pins {
@@ -146,7 +147,7 @@ func (o *ownership) heartbeat(ctx context.Context) {
 		}
 	}
 	slices.Sort(self.Owns)
-	if err := o.members.heartbeat(ctx, self); err != nil && ctx.Err() == nil {
+	if err := o.members.Heartbeat(ctx, self); err != nil && ctx.Err() == nil {
 		o.log.Warn().Err(err).Msg("membership heartbeat failed; keeping the partitions held")
 	}
 }
@@ -314,7 +315,7 @@ func (o *ownership) shutdown() {
 	for _, p := range slices.Sorted(maps.Keys(o.running)) {
 		o.stop(ctx, p)
 	}
-	if err := o.members.leave(ctx, o.self.ID); err != nil {
+	if err := o.members.Leave(ctx, o.self.ID); err != nil {
 		o.log.Warn().Err(err).Msg("leaving the member set")
 	}
 }

@@ -19,16 +19,18 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/membership"
 	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // Config configures a Processor.
 type Config struct {
-	Topology Topology
+	Topology topology.Topology
 	// BatchSize is the most messages a partition worker decides and
 	// acknowledges together.
 	BatchSize int
@@ -60,7 +62,7 @@ type Config struct {
 
 // DefaultConfig is the processor's default configuration.
 func DefaultConfig() Config {
-	return Config{Topology: DefaultTopology(), BatchSize: 256, CacheSize: 4096}
+	return Config{Topology: topology.Default(), BatchSize: 256, CacheSize: 4096}
 }
 
 // Stats counts what a Processor did. Fields are safe to read while it runs.
@@ -180,7 +182,7 @@ var processKey = sync.OnceValue(func() []byte {
 })
 
 // self describes this instance for acs.MembersBucket.
-func (p *Processor) self() (Member, error) {
+func (p *Processor) self() (membership.Member, error) {
 	host, _ := os.Hostname()
 	id := p.cfg.InstanceID
 	if id == "" {
@@ -193,10 +195,10 @@ func (p *Processor) self() (Member, error) {
 		return '_'
 	}, id)
 	if id == "" {
-		return Member{}, errors.New("the instance id is empty")
+		return membership.Member{}, errors.New("the instance id is empty")
 	}
 	// Started is for operators; nothing decides on it.
-	return Member{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC()}, nil
+	return membership.Member{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC()}, nil
 }
 
 // newWorker returns the worker of one consumer of ACS_HOOKS.
@@ -220,7 +222,7 @@ func (p *Processor) Stats() *Stats { return &p.stats }
 // compatible, then processes until ctx ends. On return every worker has
 // finished its in-flight batch.
 func (p *Processor) Run(ctx context.Context) error {
-	if err := EnsureLogged(ctx, p.js, p.cfg.Topology, p.log); err != nil {
+	if err := topology.EnsureLogged(ctx, p.js, p.cfg.Topology, p.log); err != nil {
 		return err
 	}
 	hooks, err := p.js.Stream(ctx, acs.HooksStream)
@@ -268,7 +270,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		return err
 	}
 	own := &ownership{
-		self: self, members: members{kv: memberKV, sealer: p.sealer, rejected: p.memberRejected(ctx)}, hooks: hooks, workers: partitions,
+		self: self, members: membership.NewRegistry(memberKV, p.sealer, p.memberRejected(ctx)), hooks: hooks, workers: partitions,
 		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
 		running: map[int]*running{}, suspect: map[int]string{}, pinned: make(chan struct{}, 1),
 		unrouted: unrouted,

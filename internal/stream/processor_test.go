@@ -26,6 +26,7 @@ import (
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -249,27 +250,6 @@ func observe(t *testing.T, decision, dead *nats.Msg, alerts []string) scenario.O
 	return o
 }
 
-// newJetStream is jetstream.New failing the test on an error.
-func newJetStream(t testing.TB, nc *nats.Conn, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
-	t.Helper()
-	js, err := jetstream.New(nc, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
-// publish puts one message into ACS_HOOKS the way `nats pub` does, and
-// returns its stream sequence.
-func publish(t *testing.T, js jetstream.JetStream, subject string, data []byte) uint64 {
-	t.Helper()
-	ack, err := js.Publish(context.Background(), subject, data)
-	if err != nil {
-		t.Fatalf("publish %s: %v", subject, err)
-	}
-	return ack.Sequence
-}
-
 func loadScenario(t *testing.T, name string) (*scenario.Scenario, scenario.Built) {
 	t.Helper()
 	sc, err := scenario.Load(filepath.Join("..", "..", "testdata", "scenarios", name+".yaml"))
@@ -304,13 +284,13 @@ func TestScenariosEndToEnd(t *testing.T) {
 			pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
-			js := newJetStream(t, nc)
+			js := natstest.JetStream(t, nc)
 			w := watch(t, nc)
 			proc := startProcessor(t, srv, testConfig())
 			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
 			wantDecisions, wantDLQ, wantAlerts := 0, 0, 0
 			for i, m := range built.Messages {
-				seq := publish(t, js, m.Subject, m.Data)
+				seq := natstest.Publish(t, js, m.Subject, m.Data)
 				decided := m.Expect.Decision != "none"
 				dm, lm := w.await(t, seq, decided, m.Expect.DeadLetter)
 				want := pure.Outcomes[i]
@@ -461,7 +441,7 @@ func TestRestartMidSession(t *testing.T) {
 			_, built := loadScenario(t, tc.scenario)
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
-			js := newJetStream(t, nc)
+			js := natstest.JetStream(t, nc)
 			w := watch(t, nc)
 			first := startProcessor(t, srv, testConfig())
 			waitForConsumers(t, js, testConfig().Topology.Partitions+1)
@@ -476,19 +456,19 @@ func TestRestartMidSession(t *testing.T) {
 				}
 			}
 			for i, m := range built.Messages[:tc.stopAfter] {
-				check(i, publish(t, js, m.Subject, m.Data))
+				check(i, natstest.Publish(t, js, m.Subject, m.Data))
 			}
 			first.stop()
 			var seqs []uint64
 			for _, m := range built.Messages[tc.stopAfter : tc.stopAfter+2] {
-				seqs = append(seqs, publish(t, js, m.Subject, m.Data))
+				seqs = append(seqs, natstest.Publish(t, js, m.Subject, m.Data))
 			}
 			startProcessor(t, srv, testConfig())
 			for k, seq := range seqs {
 				check(tc.stopAfter+k, seq)
 			}
 			for i := tc.stopAfter + 2; i < len(built.Messages); i++ {
-				check(i, publish(t, js, built.Messages[i].Subject, built.Messages[i].Data))
+				check(i, natstest.Publish(t, js, built.Messages[i].Subject, built.Messages[i].Data))
 			}
 			checkExactlyOnce(t, js, len(built.Messages))
 			checkStates(t, js, built.States)
@@ -504,7 +484,7 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 	const sessions = 24
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	cfg.BatchSize = 8
 	cfg.Topology.AckWait = 2 * time.Second
@@ -522,7 +502,7 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 		}
 	})
 	first.stop()
-	if decided := countMsgs(t, js, acs.DecisionsStream); decided >= total {
+	if decided := natstest.CountMsgs(t, js, acs.DecisionsStream); decided >= total {
 		t.Fatalf("the connection was closed after all %d envelopes were decided; the test proves nothing", total)
 	}
 	second := startProcessor(t, srv, cfg)
@@ -539,11 +519,11 @@ func TestConnectionLossIsExactlyOnce(t *testing.T) {
 func TestEnsureAddsThePriorityGroup(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	ctx := context.Background()
-	topo := stream.DefaultTopology()
+	topo := topology.Default()
 	topo.Partitions = 1
-	if err := stream.Ensure(ctx, js, topo); err != nil {
+	if err := topology.Ensure(ctx, js, topo); err != nil {
 		t.Fatal(err)
 	}
 	hooks, err := js.Stream(ctx, acs.HooksStream)
@@ -563,7 +543,7 @@ func TestEnsureAddsThePriorityGroup(t *testing.T) {
 	if _, err := hooks.CreateConsumer(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
-	publish(t, js, acs.InboundPrefix+".default.s1.turnStart", []byte("{}"))
+	natstest.Publish(t, js, acs.InboundPrefix+".default.s1.turnStart", []byte("{}"))
 	m, err := hooks.Consumer(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -577,7 +557,7 @@ func TestEnsureAddsThePriorityGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := stream.Ensure(ctx, js, topo); err != nil {
+	if err := topology.Ensure(ctx, js, topo); err != nil {
 		t.Fatalf("upgrading a legacy consumer: %v", err)
 	}
 	info, err := m.Info(ctx)
@@ -593,8 +573,8 @@ func TestEnsureAddsThePriorityGroup(t *testing.T) {
 	if _, err := hooks.UpdateConsumer(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	var ie *stream.IncompatibleError
-	if err := stream.Ensure(ctx, js, topo); !errors.As(err, &ie) {
+	var ie *topology.IncompatibleError
+	if err := topology.Ensure(ctx, js, topo); !errors.As(err, &ie) {
 		t.Fatalf("a consumer with another priority policy must be refused, got %v", err)
 	}
 }
@@ -602,20 +582,20 @@ func TestEnsureAddsThePriorityGroup(t *testing.T) {
 func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	ctx := context.Background()
-	eight := stream.DefaultTopology()
+	eight := topology.Default()
 	eight.Partitions = 8
-	if err := stream.Ensure(ctx, js, eight); err != nil {
+	if err := topology.Ensure(ctx, js, eight); err != nil {
 		t.Fatal(err)
 	}
 	before, err := js.Stream(ctx, acs.HooksStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sixteen := stream.DefaultTopology()
-	err = stream.Ensure(ctx, js, sixteen)
-	var ie *stream.IncompatibleError
+	sixteen := topology.Default()
+	err = topology.Ensure(ctx, js, sixteen)
+	var ie *topology.IncompatibleError
 	if !errors.As(err, &ie) || ie.Asset != "stream "+acs.HooksStream {
 		t.Fatalf("want an IncompatibleError for %s, got %v", acs.HooksStream, err)
 	}
@@ -627,12 +607,12 @@ func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 		t.Fatal("Ensure changed the existing stream")
 	}
 	// A compatible topology is accepted as is, again and again.
-	if err := stream.Ensure(ctx, js, eight); err != nil {
+	if err := topology.Ensure(ctx, js, eight); err != nil {
 		t.Fatalf("re-ensuring the same topology: %v", err)
 	}
 	ttl := eight
 	ttl.SessionTTL = time.Hour
-	if err := stream.Ensure(ctx, js, ttl); !errors.As(err, &ie) || ie.Asset != "KV bucket "+acs.StateBucket {
+	if err := topology.Ensure(ctx, js, ttl); !errors.As(err, &ie) || ie.Asset != "KV bucket "+acs.StateBucket {
 		t.Fatalf("a different session TTL must be refused, got %v", err)
 	}
 }
@@ -642,9 +622,9 @@ func TestIncompatibleExistingStreamIsAStartupError(t *testing.T) {
 func TestPartitionTransform(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	ctx := context.Background()
-	if err := stream.Ensure(ctx, js, stream.DefaultTopology()); err != nil {
+	if err := topology.Ensure(ctx, js, topology.Default()); err != nil {
 		t.Fatal(err)
 	}
 	s, err := js.Stream(ctx, acs.HooksStream)
@@ -654,7 +634,7 @@ func TestPartitionTransform(t *testing.T) {
 	partitionOf := map[string]int{}
 	for i := range 64 {
 		session := fmt.Sprintf("s%02d", i%16)
-		seq := publish(t, js, acs.InboundSubject("default", session, "turnStart"), []byte("{}"))
+		seq := natstest.Publish(t, js, acs.InboundSubject("default", session, "turnStart"), []byte("{}"))
 		m, err := s.GetMsg(ctx, seq)
 		if err != nil {
 			t.Fatal(err)
@@ -671,7 +651,7 @@ func TestPartitionTransform(t *testing.T) {
 			t.Fatalf("route %+v", r)
 		}
 	}
-	seq := publish(t, js, "acs.hooks.default.too.many.tokens", []byte("{}"))
+	seq := natstest.Publish(t, js, "acs.hooks.default.too.many.tokens", []byte("{}"))
 	if m, err := s.GetMsg(ctx, seq); err != nil {
 		t.Fatal(err)
 	} else if m.Subject != "acs.hooks.default.too.many.tokens" {
@@ -698,19 +678,6 @@ func waitForConsumers(t *testing.T, js jetstream.JetStream, n int) {
 		}
 		return nil
 	})
-}
-
-func countMsgs(t testing.TB, js jetstream.JetStream, name string) int {
-	t.Helper()
-	s, err := js.Stream(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int(info.State.Msgs)
 }
 
 // publishSessions publishes n copies of the full-session scenario (named
@@ -754,7 +721,7 @@ func publishSessions(t *testing.T, js jetstream.JetStream, prefix string, n int,
 // does only once their publications are stored.
 func checkStreamCount(t *testing.T, js jetstream.JetStream, name string, n int) {
 	t.Helper()
-	if got := countMsgs(t, js, name); got != n {
+	if got := natstest.CountMsgs(t, js, name); got != n {
 		t.Errorf("%s holds %d messages, want %d", name, got, n)
 	}
 }
@@ -765,7 +732,7 @@ func checkStreamCount(t *testing.T, js jetstream.JetStream, name string, n int) 
 func awaitDecided(t *testing.T, js jetstream.JetStream, n int, total, interval time.Duration) {
 	t.Helper()
 	if err := testwait.Wait(total, interval, func() error {
-		if got := countMsgs(t, js, acs.DecisionsStream); got < n {
+		if got := natstest.CountMsgs(t, js, acs.DecisionsStream); got < n {
 			return fmt.Errorf("%d of %d decisions", got, n)
 		}
 		return nil
@@ -784,7 +751,7 @@ func checkExactlyOnce(t *testing.T, js jetstream.JetStream, n int) {
 		t.Fatal(err)
 	}
 	seen := map[uint64]int{}
-	total := countMsgs(t, js, acs.DecisionsStream)
+	total := natstest.CountMsgs(t, js, acs.DecisionsStream)
 	for range total {
 		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
@@ -836,7 +803,7 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 	}
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	w := watch(t, nc)
 	startProcessorWith(t, srv, testConfig(), rs)
 	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
@@ -851,7 +818,7 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 		sid := fmt.Sprintf("00000000-0000-4000-8000-0000000000%02d", i)
 		env := fmt.Sprintf(`{"jsonrpc":"2.0","method":"steps/toolCallRequest","id":1,"params":{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-00000000aa%02d","timestamp":%q,"metadata":{"agent_id":"shared-agent","session_id":%q},"payload":{"tool":{"name":"t"},"arguments":{}}}}`,
 			i, t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339), sid)
-		seq := publish(t, js, acs.InboundSubject("default", sid, "toolCallRequest"), []byte(env))
+		seq := natstest.Publish(t, js, acs.InboundSubject("default", sid, "toolCallRequest"), []byte(env))
 		dm, _ := w.await(t, seq, true, false)
 		want := "allow"
 		if i >= 3 {

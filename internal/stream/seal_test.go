@@ -50,9 +50,9 @@ func TestUnsignableIsIsolatedNotPublished(t *testing.T) {
 
 	const unsigned, signed = "00000000-0000-4000-8000-00000000c001", "00000000-0000-4000-8000-00000000c002"
 	subject, data := turnEnvelope(unsigned, 0, true, 16)
-	bad := publish(t, js, subject, data)
+	bad := natstest.Publish(t, js, subject, data)
 	subject, data = turnEnvelope(signed, 2, true, 16)
-	good := publish(t, js, subject, signEnvelope(t, kr, "k1", data))
+	good := natstest.Publish(t, js, subject, signEnvelope(t, kr, "k1", data))
 
 	// The signed envelope comes after the unsignable one in the one
 	// partition: once its decision is out, the other was done with.

@@ -161,7 +161,7 @@ func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV f
 
 // subagent returns the state of the subagent session a subagentStop
 // names, for the rules to carry its taint to the parent: the batch's own
-// pending state when the batch touched it, else the stored one (nil when
+// pending state when the batch decided in it already, else the stored one (nil when
 // there is none). The subagent's session may belong to another partition,
 // so this read is not ordered with the parent's stream; but a subagent
 // returns only after its steps were decided, and every decision is
@@ -171,7 +171,7 @@ func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV f
 // that carries every taint label.
 func (w *worker) subagent(ctx context.Context, rs *rules.Set, route acs.Route, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
 	key := acs.SessionKey(route.Tenant, id)
-	if p, ok := batch[key]; ok && p.state != nil {
+	if p, ok := batch[key]; ok && p.touched && p.state != nil {
 		return p.state, nil
 	}
 	s, _, _, err := w.store.Load(ctx, key)

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/embedded"
+	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/testwait"
 )
 
@@ -28,7 +29,7 @@ func TestSlowConsumerIsCutOff(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	r := startProcessor(t, srv, testConfig())
 	nc := r.nc
-	js := newJetStream(t, nc)
+	js := natstest.JetStream(t, nc)
 	w := watch(t, nc)
 	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
 
@@ -84,7 +85,7 @@ func TestSlowConsumerIsCutOff(t *testing.T) {
 
 	// The processor kept deciding: an envelope published now is refused
 	// (not JSON), with a decision and a dead letter.
-	seq := publish(t, js, "acs.hooks.default.00000000-0000-4000-8000-000000000001.userMessage", []byte("not json"))
+	seq := natstest.Publish(t, js, "acs.hooks.default.00000000-0000-4000-8000-000000000001.userMessage", []byte("not json"))
 	w.await(t, seq, true, true)
 	if !nc.IsConnected() {
 		t.Fatal("the processor's connection was cut off too")

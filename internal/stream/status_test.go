@@ -18,7 +18,7 @@ import (
 // about each of them, and Status agrees with Ready.
 func TestStatusAndBacklogs(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	cfg := testConfig()
 	cfg.StuckAfter = time.Second
 	r := startProcessor(t, srv, cfg)

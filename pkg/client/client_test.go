@@ -27,6 +27,7 @@ import (
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -286,9 +287,9 @@ func TestOnlyItsOwnDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo := stream.DefaultTopology()
+	topo := topology.Default()
 	topo.Partitions = 1
-	if err := stream.Ensure(context.Background(), js, topo); err != nil {
+	if err := topology.Ensure(context.Background(), js, topo); err != nil {
 		t.Fatal(err)
 	}
 	c := newClient(t, natstest.Connect(t, srv), client.Options{Timeout: 10 * time.Second})

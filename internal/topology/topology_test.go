@@ -1,4 +1,4 @@
-package stream_test
+package topology_test
 
 import (
 	"bytes"
@@ -15,49 +15,49 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/topology"
 )
 
 func TestValidateRetention(t *testing.T) {
 	tests := []struct {
 		name    string
-		edit    func(*stream.Topology)
+		edit    func(*topology.Topology)
 		wantErr string
 	}{
-		{"defaults", func(*stream.Topology) {}, ""},
-		{"everything unlimited", func(tp *stream.Topology) {
-			tp.HooksRetention, tp.DecisionsRetention, tp.AlertsRetention, tp.DLQRetention = stream.Retention{}, stream.Retention{}, stream.Retention{}, stream.Retention{}
+		{"defaults", func(*topology.Topology) {}, ""},
+		{"everything unlimited", func(tp *topology.Topology) {
+			tp.HooksRetention, tp.DecisionsRetention, tp.AlertsRetention, tp.DLQRetention = topology.Retention{}, topology.Retention{}, topology.Retention{}, topology.Retention{}
 		}, ""},
-		{"byte limits", func(tp *stream.Topology) {
-			tp.HooksRetention.MaxBytes, tp.DLQRetention.MaxBytes = 10<<30, stream.MinRetentionBytes
+		{"byte limits", func(tp *topology.Topology) {
+			tp.HooksRetention.MaxBytes, tp.DLQRetention.MaxBytes = 10<<30, topology.MinRetentionBytes
 		}, ""},
-		{"hooks age equal to the session TTL", func(tp *stream.Topology) { tp.HooksRetention.MaxAge = tp.SessionTTL }, ""},
-		{"hooks age below the session TTL", func(tp *stream.Topology) { tp.HooksRetention.MaxAge = time.Hour },
+		{"hooks age equal to the session TTL", func(tp *topology.Topology) { tp.HooksRetention.MaxAge = tp.SessionTTL }, ""},
+		{"hooks age below the session TTL", func(tp *topology.Topology) { tp.HooksRetention.MaxAge = time.Hour },
 			"ACS_HOOKS max age 1h0m0s is shorter than the session TTL 24h0m0s"},
-		{"hooks age below its duplicate window", func(tp *stream.Topology) {
+		{"hooks age below its duplicate window", func(tp *topology.Topology) {
 			tp.SessionTTL, tp.HooksRetention.MaxAge = time.Minute, time.Minute
 		}, "ACS_HOOKS max age 1m0s is shorter than its duplicate window 2m0s"},
-		{"decisions age below the session TTL", func(tp *stream.Topology) { tp.DecisionsRetention.MaxAge = 23 * time.Hour },
+		{"decisions age below the session TTL", func(tp *topology.Topology) { tp.DecisionsRetention.MaxAge = 23 * time.Hour },
 			"ACS_DECISIONS max age 23h0m0s is shorter than the session TTL"},
-		{"decisions age below its duplicate window", func(tp *stream.Topology) {
+		{"decisions age below its duplicate window", func(tp *topology.Topology) {
 			tp.SessionTTL, tp.DecisionDedupWindow, tp.DecisionsRetention.MaxAge = time.Minute, time.Hour, 30*time.Minute
 		}, "ACS_DECISIONS max age 30m0s is shorter than its duplicate window 1h0m0s"},
-		{"alerts age below its duplicate window", func(tp *stream.Topology) { tp.AlertsRetention.MaxAge = 5 * time.Minute },
+		{"alerts age below its duplicate window", func(tp *topology.Topology) { tp.AlertsRetention.MaxAge = 5 * time.Minute },
 			"ACS_ALERTS max age 5m0s is shorter than its duplicate window 10m0s"},
-		{"alerts age short but within its window", func(tp *stream.Topology) {
+		{"alerts age short but within its window", func(tp *topology.Topology) {
 			tp.DecisionDedupWindow, tp.AlertsRetention.MaxAge = time.Second, 2*time.Second
 		}, ""},
-		{"dlq age below its duplicate window", func(tp *stream.Topology) { tp.DLQRetention.MaxAge = 12 * time.Hour },
+		{"dlq age below its duplicate window", func(tp *topology.Topology) { tp.DLQRetention.MaxAge = 12 * time.Hour },
 			"ACS_DLQ max age 12h0m0s is shorter than its duplicate window 24h0m0s"},
-		{"negative age", func(tp *stream.Topology) { tp.AlertsRetention.MaxAge = -time.Second }, "ACS_ALERTS max age must not be negative"},
-		{"negative bytes", func(tp *stream.Topology) { tp.DecisionsRetention.MaxBytes = -1 }, "ACS_DECISIONS max bytes must not be negative"},
-		{"bytes below one message", func(tp *stream.Topology) { tp.HooksRetention.MaxBytes = 4096 }, "ACS_HOOKS max bytes 4096 is less than one largest message"},
-		{"no duplicate window", func(tp *stream.Topology) { tp.DecisionDedupWindow = 0 }, "decision duplicate window must be at least 100ms"},
+		{"negative age", func(tp *topology.Topology) { tp.AlertsRetention.MaxAge = -time.Second }, "ACS_ALERTS max age must not be negative"},
+		{"negative bytes", func(tp *topology.Topology) { tp.DecisionsRetention.MaxBytes = -1 }, "ACS_DECISIONS max bytes must not be negative"},
+		{"bytes below one message", func(tp *topology.Topology) { tp.HooksRetention.MaxBytes = 4096 }, "ACS_HOOKS max bytes 4096 is less than one largest message"},
+		{"no duplicate window", func(tp *topology.Topology) { tp.DecisionDedupWindow = 0 }, "decision duplicate window must be at least 100ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tp := stream.DefaultTopology()
+			tp := topology.Default()
 			tt.edit(&tp)
 			err := tp.Validate()
 			if tt.wantErr == "" {
@@ -73,7 +73,7 @@ func TestValidateRetention(t *testing.T) {
 	}
 }
 
-// streamConfig is the stored configuration of a stream.
+// streamConfig is the stored configuration of a topology.
 func streamConfig(t *testing.T, js jetstream.JetStream, name string) jetstream.StreamConfig {
 	t.Helper()
 	s, err := js.Stream(context.Background(), name)
@@ -85,11 +85,11 @@ func streamConfig(t *testing.T, js jetstream.JetStream, name string) jetstream.S
 
 // checkRetention checks the stored retention of the four streams against
 // tp's: MaxBytes 0 is stored as -1; ACS_HOOKS discards new, the rest old.
-func checkRetention(t *testing.T, js jetstream.JetStream, tp stream.Topology) {
+func checkRetention(t *testing.T, js jetstream.JetStream, tp topology.Topology) {
 	t.Helper()
 	for _, want := range []struct {
 		name    string
-		r       stream.Retention
+		r       topology.Retention
 		discard jetstream.DiscardPolicy
 	}{
 		{acs.HooksStream, tp.HooksRetention, jetstream.DiscardNew},
@@ -111,23 +111,23 @@ func checkRetention(t *testing.T, js jetstream.JetStream, tp stream.Topology) {
 
 func TestEnsureSetsRetention(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
-	tp := stream.DefaultTopology()
+	tp := topology.Default()
 	tp.Partitions = 1
 	checked := tp
-	if err := stream.Ensure(ctx, js, tp); err != nil {
+	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatal(err)
 	}
 	checkRetention(t, js, checked)
 
-	tp.HooksRetention = stream.Retention{MaxAge: 30 * 24 * time.Hour, MaxBytes: 64 << 20}
-	tp.DecisionsRetention = stream.Retention{MaxAge: 0, MaxBytes: 32 << 20}
-	tp.AlertsRetention = stream.Retention{MaxAge: time.Hour, MaxBytes: 0}
-	tp.DLQRetention = stream.Retention{MaxAge: 48 * time.Hour, MaxBytes: 8 << 20}
+	tp.HooksRetention = topology.Retention{MaxAge: 30 * 24 * time.Hour, MaxBytes: 64 << 20}
+	tp.DecisionsRetention = topology.Retention{MaxAge: 0, MaxBytes: 32 << 20}
+	tp.AlertsRetention = topology.Retention{MaxAge: time.Hour, MaxBytes: 0}
+	tp.DLQRetention = topology.Retention{MaxAge: 48 * time.Hour, MaxBytes: 8 << 20}
 	srv2 := natstest.RunServer(t)
-	js2 := newJetStream(t, natstest.Connect(t, srv2))
-	if err := stream.Ensure(ctx, js2, tp); err != nil {
+	js2 := natstest.JetStream(t, natstest.Connect(t, srv2))
+	if err := topology.Ensure(ctx, js2, tp); err != nil {
 		t.Fatal(err)
 	}
 	checkRetention(t, js2, tp)
@@ -138,22 +138,22 @@ func TestEnsureSetsRetention(t *testing.T) {
 // and a stream from before retention (discarding old, no limits) gets it.
 func TestEnsureUpdatesRetention(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
-	tp := stream.DefaultTopology()
+	tp := topology.Default()
 	tp.Partitions = 1
-	if err := stream.Ensure(ctx, js, tp); err != nil {
+	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatal(err)
 	}
-	publish(t, js, acs.InboundPrefix+".default.s1.turnStart", []byte("{}"))
-	publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
+	natstest.Publish(t, js, acs.InboundPrefix+".default.s1.turnStart", []byte("{}"))
+	natstest.Publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
 
-	tp.HooksRetention = stream.Retention{MaxAge: 90 * 24 * time.Hour, MaxBytes: 1 << 30}
-	tp.DecisionsRetention = stream.Retention{MaxAge: 0, MaxBytes: 512 << 20}
-	tp.AlertsRetention = stream.Retention{MaxAge: 48 * time.Hour}
-	tp.DLQRetention = stream.Retention{}
+	tp.HooksRetention = topology.Retention{MaxAge: 90 * 24 * time.Hour, MaxBytes: 1 << 30}
+	tp.DecisionsRetention = topology.Retention{MaxAge: 0, MaxBytes: 512 << 20}
+	tp.AlertsRetention = topology.Retention{MaxAge: 48 * time.Hour}
+	tp.DLQRetention = topology.Retention{}
 	var logged bytes.Buffer
-	if err := stream.EnsureLogged(ctx, js, tp, zerolog.New(&logged)); err != nil {
+	if err := topology.EnsureLogged(ctx, js, tp, zerolog.New(&logged)); err != nil {
 		t.Fatalf("changing the retention: %v", err)
 	}
 	checkRetention(t, js, tp)
@@ -170,7 +170,7 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 
 	// Unchanged: nothing to update, nothing logged.
 	logged.Reset()
-	if err := stream.EnsureLogged(ctx, js, tp, zerolog.New(&logged)); err != nil {
+	if err := topology.EnsureLogged(ctx, js, tp, zerolog.New(&logged)); err != nil {
 		t.Fatal(err)
 	}
 	if logged.Len() != 0 {
@@ -183,17 +183,17 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, hooks); err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Ensure(ctx, js, tp); err != nil {
+	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatal(err)
 	}
 	checkRetention(t, js, tp)
 
-	// Retention is updated only on a compatible stream.
+	// Retention is updated only on a compatible topology.
 	other := tp
 	other.Partitions = 2
 	other.HooksRetention.MaxAge = 0
-	var ie *stream.IncompatibleError
-	if err := stream.Ensure(ctx, js, other); !errors.As(err, &ie) {
+	var ie *topology.IncompatibleError
+	if err := topology.Ensure(ctx, js, other); !errors.As(err, &ie) {
 		t.Fatalf("want an IncompatibleError, got %v", err)
 	}
 	if got := streamConfig(t, js, acs.HooksStream).MaxAge; got != tp.HooksRetention.MaxAge {
@@ -206,17 +206,17 @@ func TestEnsureUpdatesRetention(t *testing.T) {
 // their sum, creating the streams fails, whatever they hold.
 func TestByteLimitsAreReservedAgainstTheStore(t *testing.T) {
 	s := natstest.RunServerWith(t, &server.Options{JetStreamMaxStore: 64 << 20})
-	js := newJetStream(t, natstest.Connect(t, s))
+	js := natstest.JetStream(t, natstest.Connect(t, s))
 	ctx := context.Background()
-	tp := stream.DefaultTopology()
+	tp := topology.Default()
 	tp.Partitions = 1
 	large := tp
 	large.HooksRetention.MaxBytes = 1 << 30
-	err := stream.Ensure(ctx, js, large)
+	err := topology.Ensure(ctx, js, large)
 	if err == nil || !strings.Contains(err.Error(), "insufficient storage resources") {
 		t.Fatalf("a 1 GiB ACS_HOOKS on a 64 MiB store: %v, want insufficient storage resources", err)
 	}
-	if err := stream.Ensure(ctx, js, tp); err != nil {
+	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatalf("the defaults on a 64 MiB store: %v", err)
 	}
 }
@@ -225,12 +225,12 @@ func TestByteLimitsAreReservedAgainstTheStore(t *testing.T) {
 // it holds: none undecided is dropped to make room.
 func TestFullHooksRefusesNewEnvelopes(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
-	tp := stream.DefaultTopology()
+	tp := topology.Default()
 	tp.Partitions = 1
-	tp.HooksRetention.MaxBytes = stream.MinRetentionBytes
-	if err := stream.Ensure(ctx, js, tp); err != nil {
+	tp.HooksRetention.MaxBytes = topology.MinRetentionBytes
+	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatal(err)
 	}
 	body := bytes.Repeat([]byte("x"), 100<<10)
@@ -261,8 +261,8 @@ func TestFullHooksRefusesNewEnvelopes(t *testing.T) {
 		t.Fatalf("ACS_HOOKS holds %d messages from sequence %d, want the %d published from 1", info.State.Msgs, info.State.FirstSeq, stored)
 	}
 	// Raising the limit lets publishers in again.
-	tp.HooksRetention.MaxBytes = 2 * stream.MinRetentionBytes
-	if err := stream.Ensure(ctx, js, tp); err != nil {
+	tp.HooksRetention.MaxBytes = 2 * topology.MinRetentionBytes
+	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := js.Publish(ctx, acs.InboundPrefix+".default.s1.turnStart", body); err != nil {
@@ -274,7 +274,7 @@ func TestFullHooksRefusesNewEnvelopes(t *testing.T) {
 // published with an ack is stored).
 func requireCount(t *testing.T, js jetstream.JetStream, name string, n int) {
 	t.Helper()
-	if got := countMsgs(t, js, name); got != n {
+	if got := natstest.CountMsgs(t, js, name); got != n {
 		t.Errorf("%s holds %d messages, want %d", name, got, n)
 	}
 }
@@ -282,20 +282,20 @@ func requireCount(t *testing.T, js jetstream.JetStream, name string, n int) {
 // Messages older than a stream's max age are removed.
 func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
 	srv := natstest.RunServer(t)
-	js := newJetStream(t, natstest.Connect(t, srv))
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	ctx := context.Background()
-	tp := stream.DefaultTopology()
+	tp := topology.Default()
 	tp.Partitions = 1
 	tp.DecisionDedupWindow = time.Second
 	tp.AlertsRetention.MaxAge = 2 * time.Second
-	if err := stream.Ensure(ctx, js, tp); err != nil {
+	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatal(err)
 	}
-	publish(t, js, acs.AlertsPrefix+".default.high.r1", []byte("{}"))
-	publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
+	natstest.Publish(t, js, acs.AlertsPrefix+".default.high.r1", []byte("{}"))
+	natstest.Publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
 	published := time.Now()
 	testwait.CheckFor(t, waitFor, 50*time.Millisecond, func() error {
-		if countMsgs(t, js, acs.AlertsStream) != 0 {
+		if natstest.CountMsgs(t, js, acs.AlertsStream) != 0 {
 			return fmt.Errorf("an alert older than %s is still in %s", tp.AlertsRetention.MaxAge, acs.AlertsStream)
 		}
 		return nil
@@ -314,16 +314,16 @@ func TestStateBucketIsReadFromTheLeader(t *testing.T) {
 	for _, existing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
 			srv := natstest.RunServer(t)
-			js := newJetStream(t, natstest.Connect(t, srv))
+			js := natstest.JetStream(t, natstest.Connect(t, srv))
 			ctx := context.Background()
-			tp := stream.DefaultTopology()
+			tp := topology.Default()
 			tp.Partitions = 1
 			if existing {
 				if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: acs.StateBucket, History: 1, TTL: tp.SessionTTL}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := stream.Ensure(ctx, js, tp); err != nil {
+			if err := topology.Ensure(ctx, js, tp); err != nil {
 				t.Fatal(err)
 			}
 			for bucket, direct := range map[string]bool{acs.StateBucket: false, acs.MembersBucket: true} {
@@ -334,3 +334,6 @@ func TestStateBucketIsReadFromTheLeader(t *testing.T) {
 		})
 	}
 }
+
+// waitFor bounds every wait of these tests.
+const waitFor = 15 * time.Second

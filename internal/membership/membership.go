@@ -1,4 +1,8 @@
-package stream
+// Package membership is how processor instances find each other: each
+// keeps a sealed record with a TTL in acs.MembersBucket, and every
+// instance assigns the partitions from the same live set (Assign), so
+// they agree without talking to each other.
+package membership
 
 import (
 	"context"
@@ -37,21 +41,26 @@ type Member struct {
 // state value can pass for one.
 const memberKind = "member"
 
-// members reads and writes acs.MembersBucket. Its records are sealed with the
+// Registry reads and writes acs.MembersBucket. Its records are sealed with the
 // state key, like the state: a record no processor wrote — a fake member
 // that would make the real ones give up partitions to nobody — does not
 // verify and is left out of the member set.
-type members struct {
-	kv     jetstream.KeyValue
-	sealer *turnstate.Sealer
-	// rejected is told of each record that does not verify (key, its
-	// revision, why).
+type Registry struct {
+	kv       jetstream.KeyValue
+	sealer   *turnstate.Sealer
 	rejected func(key string, rev uint64, reason string)
 }
 
-// heartbeat stores m under its id; the bucket's TTL forgets it unless the
+// NewRegistry reads and writes members in kv, sealed with sealer; rejected
+// (may be nil) is told of each record that does not verify: its key,
+// revision and why.
+func NewRegistry(kv jetstream.KeyValue, sealer *turnstate.Sealer, rejected func(key string, rev uint64, reason string)) Registry {
+	return Registry{kv: kv, sealer: sealer, rejected: rejected}
+}
+
+// Heartbeat stores m under its id; the bucket's TTL forgets it unless the
 // next heartbeat comes in time.
-func (ms members) heartbeat(ctx context.Context, m Member) error {
+func (ms Registry) Heartbeat(ctx context.Context, m Member) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode member %s: %w", m.ID, err)
@@ -62,8 +71,8 @@ func (ms members) heartbeat(ctx context.Context, m Member) error {
 	return nil
 }
 
-// live returns every instance whose heartbeat has not expired, by id.
-func (ms members) live(ctx context.Context) (map[string]Member, error) {
+// Live returns every instance whose heartbeat has not expired, by id.
+func (ms Registry) Live(ctx context.Context) (map[string]Member, error) {
 	keys, err := ms.kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", acs.MembersBucket, err)
@@ -95,20 +104,20 @@ func (ms members) live(ctx context.Context) (map[string]Member, error) {
 	return out, nil
 }
 
-// leave removes the instance's key so the others take its partitions
+// Leave removes the instance's key so the others take its partitions
 // without waiting for the TTL.
-func (ms members) leave(ctx context.Context, id string) error {
+func (ms Registry) Leave(ctx context.Context, id string) error {
 	if err := ms.kv.Delete(ctx, id); err != nil {
 		return fmt.Errorf("leave %s: %w", acs.MembersBucket, err)
 	}
 	return nil
 }
 
-// changes signals when an instance joins or leaves on purpose, so the
+// Changes signals when an instance joins or leaves on purpose, so the
 // others reassign at once rather than at their next heartbeat. (An
 // instance that dies is only noticed when its key expires, which the
 // bucket does not announce.)
-func (ms members) changes(ctx context.Context, log zerolog.Logger) <-chan struct{} {
+func (ms Registry) Changes(ctx context.Context, log zerolog.Logger) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	w, err := ms.kv.WatchAll(ctx, jetstream.MetaOnly())
 	if err != nil {

@@ -1,4 +1,4 @@
-package stream
+package topology
 
 import (
 	"context"
@@ -93,8 +93,8 @@ type Topology struct {
 	DLQRetention       Retention
 }
 
-// DefaultTopology is what the processor runs with unless told otherwise.
-func DefaultTopology() Topology {
+// Default is what the processor runs with unless told otherwise.
+func Default() Topology {
 	return Topology{
 		Partitions:          16,
 		Replicas:            1,
@@ -282,7 +282,7 @@ func (e *IncompatibleError) Error() string {
 // checks the ones that do. An incompatible asset is an *IncompatibleError.
 // It is EnsureLogged without a log.
 func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
-	_, err := ensure(ctx, js, t, 0, zerolog.Nop())
+	_, err := Restore(ctx, js, t, 0, zerolog.Nop())
 	return err
 }
 
@@ -290,16 +290,17 @@ func Ensure(ctx context.Context, js jetstream.JetStream, t Topology) error {
 // (max age, max bytes, discard policy) of an existing stream are set to
 // the topology's, since they are the operator's to change at any restart.
 func EnsureLogged(ctx context.Context, js jetstream.JetStream, t Topology, log zerolog.Logger) error {
-	_, err := ensure(ctx, js, t, 0, log)
+	_, err := Restore(ctx, js, t, 0, log)
 	return err
 }
 
-// ensure is EnsureLogged reporting what it created. seen is the highest
+// Restore is EnsureLogged reporting what it created, for a processor that
+// puts back what disappeared while it ran. seen is the highest
 // ACS_HOOKS sequence the caller knows was used: an ACS_HOOKS created while
 // states or decisions refer to sequences of an earlier one numbers its
 // messages from above them all (hooksWatermark), so that no new envelope
 // passes for one already applied.
-func ensure(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64, log zerolog.Logger) ([]string, error) {
+func Restore(ctx context.Context, js jetstream.JetStream, t Topology, seen uint64, log zerolog.Logger) ([]string, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,11 +1,11 @@
-package stream_test
+package membership_test
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/membership"
 )
 
 func TestAssign(t *testing.T) {
@@ -21,7 +21,7 @@ func TestAssign(t *testing.T) {
 		{1024, []string{"h1-1", "h1-2", "h2-1"}},
 	} {
 		t.Run(fmt.Sprintf("%d over %d", tc.partitions, len(tc.members)), func(t *testing.T) {
-			got := stream.Assign(tc.partitions, tc.members)
+			got := membership.Assign(tc.partitions, tc.members)
 			if len(got) != tc.partitions {
 				t.Fatalf("%d assignments for %d partitions", len(got), tc.partitions)
 			}
@@ -42,7 +42,7 @@ func TestAssign(t *testing.T) {
 			// it lists the members in must not matter.
 			reversed := slices.Clone(tc.members)
 			slices.Reverse(reversed)
-			if again := stream.Assign(tc.partitions, reversed); !slices.Equal(again, got) {
+			if again := membership.Assign(tc.partitions, reversed); !slices.Equal(again, got) {
 				t.Errorf("member order changed the assignment:\n%v\n%v", got, again)
 			}
 		})
@@ -52,8 +52,8 @@ func TestAssign(t *testing.T) {
 // A member joining takes partitions only from the others' surplus: the
 // partitions that stay with their member are most of them.
 func TestAssignMovesFewPartitions(t *testing.T) {
-	before := stream.Assign(16, []string{"a", "b"})
-	after := stream.Assign(16, []string{"a", "b", "c"})
+	before := membership.Assign(16, []string{"a", "b"})
+	after := membership.Assign(16, []string{"a", "b", "c"})
 	moved := 0
 	for p := range before {
 		if after[p] != before[p] && after[p] != "c" {
@@ -63,7 +63,7 @@ func TestAssignMovesFewPartitions(t *testing.T) {
 	if moved > 3 {
 		t.Errorf("%d partitions moved between the old members when c joined:\n%v\n%v", moved, before, after)
 	}
-	if stream.Assign(3, nil)[0] != "" {
+	if membership.Assign(3, nil)[0] != "" {
 		t.Error("no members must assign nobody")
 	}
 }
