@@ -75,6 +75,10 @@ const (
 	authNone = "none"
 )
 
+// parseFlags defines, parses and checks the processor's flags. It stays
+// one function because it is a flat list — each flag next to its default
+// and help text, then the checks between them — that reads best as the
+// one place where every flag is.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c := config{processor: stream.DefaultConfig()}
 	fs := flag.NewFlagSet("processor", flag.ContinueOnError)

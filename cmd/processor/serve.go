@@ -46,28 +46,8 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	v, err := schema.New()
+	pre, err := preflight(cfg, log)
 	if err != nil {
-		return err
-	}
-	gcfg, err := cfg.core.GuardianConfig()
-	if err != nil {
-		return err
-	}
-	// Everything that can be checked is checked before anything is
-	// created or started — keys, the data dir's authority and lock, NATS —
-	// so that a mistake stops the processor leaving no trace: the
-	// endpoint's callers file and certificates, the rules, the embedded
-	// server's TLS files, the key files that exist.
-	callers, tlsConfig, err := httpSecurity(cfg, log)
-	if err != nil {
-		return err
-	}
-	rs, err := rules.LoadFiles(cfg.rules...)
-	if err != nil {
-		return fmt.Errorf("rules:\n%w", err)
-	}
-	if err := checkFiles(cfg); err != nil {
 		return err
 	}
 	// The listeners are bound before NATS starts too: an address in use is
@@ -89,31 +69,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		mx = metrics.New()
 		defer serveMetrics(ctx, l, mx.Handler(), log)()
 	}
-	var signer *receipt.Signer
-	if cfg.receiptKey == receiptKeyNone {
-		log.Warn().Msg("decision receipts are off (--receipt-key none): decisions carry no Ed25519 receipt")
-	} else {
-		var created bool
-		if signer, created, err = receipt.LoadOrCreate(cfg.receiptKey); err != nil {
-			return err
-		}
-		if mx != nil {
-			signer = signer.WithObserver(mx.ReceiptSigned)
-		}
-		gcfg.Receipts = signer
-		log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
-			Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
-		// The public key next to the private one is what clients on this
-		// host load to verify decisions (pkg/client.LoadReceiptKey). Not
-		// writing it only costs them that file: GET /receipt-key and the
-		// log above still give the key.
-		pub := receipt.PublicPath(cfg.receiptKey)
-		if err := receipt.WritePublic(pub, signer); err != nil {
-			log.Warn().Err(err).Str("file", pub).Msg("write the receipt public key")
-		} else {
-			log.Info().Str("file", pub).Msg("receipt public key written for clients")
-		}
+	signer, err := receiptSigner(cfg, mx, log)
+	if err != nil {
+		return err
 	}
+	pre.guardian.Receipts = signer
 	stateKey, created, err := turnstate.LoadOrCreateKey(cfg.stateKey)
 	if err != nil {
 		return err
@@ -122,57 +82,15 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// The key itself is never logged; processors sharing partitions must
 	// all have this file.
 	log.Info().Str("file", cfg.stateKey).Bool("created", created).Msg("state values are authenticated with this key")
-	g := guardian.New(v, gcfg)
-	source := rules.NewSource(rs)
-	log.Info().Str("ruleset", rs.Name).Str("revision", rs.Revision).Int("rules", len(rs.Rules)).Strs("files", rs.Files).Msg("rules loaded")
+	g := guardian.New(pre.validator, pre.guardian)
+	source := rules.NewSource(pre.rules)
+	log.Info().Str("ruleset", pre.rules.Name).Str("revision", pre.rules.Revision).Int("rules", len(pre.rules.Rules)).Strs("files", pre.rules.Files).Msg("rules loaded")
 
-	var srv *server.Server
-	opts := []nats.Option{nats.Name("turnguard-processor"), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn().Err(err).Msg("NATS disconnected")
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("NATS reconnected") }),
-	}
-	url := cfg.target.URL
-	if url == "" {
-		var stop func()
-		srv, stop, err = startEmbedded(cfg, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		opts = append(opts, nats.InProcessServer(srv))
-		if cfg.auth == authRequired {
-			auth, err := natsauth.Load(filepath.Join(cfg.dataDir, "auth"))
-			if err != nil {
-				return err
-			}
-			self, err := embedded.User(auth, natsauth.User{Role: natsauth.RoleProcessor, Name: "processor-embedded"})
-			if err != nil {
-				return err
-			}
-			opts = append(opts, self)
-		}
-	} else {
-		if !cfg.target.Authenticated {
-			log.Warn().Str("nats_url", url).Msg("connecting to NATS without credentials (--nats-creds): whoever can reach that server can forge and read everything")
-		}
-		opts = append(opts, cfg.target.Options...)
-	}
-	nc, err := nats.Connect(url, opts...)
+	nc, where, closeNATS, err := connectNATS(cfg, log)
 	if err != nil {
-		return fmt.Errorf("connect to NATS %s (from %s): %w", url, cfg.target.Source, err)
+		return err
 	}
-	defer func() {
-		if err := nc.Drain(); err != nil {
-			log.Warn().Err(err).Msg("drain NATS connection")
-		}
-		for nc.IsDraining() {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	defer closeNATS()
 	if mx != nil {
 		cfg.processor.Observer = mx.Observer()
 	}
@@ -186,30 +104,180 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		}
 	}
 	if cfg.httpAddr != "" {
-		gw, err := gateway.New(ctx, nc, v, gateway.Config{Tenant: cfg.httpTenant, Callers: callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
-			Keys: gcfg.Keys, RequireSignatures: gcfg.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
-			Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready,
-			MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters, WriteTimeout: cfg.httpLimits.writeTimeout}, log)
+		stopHTTP, err := startGateway(ctx, cfg, pre, httpListener, nc, p, signer, mx, log)
 		if err != nil {
 			return err
 		}
-		handler := gw.Handler()
-		if mx != nil {
-			if err := mx.AttachGateway(gw.Stats()); err != nil {
-				return err
-			}
-			handler = mx.InstrumentHTTP(handler)
-		}
-		stopHTTP := serveHTTPOn(ctx, httpListener, tlsConfig, handler, cfg.httpLimits, log)
-		defer func() {
-			stopHTTP()
-			st := gw.Stats()
-			log.Info().Uint64("unauthenticated", st.Unauthenticated.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("ACS JSON-RPC endpoint stopped")
-		}()
+		defer stopHTTP()
 	}
+	defer startReload(ctx, cfg, source, nc, signer, mx, log)()
+	// The pid is what kill -HUP (rule reload) needs; under go run it is
+	// not go run's own.
+	log.Info().Str("version", version.String("processor")).Int("pid", os.Getpid()).Str("nats", where).Msg("turnguard starting")
+	if err := p.Run(ctx); err != nil {
+		return err
+	}
+	st := p.Stats()
+	log.Info().Uint64("processed", st.Processed.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("turnguard stopped")
+	return nil
+}
+
+// checked is what preflight read and checked.
+type checked struct {
+	validator *schema.Validator
+	guardian  guardian.Config
+	callers   *gateway.Callers
+	tls       *tls.Config
+	rules     *rules.Set
+}
+
+// preflight checks everything that can be checked before anything is
+// created or started — keys, the data dir's authority and lock, NATS — so
+// that a mistake stops the processor leaving no trace: the endpoint's
+// callers file and certificates, the rules, the embedded server's TLS
+// files, the key files that exist.
+func preflight(cfg config, log zerolog.Logger) (checked, error) {
+	var c checked
+	var err error
+	if c.validator, err = schema.New(); err != nil {
+		return c, err
+	}
+	if c.guardian, err = cfg.core.GuardianConfig(); err != nil {
+		return c, err
+	}
+	if c.callers, c.tls, err = httpSecurity(cfg, log); err != nil {
+		return c, err
+	}
+	if c.rules, err = rules.LoadFiles(cfg.rules...); err != nil {
+		return c, fmt.Errorf("rules:\n%w", err)
+	}
+	return c, checkFiles(cfg)
+}
+
+// receiptSigner loads or creates the receipt key (nil with --receipt-key
+// none) and writes its public half next to it.
+func receiptSigner(cfg config, mx *metrics.Metrics, log zerolog.Logger) (*receipt.Signer, error) {
+	if cfg.receiptKey == receiptKeyNone {
+		log.Warn().Msg("decision receipts are off (--receipt-key none): decisions carry no Ed25519 receipt")
+		return nil, nil
+	}
+	signer, created, err := receipt.LoadOrCreate(cfg.receiptKey)
+	if err != nil {
+		return nil, err
+	}
+	if mx != nil {
+		signer = signer.WithObserver(mx.ReceiptSigned)
+	}
+	log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
+		Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
+	// The public key next to the private one is what clients on this host
+	// load to verify decisions (pkg/client.LoadReceiptKey). Not writing it
+	// only costs them that file: GET /receipt-key and the log above still
+	// give the key.
+	pub := receipt.PublicPath(cfg.receiptKey)
+	if err := receipt.WritePublic(pub, signer); err != nil {
+		log.Warn().Err(err).Str("file", pub).Msg("write the receipt public key")
+	} else {
+		log.Info().Str("file", pub).Msg("receipt public key written for clients")
+	}
+	return signer, nil
+}
+
+// connectNATS starts the embedded server (no --nats-url) or connects to
+// the configured one. It returns where it is connected, for the log, and
+// a close that drains the connection and then stops the embedded server.
+func connectNATS(cfg config, log zerolog.Logger) (*nats.Conn, string, func(), error) {
+	opts := []nats.Option{nats.Name("turnguard-processor"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("NATS disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("NATS reconnected") }),
+	}
+	stopServer := func() {}
+	url := cfg.target.URL
+	if url == "" {
+		srv, stop, err := startEmbedded(cfg, log)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		stopServer = stop
+		opts = append(opts, nats.InProcessServer(srv))
+		if cfg.auth == authRequired {
+			self, err := embeddedProcessorUser(cfg)
+			if err != nil {
+				stop()
+				return nil, "", nil, err
+			}
+			opts = append(opts, self)
+		}
+	} else {
+		if !cfg.target.Authenticated {
+			log.Warn().Str("nats_url", url).Msg("connecting to NATS without credentials (--nats-creds): whoever can reach that server can forge and read everything")
+		}
+		opts = append(opts, cfg.target.Options...)
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		stopServer()
+		return nil, "", nil, fmt.Errorf("connect to NATS %s (from %s): %w", url, cfg.target.Source, err)
+	}
+	where := nc.ConnectedUrlRedacted()
+	if url == "" {
+		where = "embedded (in-process)"
+	}
+	return nc, where, func() {
+		if err := nc.Drain(); err != nil {
+			log.Warn().Err(err).Msg("drain NATS connection")
+		}
+		for nc.IsDraining() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		stopServer()
+	}, nil
+}
+
+// embeddedProcessorUser is the processor's own credential on the embedded
+// server, minted from the data dir's authority.
+func embeddedProcessorUser(cfg config) (nats.Option, error) {
+	auth, err := natsauth.Load(filepath.Join(cfg.dataDir, "auth"))
+	if err != nil {
+		return nil, err
+	}
+	return embedded.User(auth, natsauth.User{Role: natsauth.RoleProcessor, Name: "processor-embedded"})
+}
+
+// startGateway serves the ACS JSON-RPC endpoint on l and returns its stop.
+func startGateway(ctx context.Context, cfg config, pre checked, l net.Listener, nc *nats.Conn, p *stream.Processor, signer *receipt.Signer, mx *metrics.Metrics, log zerolog.Logger) (func(), error) {
+	gw, err := gateway.New(ctx, nc, pre.validator, gateway.Config{Tenant: cfg.httpTenant, Callers: pre.callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
+		Keys: pre.guardian.Keys, RequireSignatures: pre.guardian.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
+		Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready,
+		MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters, WriteTimeout: cfg.httpLimits.writeTimeout}, log)
+	if err != nil {
+		return nil, err
+	}
+	handler := gw.Handler()
+	if mx != nil {
+		if err := mx.AttachGateway(gw.Stats()); err != nil {
+			return nil, err
+		}
+		handler = mx.InstrumentHTTP(handler)
+	}
+	stopHTTP := serveHTTPOn(ctx, l, pre.tls, handler, cfg.httpLimits, log)
+	return func() {
+		stopHTTP()
+		st := gw.Stats()
+		log.Info().Uint64("unauthenticated", st.Unauthenticated.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("ACS JSON-RPC endpoint stopped")
+	}, nil
+}
+
+// startReload reloads the rules on SIGHUP and file changes until ctx ends,
+// reporting failures as alerts (and metrics); it returns what stops
+// listening for SIGHUP.
+func startReload(ctx context.Context, cfg config, source *rules.Source, nc *nats.Conn, signer *receipt.Signer, mx *metrics.Metrics, log zerolog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	rcfg := reload.Config{Paths: cfg.rules, Source: source, Signals: hup, Log: log,
 		Failed: func(err error) { reportReloadFailure(nc, signer, cfg.rules, err, log) }}
 	if mx != nil {
@@ -220,24 +288,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		rcfg.Loaded = func(*rules.Set) { mx.ReloadResult(nil) }
 	}
 	go func() {
-		err := reload.Run(ctx, rcfg)
-		if err != nil {
+		if err := reload.Run(ctx, rcfg); err != nil {
 			log.Error().Err(err).Msg("rule reloading is off")
 		}
 	}()
-	where := nc.ConnectedUrlRedacted()
-	if srv != nil {
-		where = "embedded (in-process)"
-	}
-	// The pid is what kill -HUP (rule reload) needs; under go run it is
-	// not go run's own.
-	log.Info().Str("version", version.String("processor")).Int("pid", os.Getpid()).Str("nats", where).Msg("turnguard starting")
-	if err := p.Run(ctx); err != nil {
-		return err
-	}
-	st := p.Stats()
-	log.Info().Uint64("processed", st.Processed.Load()).Uint64("dead_lettered", st.DeadLettered.Load()).Msg("turnguard stopped")
-	return nil
+	return func() { signal.Stop(hup) }
 }
 
 // startEmbedded starts the embedded NATS JetStream server: with

@@ -56,44 +56,9 @@ type Config struct {
 // Start starts a single-node NATS JetStream server in this process
 // and waits until it accepts connections.
 func Start(cfg Config) (*server.Server, error) {
-	opts := &server.Options{
-		ServerName: "turnguard",
-		JetStream:  true,
-		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
-		MaxPayload: MaxPayload,
-		MaxPending: MaxPending,
-		// WriteTimeout's default policy: a client, not a route, is closed.
-		WriteDeadline: DefaultWriteDeadline,
-		// The processor owns signal handling and shuts the server down itself.
-		NoSigs: true,
-	}
-	if cfg.WriteDeadline > 0 {
-		opts.WriteDeadline = cfg.WriteDeadline
-	}
-	if cfg.Listen == "" {
-		opts.DontListen = true
-	} else {
-		host, port, err := net.SplitHostPort(cfg.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("embedded server listen address %q: %w", cfg.Listen, err)
-		}
-		p, err := strconv.Atoi(port)
-		if err != nil {
-			return nil, fmt.Errorf("embedded server listen port %q: %w", port, err)
-		}
-		if p == 0 {
-			// Port 0 means the server's default (4222) to nats-server;
-			// here it means any free port, as net.Listen has it.
-			p = server.RANDOM_PORT
-		}
-		opts.Host, opts.Port = host, p
-	}
-	if cfg.TLSCert != "" {
-		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
-		if err != nil {
-			return nil, fmt.Errorf("embedded NATS server TLS: %w", err)
-		}
-		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 2
+	opts, err := serverOptions(cfg)
+	if err != nil {
+		return nil, err
 	}
 	release, err := lockDataDir(cfg.DataDir)
 	if err != nil {
@@ -138,6 +103,50 @@ func Start(cfg Config) (*server.Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// serverOptions are the server's options for cfg, authentication aside.
+func serverOptions(cfg Config) (*server.Options, error) {
+	opts := &server.Options{
+		ServerName: "turnguard",
+		JetStream:  true,
+		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
+		MaxPayload: MaxPayload,
+		MaxPending: MaxPending,
+		// WriteTimeout's default policy: a client, not a route, is closed.
+		WriteDeadline: DefaultWriteDeadline,
+		// The processor owns signal handling and shuts the server down itself.
+		NoSigs: true,
+	}
+	if cfg.WriteDeadline > 0 {
+		opts.WriteDeadline = cfg.WriteDeadline
+	}
+	if cfg.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, port, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded server listen address %q: %w", cfg.Listen, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("embedded server listen port %q: %w", port, err)
+		}
+		if p == 0 {
+			// Port 0 means the server's default (4222) to nats-server;
+			// here it means any free port, as net.Listen has it.
+			p = server.RANDOM_PORT
+		}
+		opts.Host, opts.Port = host, p
+	}
+	if cfg.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS server TLS: %w", err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 2
+	}
+	return opts, nil
 }
 
 // openAccountDir is where an open server (no accounts) keeps its streams.

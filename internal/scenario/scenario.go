@@ -235,6 +235,7 @@ type builder struct {
 	requests map[string]string
 }
 
+// build makes step i's message: its ids, subject and envelope.
 func (b *builder) build(i int) (Message, error) {
 	st := b.s.Steps[i]
 	session := st.Session
@@ -249,28 +250,13 @@ func (b *builder) build(i int) (Message, error) {
 	if !strings.Contains(method, "/") && method != "" {
 		method = "steps/" + method
 	}
-	m.RequestID = b.s.uuid("request", fmt.Sprint(i))
-	if id, ok := strings.CutPrefix(st.RequestID, "@"); ok {
-		if m.RequestID, ok = b.requests[id]; !ok {
-			return Message{}, fmt.Errorf("request_id @%s names no earlier request", id)
-		}
-	} else if st.RequestID != "" {
-		m.RequestID = st.RequestID
+	var err error
+	if m.RequestID, err = b.requestID(i, st); err != nil {
+		return Message{}, err
 	}
-	if st.Request != "" {
-		b.requests[st.Request] = m.RequestID
-	}
-	turnID := ""
-	if st.Turn != "" {
-		if method == "steps/turnStart" {
-			turnID = m.RequestID
-			if st.TurnID != "" {
-				turnID = st.TurnID
-			}
-			b.turns[st.Turn] = turnID
-		} else if turnID = b.turns[st.Turn]; turnID == "" {
-			return Message{}, fmt.Errorf("turn %q was not started by an earlier turnStart", st.Turn)
-		}
+	turnID, err := b.turnID(st, method, m.RequestID)
+	if err != nil {
+		return Message{}, err
 	}
 	m.Subject = acs.InboundSubject(b.s.Tenant, m.SessionID, acs.HookToken(method))
 	if st.Subject != "" {
@@ -284,6 +270,51 @@ func (b *builder) build(i int) (Message, error) {
 		m.Data = []byte(b.expand(*st.Raw))
 		return m, nil
 	}
+	m.Data, err = b.envelope(i, st, method, m, turnID)
+	return m, err
+}
+
+// requestID is step i's request id: generated, an earlier step's
+// (@name), or given; a step that names its request remembers it.
+func (b *builder) requestID(i int, st Step) (string, error) {
+	id := b.s.uuid("request", fmt.Sprint(i))
+	if ref, ok := strings.CutPrefix(st.RequestID, "@"); ok {
+		if id, ok = b.requests[ref]; !ok {
+			return "", fmt.Errorf("request_id @%s names no earlier request", ref)
+		}
+	} else if st.RequestID != "" {
+		id = st.RequestID
+	}
+	if st.Request != "" {
+		b.requests[st.Request] = id
+	}
+	return id, nil
+}
+
+// turnID is the turn id of a step in a named turn: a turnStart opens the
+// turn with its request id (or the turn id given), later steps use it.
+func (b *builder) turnID(st Step, method, requestID string) (string, error) {
+	if st.Turn == "" {
+		return "", nil
+	}
+	if method == "steps/turnStart" {
+		id := requestID
+		if st.TurnID != "" {
+			id = st.TurnID
+		}
+		b.turns[st.Turn] = id
+		return id, nil
+	}
+	id := b.turns[st.Turn]
+	if id == "" {
+		return "", fmt.Errorf("turn %q was not started by an earlier turnStart", st.Turn)
+	}
+	return id, nil
+}
+
+// envelope encodes step i's JSON-RPC envelope, with the step's payload,
+// metadata and params overrides applied.
+func (b *builder) envelope(i int, st Step, method string, m Message, turnID string) ([]byte, error) {
 	at := time.Duration(i) * time.Second
 	if st.At != nil {
 		at = st.At.Duration
@@ -293,12 +324,7 @@ func (b *builder) build(i int) (Message, error) {
 		payload = map[string]any{}
 	}
 	pm := payload.(map[string]any)
-	if method == "steps/turnStart" {
-		if _, ok := pm["turn_id"]; !ok {
-			pm["turn_id"] = turnID
-		}
-	}
-	if method == "steps/turnEnd" {
+	if method == "steps/turnStart" || method == "steps/turnEnd" {
 		if _, ok := pm["turn_id"]; !ok {
 			pm["turn_id"] = turnID
 		}
@@ -319,13 +345,7 @@ func (b *builder) build(i int) (Message, error) {
 		"payload":     pm,
 	}
 	merge(params, b.expandAll(st.Params))
-	env := map[string]any{"jsonrpc": "2.0", "method": method, "id": m.RequestID, "params": params}
-	data, err := json.Marshal(env)
-	if err != nil {
-		return Message{}, err
-	}
-	m.Data = data
-	return m, nil
+	return json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "id": m.RequestID, "params": params})
 }
 
 // merge applies overrides; a nil value deletes the key.

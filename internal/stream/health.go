@@ -69,6 +69,9 @@ func (p *Processor) Ready() error {
 // consuming and no consumer it owns is stuck, else what is wrong.
 func (s Status) Err() error {
 	if !s.Running {
+		if s.Assets != "" {
+			return errors.New("the processor is not consuming: " + s.Assets)
+		}
 		return errors.New("the processor is not consuming")
 	}
 	var stuck []string

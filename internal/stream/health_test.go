@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -187,4 +188,40 @@ next:
 		return d
 	}
 	return nil
+}
+
+// TestStartWaitsForJetStream: a processor started before JetStream
+// answers (a cluster still forming, here a server whose JetStream is off)
+// waits, not ready and saying why, instead of exiting; once JetStream is
+// there it creates its assets and decides.
+func TestStartWaitsForJetStream(t *testing.T) {
+	// JetStream off from the start: turning it off at run time races the
+	// server's own API handlers.
+	srv, err := server.NewServer(&server.Options{DontListen: true, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	r := startProcessor(t, srv, testConfig())
+	testwait.CheckFor(t, waitFor, 20*time.Millisecond, func() error {
+		if err := r.p.Ready(); err == nil || !strings.Contains(err.Error(), "waiting for JetStream") {
+			return fmt.Errorf("readiness %v, want it to say the processor waits for JetStream", err)
+		}
+		return nil
+	})
+	if err := srv.EnableJetStream(&server.JetStreamConfig{StoreDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	nc := natstest.Connect(t, srv)
+	js := natstest.JetStream(t, nc)
+	w := watch(t, nc)
+	waitForConsumers(t, js, testConfig().Topology.Partitions+1)
+	awaitReady(t, r.p)
+	sid := "00000000-0000-4000-8000-000000000001"
+	e := examples.Session(sid)[0]
+	w.await(t, natstest.Publish(t, js, e.Subject("default", sid), e.Data), true, false)
 }

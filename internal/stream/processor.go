@@ -215,6 +215,67 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 	}
 }
 
+// ensureAtStart is topology.EnsureLogged, tried again while JetStream is
+// only slow or not there yet — a cluster still electing its leaders or
+// short of the peers an R3 asset needs, a server busy past the API
+// timeout — so that a processor started next to its servers waits, loudly
+// (a warning per attempt, readiness says why), instead of exiting. What
+// waiting cannot cure (an incompatible asset, a topology the flags got
+// wrong, a permission the credential lacks) returns at once.
+func (p *Processor) ensureAtStart(ctx context.Context) error {
+	backoff := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		// One request first, so that a JetStream that does not answer
+		// costs one API timeout per attempt rather than one per asset.
+		// Only its silence counts: a credential may lack the permission
+		// for it, and Ensure says what is wrong then.
+		_, err := p.js.AccountInfo(ctx)
+		if err == nil || !jetStreamUnavailable(err) {
+			err = topology.EnsureLogged(ctx, p.js, p.cfg.Topology, p.log)
+		}
+		if err == nil || ctx.Err() != nil || !jetStreamUnavailable(err) {
+			p.repair.failed.Store(nil)
+			return err
+		}
+		why := "waiting for JetStream to create or check turnguard's streams: " + err.Error()
+		p.repair.failed.Store(&why)
+		p.log.Warn().Err(err).Int("attempt", attempt).Dur("retry_in", backoff).Msg("JetStream cannot create or check turnguard's streams yet; waiting")
+		if !sleep(ctx, backoff) {
+			return err
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// jetStreamUnavailable reports whether err says that JetStream did not
+// answer or cannot place assets yet, rather than that something is wrong
+// for good.
+func jetStreamUnavailable(err error) bool {
+	if ie := (*topology.IncompatibleError)(nil); errors.As(err, &ie) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) {
+		return true
+	}
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode {
+	case jsClusterNoPeers, jsClusterNotAvailable:
+		return true
+	}
+	return false
+}
+
+// JetStream API error codes (nats-server's errors.json) of a cluster that
+// is forming or has lost peers: "no suitable peers for placement" and
+// "JetStream system temporarily unavailable".
+const (
+	jsClusterNoPeers      jetstream.ErrorCode = 10005
+	jsClusterNotAvailable jetstream.ErrorCode = 10008
+)
+
 // Stats returns the processor's live counters.
 func (p *Processor) Stats() *Stats { return &p.stats }
 
@@ -222,7 +283,7 @@ func (p *Processor) Stats() *Stats { return &p.stats }
 // compatible, then processes until ctx ends. On return every worker has
 // finished its in-flight batch.
 func (p *Processor) Run(ctx context.Context) error {
-	if err := topology.EnsureLogged(ctx, p.js, p.cfg.Topology, p.log); err != nil {
+	if err := p.ensureAtStart(ctx); err != nil {
 		return err
 	}
 	hooks, err := p.js.Stream(ctx, acs.HooksStream)

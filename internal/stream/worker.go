@@ -226,6 +226,8 @@ func (w *worker) supervise(ctx context.Context, fatal context.CancelCauseFunc, e
 	}
 }
 
+// run consumes the partition until ctx ends, a restart is asked for or a
+// batch fails; eager recovers what is already pending first.
 func (w *worker) run(ctx context.Context, eager bool) error {
 	w.lastConsumerSeq, w.applied, w.sawFresh = 0, 0, false
 	w.pin.Store(nil)
@@ -234,83 +236,12 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 			return fmt.Errorf("recover %s: %w", w.consumer, err)
 		}
 	}
-	deliveries := make(chan jetstream.Msg, w.batchSize)
-	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrPinIDMismatch) {
-			if persistentConsumeError(err) {
-				w.consumerHealth.failing(fmt.Errorf("consume %s: %w", w.consumer, err))
-			}
-			// Whatever it was (a deleted consumer can also show as "no
-			// responders" or missed heartbeats), the next ownership
-			// tick asks the server whether the consumer exists.
-			w.suspect.Store(true)
-			w.log.Warn().Err(err).Msg("consume")
-			return
-		}
-		// Another instance was pinned: stop believing this one is.
-		w.pin.Store(nil)
-		w.log.Info().Msg("the partition was pinned to another instance")
-	})}
-	if w.routed {
-		// Ask again well within PinnedTTL, or an idle owner loses the pin.
-		opts = append(opts, jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
-	}
-	// Deliveries held when the worker stops are handed back with a Nak, in
-	// stream order, so the partition's next holder gets them at once
-	// instead of after the ack wait. The callback runs serially: whatever
-	// it sets aside after stopping closed came after all it queued.
-	stopping := make(chan struct{})
-	var lateMu sync.Mutex
-	var late []jetstream.Msg
-	setAside := func(m jetstream.Msg) {
-		lateMu.Lock()
-		late = append(late, m)
-		lateMu.Unlock()
-	}
-	cc, err := w.cons.Consume(func(m jetstream.Msg) {
-		// The pin is noted as the delivery arrives, not when its batch is
-		// handled: a busy worker must not look unpinned to its own
-		// instance, which would take its pin for a dead one's.
-		w.notePin(m)
-		select {
-		case <-stopping:
-			setAside(m)
-			return
-		default:
-		}
-		select {
-		case deliveries <- m:
-		case <-stopping:
-			setAside(m)
-		}
-	}, opts...)
+	f, err := w.consume()
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", w.consumer, err)
+		return err
 	}
 	w.health.healthy()
-	defer func() {
-		close(stopping)
-		cc.Drain()
-		select {
-		case <-cc.Closed():
-		case <-time.After(5 * time.Second):
-			cc.Stop()
-		}
-		for {
-			select {
-			case m := <-deliveries:
-				_ = m.Nak()
-				continue
-			default:
-			}
-			break
-		}
-		lateMu.Lock()
-		defer lateMu.Unlock()
-		for _, m := range late {
-			_ = m.Nak()
-		}
-	}()
+	defer f.handBack()
 	for {
 		var batch []jetstream.Msg
 		select {
@@ -323,13 +254,13 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 			continue
 		case <-w.restart:
 			return errRestart
-		case m := <-deliveries:
+		case m := <-f.deliveries:
 			batch = append(batch, m)
 		}
 	fill:
 		for len(batch) < w.batchSize {
 			select {
-			case m := <-deliveries:
+			case m := <-f.deliveries:
 				batch = append(batch, m)
 			default:
 				break fill
@@ -338,6 +269,111 @@ func (w *worker) run(ctx context.Context, eager bool) error {
 		if err := w.handle(ctx, batch); err != nil {
 			return err
 		}
+	}
+}
+
+// feed is a running consume of the partition: deliveries arrive in stream
+// order on its channel until handBack.
+type feed struct {
+	cc         jetstream.ConsumeContext
+	deliveries chan jetstream.Msg
+	stopping   chan struct{}
+	lateMu     sync.Mutex
+	late       []jetstream.Msg
+}
+
+// consume starts consuming the partition.
+func (w *worker) consume() (*feed, error) {
+	f := &feed{deliveries: make(chan jetstream.Msg, w.batchSize), stopping: make(chan struct{})}
+	cc, err := w.cons.Consume(func(m jetstream.Msg) {
+		// The pin is noted as the delivery arrives, not when its batch is
+		// handled: a busy worker must not look unpinned to its own
+		// instance, which would take its pin for a dead one's.
+		w.notePin(m)
+		f.deliver(m)
+	}, w.consumeOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", w.consumer, err)
+	}
+	f.cc = cc
+	return f, nil
+}
+
+// consumeOpts are the pull options of the partition's consume.
+func (w *worker) consumeOpts() []jetstream.PullConsumeOpt {
+	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(w.consumeError)}
+	if w.routed {
+		// Ask again well within PinnedTTL, or an idle owner loses the pin.
+		opts = append(opts, jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
+	}
+	return opts
+}
+
+// consumeError takes what the consume reports between deliveries.
+func (w *worker) consumeError(_ jetstream.ConsumeContext, err error) {
+	if !errors.Is(err, jetstream.ErrPinIDMismatch) {
+		if persistentConsumeError(err) {
+			w.consumerHealth.failing(fmt.Errorf("consume %s: %w", w.consumer, err))
+		}
+		// Whatever it was (a deleted consumer can also show as "no
+		// responders" or missed heartbeats), the next ownership tick asks
+		// the server whether the consumer exists.
+		w.suspect.Store(true)
+		w.log.Warn().Err(err).Msg("consume")
+		return
+	}
+	// Another instance was pinned: stop believing this one is.
+	w.pin.Store(nil)
+	w.log.Info().Msg("the partition was pinned to another instance")
+}
+
+// deliver queues a delivery for the run loop, or sets it aside once the
+// feed is stopping. The consume's callback runs serially: whatever it sets
+// aside after stopping closed came after all it queued.
+func (f *feed) deliver(m jetstream.Msg) {
+	select {
+	case <-f.stopping:
+		f.setAside(m)
+		return
+	default:
+	}
+	select {
+	case f.deliveries <- m:
+	case <-f.stopping:
+		f.setAside(m)
+	}
+}
+
+func (f *feed) setAside(m jetstream.Msg) {
+	f.lateMu.Lock()
+	f.late = append(f.late, m)
+	f.lateMu.Unlock()
+}
+
+// handBack stops the consume and hands the deliveries it still holds back
+// with a Nak, in stream order, so the partition's next holder gets them at
+// once instead of after the ack wait.
+func (f *feed) handBack() {
+	close(f.stopping)
+	f.cc.Drain()
+	select {
+	case <-f.cc.Closed():
+	case <-time.After(5 * time.Second):
+		f.cc.Stop()
+	}
+	for {
+		select {
+		case m := <-f.deliveries:
+			_ = m.Nak()
+			continue
+		default:
+		}
+		break
+	}
+	f.lateMu.Lock()
+	defer f.lateMu.Unlock()
+	for _, m := range f.late {
+		_ = m.Nak()
 	}
 }
 
