@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -117,21 +118,30 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	return nil
 }
 
-// prefetch reads the committed state of every session the batch touches,
-// in the order the batch first names them (session publishes what a
-// session's last write left unpublished, which must go out before
-// anything of this batch).
+// prefetchReaders bounds the reads prefetch has in flight at once.
+const prefetchReaders = 16
+
+// prefetch reads the committed state of every session the batch touches.
+// What the cache does not hold is read from the server concurrently, each
+// read a round trip of its own; then the sessions are taken up in the
+// order the batch first names them (session publishes what a session's
+// last write left unpublished, which must go out before anything of this
+// batch).
 func (w *worker) prefetch(ctx context.Context, b *batch) error {
+	var first []*inbound
+	seen := map[string]bool{}
 	for i := range b.ins {
 		in := &b.ins[i]
-		if in.routeErr != nil {
+		if in.routeErr != nil || seen[in.route.SessionKey()] {
 			continue
 		}
+		seen[in.route.SessionKey()] = true
+		first = append(first, in)
+	}
+	reads := w.readUncached(ctx, first)
+	for _, in := range first {
 		key := in.route.SessionKey()
-		if _, ok := b.sessions[key]; ok {
-			continue
-		}
-		c, err := w.session(ctx, in)
+		c, err := w.session(ctx, in, reads[key])
 		if err != nil {
 			return err
 		}
@@ -142,6 +152,36 @@ func (w *worker) prefetch(ctx context.Context, b *batch) error {
 		b.sessions[key] = p
 	}
 	return nil
+}
+
+// readUncached fetches the sessions of ins the cache does not hold, up to
+// prefetchReaders at a time, by session key.
+func (w *worker) readUncached(ctx context.Context, ins []*inbound) map[string]*fetched {
+	var miss []*inbound
+	for _, in := range ins {
+		if _, ok := w.cache.get(in.route.SessionKey()); !ok {
+			miss = append(miss, in)
+		}
+	}
+	out := make(map[string]*fetched, len(miss))
+	if len(miss) == 0 {
+		return out
+	}
+	got := make([]*fetched, len(miss))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, prefetchReaders)
+	for i, in := range miss {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			got[i] = w.fetch(ctx, in.route)
+		})
+	}
+	wg.Wait()
+	for i, in := range miss {
+		out[in.route.SessionKey()] = got[i]
+	}
+	return out
 }
 
 // decideOne decides in against its session's pending state and takes up

@@ -20,7 +20,10 @@ import (
 // the bucket. What its last write left unpublished goes out first: a
 // publication of this batch must not overtake it. A stored value that does
 // not verify is never used: the session is rebuilt (unverifiedSession).
-func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Session], error) {
+//
+// f, when not nil, is what prefetch already read of the session (it was
+// not cached then); else what is needed is read here.
+func (w *worker) session(ctx context.Context, in *inbound, f *fetched) (cached[turnstate.Session], error) {
 	key := in.route.SessionKey()
 	c, ok := w.cache.get(key)
 	// last is the session's newest stored decision, looked up once for the
@@ -28,14 +31,17 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 	var last newest
 	looked := false
 	if !ok {
-		s, out, rev, err := w.store.Load(ctx, key)
+		if f == nil {
+			f = w.fetch(ctx, in.route)
+		}
+		s, out, rev, err := f.state, f.outbox, f.rev, f.err
 		if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
 			return w.unverifiedSession(ctx, ie, in)
 		}
 		if err != nil {
 			return c, err
 		}
-		if last, err = w.lastDecision(ctx, in.route); err != nil {
+		if last, err = f.last, f.lastErr; err != nil {
 			return c, err
 		}
 		looked = true
@@ -68,6 +74,28 @@ func (w *worker) session(ctx context.Context, in *inbound) (cached[turnstate.Ses
 	w.cache.published(key)
 	c.outbox = nil
 	return c, nil
+}
+
+// fetched is what the bucket and ACS_DECISIONS hold of a session: its
+// stored state and its newest stored decision, each with its own error.
+type fetched struct {
+	state   *turnstate.Session
+	outbox  *statestore.Outbox
+	rev     uint64
+	err     error
+	last    newest
+	lastErr error
+}
+
+// fetch reads a session's newest stored decision, then its stored state.
+// In that order the state read is at least as new as the decision: an
+// instance that wrote the session in between cannot make the state look
+// older than its newest decision, which would pass for a rollback.
+func (w *worker) fetch(ctx context.Context, route acs.Route) *fetched {
+	f := &fetched{}
+	f.last, f.lastErr = w.lastDecision(ctx, route)
+	f.state, f.outbox, f.rev, f.err = w.store.Load(ctx, route.SessionKey())
+	return f
 }
 
 // flushOutbox publishes an outbox found with a state, unless it already
