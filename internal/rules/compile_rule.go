@@ -42,6 +42,8 @@ func specOf(hook string) *acs.MethodSpec {
 	return acs.LookupMethod("steps/" + hook)
 }
 
+// rule checks and compiles one rule definition, reporting every problem
+// it finds; nil only for a rule without an id.
 func (c *compiler) rule(f *File, d *RuleDef) *Rule {
 	r := &Rule{ID: d.ID.Value, Title: d.Title.Value, Description: d.Description, Tags: d.Tags, File: f.Path, Pos: d.ID.Pos, ReasonCodes: d.ReasonCodes}
 	switch {
@@ -69,23 +71,60 @@ func (c *compiler) rule(f *File, d *RuleDef) *Rule {
 	case r.Mode != Enforce && r.Mode != Shadow && r.Mode != Off:
 		c.errf(f, d.Mode.Pos, "rule %s: mode %q: want enforce, shadow or off", r.ID, d.Mode.Value)
 	}
+	r.Hooks = c.ruleHooks(f, d, r.ID)
+	c.ruleDecision(f, d, r)
+	if !d.When.Set() {
+		c.errf(f, d.ID.Pos, "rule %s: when is required (use 'true' to match every event of its hooks)", r.ID)
+	} else {
+		r.when = c.expr(f, d.When, "when")
+	}
+	c.ruleGuard(f, d, r)
+	if d.Message.Set() {
+		tmpl, err := template.New(r.ID).Option("missingkey=zero").Parse(d.Message.Value)
+		if err != nil {
+			c.errf(f, d.Message.Pos, "rule %s: message template: %v", r.ID, err)
+		}
+		r.message = tmpl
+	}
+	for _, e := range d.Exceptions {
+		if !e.Name.Set() {
+			c.errf(f, e.When.Pos, "rule %s: an exception needs a name", r.ID)
+		}
+		if p := c.expr(f, e.When, "exception "+e.Name.Value); p != nil {
+			r.exceptions = append(r.exceptions, exception{name: e.Name.Value, when: p})
+		}
+	}
+	return r
+}
+
+// ruleHooks is the rule names of the hooks in the rule's on: list, nil for
+// ["*"] (every hook). Unknown names are reported and left out.
+func (c *compiler) ruleHooks(f *File, d *RuleDef, id string) []string {
+	var hooks []string
 	if len(d.On) == 0 {
-		c.errf(f, d.ID.Pos, `rule %s: on is required: the hooks it runs on, or ["*"] for every hook`, r.ID)
+		c.errf(f, d.ID.Pos, `rule %s: on is required: the hooks it runs on, or ["*"] for every hook`, id)
 	}
 	for _, h := range d.On {
 		if h.Value == "*" {
 			if len(d.On) > 1 {
-				c.errf(f, h.Pos, `rule %s: "*" stands alone in on`, r.ID)
+				c.errf(f, h.Pos, `rule %s: "*" stands alone in on`, id)
 			}
 			continue
 		}
 		name, ok := hookName(h.Value)
 		if !ok {
-			c.errf(f, h.Pos, "rule %s: unknown hook %q", r.ID, h.Value)
+			c.errf(f, h.Pos, "rule %s: unknown hook %q", id, h.Value)
 			continue
 		}
-		r.Hooks = append(r.Hooks, name)
+		hooks = append(hooks, name)
 	}
+	return hooks
+}
+
+// ruleDecision sets r.Decision and r.Ask, checking the decision against
+// what each of r.Hooks permits (so r.Hooks must be set) and the ask block
+// against the decision.
+func (c *compiler) ruleDecision(f *File, d *RuleDef, r *Rule) {
 	r.Decision = Decision(d.Decision.Value)
 	validDecision := true
 	switch r.Decision {
@@ -109,11 +148,11 @@ func (c *compiler) rule(f *File, d *RuleDef) *Rule {
 	case d.Ask != nil:
 		c.errf(f, d.Decision.Pos, "rule %s: an ask block only goes with decision ask", r.ID)
 	}
-	if !d.When.Set() {
-		c.errf(f, d.ID.Pos, "rule %s: when is required (use 'true' to match every event of its hooks)", r.ID)
-	} else {
-		r.when = c.expr(f, d.When, "when")
-	}
+}
+
+// ruleGuard sets what else must hold besides when: r.After (a taint guard)
+// or r.Threshold, refusing a rule with both.
+func (c *compiler) ruleGuard(f *File, d *RuleDef, r *Rule) {
 	if d.After != nil && d.Threshold != nil {
 		c.errf(f, d.ID.Pos, "rule %s: a rule is a taint guard (after) or a threshold, not both", r.ID)
 	}
@@ -130,22 +169,6 @@ func (c *compiler) rule(f *File, d *RuleDef) *Rule {
 	if t := d.Threshold; t != nil {
 		r.Threshold = c.threshold(f, r.ID, t)
 	}
-	if d.Message.Set() {
-		tmpl, err := template.New(r.ID).Option("missingkey=zero").Parse(d.Message.Value)
-		if err != nil {
-			c.errf(f, d.Message.Pos, "rule %s: message template: %v", r.ID, err)
-		}
-		r.message = tmpl
-	}
-	for _, e := range d.Exceptions {
-		if !e.Name.Set() {
-			c.errf(f, e.When.Pos, "rule %s: an exception needs a name", r.ID)
-		}
-		if p := c.expr(f, e.When, "exception "+e.Name.Value); p != nil {
-			r.exceptions = append(r.exceptions, exception{name: e.Name.Value, when: p})
-		}
-	}
-	return r
 }
 
 func (c *compiler) ask(f *File, id string, a *AskDef) *acs.AskDetails {
