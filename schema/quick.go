@@ -153,21 +153,7 @@ func (q *quicker) check(s *jsonschema.Schema, v any, depth int) verdict {
 		}
 	}
 	if s.Enum != nil {
-		e := invalid
-		for _, item := range s.Enum.Values {
-			switch quickEqual(v, item) {
-			case valid:
-				e = valid
-			case unknown:
-				if e == invalid {
-					e = unknown
-				}
-			}
-			if e == valid {
-				break
-			}
-		}
-		if r = and(r, e); r == invalid {
+		if r = and(r, quickEnum(s.Enum.Values, v)); r == invalid {
 			return r
 		}
 	}
@@ -203,63 +189,103 @@ func (q *quicker) check(s *jsonschema.Schema, v any, depth int) verdict {
 		}
 	}
 	if len(s.AnyOf) > 0 {
-		a := invalid
-		for _, sub := range s.AnyOf {
-			switch q.check(sub, v, depth+1) {
-			case valid:
-				a = valid
-			case unknown:
-				a = unknown
-			}
-			if a == valid {
-				break
-			}
-		}
-		if r = and(r, a); r == invalid {
+		if r = and(r, q.anyOf(s.AnyOf, v, depth)); r == invalid {
 			return r
 		}
 	}
 	if len(s.OneOf) > 0 {
-		matched, uncertain := 0, false
-		for _, sub := range s.OneOf {
-			switch q.check(sub, v, depth+1) {
-			case valid:
-				matched++
-			case unknown:
-				uncertain = true
-			}
-		}
-		o := unknown
-		switch {
-		case matched > 1:
-			o = invalid
-		case uncertain:
-		case matched == 1:
-			o = valid
-		default:
-			o = invalid
-		}
-		if r = and(r, o); r == invalid {
+		if r = and(r, q.oneOf(s.OneOf, v, depth)); r == invalid {
 			return r
 		}
 	}
 	if s.If != nil {
-		var c verdict
-		switch q.check(s.If, v, depth+1) {
-		case valid:
-			c = valid
-			if s.Then != nil {
-				c = q.check(s.Then, v, depth+1)
-			}
-		case invalid:
-			c = valid
-			if s.Else != nil {
-				c = q.check(s.Else, v, depth+1)
-			}
-		}
-		r = and(r, c)
+		r = and(r, q.conditional(s, v, depth))
 	}
 	return r
+}
+
+// quickEnum mirrors enum: valid once one value is certainly equal, unknown
+// if none is but one may be, else invalid. Kept out of check, like the
+// applicators below, so check reads as the list of keywords in order.
+func quickEnum(values []any, v any) verdict {
+	e := invalid
+	for _, item := range values {
+		switch quickEqual(v, item) {
+		case valid:
+			e = valid
+		case unknown:
+			if e == invalid {
+				e = unknown
+			}
+		}
+		if e == valid {
+			break
+		}
+	}
+	return e
+}
+
+// anyOf mirrors anyOf over subs (non-empty): valid once one subschema is
+// certainly valid; otherwise unknown if any was uncertain, else invalid.
+func (q *quicker) anyOf(subs []*jsonschema.Schema, v any, depth int) verdict {
+	a := invalid
+	for _, sub := range subs {
+		switch q.check(sub, v, depth+1) {
+		case valid:
+			a = valid
+		case unknown:
+			a = unknown
+		}
+		if a == valid {
+			break
+		}
+	}
+	return a
+}
+
+// oneOf mirrors oneOf over subs (non-empty): two certain matches are a
+// failure whatever the rest; otherwise any uncertain subschema leaves it
+// unknown, and exactly one match is valid.
+func (q *quicker) oneOf(subs []*jsonschema.Schema, v any, depth int) verdict {
+	matched, uncertain := 0, false
+	for _, sub := range subs {
+		switch q.check(sub, v, depth+1) {
+		case valid:
+			matched++
+		case unknown:
+			uncertain = true
+		}
+	}
+	o := unknown
+	switch {
+	case matched > 1:
+		o = invalid
+	case uncertain:
+	case matched == 1:
+		o = valid
+	default:
+		o = invalid
+	}
+	return o
+}
+
+// conditional mirrors if/then/else for a schema with if set: an uncertain
+// if leaves the whole unknown.
+func (q *quicker) conditional(s *jsonschema.Schema, v any, depth int) verdict {
+	var c verdict
+	switch q.check(s.If, v, depth+1) {
+	case valid:
+		c = valid
+		if s.Then != nil {
+			c = q.check(s.Then, v, depth+1)
+		}
+	case invalid:
+		c = valid
+		if s.Else != nil {
+			c = q.check(s.Else, v, depth+1)
+		}
+	}
+	return c
 }
 
 // quickType mirrors the type keyword. Only json.Number needs care:
@@ -493,153 +519,6 @@ func quickNumber(s *jsonschema.Schema, n json.Number) verdict {
 		return invalid
 	}
 	return valid
-}
-
-// quickFormat checks a format. The library's uuid and date-time checkers
-// split the string into fresh slices; the common valid shapes are
-// recognised here without allocating, and everything else goes to the
-// library's checker, which has the final word.
-func quickFormat(f *jsonschema.Format, v any) bool {
-	if str, ok := v.(string); ok {
-		switch f.Name {
-		case "uuid":
-			if IsUUID(str) {
-				return true
-			}
-		case "date-time":
-			if plainDateTime(str) {
-				return true
-			}
-		}
-	}
-	return f.Validate(v) == nil
-}
-
-// IsUUID reports whether s has the 8-4-4-4-12 hex form the schemas' uuid
-// format (and the library's checker) accepts.
-func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// plainDateTime recognises yyyy-mm-ddThh:mm:ss[.fraction]Z with a real
-// calendar date and no leap second: a subset of what RFC 3339 (and the
-// library) accepts, and nearly every timestamp a client sends.
-func plainDateTime(s string) bool {
-	if len(s) < 20 || s[len(s)-1] != 'Z' {
-		return false
-	}
-	num := func(i, n int) (int, bool) {
-		v := 0
-		for _, c := range []byte(s[i : i+n]) {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	if s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
-		return false
-	}
-	y, ok1 := num(0, 4)
-	mo, ok2 := num(5, 2)
-	d, ok3 := num(8, 2)
-	h, ok4 := num(11, 2)
-	mi, ok5 := num(14, 2)
-	sec, ok6 := num(17, 2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 {
-		return false
-	}
-	days := [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[mo-1]
-	if mo == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-		days = 29
-	}
-	if d > days {
-		return false
-	}
-	rest := s[19 : len(s)-1]
-	if rest == "" {
-		return true
-	}
-	if rest[0] != '.' || len(rest) == 1 {
-		return false
-	}
-	for _, c := range []byte(rest[1:]) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// plainPatterns recognise, without the regexp engine, strings that the ACS
-// schemas' patterns match; a string they do not recognise goes to the
-// compiled pattern, which has the final word. (Go's '$' without the m flag
-// is the end of the text, and '.' is any character but '\n'.)
-var plainPatterns = map[string]func(string) bool{
-	`^\d+\.\d+\.\d+$`: func(s string) bool {
-		parts := 0
-		for i := 0; i <= len(s); {
-			j := i
-			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-				j++
-			}
-			if j == i {
-				return false
-			}
-			parts++
-			if j == len(s) {
-				return parts == 3
-			}
-			if s[j] != '.' {
-				return false
-			}
-			i = j + 1
-		}
-		return false
-	},
-	`^[0-9a-f]{64}$`: func(s string) bool {
-		if len(s) != 64 {
-			return false
-		}
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-				return false
-			}
-		}
-		return true
-	},
-	`^(steps/|protocols/|agbom/|trace/|system/|handshake/|wrapped:).+`: func(s string) bool {
-		for _, p := range []string{"steps/", "protocols/", "agbom/", "trace/", "system/", "handshake/", "wrapped:"} {
-			if strings.HasPrefix(s, p) && len(s) > len(p) && s[len(p)] != '\n' {
-				return true
-			}
-		}
-		return false
-	},
-}
-
-func quickPattern(re jsonschema.Regexp, s string) bool {
-	if f := plainPatterns[re.String()]; f != nil && f(s) {
-		return true
-	}
-	return re.MatchString(s)
 }
 
 // intBounds checks an integer against bounds that are all integers in

@@ -40,80 +40,17 @@ var rank = map[rules.Decision]int{rules.DecideNone: 0, rules.DecideAllow: 1, rul
 // recorded, never blocked). An evaluation error counts as a hit of the
 // configured posture.
 func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, vs []turnstate.Violation, rr rules.Result) verdict {
-	type contributor struct {
-		decision rules.Decision
-		message  string
-		hit      *rules.Hit
-	}
-	var enforced []contributor
-	var shadow []map[string]any
 	res := newResult(env.req.Params.RequestID, acs.Allow, "")
-	td := map[string]any{}
 	for _, v := range vs {
 		res.ReasonCodes = appendUnique(res.ReasonCodes, v.Name)
 	}
+	t := g.tallyResult(rs, rr, res)
+	want, final := permitted(t.strongest(), env.spec)
+	res.Decision = final
+	msgs, winner := t.messages(want)
+	td := map[string]any{}
 	if len(vs) > 0 {
 		td["violations"] = vs
-	}
-	var hits []map[string]any
-	// noted is what alert-only and shadow rules found: an allow they hit
-	// says so in its reasoning.
-	var noted []string
-	for i := range rr.Hits {
-		h := &rr.Hits[i]
-		r := h.Rule
-		hits = append(hits, map[string]any{"rule_id": r.ID, "mode": r.Mode, "decision": r.Decision, "message": h.Message})
-		msg := h.Message
-		if msg == "" {
-			// A template may render nothing; a deny still needs its why.
-			msg = r.Title
-		}
-		if r.Mode == rules.Shadow {
-			shadow = append(shadow, map[string]any{"rule_id": r.ID, "would": r.Decision, "message": h.Message})
-			noted = append(noted, fmt.Sprintf("shadow rule %s would %s: %s", r.ID, r.Decision, msg))
-			continue
-		}
-		if r.Decision == rules.DecideNone {
-			noted = append(noted, msg)
-		}
-		enforced = append(enforced, contributor{r.Decision, msg, h})
-		for _, c := range r.ReasonCodes {
-			res.ReasonCodes = appendUnique(res.ReasonCodes, c)
-		}
-		res.PolicyReferences = append(res.PolicyReferences, acs.PolicyReference{PolicyID: rs.Name, PolicyVersion: rs.Revision, PolicyName: r.Title, RuleID: r.ID})
-	}
-	var errs []string
-	for _, e := range rr.Errors {
-		errs = append(errs, e.Error())
-		if e.Rule != nil && e.Rule.Mode != rules.Enforce {
-			continue
-		}
-		enforced = append(enforced, contributor{rules.Decision(g.cfg.OnRuleError), "rule evaluation failed: " + e.Error(), nil})
-		res.ReasonCodes = appendUnique(res.ReasonCodes, "evaluation_failed")
-	}
-	want := rules.DecideAllow
-	for _, c := range enforced {
-		if rank[c.decision] > rank[want] {
-			want = c.decision
-		}
-	}
-	final := acs.Disposition(want)
-	if final == acs.Ask && !env.spec.Permits(acs.Ask) {
-		final = acs.Deny
-	}
-	if final == acs.Deny && !env.spec.Permits(acs.Deny) {
-		final = acs.Allow
-	}
-	res.Decision = final
-	var msgs []string
-	var winner *rules.Hit
-	for _, c := range enforced {
-		if acs.Disposition(c.decision) == acs.Disposition(want) && c.message != "" {
-			msgs = append(msgs, c.message)
-			if winner == nil {
-				winner = c.hit
-			}
-		}
 	}
 	// Claude Code and Cursor put reasoning into the model's context, so an
 	// allow says something only when there is something to say: a plain
@@ -130,9 +67,9 @@ func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, v
 		res.Reasoning = "allowed with protocol findings: " + violationText(findings)
 	case len(msgs) > 0:
 		res.Reasoning = strings.Join(msgs, "; ")
-	case len(noted) > 0:
-		res.Reasoning = "allowed; " + strings.Join(noted, "; ")
-	case final == acs.Allow && len(rr.Hits) == 0 && len(errs) == 0:
+	case len(t.noted) > 0:
+		res.Reasoning = "allowed; " + strings.Join(t.noted, "; ")
+	case final == acs.Allow && len(rr.Hits) == 0 && len(t.errs) == 0:
 		td["outcome"] = OutcomeNoRuleMatched
 	}
 	if final == acs.Ask && winner != nil {
@@ -140,7 +77,122 @@ func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, v
 		ad.Context = winner.Message
 		res.AskDetails = &ad
 	}
-	for _, c := range enforced {
+	t.citeTaints(res, want, rr.Turn)
+	t.turnguardData(res, td, rs, vs)
+	v := verdict{decision: final, result: res}
+	for i := range rr.Hits {
+		v.alerts = append(v.alerts, g.alertFor(env, st, &rr.Hits[i], rr.Turn, final))
+	}
+	return v
+}
+
+// contributor is one enforcing vote on the decision: an enforcing rule's
+// hit, or an evaluation error counted as the configured posture (hit nil).
+type contributor struct {
+	decision rules.Decision
+	message  string
+	hit      *rules.Hit
+}
+
+// tally is what decide reads out of a rules.Result before it picks the
+// decision; kept apart so each step of decide can take it whole.
+type tally struct {
+	enforced []contributor
+	hits     []map[string]any // policy_data.turnguard.hits
+	shadow   []map[string]any // policy_data.turnguard.shadow
+	// noted is what alert-only and shadow rules found: an allow they hit
+	// says so in its reasoning.
+	noted []string
+	errs  []string // policy_data.turnguard.evaluation_errors
+}
+
+// tallyResult sorts the rule hits and evaluation errors into enforcing
+// votes, shadow findings and notes, and adds their reason codes and
+// policy references to res in hit order (then evaluation_failed), so the
+// response lists them exactly as the rules fired.
+func (g *Guardian) tallyResult(rs *rules.Set, rr rules.Result, res *acs.Result) tally {
+	var t tally
+	for i := range rr.Hits {
+		h := &rr.Hits[i]
+		r := h.Rule
+		t.hits = append(t.hits, map[string]any{"rule_id": r.ID, "mode": r.Mode, "decision": r.Decision, "message": h.Message})
+		msg := h.Message
+		if msg == "" {
+			// A template may render nothing; a deny still needs its why.
+			msg = r.Title
+		}
+		if r.Mode == rules.Shadow {
+			t.shadow = append(t.shadow, map[string]any{"rule_id": r.ID, "would": r.Decision, "message": h.Message})
+			t.noted = append(t.noted, fmt.Sprintf("shadow rule %s would %s: %s", r.ID, r.Decision, msg))
+			continue
+		}
+		if r.Decision == rules.DecideNone {
+			t.noted = append(t.noted, msg)
+		}
+		t.enforced = append(t.enforced, contributor{r.Decision, msg, h})
+		for _, c := range r.ReasonCodes {
+			res.ReasonCodes = appendUnique(res.ReasonCodes, c)
+		}
+		res.PolicyReferences = append(res.PolicyReferences, acs.PolicyReference{PolicyID: rs.Name, PolicyVersion: rs.Revision, PolicyName: r.Title, RuleID: r.ID})
+	}
+	for _, e := range rr.Errors {
+		t.errs = append(t.errs, e.Error())
+		if e.Rule != nil && e.Rule.Mode != rules.Enforce {
+			continue
+		}
+		t.enforced = append(t.enforced, contributor{rules.Decision(g.cfg.OnRuleError), "rule evaluation failed: " + e.Error(), nil})
+		res.ReasonCodes = appendUnique(res.ReasonCodes, "evaluation_failed")
+	}
+	return t
+}
+
+// strongest is the highest-ranked enforcing decision (deny > ask > allow),
+// allow when nothing enforcing fired.
+func (t *tally) strongest() rules.Decision {
+	want := rules.DecideAllow
+	for _, c := range t.enforced {
+		if rank[c.decision] > rank[want] {
+			want = c.decision
+		}
+	}
+	return want
+}
+
+// permitted limits want to what the hook can return: an ask the hook
+// cannot take becomes a deny where it can, and a deny it cannot take an
+// allow. It returns want unchanged beside the final disposition, since the
+// reasoning of a downgraded decision names both.
+func permitted(want rules.Decision, spec *acs.MethodSpec) (rules.Decision, acs.Disposition) {
+	final := acs.Disposition(want)
+	if final == acs.Ask && !spec.Permits(acs.Ask) {
+		final = acs.Deny
+	}
+	if final == acs.Deny && !spec.Permits(acs.Deny) {
+		final = acs.Allow
+	}
+	return want, final
+}
+
+// messages is the non-empty messages of the votes for want, in hit order,
+// and the first rule hit among them (whose ask details an ask returns).
+func (t *tally) messages(want rules.Decision) ([]string, *rules.Hit) {
+	var msgs []string
+	var winner *rules.Hit
+	for _, c := range t.enforced {
+		if acs.Disposition(c.decision) == acs.Disposition(want) && c.message != "" {
+			msgs = append(msgs, c.message)
+			if winner == nil {
+				winner = c.hit
+			}
+		}
+	}
+	return msgs, winner
+}
+
+// citeTaints adds the provenance ids of every winning taint hit to res and
+// the first such hit's policy_data.aarm.
+func (t *tally) citeTaints(res *acs.Result, want rules.Decision, turn int) {
+	for _, c := range t.enforced {
 		if h := c.hit; h != nil && h.Taint != nil && acs.Disposition(c.decision) == acs.Disposition(want) {
 			for _, id := range append(slices.Clone(h.Taint.First.ProvenanceIDs), h.Taint.Last.ProvenanceIDs...) {
 				res.CitedProvenanceIDs = appendUnique(res.CitedProvenanceIDs, id)
@@ -149,33 +201,33 @@ func (g *Guardian) decide(rs *rules.Set, env *envelope, st *turnstate.Session, v
 				res.PolicyData = map[string]any{}
 			}
 			if _, done := res.PolicyData["aarm"]; !done {
-				res.PolicyData["aarm"] = aarmData(h, rr.Turn)
+				res.PolicyData["aarm"] = aarmData(h, turn)
 			}
 		}
 	}
+}
+
+// turnguardData completes td and sets it as policy_data.turnguard when
+// there is anything to say (a violation, a hit, an error or an outcome).
+func (t *tally) turnguardData(res *acs.Result, td map[string]any, rs *rules.Set, vs []turnstate.Violation) {
 	if rs != nil {
 		td["ruleset"] = map[string]any{"name": rs.Name, "revision": rs.Revision}
 	}
-	if len(hits) > 0 {
-		td["hits"] = hits
+	if len(t.hits) > 0 {
+		td["hits"] = t.hits
 	}
-	if len(shadow) > 0 {
-		td["shadow"] = shadow
+	if len(t.shadow) > 0 {
+		td["shadow"] = t.shadow
 	}
-	if len(errs) > 0 {
-		td["evaluation_errors"] = errs
+	if len(t.errs) > 0 {
+		td["evaluation_errors"] = t.errs
 	}
-	if len(vs) > 0 || len(hits) > 0 || len(errs) > 0 || td["outcome"] != nil {
+	if len(vs) > 0 || len(t.hits) > 0 || len(t.errs) > 0 || td["outcome"] != nil {
 		if res.PolicyData == nil {
 			res.PolicyData = map[string]any{}
 		}
 		res.PolicyData["turnguard"] = td
 	}
-	v := verdict{decision: final, result: res}
-	for i := range rr.Hits {
-		v.alerts = append(v.alerts, g.alertFor(env, st, &rr.Hits[i], rr.Turn, final))
-	}
-	return v
 }
 
 // aarmData is policy_data.aarm: the earliest policy-untrusted step of the

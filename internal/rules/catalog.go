@@ -1,0 +1,136 @@
+package rules
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// The tool catalog: which classes a tool has, by the globs of the rule
+// files' tools section matched against its name and capability in one
+// normal form.
+
+// ToolClasses returns the catalog's classes of a tool, by name and by
+// capability, sorted and without duplicates. Names and capabilities match
+// the catalog's globs in the normal form of catalogKey.
+func (s *Set) ToolClasses(name, capability string) []string {
+	classes := []string{}
+	name, capability = catalogKey(name), catalogKey(capability)
+	for _, tc := range s.tools {
+		nameOK := tc.match == "" || name != "" && strings.HasPrefix(name, tc.matchPrefix) && globMatch(tc.match, name)
+		capOK := tc.capability == "" || capability != "" && strings.HasPrefix(capability, tc.capPrefix) && globMatch(tc.capability, capability)
+		if nameOK && capOK {
+			classes = append(classes, tc.classes...)
+		}
+	}
+	slices.Sort(classes)
+	return slices.Compact(classes)
+}
+
+// catalogKey is the form in which tool names and capabilities are
+// compared with the catalog's globs (see catalogGlob for the globs).
+// Frameworks spell the same tool differently — Claude Code's "Bash" and
+// "WebFetch", Cursor's "Shell", snake_case "web_fetch", an MCP server's
+// "mcp__shell__exec", a capability "Process.Execute" or "process-execute",
+// an adapter's stray "Bash " — and a catalog that misses one of those
+// spellings fails open: the call is not consequential, so no taint guard
+// stops it. So only the words of a name decide a match, not how they are
+// written:
+//
+//   - surrounding whitespace is dropped and letters are lower-cased;
+//   - a word boundary inside camelCase ("webFetch", "HTTPRequest") becomes
+//     a separator: a capital after a lower-case letter or digit, or a
+//     capital followed by a lower-case letter after another capital;
+//   - each run of separators — '_', '-', '.', '/', ':' and whitespace —
+//     becomes one '_', and separators at either end are dropped.
+//
+// "WebFetch", "web_fetch", "web-fetch", "WEB_FETCH" and "web.fetch" are
+// all "web_fetch"; "Process.Execute" is "process_execute"; "exec/run" is
+// "exec_run". A name never keeps a '/', so a glob's '*' matches across
+// what was one.
+func catalogKey(s string) string { return normalize(s, false) }
+
+// catalogGlob is a catalog glob in the form catalogKey gives names, so
+// that a glob matches every spelling of the names it was written for.
+// Inside a bracket expression and after a backslash the glob is only
+// lower-cased: those characters are pattern syntax, not words ("[a-z]").
+func catalogGlob(s string) string { return normalize(s, true) }
+
+func normalize(s string, glob bool) string {
+	rs := []rune(strings.TrimSpace(s))
+	var b strings.Builder
+	b.Grow(len(s) + 4)
+	sep := false     // a separator is pending
+	inClass := false // inside [...]
+	var prev rune    // the previous rune of a word, 0 after a separator
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if glob && (inClass || r == '\\') {
+			if sep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			sep = false
+			if r == '\\' && i+1 < len(rs) {
+				b.WriteRune(r)
+				i++
+				r = rs[i]
+			} else if r == ']' {
+				inClass = false
+			}
+			b.WriteRune(unicode.ToLower(r))
+			prev = 0
+			continue
+		}
+		if isSeparator(r) {
+			sep, prev = true, 0
+			continue
+		}
+		if glob && r == '[' {
+			inClass = true
+		}
+		if unicode.IsUpper(r) && prev != 0 {
+			lowerNext := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && lowerNext {
+				sep = true
+			}
+		}
+		if sep && b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		sep = false
+		b.WriteRune(unicode.ToLower(r))
+		prev = r
+	}
+	return b.String()
+}
+
+func isSeparator(r rune) bool {
+	switch r {
+	case '_', '-', '.', '/', ':':
+		return true
+	}
+	return unicode.IsSpace(r)
+}
+
+// literalPrefix is the part of a glob before its first special character,
+// which every string the glob matches starts with.
+func literalPrefix(pattern string) string {
+	if i := strings.IndexAny(pattern, `*?[\`); i >= 0 {
+		return pattern[:i]
+	}
+	return pattern
+}
+
+func globMatch(pattern, s string) bool {
+	// The catalog's globs are nearly all a literal name or a literal
+	// prefix and a final '*'; every envelope tries all of them, so those
+	// two shapes are matched directly, exactly as path.Match would.
+	if i := strings.IndexAny(pattern, `*?[\`); i < 0 {
+		return pattern == s
+	} else if i == len(pattern)-1 && pattern[i] == '*' {
+		return strings.HasPrefix(s, pattern[:i]) && !strings.Contains(s[i:], "/")
+	}
+	ok, _ := path.Match(pattern, s)
+	return ok
+}

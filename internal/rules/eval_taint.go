@@ -1,0 +1,113 @@
+package rules
+
+import (
+	"slices"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Taint labels during evaluation: setting and clearing them on the
+// session, their windows, and the views conditions read.
+
+// updateTaints clears the labels whose clearing condition holds, then sets
+// or refreshes the labels whose source matches.
+func (e *evalCtx) updateTaints(res *Result) {
+	for _, t := range e.set.Taints {
+		if _, set := e.sess.Taints[t.ID]; set && t.clearWhen != nil {
+			ok, err := e.eval(t.clearWhen)
+			if err != nil {
+				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " clear_when", Err: err})
+			} else if ok {
+				delete(e.sess.Taints, t.ID)
+			}
+		}
+		for _, src := range t.Sources {
+			ok, err := e.eval(src.when)
+			if err != nil {
+				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " source " + src.id, Err: err})
+				continue
+			}
+			if ok {
+				e.setTaint(t.ID, src.id)
+				break
+			}
+		}
+	}
+}
+
+// setTaint records the envelope's evidence. The ids in it are bounded by
+// intake (acs.MaxIDBytes) and their lists by turnstate.MaxTaintEvidence;
+// the tool name, which no rule reads back from a taint, is evidence only and
+// truncated to acs.MaxEvidenceBytes instead of refused.
+func (e *evalCtx) setTaint(label, source string) {
+	hit := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
+		Turn: e.turn, TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source,
+		ProvenanceIDs: bounded(e.prov.UntrustedIDs), Origins: bounded(untrustedOrigins(e.prov.Origins)), SourceIDs: bounded(e.prov.SourceIDs)}
+	if e.sess.Taints == nil {
+		e.sess.Taints = map[string]*turnstate.Taint{}
+	}
+	if t, ok := e.sess.Taints[label]; ok {
+		t.Last = hit
+		t.Hits++
+		return
+	}
+	e.sess.Taints[label] = &turnstate.Taint{First: hit, Last: hit, Hits: 1}
+}
+
+func untrustedOrigins(origins []string) []string {
+	var out []string
+	for _, o := range origins {
+		if untrustedOrigin(o) || o == "agent_generated" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func bounded(s []string) []string {
+	if len(s) > turnstate.MaxTaintEvidence {
+		s = s[:turnstate.MaxTaintEvidence]
+	}
+	return slices.Clone(s)
+}
+
+// within reports whether the envelope is inside a window anchored at a
+// taint's newest hit: turns: N admits the anchor's turn and the next N
+// turns; duration: D admits envelope times up to anchor time + D. An
+// envelope in an enclosing turn older than the anchor's (nested turns)
+// counts as the anchor's turn.
+func (e *evalCtx) within(t *turnstate.Taint, w Window) (bool, int) {
+	age := max(e.turn-t.Last.Turn, 0)
+	if w.Turns != nil && age > *w.Turns {
+		return false, age
+	}
+	if w.Duration != nil && e.in.Time.Sub(t.Last.Time) > *w.Duration {
+		return false, age
+	}
+	return true, age
+}
+
+func (e *evalCtx) taintViews() map[string]TaintView {
+	views := make(map[string]TaintView, len(e.set.Taints))
+	for _, def := range e.set.Taints {
+		t, ok := e.sess.Taints[def.ID]
+		if !ok {
+			views[def.ID] = TaintView{Origins: []string{}, SourceIDs: []string{}}
+			continue
+		}
+		active, age := e.within(t, def.Window)
+		views[def.ID] = TaintView{Set: true, Active: active, AgeTurns: int64(age), Age: e.in.Time.Sub(t.Last.Time),
+			SinceTurn: int64(t.First.Turn), Hits: int64(t.Hits), Origins: slices.Clone(t.Last.Origins), SourceIDs: slices.Clone(t.Last.SourceIDs)}
+	}
+	return views
+}
+
+func (s *Set) taint(id string) *TaintLabel {
+	for _, t := range s.Taints {
+		if t.ID == id {
+			return t
+		}
+	}
+	return &TaintLabel{ID: id}
+}
