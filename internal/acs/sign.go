@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -271,19 +270,22 @@ func SigningInput(doc map[string]any) ([]byte, error) {
 }
 
 // SignResponse signs a response envelope in place: result.signature or
-// error.signature.
+// error.signature. What ACS signs is the response without its signature,
+// in its RFC 8785 form: that is one canonical encoding of r with the
+// signature left out, no decoding needed.
 func (k *Keyring) SignResponse(r *Response, keyID, sessionID string) error {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return err
+	var slot **Signature
+	switch {
+	case r.Result != nil:
+		slot = &r.Result.Signature
+	case r.Error != nil:
+		slot = &r.Error.Signature
+	default:
+		var none *Signature
+		slot = &none
 	}
-	var doc map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		return err
-	}
-	input, err := SigningInput(doc)
+	*slot = nil
+	input, err := Canonical(r)
 	if err != nil {
 		return err
 	}
@@ -291,11 +293,18 @@ func (k *Keyring) SignResponse(r *Response, keyID, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case r.Result != nil:
-		r.Result.Signature = sig
-	case r.Error != nil:
-		r.Error.Signature = sig
-	}
+	*slot = sig
 	return nil
+}
+
+// EncodeResponse returns r's RFC 8785 form — the bytes turnguard publishes
+// and signs its receipt over — signed first (SignResponse) when keyID is
+// not empty. k may be nil when keyID is empty.
+func (k *Keyring) EncodeResponse(r *Response, keyID, sessionID string) ([]byte, error) {
+	if keyID != "" {
+		if err := k.SignResponse(r, keyID, sessionID); err != nil {
+			return nil, err
+		}
+	}
+	return Canonical(r)
 }

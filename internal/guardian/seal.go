@@ -1,10 +1,10 @@
 package guardian
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/receipt"
 )
 
@@ -34,7 +34,9 @@ type SealedAlert struct {
 	Receipt string
 }
 
-// Seal signs out for publication: the response with the session key of
+// Seal signs out for publication, every body encoded once in its RFC 8785
+// form (what is signed, what the receipt covers and what is published are
+// the same bytes): the response with the session key of
 // out.KeyID — the key the request named when the keyring has it, so that a
 // multi-key deployment can verify its refusals too; else the keyring's
 // default — then the receipts of the response and each alert, computed
@@ -48,16 +50,14 @@ func (g *Guardian) Seal(out *Outcome, seq uint64) (Sealed, error) {
 	var s Sealed
 	route := out.Route
 	if r := out.Response; r != nil {
-		if kr := g.cfg.Keys; kr != nil {
-			if keyID := kr.ResponseKey(out.KeyID, route.SessionID); keyID != "" {
-				if err := kr.SignResponse(r, keyID, route.SessionID); err != nil {
-					return Sealed{}, fmt.Errorf("%w: sign the response on seq %d with key %q: %w", ErrSeal, seq, keyID, err)
-				}
-			}
+		kr := g.cfg.Keys
+		keyID := ""
+		if kr != nil {
+			keyID = kr.ResponseKey(out.KeyID, route.SessionID)
 		}
-		data, err := json.Marshal(r)
+		data, err := kr.EncodeResponse(r, keyID, route.SessionID)
 		if err != nil {
-			return Sealed{}, fmt.Errorf("%w: encode the response on seq %d: %w", ErrSeal, seq, err)
+			return Sealed{}, fmt.Errorf("%w: sign and encode the response on seq %d with key %q: %w", ErrSeal, seq, keyID, err)
 		}
 		s.Response = data
 		if s.Receipt, err = g.receipt(receipt.Decision(route.Tenant, route.SessionID, seq), data); err != nil {
@@ -66,7 +66,7 @@ func (g *Guardian) Seal(out *Outcome, seq uint64) (Sealed, error) {
 	}
 	for i := range out.Alerts {
 		a := &out.Alerts[i]
-		data, err := json.Marshal(a.Finding)
+		data, err := acs.Canonical(a.Finding)
 		if err != nil {
 			return Sealed{}, fmt.Errorf("%w: encode alert %s on seq %d: %w", ErrSeal, a.RuleID, seq, err)
 		}
@@ -79,12 +79,11 @@ func (g *Guardian) Seal(out *Outcome, seq uint64) (Sealed, error) {
 	return s, nil
 }
 
-// receipt signs encoded bytes: their RFC 8785 form is the form Sign would
-// compute from the value, so the receipt is the same without encoding the
-// value a second time.
-func (g *Guardian) receipt(b receipt.Binding, data []byte) (string, error) {
+// receipt signs published bytes, which are already in their RFC 8785 form:
+// the receipt is computed over exactly what goes out, encoded once.
+func (g *Guardian) receipt(b receipt.Binding, canonical []byte) (string, error) {
 	if g.cfg.Receipts == nil {
 		return "", nil
 	}
-	return g.cfg.Receipts.SignEncoded(b, data)
+	return g.cfg.Receipts.SignCanonical(b, canonical)
 }

@@ -202,6 +202,13 @@ func (s *Signer) SignEncoded(b Binding, data []byte) (string, error) {
 	return s.signCanonical(b, c)
 }
 
+// SignCanonical is Sign of a body already in its RFC 8785 form (as
+// acs.Canonical returns it): nothing is encoded again.
+func (s *Signer) SignCanonical(b Binding, canonical []byte) (string, error) {
+	defer s.timed()()
+	return s.signCanonical(b, canonical)
+}
+
 // timed starts timing a signature for the observer (when set); the
 // returned func, deferred, reports it.
 func (s *Signer) timed() func() {

@@ -468,7 +468,7 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 			continue
 		}
 		d, _ := r.w.await(t, seq, true, m.Expect.DeadLetter)
-		if raw, _ := json.Marshal(pure.Outcomes[i].Response); string(raw) != string(d.Data) {
+		if raw, _ := acs.Canonical(pure.Outcomes[i].Response); string(raw) != string(d.Data) {
 			t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, d.Data, raw)
 		}
 	}

@@ -305,7 +305,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 					if id := dm.Header.Get(acs.HdrMsgID); strings.HasPrefix(id, ":") || id != stream.DecisionMsgID(dm.Header.Get(acs.HdrRequestID), seq) {
 						t.Errorf("step %d: decision Nats-Msg-Id %q", i+1, id)
 					}
-					if raw, _ := json.Marshal(want.Response); !strings.HasSuffix(m.Subject, ".system") && string(raw) != string(dm.Data) {
+					if raw, _ := acs.Canonical(want.Response); !strings.HasSuffix(m.Subject, ".system") && string(raw) != string(dm.Data) {
 						t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, dm.Data, raw)
 					}
 				}
