@@ -101,69 +101,17 @@ func (s *Source) Tail(ctx context.Context, opts TailOptions, fn func(TailEvent) 
 	if tenant == "" {
 		tenant = "*"
 	}
-	type item struct {
-		stream string
-		m      jetstream.Msg
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs := make(chan item)
+	msgs := make(chan tailItem)
 	errc := make(chan error, 2)
-	follow := func(name string, filter []string) error {
-		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverNewPolicy}
-		if !opts.From.IsZero() {
-			from := opts.From
-			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &from
-		}
-		c, err := s.js.OrderedConsumer(ctx, name, cfg)
-		if err != nil {
-			return fmt.Errorf("follow %s: %w", name, err)
-		}
-		it, err := c.Messages()
-		if err != nil {
-			return fmt.Errorf("follow %s: %w", name, err)
-		}
-		go func() {
-			<-ctx.Done()
-			it.Stop()
-		}()
-		go func() {
-			for {
-				m, err := it.Next()
-				if err != nil {
-					if ctx.Err() == nil {
-						errc <- fmt.Errorf("follow %s: %w", name, err)
-					}
-					return
-				}
-				select {
-				case msgs <- item{name, m}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-		return nil
-	}
 	if opts.Decisions {
-		// A session id names one subject per tenant; alerts name no
-		// session in their subject and are filtered by their finding.
-		session := "*"
-		if opts.SessionID != "" {
-			session = opts.SessionID
-		}
-		filter := acs.DecisionsPrefix + "." + tenant + "." + session
-		if tenant == "*" && session == "*" {
-			// Everything on the stream, whatever its shape: a forgery on
-			// acs.decisions.x is no less one.
-			filter = acs.DecisionsPrefix + ".>"
-		}
-		if err := follow(acs.DecisionsStream, []string{filter}); err != nil {
+		if err := s.follow(ctx, acs.DecisionsStream, []string{decisionsFilter(tenant, opts.SessionID)}, opts.From, msgs, errc); err != nil {
 			return err
 		}
 	}
 	if opts.Alerts {
-		if err := follow(acs.AlertsStream, []string{acs.AlertsPrefix + "." + tenant + ".>"}); err != nil {
+		if err := s.follow(ctx, acs.AlertsStream, []string{acs.AlertsPrefix + "." + tenant + ".>"}, opts.From, msgs, errc); err != nil {
 			return err
 		}
 	}
@@ -175,17 +123,10 @@ func (s *Source) Tail(ctx context.Context, opts TailOptions, fn func(TailEvent) 
 		case err := <-errc:
 			return err
 		case it := <-msgs:
-			md, err := it.m.Metadata()
+			e, err := t.event(ctx, it)
 			if err != nil {
 				return err
 			}
-			var e TailEvent
-			if it.stream == acs.DecisionsStream {
-				e = t.decision(ctx, it.m.Subject(), it.m.Headers(), it.m.Data())
-			} else {
-				e = t.alert(it.m.Subject(), it.m.Headers(), it.m.Data())
-			}
-			e.Stream, e.StreamSeq, e.Time = it.stream, md.Sequence.Stream, md.Timestamp
 			if !opts.keep(e) {
 				continue
 			}
@@ -194,6 +135,88 @@ func (s *Source) Tail(ctx context.Context, opts TailOptions, fn func(TailEvent) 
 			}
 		}
 	}
+}
+
+// tailItem is a message Tail followed, with the stream it came from.
+type tailItem struct {
+	stream string
+	m      jetstream.Msg
+}
+
+// decisionsFilter is the ACS_DECISIONS subject filter of a tenant ("*":
+// any) and a session id ("": any). A session id names one subject per
+// tenant; alerts name no session in their subject and are filtered by
+// their finding instead (TailOptions.keep).
+func decisionsFilter(tenant, sessionID string) string {
+	session := "*"
+	if sessionID != "" {
+		session = sessionID
+	}
+	filter := acs.DecisionsPrefix + "." + tenant + "." + session
+	if tenant == "*" && session == "*" {
+		// Everything on the stream, whatever its shape: a forgery on
+		// acs.decisions.x is no less one.
+		filter = acs.DecisionsPrefix + ".>"
+	}
+	return filter
+}
+
+// follow starts an ordered consumer on stream name, from the messages
+// stored at or after from (zero: new messages only), and feeds what it
+// delivers into msgs until ctx ends; a failure of the consumer once
+// started goes to errc. Kept apart from Tail so that Tail reads as what it
+// follows and what it does with each message.
+func (s *Source) follow(ctx context.Context, name string, filter []string, from time.Time, msgs chan<- tailItem, errc chan<- error) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverNewPolicy}
+	if !from.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &from
+	}
+	c, err := s.js.OrderedConsumer(ctx, name, cfg)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", name, err)
+	}
+	it, err := c.Messages()
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", name, err)
+	}
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	go func() {
+		for {
+			m, err := it.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					errc <- fmt.Errorf("follow %s: %w", name, err)
+				}
+				return
+			}
+			select {
+			case msgs <- tailItem{name, m}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// event checks one followed message as the event Tail shows, with the
+// stream position and time it was stored at.
+func (t *tailer) event(ctx context.Context, it tailItem) (TailEvent, error) {
+	md, err := it.m.Metadata()
+	if err != nil {
+		return TailEvent{}, err
+	}
+	var e TailEvent
+	if it.stream == acs.DecisionsStream {
+		e = t.decision(ctx, it.m.Subject(), it.m.Headers(), it.m.Data())
+	} else {
+		e = t.alert(it.m.Subject(), it.m.Headers(), it.m.Data())
+	}
+	e.Stream, e.StreamSeq, e.Time = it.stream, md.Sequence.Stream, md.Timestamp
+	return e, nil
 }
 
 // keep applies the filters that the subject filter could not.
