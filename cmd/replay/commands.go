@@ -208,102 +208,33 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 }
 
 func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	var (
-		c                       conn
-		rf                      rangeFlags
-		core                    cliflag.Core
-		tenant, session, format string
-		receiptKey              string
-		systemAlerts, all       bool
-		maxRejected             int
-	)
-	fs := newFlagSet("verify", "--session S | --all [--tenant T] [--since D | --from T --to T] [--keys FILE] [--receipt-key PEM] [--system-alerts]", stderr)
-	c.register(fs)
-	rf.register(fs)
-	core.Register(fs)
-	registerTenant(fs, &tenant, "with --all only this tenant's messages (\"*\" includes turnguard's own _system alerts); with --session the session's tenant")
-	fs.StringVar(&session, "session", "", "session id (required unless --all or --system-alerts)")
-	fs.BoolVar(&all, "all", false, "audit every message of ACS_DECISIONS and ACS_ALERTS stored in range (--since, --from, --to), of every tenant or --tenant: report each that is not a verified answer; no hash chains are recomputed (that is --session's); exit 1 unless something was checked, everything was, and nothing was rejected")
-	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
-	fs.BoolVar(&systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>; --all without --tenant always does)")
-	fs.IntVar(&maxRejected, "max-rejected", 10000, "with --all, list at most this many rejected messages and count the rest (0: list all)")
-	fs.StringVar(&format, "format", "table", "table or json")
-	if err := parse(fs, args); err != nil {
-		return exitError, err
-	}
-	if maxRejected < 0 {
-		return exitError, errors.New("--max-rejected must not be negative")
-	}
-	ranged := rf.since != 0 || rf.from != "" || rf.to != ""
-	switch {
-	case all && session != "":
-		return exitError, errors.New("--all and --session are alternatives")
-	case ranged && !all:
-		// A session is verified whole: its chain starts at its first
-		// envelope.
-		return exitError, errors.New("--since, --from and --to select what --all audits; --session verifies the whole session")
-	case !all && session == "" && !systemAlerts:
-		return exitError, errors.New("--session or --all is required")
-	}
-	if err := checkFormat(format, "table", "json"); err != nil {
-		return exitError, err
-	}
-	if err := checkTenant(tenant); err != nil {
-		return exitError, err
-	}
-	b, err := rf.bounds(time.Now())
+	f, err := parseVerifyFlags(args, stderr)
 	if err != nil {
 		return exitError, err
 	}
-	pub, err := trustedReceiptKey(c, receiptKey)
+	b, err := f.rf.bounds(time.Now())
+	if err != nil {
+		return exitError, err
+	}
+	pub, err := trustedReceiptKey(f.c, f.receiptKey)
 	if err != nil {
 		return exitError, err
 	}
 	// Rules do not enter the hash chain: verify decides with none.
-	g, gcfg, err := newGuardian(core)
+	g, gcfg, err := newGuardian(f.core)
 	if err != nil {
 		return exitError, err
 	}
-	src, r, closeFn, err := c.openRange(ctx, replay.Bounds{})
+	src, r, closeFn, err := f.c.openRange(ctx, replay.Bounds{})
 	if err != nil {
 		return exitError, err
 	}
 	defer closeFn()
-	v := &replay.Verification{Chain: replay.ChainVerdict{Intact: true}}
-	switch {
-	case all:
-		// The sweep's "" is every tenant, subjects of any shape included.
-		sweep := tenant
-		if sweep == "*" {
-			sweep = ""
-		}
-		if v, err = replay.VerifyAll(ctx, src, pub, replay.SweepOptions{Tenant: sweep, Bounds: b, Progress: stderr, MaxRejected: maxRejected}); err != nil {
-			return exitError, err
-		}
-	case session != "":
-		if tenant, err = sessionTenant(ctx, src, r, tenant, session); err != nil {
-			return exitError, err
-		}
-		if v, err = replay.Verify(ctx, src, g, gcfg.Keys, pub, r, tenant, session); err != nil {
-			return exitError, err
-		}
-		if len(v.Steps) == 0 {
-			return exitError, fmt.Errorf("no envelopes of session %s (tenant %s)", session, tenant)
-		}
+	v, err := f.verify(ctx, src, g, gcfg.Keys, pub, r, b, stderr)
+	if err != nil {
+		return exitError, err
 	}
-	// A sweep of every tenant has read the _system alerts already.
-	if systemAlerts && !(all && tenant == "*") {
-		sys, err := replay.VerifySystemAlerts(ctx, src, pub)
-		if err != nil {
-			return exitError, err
-		}
-		if !all && session == "" {
-			v = sys
-		} else {
-			v.Merge(sys)
-		}
-	}
-	if format == "json" {
+	if f.format == "json" {
 		err = writeJSON(stdout, struct {
 			*replay.Verification
 			Result string `json:"result"`
@@ -321,6 +252,102 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitDifferences, nil
 	}
 	return exitOK, nil
+}
+
+// verifyFlags are the flags of replay verify.
+type verifyFlags struct {
+	c                       conn
+	rf                      rangeFlags
+	core                    cliflag.Core
+	tenant, session, format string
+	receiptKey              string
+	systemAlerts, all       bool
+	maxRejected             int
+}
+
+// parseVerifyFlags defines the flags of replay verify, reads args and
+// checks the flags that need no connection: alone and against each other.
+func parseVerifyFlags(args []string, stderr io.Writer) (*verifyFlags, error) {
+	f := &verifyFlags{}
+	fs := newFlagSet("verify", "--session S | --all [--tenant T] [--since D | --from T --to T] [--keys FILE] [--receipt-key PEM] [--system-alerts]", stderr)
+	f.c.register(fs)
+	f.rf.register(fs)
+	f.core.Register(fs)
+	registerTenant(fs, &f.tenant, "with --all only this tenant's messages (\"*\" includes turnguard's own _system alerts); with --session the session's tenant")
+	fs.StringVar(&f.session, "session", "", "session id (required unless --all or --system-alerts)")
+	fs.BoolVar(&f.all, "all", false, "audit every message of ACS_DECISIONS and ACS_ALERTS stored in range (--since, --from, --to), of every tenant or --tenant: report each that is not a verified answer; no hash chains are recomputed (that is --session's); exit 1 unless something was checked, everything was, and nothing was rejected")
+	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
+	fs.BoolVar(&f.systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>; --all without --tenant always does)")
+	fs.IntVar(&f.maxRejected, "max-rejected", 10000, "with --all, list at most this many rejected messages and count the rest (0: list all)")
+	fs.StringVar(&f.format, "format", "table", "table or json")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if f.maxRejected < 0 {
+		return nil, errors.New("--max-rejected must not be negative")
+	}
+	ranged := f.rf.since != 0 || f.rf.from != "" || f.rf.to != ""
+	switch {
+	case f.all && f.session != "":
+		return nil, errors.New("--all and --session are alternatives")
+	case ranged && !f.all:
+		// A session is verified whole: its chain starts at its first
+		// envelope.
+		return nil, errors.New("--since, --from and --to select what --all audits; --session verifies the whole session")
+	case !f.all && f.session == "" && !f.systemAlerts:
+		return nil, errors.New("--session or --all is required")
+	}
+	if err := checkFormat(f.format, "table", "json"); err != nil {
+		return nil, err
+	}
+	if err := checkTenant(f.tenant); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// verify runs what the flags ask for: the sweep of --all over b, or the
+// session's chains, receipts and signatures over the whole stream r, and
+// with --system-alerts the receipts of turnguard's own alerts, merged
+// into one verification (alone when nothing else was asked for).
+func (f *verifyFlags) verify(ctx context.Context, src *replay.Source, g *guardian.Guardian, keys *acs.Keyring, pub ed25519.PublicKey, r replay.Range, b replay.Bounds, stderr io.Writer) (*replay.Verification, error) {
+	tenant, session, all := f.tenant, f.session, f.all
+	v := &replay.Verification{Chain: replay.ChainVerdict{Intact: true}}
+	var err error
+	switch {
+	case all:
+		// The sweep's "" is every tenant, subjects of any shape included.
+		sweep := tenant
+		if sweep == "*" {
+			sweep = ""
+		}
+		if v, err = replay.VerifyAll(ctx, src, pub, replay.SweepOptions{Tenant: sweep, Bounds: b, Progress: stderr, MaxRejected: f.maxRejected}); err != nil {
+			return nil, err
+		}
+	case session != "":
+		if tenant, err = sessionTenant(ctx, src, r, tenant, session); err != nil {
+			return nil, err
+		}
+		if v, err = replay.Verify(ctx, src, g, keys, pub, r, tenant, session); err != nil {
+			return nil, err
+		}
+		if len(v.Steps) == 0 {
+			return nil, fmt.Errorf("no envelopes of session %s (tenant %s)", session, tenant)
+		}
+	}
+	// A sweep of every tenant has read the _system alerts already.
+	if f.systemAlerts && !(all && tenant == "*") {
+		sys, err := replay.VerifySystemAlerts(ctx, src, pub)
+		if err != nil {
+			return nil, err
+		}
+		if !all && session == "" {
+			v = sys
+		} else {
+			v.Merge(sys)
+		}
+	}
+	return v, nil
 }
 
 // allTenants is the --tenant value, and default, for every tenant.

@@ -15,94 +15,129 @@ import (
 )
 
 func tailCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	var (
-		c                         conn
-		keysFile                  string
-		since                     time.Duration
-		from                      string
-		tenant, session, decision string
-		rule, receiptKey, color   string
-		alertsOnly, decisionsOnly bool
-		asJSON                    bool
-		count                     int
-	)
-	fs := newFlagSet("tail", "[--tenant T] [--session S] [--decision D] [--rule ID] [--since D | --from TIME] [--json] [--count N]", stderr)
-	c.register(fs)
-	fs.StringVar(&keysFile, "keys", "", "the processor's HMAC keys file: check each decision's signature too (default: not checked)")
-	fs.DurationVar(&since, "since", 0, "start with the messages stored in this much time before now, e.g. 10m (default: only new messages)")
-	fs.StringVar(&from, "from", "", "start with the messages stored at or after this time (RFC 3339)")
-	fs.StringVar(&tenant, "tenant", "", `only this tenant's decisions and alerts (default, or "*": every tenant's, turnguard's own _system alerts included)`)
-	fs.StringVar(&session, "session", "", "only this session's decisions and alerts")
-	fs.StringVar(&decision, "decision", "", `only decisions of this kind: allow, deny, modify, ask, error or "error CODE" (alerts are still shown unless --decisions-only)`)
-	fs.StringVar(&rule, "rule", "", "only decisions and alerts naming this rule id")
-	fs.BoolVar(&alertsOnly, "alerts-only", false, "follow ACS_ALERTS only")
-	fs.BoolVar(&decisionsOnly, "decisions-only", false, "follow ACS_DECISIONS only")
-	fs.StringVar(&receiptKey, "receipt-key", "", "Ed25519 key (PEM, as <data-dir>/receipt-key.pub) to check receipts with; default <data-dir>/receipt-key.pub when opening --data-dir; without one every line says \"not checked\"")
-	fs.StringVar(&color, "color", "auto", "auto (colour on a terminal only), always or never")
-	fs.BoolVar(&asJSON, "json", false, "one JSON object per line instead of text (field names in the README)")
-	fs.IntVar(&count, "count", 0, "stop after this many lines (0: until Ctrl-C)")
-	if err := parse(fs, args); err != nil {
+	f, err := parseTailFlags(args, stderr)
+	if err != nil {
 		return exitError, err
 	}
-	if err := checkFormat(color, "auto", "always", "never"); err != nil {
-		return exitError, fmt.Errorf("--color: %w", err)
-	}
-	switch {
-	case alertsOnly && decisionsOnly:
-		return exitError, errors.New("--alerts-only and --decisions-only are alternatives")
-	case since != 0 && from != "":
-		return exitError, errors.New("--since and --from are alternatives")
-	case since < 0:
-		return exitError, errors.New("--since must be positive")
-	case count < 0:
-		return exitError, errors.New("--count must not be negative")
-	}
-	// Both go into subject filters: a dot or a wildcard would select
-	// other subjects than the flag says.
-	if tenant != "" && tenant != "*" {
-		if err := acs.CheckTenant(tenant); err != nil {
-			return exitError, fmt.Errorf("--tenant: %w", err)
-		}
-	}
-	if session != "" {
-		if err := acs.CheckSession(session); err != nil {
-			return exitError, fmt.Errorf("--session: %w", err)
-		}
-	}
-	opts := replay.TailOptions{Tenant: tenant, SessionID: session, Decision: decision, Rule: rule, Decisions: !alertsOnly, Alerts: !decisionsOnly}
-	if opts.Tenant == "*" {
-		opts.Tenant = ""
-	}
-	if since > 0 {
-		opts.From = time.Now().Add(-since)
-	}
-	if from != "" {
-		t, err := time.Parse(time.RFC3339, from)
-		if err != nil {
-			return exitError, fmt.Errorf("--from %q: want an RFC 3339 time like 2026-12-01T09:00:00Z", from)
-		}
-		opts.From = t
-	}
-	var err error
-	if opts.ReceiptKey, err = trustedReceiptKey(c, receiptKey); err != nil {
+	opts, err := f.options()
+	if err != nil {
 		return exitError, err
 	}
-	if keysFile != "" {
-		if opts.Keys, err = acs.LoadKeyring(keysFile); err != nil {
-			return exitError, fmt.Errorf("--keys: %w", err)
-		}
-	}
-	paint := color == "always" || color == "auto" && isTerminal(stdout)
-	src, closeFn, err := c.open(ctx)
+	paint := f.color == "always" || f.color == "auto" && isTerminal(stdout)
+	src, closeFn, err := f.c.open(ctx)
 	if err != nil {
 		return exitError, err
 	}
 	defer closeFn()
-	if opts.ReceiptKey == nil && !asJSON {
+	if opts.ReceiptKey == nil && !f.asJSON {
 		fmt.Fprintln(stderr, "replay tail: no --receipt-key: receipts are not checked, every line says \"not checked\"")
 	}
+	err = printTail(ctx, src, opts, stdout, f.asJSON, paint, f.count)
+	// Ctrl-C (the ctx of main) ends a tail as intended: exit 0.
+	if err != nil && !errors.Is(err, replay.ErrTailDone) {
+		return exitError, err
+	}
+	return exitOK, nil
+}
+
+// tailFlags are the flags of replay tail.
+type tailFlags struct {
+	c                         conn
+	keysFile                  string
+	since                     time.Duration
+	from                      string
+	tenant, session, decision string
+	rule, receiptKey, color   string
+	alertsOnly, decisionsOnly bool
+	asJSON                    bool
+	count                     int
+}
+
+// parseTailFlags defines the flags of replay tail, reads args and checks
+// the flags that need no connection: alone and against each other.
+func parseTailFlags(args []string, stderr io.Writer) (*tailFlags, error) {
+	f := &tailFlags{}
+	fs := newFlagSet("tail", "[--tenant T] [--session S] [--decision D] [--rule ID] [--since D | --from TIME] [--json] [--count N]", stderr)
+	f.c.register(fs)
+	fs.StringVar(&f.keysFile, "keys", "", "the processor's HMAC keys file: check each decision's signature too (default: not checked)")
+	fs.DurationVar(&f.since, "since", 0, "start with the messages stored in this much time before now, e.g. 10m (default: only new messages)")
+	fs.StringVar(&f.from, "from", "", "start with the messages stored at or after this time (RFC 3339)")
+	fs.StringVar(&f.tenant, "tenant", "", `only this tenant's decisions and alerts (default, or "*": every tenant's, turnguard's own _system alerts included)`)
+	fs.StringVar(&f.session, "session", "", "only this session's decisions and alerts")
+	fs.StringVar(&f.decision, "decision", "", `only decisions of this kind: allow, deny, modify, ask, error or "error CODE" (alerts are still shown unless --decisions-only)`)
+	fs.StringVar(&f.rule, "rule", "", "only decisions and alerts naming this rule id")
+	fs.BoolVar(&f.alertsOnly, "alerts-only", false, "follow ACS_ALERTS only")
+	fs.BoolVar(&f.decisionsOnly, "decisions-only", false, "follow ACS_DECISIONS only")
+	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM, as <data-dir>/receipt-key.pub) to check receipts with; default <data-dir>/receipt-key.pub when opening --data-dir; without one every line says \"not checked\"")
+	fs.StringVar(&f.color, "color", "auto", "auto (colour on a terminal only), always or never")
+	fs.BoolVar(&f.asJSON, "json", false, "one JSON object per line instead of text (field names in the README)")
+	fs.IntVar(&f.count, "count", 0, "stop after this many lines (0: until Ctrl-C)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := checkFormat(f.color, "auto", "always", "never"); err != nil {
+		return nil, fmt.Errorf("--color: %w", err)
+	}
+	switch {
+	case f.alertsOnly && f.decisionsOnly:
+		return nil, errors.New("--alerts-only and --decisions-only are alternatives")
+	case f.since != 0 && f.from != "":
+		return nil, errors.New("--since and --from are alternatives")
+	case f.since < 0:
+		return nil, errors.New("--since must be positive")
+	case f.count < 0:
+		return nil, errors.New("--count must not be negative")
+	}
+	// Both go into subject filters: a dot or a wildcard would select
+	// other subjects than the flag says.
+	if f.tenant != "" && f.tenant != "*" {
+		if err := acs.CheckTenant(f.tenant); err != nil {
+			return nil, fmt.Errorf("--tenant: %w", err)
+		}
+	}
+	if f.session != "" {
+		if err := acs.CheckSession(f.session); err != nil {
+			return nil, fmt.Errorf("--session: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// options turns the flags into what Source.Tail follows and checks
+// with, reading the start time and the keys they name.
+func (f *tailFlags) options() (replay.TailOptions, error) {
+	opts := replay.TailOptions{Tenant: f.tenant, SessionID: f.session, Decision: f.decision, Rule: f.rule, Decisions: !f.alertsOnly, Alerts: !f.decisionsOnly}
+	if opts.Tenant == "*" {
+		opts.Tenant = ""
+	}
+	if f.since > 0 {
+		opts.From = time.Now().Add(-f.since)
+	}
+	if f.from != "" {
+		t, err := time.Parse(time.RFC3339, f.from)
+		if err != nil {
+			return opts, fmt.Errorf("--from %q: want an RFC 3339 time like 2026-12-01T09:00:00Z", f.from)
+		}
+		opts.From = t
+	}
+	var err error
+	if opts.ReceiptKey, err = trustedReceiptKey(f.c, f.receiptKey); err != nil {
+		return opts, err
+	}
+	if f.keysFile != "" {
+		if opts.Keys, err = acs.LoadKeyring(f.keysFile); err != nil {
+			return opts, fmt.Errorf("--keys: %w", err)
+		}
+	}
+	return opts, nil
+}
+
+// printTail writes each event Source.Tail delivers to stdout, as a JSON
+// object or a text line (paint: in colour), and ends the tail with
+// replay.ErrTailDone after count lines (0: never).
+func printTail(ctx context.Context, src *replay.Source, opts replay.TailOptions, stdout io.Writer, asJSON, paint bool, count int) error {
 	n := 0
-	err = src.Tail(ctx, opts, func(e replay.TailEvent) error {
+	return src.Tail(ctx, opts, func(e replay.TailEvent) error {
 		if asJSON {
 			if err := replay.WriteTailJSON(stdout, e); err != nil {
 				return err
@@ -115,11 +150,6 @@ func tailCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		}
 		return nil
 	})
-	// Ctrl-C (the ctx of main) ends a tail as intended: exit 0.
-	if err != nil && !errors.Is(err, replay.ErrTailDone) {
-		return exitError, err
-	}
-	return exitOK, nil
 }
 
 // isTerminal reports whether w is a terminal: colours go there only.

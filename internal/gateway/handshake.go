@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/schema"
 )
 
 // HandshakePolicy says whether steps over HTTP need a handshake first.
@@ -266,4 +268,74 @@ func selectTransport(offered []string, tls bool) (string, bool) {
 // sameHello reports whether a second hello repeats the negotiated one.
 func (n *negotiation) sameHello(canonical []byte, keyID, agentID string) bool {
 	return bytes.Equal(n.ClientHello, canonical) && n.KeyID == keyID && n.AgentID == agentID
+}
+
+// handshake answers handshake/hello with a ServerHello (ACS §4), the same
+// one again for a repeated identical hello from the same caller.
+func (g *Gateway) handshake(ctx context.Context, from origin, in incoming, tls bool) reply {
+	// Decoded as the schemas and signing inputs need it, numbers exact.
+	decoded, err := schema.Decode(in.raw)
+	if err != nil {
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}, false)
+	}
+	// one read the body into a struct, so it is an object.
+	doc := decoded.(map[string]any)
+	if err := g.validator.ValidateRequest(doc); err != nil {
+		return g.reject(ctx, from, in, asError(err), false)
+	}
+	p := in.req.Params
+	if ref := acs.VerifyRequest(g.cfg.Keys, g.cfg.RequireSignatures, doc, p.Signature, in.sessionID); ref != nil {
+		return g.reject(ctx, from, in, ref, false)
+	}
+	// The endpoint is not the deterministic core: the hello's arrival is
+	// the clock's now.
+	if ref := acs.CheckSkew(p.Timestamp, time.Now(), g.cfg.SkewWindow); ref != nil {
+		return g.reject(ctx, from, in, ref, false)
+	}
+	payload := doc["params"].(map[string]any)["payload"]
+	if err := g.validator.ValidatePayload(acs.HandshakeMethod, payload); err != nil {
+		return g.reject(ctx, from, in, asError(err), false)
+	}
+	canonical, err := acs.Canonical(payload)
+	if err != nil {
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidParams, Reason: acs.ReasonPayloadInvalid, Message: err.Error()}, false)
+	}
+	var hello clientHello
+	_ = json.Unmarshal(p.Payload, &hello)
+	sh, methods, ref := g.negotiate(hello, tls)
+	if ref != nil {
+		return g.reject(ctx, from, in, ref, false)
+	}
+	who := from.caller
+	key := acs.SessionKey(who.Tenant, p.Metadata.SessionID)
+	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.Metadata.AgentID, Caller: who.Name,
+		ServerHello: sh, Methods: methods, At: time.Now().UTC()}
+	stored, err := g.handshakes.get(ctx, key)
+	switch {
+	case err == nil && stored == nil:
+		stored, err = g.handshakes.put(ctx, key, n)
+	case err == nil && !stored.negotiated() && stored.Caller == who.Name:
+		// Used without a handshake (--handshake optional), now negotiated
+		// by the caller it is bound to.
+		stored, err = g.handshakes.upgrade(ctx, key, stored, n)
+	}
+	switch {
+	case err != nil:
+		return g.refuse(in, &acs.Error{Code: acs.CodeInternalError, Reason: "handshake_unavailable", Message: err.Error()})
+	case stored.Caller != who.Name:
+		return g.reject(ctx, from, in, callerNotBound(p.Metadata.SessionID, who.Name), false)
+	case !stored.sameHello(canonical, in.keyID, p.Metadata.AgentID):
+		// v0.1 has no renegotiation; the Go reference answers the same.
+		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAlreadyNegotiated,
+			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.Metadata.SessionID)}, false)
+	}
+	return g.seal(in, "result", maps.Clone(stored.ServerHello))
+}
+
+// callerNotBound refuses a caller reaching into another caller's session.
+// The answer does not name the session's caller: the callers file is not
+// every caller's business.
+func callerNotBound(sessionID, caller string) *acs.Error {
+	return &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonCallerNotBound,
+		Message: fmt.Sprintf("session %s belongs to another caller than %q", sessionID, caller)}
 }

@@ -136,30 +136,12 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 	if err != nil {
 		return rep, err
 	}
-	// A range from the start of the stream holds every session from its
-	// first envelope: no warm-up, so no first pass to find the sessions.
-	// inRange nil means every session is in range.
-	var inRange map[string]bool
-	filters, warmFrom := sel.filter(), r.From
-	if first, err := src.firstSeq(ctx); err != nil {
+	w, ok, err := planWarmUp(ctx, src, r, sel, links, opts.Progress)
+	if err != nil || !ok {
 		return rep, err
-	} else if sel.SessionID != "" || r.From > first {
-		if inRange, err = src.sessionsIn(ctx, r, sel, NewProgress(opts.Progress, r.From, r.To)); err != nil {
-			return rep, err
-		}
-		if len(inRange) == 0 {
-			return rep, nil
-		}
-		warm := withSpawnTree(inRange, links)
-		if sel.SessionID != "" {
-			filters = sessionFilters(warm)
-		}
-		if warmFrom, err = src.firstOfAll(ctx, warm, r.From); err != nil {
-			return rep, err
-		}
 	}
-	rep.WarmFrom = warmFrom
-	startTime, err := src.timeOf(ctx, warmFrom)
+	rep.WarmFrom = w.from
+	startTime, err := src.timeOf(ctx, w.from)
 	if err != nil {
 		return rep, err
 	}
@@ -177,14 +159,69 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 	if rs != nil && rs.AgentKeyed() {
 		workers = 1
 	}
-	against := comparer{from: r.From, inRange: inRange, rec: rec}
+	against := comparer{from: r.From, inRange: w.inRange, rec: rec}
+	partial, sessions, err := decideSharded(ctx, src, func() *Engine { return NewEngine(g, rs) }, r, w, links, against, workers, opts.Progress)
+	rep.Sessions = sessions
+	for _, p := range partial {
+		rep.merge(p)
+	}
+	slices.SortFunc(rep.Changes, func(a, b Change) int { return cmp.Compare(a.Seq, b.Seq) })
+	return rep, err
+}
+
+// warmUp is where a back-test starts reading and what it reads: the
+// sessions in range (nil: every session), the subject filters, and the
+// stream sequence from which each of them is read from its first
+// envelope.
+type warmUp struct {
+	inRange map[string]bool
+	filters []string
+	from    uint64
+}
+
+// planWarmUp finds the warm-up of a back-test of sel in r: with a session
+// selected or a range starting after the stream's first envelope, a first
+// pass finds the sessions in range and the warm-up starts at the first
+// envelope of any of them (or of the sessions spawning them or spawned by
+// them). ok is false when no session of the selection is in range.
+func planWarmUp(ctx context.Context, src *Source, r Range, sel Selection, links map[string]string, progress io.Writer) (w warmUp, ok bool, err error) {
+	// A range from the start of the stream holds every session from its
+	// first envelope: no warm-up, so no first pass to find the sessions.
+	// inRange nil means every session is in range.
+	w.filters, w.from = sel.filter(), r.From
+	if first, err := src.firstSeq(ctx); err != nil {
+		return w, false, err
+	} else if sel.SessionID != "" || r.From > first {
+		if w.inRange, err = src.sessionsIn(ctx, r, sel, NewProgress(progress, r.From, r.To)); err != nil {
+			return w, false, err
+		}
+		if len(w.inRange) == 0 {
+			return w, false, nil
+		}
+		warm := withSpawnTree(w.inRange, links)
+		if sel.SessionID != "" {
+			w.filters = sessionFilters(warm)
+		}
+		if w.from, err = src.firstOfAll(ctx, warm, r.From); err != nil {
+			return w, false, err
+		}
+	}
+	return w, true, nil
+}
+
+// decideSharded reads the envelopes from the warm-up to the end of r and
+// decides them on workers goroutines, each session tree on one of them in
+// stream order, each worker with its own engine. It returns each worker's
+// partial report, the number of sessions with envelopes in range, and the
+// read's error (the workers have finished either way).
+func decideSharded(ctx context.Context, src *Source, newEngine func() *Engine, r Range, w warmUp, links map[string]string, against comparer, workers int, progress io.Writer) ([]*Report, int, error) {
 	shards := make([]chan []Envelope, workers)
 	partial := make([]*Report, workers)
 	var wg sync.WaitGroup
 	for i := range shards {
 		shards[i] = make(chan []Envelope, 4)
 		partial[i] = newReport(r)
-		eng := NewEngine(g, rs)
+		eng := newEngine()
 		wg.Go(func() {
 			for batch := range shards[i] {
 				for _, e := range batch {
@@ -197,8 +234,8 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 	pending := make([][]Envelope, workers)
 	roots := map[string]string{}
 	sessions := map[string]bool{}
-	bar := NewProgress(opts.Progress, warmFrom, r.To)
-	err = src.Each(ctx, Range{From: warmFrom, To: r.To, ToTime: r.ToTime}, filters, func(e Envelope) error {
+	bar := NewProgress(progress, w.from, r.To)
+	err := src.Each(ctx, Range{From: w.from, To: r.To, ToTime: r.ToTime}, w.filters, func(e Envelope) error {
 		bar.At(e.Seq)
 		if against.in(e) {
 			sessions[e.Route.SessionKey()] = true
@@ -219,12 +256,7 @@ func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.
 	}
 	wg.Wait()
 	bar.Done()
-	rep.Sessions = len(sessions)
-	for _, p := range partial {
-		rep.merge(p)
-	}
-	slices.SortFunc(rep.Changes, func(a, b Change) int { return cmp.Compare(a.Seq, b.Seq) })
-	return rep, err
+	return partial, len(sessions), err
 }
 
 func newReport(r Range) *Report {
