@@ -58,7 +58,9 @@ func baselines(ctx context.Context, nc *nats.Conn, size, replicas, maxMsgs int, 
 	deadline := start.Add(limit)
 	n := 0
 	for n < maxMsgs && (n%1024 != 0 || time.Now().Before(deadline)) {
-		if _, err := js.PublishAsync(subject, payload); err != nil {
+		// A full window waits for room: the default stall wait (200ms)
+		// failed the baseline on a loaded machine.
+		if _, err := js.PublishAsync(subject, payload, jetstream.WithStallWait(30*time.Second)); err != nil {
 			return rep, fmt.Errorf("baseline publish: %w", err)
 		}
 		n++
