@@ -118,10 +118,11 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 	if err != nil || stored == 0 {
 		return rep, err
 	}
-	for p := range cfg.Partitions {
+	consumers := make([]jetstream.Consumer, cfg.Partitions)
+	for p := range consumers {
 		// A partition consumer as the topology makes it: durable,
 		// filtered, explicit acks, pinned to one client.
-		if _, err := hooks.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "loadgen-p" + strconv.Itoa(p),
+		if consumers[p], err = hooks.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "loadgen-p" + strconv.Itoa(p),
 			FilterSubject: sc.part + "." + strconv.Itoa(p) + ".*.*.*",
 			AckPolicy:     jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
 			AckWait: topo.AckWait, MaxAckPending: topo.MaxAckPending, MaxDeliver: -1,
@@ -152,13 +153,7 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 	var wg sync.WaitGroup
 	errs := make([]error, cfg.Partitions)
 	start := time.Now()
-	for p := range cfg.Partitions {
-		c, err := hooks.Consumer(ctx, "loadgen-p"+strconv.Itoa(p))
-		if err != nil {
-			cancel()
-			wg.Wait()
-			return rep, fmt.Errorf("pipeline consumer %d: %w", p, err)
-		}
+	for p, c := range consumers {
 		wg.Go(func() {
 			// One partition failing ends the measurement.
 			if errs[p] = f.partition(wctx, c); errs[p] != nil {
@@ -172,6 +167,8 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 	}
 	// The acks are fire-and-forget, as the processor's are; a flush's
 	// round trip makes sure the server has them before the clock stops.
+	// Within the time limit the floor may get through less than stored.
+	rep.Messages = int(f.acked.Load())
 	ferr := pnc.FlushTimeout(10 * time.Second)
 	elapsed := time.Since(start)
 	cancel()
@@ -179,8 +176,6 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 	if err := errors.Join(append(errs, ferr)...); err != nil {
 		return rep, fmt.Errorf("pipeline: %w", err)
 	}
-	// Within the time limit the floor may get through less than stored.
-	rep.Messages = int(f.acked.Load())
 	rep.Rate = float64(rep.Messages) / elapsed.Seconds()
 	return rep, ctx.Err()
 }
