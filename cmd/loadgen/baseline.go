@@ -14,8 +14,9 @@ import (
 
 // baselineReport is raw JetStream on the same server in the same run: how
 // fast envelope-sized messages are stored (async publish) and consumed by a
-// durable pull consumer with explicit acks. The decided rate is reported as
-// a ratio of both.
+// durable pull consumer with explicit acks; and the pipeline floor
+// (pipeline.go), a processor of turnguard's durable shape that decides
+// nothing. The decided rate is reported as a ratio of all three.
 type baselineReport struct {
 	Messages     int     `json:"messages"`
 	MessageBytes int     `json:"message_bytes"`
@@ -26,6 +27,15 @@ type baselineReport struct {
 	// over the two rates.
 	DecidedVsPublish float64 `json:"decided_vs_publish"`
 	DecidedVsConsume float64 `json:"decided_vs_consume"`
+	// The pipeline floor: envelopes it got through, with the processors'
+	// partitions and batch size, and how fast.
+	PipelineMessages   int     `json:"pipeline_messages"`
+	PipelinePartitions int     `json:"pipeline_partitions"`
+	PipelineBatch      int     `json:"pipeline_batch"`
+	PipelineRate       float64 `json:"pipeline_per_s"`
+	// DecidedVsPipeline is decided_per_s over pipeline_per_s: what is
+	// left of the floor once deciding is added.
+	DecidedVsPipeline float64 `json:"decided_vs_pipeline"`
 }
 
 // baselines publishes up to maxMsgs messages of size bytes (or for at most
@@ -58,7 +68,9 @@ func baselines(ctx context.Context, nc *nats.Conn, size, replicas, maxMsgs int, 
 	deadline := start.Add(limit)
 	n := 0
 	for n < maxMsgs && (n%1024 != 0 || time.Now().Before(deadline)) {
-		if _, err := js.PublishAsync(subject, payload); err != nil {
+		// A full window waits for room: the default stall wait (200ms)
+		// failed the baseline on a loaded machine.
+		if _, err := js.PublishAsync(subject, payload, jetstream.WithStallWait(30*time.Second)); err != nil {
 			return rep, fmt.Errorf("baseline publish: %w", err)
 		}
 		n++

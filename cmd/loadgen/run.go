@@ -37,7 +37,13 @@ Exit status 1 when anything disagrees.
 
 Before the run (unless --baseline=false) it measures raw JetStream on the
 same server: async publish and durable pull consume of envelope-sized
-messages in a scratch stream, deleted afterwards.
+messages in a scratch stream; and the pipeline floor: the run's kind of
+envelopes in a scratch stream partitioned like ACS_HOOKS (--partitions),
+one durable pull consumer per partition, and per batch of the processor's
+size a compare-and-set write of every touched session (a state-sized
+value with its outbox) into a scratch bucket, one decision-sized publish
+per envelope into a scratch stream, then the acks: everything a processor
+does but deciding. All scratch assets are deleted afterwards.
 
 --json prints one object with these fields:
   target, tenant, seed, processors (embedded), backlog,
@@ -47,7 +53,9 @@ messages in a scratch stream, deleted afterwards.
   decision_latency {count, p50_ms, p90_ms, p99_ms, max_ms},
   observed and expected {decisions, denies, alerts, alerts_by_rule},
   baseline {messages, message_bytes, replicas, publish_per_s,
-    consume_per_s, decided_vs_publish, decided_vs_consume} (when run),
+    consume_per_s, decided_vs_publish, decided_vs_consume,
+    pipeline_messages, pipeline_partitions, pipeline_batch,
+    pipeline_per_s, decided_vs_pipeline} (when run),
   reconcile {ok, mismatches, decisions_expected, decisions_read,
     decisions_missing, decisions_duplicated, decisions_wrong,
     decisions_unexpected, alerts_expected, alerts_read, alerts_by_rule,
@@ -127,10 +135,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&o.tenant, "tenant", "", "tenant to publish under; default a fresh one per run (lg-<seed>-<time>) so reconciliation sees only this run")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "how long to wait for outstanding decisions after publishing stops")
 	fs.DurationVar(&o.grace, "reconcile-grace", 5*time.Second, "how long reconciliation re-reads while alerts and states trail their decisions")
-	fs.BoolVar(&o.baseline, "baseline", true, "measure raw JetStream publish and consume first (--baseline=false skips it)")
-	fs.IntVar(&o.baselineMax, "baseline-messages", 200000, "at most this many baseline messages")
+	fs.BoolVar(&o.baseline, "baseline", true, "measure raw JetStream publish and consume, and the pipeline floor, first (--baseline=false skips them)")
+	fs.IntVar(&o.baselineMax, "baseline-messages", 200000, "at most this many messages in each baseline")
 	fs.DurationVar(&o.baselineFor, "baseline-time", 5*time.Second, "at most this long for each baseline phase")
-	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the baseline's scratch stream")
+	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the baselines' scratch streams and bucket")
 	fs.IntVar(&o.partitions, "partitions", 16, "partitions of the embedded processors")
 	fs.IntVar(&o.processors, "processors", 1, "embedded target: processor instances sharing the partitions, each on its own connection")
 	fs.BoolVar(&o.noReceipts, "no-receipts", false, "embedded target: processors without Ed25519 receipts (processor --receipt-key none)")
@@ -224,11 +232,20 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	}
 	if o.baseline {
 		size := envelopeSize(gen)
+		// The embedded processors' batch size (startProcessors).
+		batch := stream.DefaultConfig().BatchSize
 		fmt.Fprintf(stderr, "baseline: raw JetStream async publish and durable consume of %d-byte messages …\n", size)
 		b, err := baselines(ctx, t.nc, size, o.replicas, o.baselineMax, o.baselineFor)
 		if err != nil {
 			return nil, nil, fmt.Errorf("baseline: %w", err)
 		}
+		fmt.Fprintf(stderr, "baseline: pipeline floor, %d partitions, batches of %d, deciding nothing …\n", o.partitions, batch)
+		p, err := pipelineFloor(ctx, t.nc, t.dial, gen, pipelineConfig{Partitions: o.partitions, Batch: batch, Replicas: o.replicas,
+			Sessions: o.sessions, MaxMsgs: o.baselineMax, Limit: o.baselineFor})
+		if err != nil {
+			return nil, nil, fmt.Errorf("baseline: %w", err)
+		}
+		b.PipelineMessages, b.PipelinePartitions, b.PipelineBatch, b.PipelineRate = p.Messages, p.Partitions, p.Batch, p.Rate
 		rep.Baseline = &b
 	}
 
@@ -331,6 +348,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if b := rep.Baseline; b != nil {
 		b.DecidedVsPublish = ratio(rep.DecidedRate, b.PublishRate)
 		b.DecidedVsConsume = ratio(rep.DecidedRate, b.ConsumeRate)
+		b.DecidedVsPipeline = ratio(rep.DecidedRate, b.PipelineRate)
 	}
 	return rep, &loadRun{gen: gen, records: records, js: js}, nil
 }
@@ -373,12 +391,13 @@ func printRun(w io.Writer, r *runReport) {
 	fmt.Fprintln(w)
 	if b := r.Baseline; b != nil {
 		fmt.Fprintf(w, "baseline   %d × %d B (R%d): publish %.0f/s, durable consume %.0f/s\n", b.Messages, b.MessageBytes, b.Replicas, b.PublishRate, b.ConsumeRate)
+		fmt.Fprintf(w, "floor      %d envelopes, %d partitions, batches of %d, no deciding: %.0f/s\n", b.PipelineMessages, b.PipelinePartitions, b.PipelineBatch, b.PipelineRate)
 	}
 	fmt.Fprintf(w, "published  %d envelopes in %.1fs (%.0f/s), %d sessions started, %d completed, %d retries, %d duplicate acks\n",
 		r.Published, r.PublishSeconds, r.PublishRate, r.SessionsStarted, r.SessionsCompleted, r.Retries, r.Duplicates)
 	fmt.Fprintf(w, "decided    %.0f/s", r.DecidedRate)
 	if b := r.Baseline; b != nil {
-		fmt.Fprintf(w, " (%.3f of raw publish, %.3f of durable consume)", b.DecidedVsPublish, b.DecidedVsConsume)
+		fmt.Fprintf(w, " (%.3f of raw publish, %.3f of durable consume, %.3f of the pipeline floor)", b.DecidedVsPublish, b.DecidedVsConsume, b.DecidedVsPipeline)
 	}
 	l := r.Latency
 	fmt.Fprintf(w, "\nlatency    publish → decision, %d: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Count, l.P50, l.P90, l.P99, l.Max)

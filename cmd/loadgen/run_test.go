@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
@@ -48,11 +50,72 @@ func TestRunReport(t *testing.T) {
 	if rep.Latency.Count != rep.Published || rep.Latency.P50 <= 0 || rep.DecidedRate <= 0 || rep.PublishRate <= 0 {
 		t.Fatalf("latency %+v, rates %.0f/%.0f", rep.Latency, rep.PublishRate, rep.DecidedRate)
 	}
-	if b := rep.Baseline; b == nil || b.Messages == 0 || b.PublishRate <= 0 || b.ConsumeRate <= 0 || b.DecidedVsConsume <= 0 {
+	if b := rep.Baseline; b == nil || b.Messages == 0 || b.PublishRate <= 0 || b.ConsumeRate <= 0 || b.DecidedVsConsume <= 0 ||
+		b.PipelineMessages == 0 || b.PipelinePartitions != 4 || b.PipelineBatch != 256 || b.PipelineRate <= 0 || b.DecidedVsPipeline <= 0 {
 		t.Fatalf("baseline %+v", rep.Baseline)
+	}
+	for _, field := range []string{`"pipeline_per_s"`, `"decided_vs_pipeline"`} {
+		if !strings.Contains(out.String(), field) {
+			t.Errorf("JSON lacks %s:\n%s", field, out.String())
+		}
 	}
 	if !strings.HasPrefix(rep.Tenant, "lg-7-") {
 		t.Errorf("tenant %q", rep.Tenant)
+	}
+}
+
+// The baselines measure the pipeline floor and leave nothing behind: no
+// scratch stream (the consumers go with them) and no scratch bucket.
+func TestRunPipelineFloor(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tg, err := connect(natsconn.Target{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.close()
+	o := runOptions{duration: 5 * time.Second, sessions: 50, maxEnvelopes: 1000, seed: 5, tenant: "floor-test", settle: 20 * time.Second, grace: time.Second,
+		partitions: 4, processors: 1, baseline: true, baselineMax: 5000, baselineFor: 2 * time.Second, replicas: 1}
+	rep, _, err := executeRun(ctx, tg, o, zerolog.Nop(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.Baseline
+	if b == nil || b.PipelineMessages == 0 || b.PipelineRate <= 0 || b.DecidedVsPipeline <= 0 || !rep.Reconcile.OK {
+		t.Fatalf("baseline %+v, reconcile %+v", b, rep.Reconcile)
+	}
+	var text bytes.Buffer
+	printRun(&text, rep)
+	if !strings.Contains(text.String(), "floor      ") || !strings.Contains(text.String(), "of the pipeline floor)") {
+		t.Errorf("text report lacks the floor:\n%s", text.String())
+	}
+
+	js, err := jetstream.New(tg.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := js.StreamNames(ctx)
+	var names []string
+	for name := range streams.Name() {
+		names = append(names, name)
+	}
+	if err := streams.Err(); err != nil {
+		t.Fatal(err)
+	}
+	buckets := js.KeyValueStoreNames(ctx)
+	for name := range buckets.Name() {
+		names = append(names, "bucket "+name)
+	}
+	if err := buckets.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names, acs.HooksStream) {
+		t.Fatalf("streams and buckets %v lack %s: the listing is wrong", names, acs.HooksStream)
+	}
+	for _, name := range names {
+		if strings.Contains(name, pipelineScratchPrefix) || strings.Contains(name, "LOADGEN_") {
+			t.Errorf("scratch asset %s left behind (all: %v)", name, names)
+		}
 	}
 }
 
