@@ -15,7 +15,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/msghdr"
-	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
@@ -89,11 +89,11 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 			err = errors.Join(err, derr)
 		}
 	}()
-	topo := stream.DefaultTopology()
+	topo := topology.Default()
 	hooks, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: sc.hooks, Subjects: []string{sc.in + ".>"},
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: stream.HooksDuplicates,
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: topology.HooksDuplicates,
 		SubjectTransform: &jetstream.SubjectTransformConfig{
-			// stream.PartitionTransform's mapping, under the scratch
+			// topology.PartitionTransform's mapping, under the scratch
 			// prefix: the same hash of tenant and session.
 			Source:      sc.in + ".*.*.*",
 			Destination: sc.part + ".{{partition(" + strconv.Itoa(cfg.Partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",

@@ -20,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/natsconn"
+	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
