@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,6 +177,24 @@ type observer struct {
 func newObserver() *observer {
 	return &observer{sent: map[string]time.Time{}, alerts: map[string]int64{},
 		hist: hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)}
+}
+
+// subscribe has the observer watch the tenant's decisions and alerts on
+// nc, with no pending limits (a dropped message would count as missing).
+func (o *observer) subscribe(nc *nats.Conn, tenant string) error {
+	for subject, cb := range map[string]nats.MsgHandler{
+		acs.DecisionsPrefix + "." + tenant + ".>": o.onDecision,
+		acs.AlertsPrefix + "." + tenant + ".>":    o.onAlert,
+	} {
+		sub, err := nc.Subscribe(subject, cb)
+		if err != nil {
+			return fmt.Errorf("subscribe %s: %w", subject, err)
+		}
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			return err
+		}
+	}
+	return nc.Flush()
 }
 
 // expect notes when a request was first published.

@@ -89,47 +89,17 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 			err = errors.Join(err, derr)
 		}
 	}()
-	topo := topology.Default()
-	hooks, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: sc.hooks, Subjects: []string{sc.in + ".>"},
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: topology.HooksDuplicates,
-		SubjectTransform: &jetstream.SubjectTransformConfig{
-			// topology.PartitionTransform's mapping, under the scratch
-			// prefix: the same hash of tenant and session.
-			Source:      sc.in + ".*.*.*",
-			Destination: sc.part + ".{{partition(" + strconv.Itoa(cfg.Partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",
-		}})
+	hooks, err := sc.create(ctx, js, cfg)
 	if err != nil {
-		return rep, fmt.Errorf("create scratch stream %s: %w", sc.hooks, err)
+		return rep, err
 	}
-	sc.created = append(sc.created, sc.hooks)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: sc.decisions, Subjects: []string{sc.out + ".>"},
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: topo.DecisionDedupWindow}); err != nil {
-		return rep, fmt.Errorf("create scratch stream %s: %w", sc.decisions, err)
-	}
-	sc.created = append(sc.created, sc.decisions)
-	// The bucket is ACS_TURNSTATE's shape (history 1, the session TTL).
-	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: sc.bucket, History: 1, TTL: topo.SessionTTL,
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas}); err != nil {
-		return rep, fmt.Errorf("create scratch bucket %s: %w", sc.bucket, err)
-	}
-	sc.bucketMade = true
-
 	stored, err := publishInput(ctx, js, hooks, gen, sc, cfg)
 	if err != nil || stored == 0 {
 		return rep, err
 	}
-	consumers := make([]jetstream.Consumer, cfg.Partitions)
-	for p := range consumers {
-		// A partition consumer as the topology makes it: durable,
-		// filtered, explicit acks, pinned to one client.
-		if consumers[p], err = hooks.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "loadgen-p" + strconv.Itoa(p),
-			FilterSubject: sc.part + "." + strconv.Itoa(p) + ".*.*.*",
-			AckPolicy:     jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-			AckWait: topo.AckWait, MaxAckPending: topo.MaxAckPending, MaxDeliver: -1,
-			PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{acs.PartitionGroup}, PinnedTTL: topo.PinnedTTL,
-		}); err != nil {
-			return rep, fmt.Errorf("pipeline consumer %d: %w", p, err)
-		}
+	consumers, err := partitionConsumers(ctx, hooks, &sc, cfg.Partitions)
+	if err != nil {
+		return rep, err
 	}
 
 	// The processing has a connection of its own, as a processor has.
@@ -178,6 +148,56 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 	}
 	rep.Rate = float64(rep.Messages) / elapsed.Seconds()
 	return rep, ctx.Err()
+}
+
+// create makes the floor's scratch streams and bucket, shaped like
+// ACS_HOOKS, ACS_DECISIONS and ACS_TURNSTATE; what it made is noted for
+// delete even when it fails part way.
+func (sc *scratch) create(ctx context.Context, js jetstream.JetStream, cfg pipelineConfig) (jetstream.Stream, error) {
+	topo := topology.Default()
+	hooks, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: sc.hooks, Subjects: []string{sc.in + ".>"},
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: topology.HooksDuplicates,
+		SubjectTransform: &jetstream.SubjectTransformConfig{
+			// topology.PartitionTransform's mapping, under the scratch
+			// prefix: the same hash of tenant and session.
+			Source:      sc.in + ".*.*.*",
+			Destination: sc.part + ".{{partition(" + strconv.Itoa(cfg.Partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("create scratch stream %s: %w", sc.hooks, err)
+	}
+	sc.created = append(sc.created, sc.hooks)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: sc.decisions, Subjects: []string{sc.out + ".>"},
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: topo.DecisionDedupWindow}); err != nil {
+		return nil, fmt.Errorf("create scratch stream %s: %w", sc.decisions, err)
+	}
+	sc.created = append(sc.created, sc.decisions)
+	// The bucket is ACS_TURNSTATE's shape (history 1, the session TTL).
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: sc.bucket, History: 1, TTL: topo.SessionTTL,
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas}); err != nil {
+		return nil, fmt.Errorf("create scratch bucket %s: %w", sc.bucket, err)
+	}
+	sc.bucketMade = true
+	return hooks, nil
+}
+
+// partitionConsumers makes one consumer per partition as the topology
+// makes them: durable, filtered, explicit acks, pinned to one client.
+func partitionConsumers(ctx context.Context, hooks jetstream.Stream, sc *scratch, partitions int) ([]jetstream.Consumer, error) {
+	topo := topology.Default()
+	consumers := make([]jetstream.Consumer, partitions)
+	for p := range consumers {
+		var err error
+		if consumers[p], err = hooks.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "loadgen-p" + strconv.Itoa(p),
+			FilterSubject: sc.part + "." + strconv.Itoa(p) + ".*.*.*",
+			AckPolicy:     jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckWait: topo.AckWait, MaxAckPending: topo.MaxAckPending, MaxDeliver: -1,
+			PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{acs.PartitionGroup}, PinnedTTL: topo.PinnedTTL,
+		}); err != nil {
+			return nil, fmt.Errorf("pipeline consumer %d: %w", p, err)
+		}
+	}
+	return consumers, nil
 }
 
 // pipelineScratchPrefix starts the names of the floor's streams and bucket.

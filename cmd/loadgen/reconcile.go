@@ -124,46 +124,14 @@ type seen struct {
 	alerts    map[string]int
 }
 
+// reconcileOnce reads every decision and alert of the tenant and the
+// sessions' states, and compares them with what x expects.
 func reconcileOnce(ctx context.Context, js jetstream.JetStream, x *expectation) (reconcileReport, error) {
 	r := reconcileReport{DecisionsExpected: len(x.byRequest), AlertsExpected: x.totals.AlertCount(), AlertsByRule: map[string]int{}, Uncertain: len(x.uncertain)}
-	got := map[string]*seen{}
-	bySeq := map[string]string{}
-	n, err := readAll(ctx, js, acs.DecisionsStream, acs.DecisionsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
-		rid := m.Headers().Get(acs.HdrRequestID)
-		s := got[rid]
-		if s == nil {
-			s = &seen{}
-			got[rid] = s
-		}
-		s.decisions = append(s.decisions, m.Headers().Get(acs.HdrDecision))
-		bySeq[m.Headers().Get(acs.HdrStreamSeq)] = rid
-	})
+	got, err := readOutcomes(ctx, js, x.tenant, &r)
 	if err != nil {
 		return r, err
 	}
-	r.DecisionsRead = n
-	orphanAlerts := 0
-	n, err = readAll(ctx, js, acs.AlertsStream, acs.AlertsPrefix+"."+x.tenant+".>", func(m jetstream.Msg) {
-		rule := m.Headers().Get(acs.HdrRuleID)
-		r.AlertsByRule[rule]++
-		rid, ok := bySeq[m.Headers().Get(acs.HdrStreamSeq)]
-		if !ok {
-			orphanAlerts++
-			r.note("alert %s %s for inbound seq %s, which has no decision", m.Headers().Get(acs.HdrMsgID), rule, m.Headers().Get(acs.HdrStreamSeq))
-			return
-		}
-		s := got[rid]
-		if s.alerts == nil {
-			s.alerts = map[string]int{}
-		}
-		s.alerts[rule]++
-	})
-	if err != nil {
-		return r, err
-	}
-	r.AlertsRead = n
-	r.AlertsUnexpected += orphanAlerts
-
 	for _, rid := range slices.Sorted(maps.Keys(x.byRequest)) {
 		e := x.byRequest[rid]
 		s := got[rid]
@@ -180,6 +148,59 @@ func reconcileOnce(ctx context.Context, js jetstream.JetStream, x *expectation) 
 		}
 		checkAlerts(&r, rid, e, s)
 	}
+	checkUnexpected(&r, x, got)
+	if err := checkStates(ctx, js, x, &r); err != nil {
+		return r, err
+	}
+	r.Mismatches = r.Missing + r.Duplicated + r.Wrong + r.Unexpected + r.AlertsMissing + r.AlertsDuplicated + r.AlertsUnexpected + r.StatesMissing + r.StateMismatches
+	r.OK = r.Mismatches == 0
+	return r, nil
+}
+
+// readOutcomes reads the tenant's decisions and alerts, by request id; an
+// alert for an envelope without a decision is counted unexpected in r.
+func readOutcomes(ctx context.Context, js jetstream.JetStream, tenant string, r *reconcileReport) (map[string]*seen, error) {
+	got := map[string]*seen{}
+	bySeq := map[string]string{}
+	n, err := readAll(ctx, js, acs.DecisionsStream, acs.DecisionsPrefix+"."+tenant+".>", func(m jetstream.Msg) {
+		rid := m.Headers().Get(acs.HdrRequestID)
+		s := got[rid]
+		if s == nil {
+			s = &seen{}
+			got[rid] = s
+		}
+		s.decisions = append(s.decisions, m.Headers().Get(acs.HdrDecision))
+		bySeq[m.Headers().Get(acs.HdrStreamSeq)] = rid
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.DecisionsRead = n
+	n, err = readAll(ctx, js, acs.AlertsStream, acs.AlertsPrefix+"."+tenant+".>", func(m jetstream.Msg) {
+		rule := m.Headers().Get(acs.HdrRuleID)
+		r.AlertsByRule[rule]++
+		rid, ok := bySeq[m.Headers().Get(acs.HdrStreamSeq)]
+		if !ok {
+			r.AlertsUnexpected++
+			r.note("alert %s %s for inbound seq %s, which has no decision", m.Headers().Get(acs.HdrMsgID), rule, m.Headers().Get(acs.HdrStreamSeq))
+			return
+		}
+		s := got[rid]
+		if s.alerts == nil {
+			s.alerts = map[string]int{}
+		}
+		s.alerts[rule]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.AlertsRead = n
+	return got, nil
+}
+
+// checkUnexpected counts decisions for requests the run did not publish,
+// and checks those for envelopes whose publication was uncertain.
+func checkUnexpected(r *reconcileReport, x *expectation, got map[string]*seen) {
 	for _, rid := range slices.Sorted(maps.Keys(got)) {
 		if _, ok := x.byRequest[rid]; ok {
 			continue
@@ -197,16 +218,9 @@ func reconcileOnce(ctx context.Context, js jetstream.JetStream, x *expectation) 
 			r.Wrong++
 			r.note("%s %s (uncertain): decision %s, want %s", e.Hook, rid, s.decisions[0], e.Decision)
 		default:
-			checkAlerts(&r, rid, e, s)
+			checkAlerts(r, rid, e, s)
 		}
 	}
-
-	if err := checkStates(ctx, js, x, &r); err != nil {
-		return r, err
-	}
-	r.Mismatches = r.Missing + r.Duplicated + r.Wrong + r.Unexpected + r.AlertsMissing + r.AlertsDuplicated + r.AlertsUnexpected + r.StatesMissing + r.StateMismatches
-	r.OK = r.Mismatches == 0
-	return r, nil
 }
 
 func checkAlerts(r *reconcileReport, rid string, e *traffic.Envelope, s *seen) {

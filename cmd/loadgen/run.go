@@ -204,6 +204,8 @@ type loadRun struct {
 	js      jetstream.JetStream
 }
 
+// executeRun runs the load of o against t: the baselines, the publishing,
+// the wait for decisions, then the reconciliation and the report.
 func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger, stderr io.Writer) (*runReport, *loadRun, error) {
 	gen, err := traffic.New(traffic.Config{Seed: o.seed, Tenant: o.tenant})
 	if err != nil {
@@ -219,37 +221,17 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if o.backlog {
 		// The streams a processor would create, so the backlog has
 		// somewhere to go before any processor runs.
-		topo := topology.Default()
-		topo.Partitions = o.partitions
-		ejs, err := jetstream.New(t.nc)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := topology.Ensure(ctx, ejs, topo); err != nil {
+		if err := ensureTopology(ctx, t.nc, o.partitions); err != nil {
 			return nil, nil, err
 		}
 	} else if err := t.startProcessors(ctx, embedded); err != nil {
 		return nil, nil, err
 	}
 	if o.baseline {
-		size := envelopeSize(gen)
-		// The embedded processors' batch size (startProcessors).
-		batch := stream.DefaultConfig().BatchSize
-		fmt.Fprintf(stderr, "baseline: raw JetStream async publish and durable consume of %d-byte messages …\n", size)
-		b, err := baselines(ctx, t.nc, size, o.replicas, o.baselineMax, o.baselineFor)
-		if err != nil {
-			return nil, nil, fmt.Errorf("baseline: %w", err)
+		if rep.Baseline, err = measureBaselines(ctx, t, gen, o, stderr); err != nil {
+			return nil, nil, err
 		}
-		fmt.Fprintf(stderr, "baseline: pipeline floor, %d partitions, batches of %d, deciding nothing …\n", o.partitions, batch)
-		p, err := pipelineFloor(ctx, t.nc, t.dial, gen, pipelineConfig{Partitions: o.partitions, Batch: batch, Replicas: o.replicas,
-			Sessions: o.sessions, MaxMsgs: o.baselineMax, Limit: o.baselineFor})
-		if err != nil {
-			return nil, nil, fmt.Errorf("baseline: %w", err)
-		}
-		b.PipelineMessages, b.PipelinePartitions, b.PipelineBatch, b.PipelineRate = p.Messages, p.Partitions, p.Batch, p.Rate
-		rep.Baseline = &b
 	}
-
 	// Decisions and alerts are watched on their own connection so their
 	// delivery does not queue behind the publishes.
 	onc, err := t.dial("turnguard-loadgen-observer")
@@ -258,22 +240,9 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	}
 	defer onc.Close()
 	obs := newObserver()
-	for subject, cb := range map[string]nats.MsgHandler{
-		acs.DecisionsPrefix + "." + o.tenant + ".>": obs.onDecision,
-		acs.AlertsPrefix + "." + o.tenant + ".>":    obs.onAlert,
-	} {
-		sub, err := onc.Subscribe(subject, cb)
-		if err != nil {
-			return nil, nil, fmt.Errorf("subscribe %s: %w", subject, err)
-		}
-		if err := sub.SetPendingLimits(-1, -1); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := onc.Flush(); err != nil {
+	if err := obs.subscribe(onc, o.tenant); err != nil {
 		return nil, nil, err
 	}
-
 	js, err := jetstream.New(t.nc, jetstream.WithPublishAsyncMaxPending(max(4096, 2*o.sessions)), jetstream.WithPublishAsyncTimeout(5*time.Second))
 	if err != nil {
 		return nil, nil, err
@@ -314,12 +283,49 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	x := expect(gen, records)
-	rec, err := reconcile(rctx, js, x, o.grace)
-	if err != nil {
+	if rep.Reconcile, err = reconcile(rctx, js, x, o.grace); err != nil {
 		return nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
-	rep.Reconcile = rec
+	rep.fill(gen, records, l, published, obs, decideFrom, x)
+	return rep, &loadRun{gen: gen, records: records, js: js}, nil
+}
 
+// ensureTopology creates the streams, bucket and consumers a processor of
+// partitions would.
+func ensureTopology(ctx context.Context, nc *nats.Conn, partitions int) error {
+	topo := topology.Default()
+	topo.Partitions = partitions
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	return topology.Ensure(ctx, js, topo)
+}
+
+// measureBaselines measures raw JetStream and the pipeline floor on the
+// run's server.
+func measureBaselines(ctx context.Context, t *target, gen *traffic.Generator, o runOptions, stderr io.Writer) (*baselineReport, error) {
+	size := envelopeSize(gen)
+	// The embedded processors' batch size (startProcessors).
+	batch := stream.DefaultConfig().BatchSize
+	fmt.Fprintf(stderr, "baseline: raw JetStream async publish and durable consume of %d-byte messages …\n", size)
+	b, err := baselines(ctx, t.nc, size, o.replicas, o.baselineMax, o.baselineFor)
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	fmt.Fprintf(stderr, "baseline: pipeline floor, %d partitions, batches of %d, deciding nothing …\n", o.partitions, batch)
+	p, err := pipelineFloor(ctx, t.nc, t.dial, gen, pipelineConfig{Partitions: o.partitions, Batch: batch, Replicas: o.replicas,
+		Sessions: o.sessions, MaxMsgs: o.baselineMax, Limit: o.baselineFor})
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	b.PipelineMessages, b.PipelinePartitions, b.PipelineBatch, b.PipelineRate = p.Messages, p.Partitions, p.Batch, p.Rate
+	return &b, nil
+}
+
+// fill completes the report from what the run published, observed and
+// expected.
+func (rep *runReport) fill(gen *traffic.Generator, records []record, l *loader, published time.Duration, obs *observer, decideFrom time.Time, x *expectation) {
 	rep.SessionsStarted = len(records)
 	for _, r := range records {
 		if r.published == len(gen.Session(r.index).Envelopes) {
@@ -351,7 +357,6 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 		b.DecidedVsConsume = ratio(rep.DecidedRate, b.ConsumeRate)
 		b.DecidedVsPipeline = ratio(rep.DecidedRate, b.PipelineRate)
 	}
-	return rep, &loadRun{gen: gen, records: records, js: js}, nil
 }
 
 // envelopeSize is the mean size of the generated envelopes, for the
