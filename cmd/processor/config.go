@@ -29,6 +29,7 @@ type config struct {
 	onDecisionFailure string
 	handshake         gateway.HandshakePolicy
 	receiptKey        string
+	receiptFormat     string
 	stateKey          string
 	// nats is the connection flags; target what they resolve to (an empty
 	// URL: the embedded server).
@@ -65,6 +66,12 @@ const minStateBytes = 64 << 10
 
 // receiptKeyNone as --receipt-key turns the receipts off.
 const receiptKeyNone = "none"
+
+// The values of --receipt-format.
+const (
+	receiptFormatBatch  = "batch"
+	receiptFormatSingle = "single"
+)
 
 // Values of --auth.
 const (
@@ -119,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	handshake := string(gateway.HandshakeRequired)
 	fs.StringVar(&handshake, "handshake", handshake, "HTTP steps need a handshake/hello first (required, ACS §4) or not (optional, for clients that cannot send one)")
 	c.core.Register(fs)
+	fs.StringVar(&c.receiptFormat, "receipt-format", receiptFormatBatch, "batch: one Ed25519 signature per worker batch over a Merkle root, each decision and alert carrying its inclusion path (turnguard-receipt-batch/1); single: one signature per decision and alert (turnguard-receipt/1). Verifiers take both")
 	fs.StringVar(&c.receiptKey, "receipt-key", "", "Ed25519 key (PEM) signing every decision as a receipt; default <data-dir>/receipt-key.pem, created on first start; \"none\" turns receipts off")
 	fs.StringVar(&c.stateKey, "state-key", "", "secret key (at least 32 bytes) authenticating every value written to the ACS_TURNSTATE bucket; every processor sharing the partitions must use the same file; default <data-dir>/state-key, created with 32 random bytes on first start")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
@@ -198,6 +206,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.stateKey == "" {
 		c.stateKey = filepath.Join(c.dataDir, "state-key")
+	}
+	switch c.receiptFormat {
+	case receiptFormatBatch, receiptFormatSingle:
+		c.processor.SingleReceipts = c.receiptFormat == receiptFormatSingle
+	default:
+		return c, fmt.Errorf("--receipt-format %q: want batch or single", c.receiptFormat)
 	}
 	if c.processor.Topology.SessionTTL <= 0 {
 		return c, errors.New("--session-ttl must be positive")

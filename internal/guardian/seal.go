@@ -20,18 +20,21 @@ type Sealed struct {
 	// Response is the encoded response, its HMAC signature in it when keys
 	// are configured; nil when the outcome has none.
 	Response []byte
-	// Receipt is the Ed25519 receipt of Response ("" with receipts off),
-	// bound to the session's decision subject and the envelope's stream
-	// sequence (receipt.Decision).
-	Receipt string
+	// Receipt is the Ed25519 receipt of Response ("" with receipts off,
+	// and from Encode), bound to the session's decision subject and the
+	// envelope's stream sequence: ResponseBinding.
+	Receipt         string
+	ResponseBinding receipt.Binding
 	// Alerts are the outcome's alerts, in order.
 	Alerts []SealedAlert
 }
 
-// SealedAlert is one encoded alert and its receipt (receipt.Alert).
+// SealedAlert is one encoded alert and its receipt, bound by Binding
+// (receipt.Alert).
 type SealedAlert struct {
 	Body    []byte
 	Receipt string
+	Binding receipt.Binding
 }
 
 // Seal signs out for publication, every body encoded once in its RFC 8785
@@ -47,6 +50,29 @@ type SealedAlert struct {
 // Seal writes the signature into out.Response: a second Seal of the same
 // outcome signs the signed response again, so the caller seals once.
 func (g *Guardian) Seal(out *Outcome, seq uint64) (Sealed, error) {
+	s, err := g.Encode(out, seq)
+	if err != nil || g.cfg.Receipts == nil {
+		return s, err
+	}
+	if s.Response != nil {
+		if s.Receipt, err = g.cfg.Receipts.SignCanonical(s.ResponseBinding, s.Response); err != nil {
+			return Sealed{}, fmt.Errorf("%w: receipt of the response on seq %d: %w", ErrSeal, seq, err)
+		}
+	}
+	for i := range s.Alerts {
+		a := &s.Alerts[i]
+		if a.Receipt, err = g.cfg.Receipts.SignCanonical(a.Binding, a.Body); err != nil {
+			return Sealed{}, fmt.Errorf("%w: receipt of alert %s on seq %d: %w", ErrSeal, out.Alerts[i].RuleID, seq, err)
+		}
+	}
+	return s, nil
+}
+
+// Encode is Seal without the receipts: the response signed with the
+// session key and every body encoded once, each with the binding its
+// receipt needs, for a publisher that signs the receipts of many outcomes
+// together (receipt.Batch).
+func (g *Guardian) Encode(out *Outcome, seq uint64) (Sealed, error) {
 	var s Sealed
 	route := out.Route
 	if r := out.Response; r != nil {
@@ -59,10 +85,7 @@ func (g *Guardian) Seal(out *Outcome, seq uint64) (Sealed, error) {
 		if err != nil {
 			return Sealed{}, fmt.Errorf("%w: sign and encode the response on seq %d with key %q: %w", ErrSeal, seq, keyID, err)
 		}
-		s.Response = data
-		if s.Receipt, err = g.receipt(receipt.Decision(route.Tenant, route.SessionID, seq), data); err != nil {
-			return Sealed{}, fmt.Errorf("%w: receipt of the response on seq %d: %w", ErrSeal, seq, err)
-		}
+		s.Response, s.ResponseBinding = data, receipt.Decision(route.Tenant, route.SessionID, seq)
 	}
 	for i := range out.Alerts {
 		a := &out.Alerts[i]
@@ -70,20 +93,7 @@ func (g *Guardian) Seal(out *Outcome, seq uint64) (Sealed, error) {
 		if err != nil {
 			return Sealed{}, fmt.Errorf("%w: encode alert %s on seq %d: %w", ErrSeal, a.RuleID, seq, err)
 		}
-		sa := SealedAlert{Body: data}
-		if sa.Receipt, err = g.receipt(receipt.Alert(a.Subject, seq), data); err != nil {
-			return Sealed{}, fmt.Errorf("%w: receipt of alert %s on seq %d: %w", ErrSeal, a.RuleID, seq, err)
-		}
-		s.Alerts = append(s.Alerts, sa)
+		s.Alerts = append(s.Alerts, SealedAlert{Body: data, Binding: receipt.Alert(a.Subject, seq)})
 	}
 	return s, nil
-}
-
-// receipt signs published bytes, which are already in their RFC 8785 form:
-// the receipt is computed over exactly what goes out, encoded once.
-func (g *Guardian) receipt(b receipt.Binding, canonical []byte) (string, error) {
-	if g.cfg.Receipts == nil {
-		return "", nil
-	}
-	return g.cfg.Receipts.SignCanonical(b, canonical)
 }

@@ -88,7 +88,7 @@ func New() *Metrics {
 			Help: "Rule reloads (SIGHUP or a changed rule file), by result: success (the new set is in force) or failure (refused whole; the last good set keeps running)."},
 			[]string{"result"}),
 		signing: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "receipt_sign_seconds",
-			Help:    "Time to sign one Ed25519 receipt (of a decision, an alert or an operational alert), canonical encoding included.",
+			Help:    "Time of one Ed25519 receipt signature: of a batch of decisions and alerts (--receipt-format batch, its Merkle tree included) or of one message.",
 			Buckets: SigningBuckets}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "http_requests_total",
 			Help: "Requests the ACS HTTP endpoint (--http) answered, by HTTP status code."},

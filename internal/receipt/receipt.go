@@ -264,8 +264,11 @@ func decode(receipt string) ([]byte, error) {
 // any serialization), the binding the verifier expects — the subject the
 // message came on and the sequence of the envelope it must answer, never
 // values taken from the message unchecked — and a public key.
+//
+// receipt is a single receipt or a batch receipt (SignBatch): either way
+// it proves the same about the body.
 func Verify(pub ed25519.PublicKey, b Binding, body []byte, receipt string) error {
-	sig, err := decode(receipt)
+	p, err := parse(receipt)
 	if err != nil {
 		return err
 	}
@@ -273,7 +276,8 @@ func Verify(pub ed25519.PublicKey, b Binding, body []byte, receipt string) error
 	if err != nil {
 		return err
 	}
-	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, m, sig) {
+	signed, ok := p.signed(m)
+	if !ok || len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, signed, p.sig) {
 		return fmt.Errorf("%w the %s on %s for seq %d", ErrMismatch, b.Kind, b.Subject, b.Seq)
 	}
 	return nil
@@ -314,7 +318,7 @@ func (t *Trusted) Len() int { return len(t.keys) }
 // returns the id of the key that verified. The header only picks the key:
 // an unknown id is ErrUnknownKey, never a reason to trust one.
 func (t *Trusted) Verify(keyID string, b Binding, body []byte, receipt string) (string, error) {
-	sig, err := decode(receipt)
+	p, err := parse(receipt)
 	if err != nil {
 		return "", err
 	}
@@ -327,14 +331,18 @@ func (t *Trusted) Verify(keyID string, b Binding, body []byte, receipt string) (
 	if err != nil {
 		return "", err
 	}
+	signed, ok := p.signed(m)
+	if !ok {
+		return "", fmt.Errorf("%w the %s on %s for seq %d: the inclusion path leads to no root", ErrMismatch, b.Kind, b.Subject, b.Seq)
+	}
 	if keyID != "" {
-		if ed25519.Verify(t.keys[keyID], m, sig) {
+		if ed25519.Verify(t.keys[keyID], signed, p.sig) {
 			return keyID, nil
 		}
 		return "", fmt.Errorf("%w the %s on %s for seq %d", ErrMismatch, b.Kind, b.Subject, b.Seq)
 	}
 	for id, k := range t.keys {
-		if ed25519.Verify(k, m, sig) {
+		if ed25519.Verify(k, signed, p.sig) {
 			return id, nil
 		}
 	}

@@ -254,7 +254,19 @@ func FuzzVerify(f *testing.F) {
 	b := receipt.Decision("default", sessionA, 6)
 	rc, _ := s.Sign(b, json.RawMessage(katBody))
 	trusted, _ := receipt.NewTrusted(s.Public())
+	// The same body and binding at index 1 of a batch of two: the one
+	// other receipt that may verify.
+	var bt receipt.Batch
+	c, _ := acs.CanonicalRaw([]byte(katBody))
+	b5 := receipt.Decision("default", sessionA, 5)
+	_, _ = bt.Add(b5, c)
+	_, _ = bt.Add(b, c)
+	brcs, _ := s.SignBatch(&bt)
+	brc := brcs[1]
 	f.Add(rc, s.KeyID, katBody, b.Subject, uint64(6), "decision")
+	f.Add(brc, s.KeyID, katBody, b.Subject, uint64(6), "decision")
+	f.Add(brcs[0], "", katBody, b.Subject, uint64(5), "decision")
+	f.Add(brc+".0", "", katBody, b.Subject, uint64(6), "decision")
 	f.Add("AAAA", "", `{"result":{"decision":"allow"}}`, b.Subject, uint64(6), "decision")
 	f.Add(rc, "", katBody, b.Subject, uint64(7), "alert")
 	f.Add(strings.Repeat("A", 86)+"==", "x", "[]", "", uint64(0), "endpoint")
@@ -265,7 +277,7 @@ func FuzzVerify(f *testing.F) {
 		if err == nil || terr == nil {
 			c, cerr := acs.CanonicalRaw([]byte(body))
 			want, _ := acs.CanonicalRaw([]byte(katBody))
-			if cerr != nil || string(c) != string(want) || fb != b || rcpt != rc {
+			if cerr != nil || string(c) != string(want) || !(fb == b && (rcpt == rc || rcpt == brc) || fb == b5 && rcpt == brcs[0]) {
 				t.Fatalf("verified: receipt %q body %q binding %+v (Verify %v, Trusted %v)", rcpt, body, fb, err, terr)
 			}
 		}

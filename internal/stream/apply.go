@@ -12,6 +12,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/msghdr"
+	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
@@ -53,6 +54,9 @@ type batch struct {
 	// conflict is set when a write lost its revision check: what was
 	// written stands, the rest of the batch is decided again.
 	conflict bool
+	// receipts gathers the receipts signed once for the whole batch (nil:
+	// receipts are off, or each is signed on its own).
+	receipts *receiptBatch
 }
 
 // sessionWrite is one touched session's state, with its outbox, encoded
@@ -78,11 +82,21 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	rs := w.rules.Current()
 	b := &batch{ins: ins, rules: rs, byAgent: rs != nil && rs.AgentKeyed(),
 		sessions: map[string]*pending[turnstate.Session]{}, agents: map[string]*pending[turnstate.Agent]{}}
+	if signer := w.guardian.Receipts(); signer != nil && !w.singleReceipts {
+		b.receipts = &receiptBatch{signer: signer, key: w.receiptKey}
+	}
 	if err := w.prefetch(ctx, b); err != nil {
 		return err
 	}
 	for i := range ins {
 		if err := w.decideOne(ctx, b, &ins[i]); err != nil {
+			return err
+		}
+	}
+	// Signed before anything is written: the outboxes keep the messages
+	// as they will be published.
+	if b.receipts != nil {
+		if err := b.receipts.sign(); err != nil {
 			return err
 		}
 	}
@@ -200,11 +214,15 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 		// Its state cannot be trusted: refused, answered and
 		// dead-lettered, nothing written.
 		out := w.guardian.Refuse(in.route, in.msg, p.refuse)
-		sealed, err := w.seal(in, &out)
+		sealed, err := w.seal(b, in, &out)
 		if err != nil {
 			return err
 		}
-		b.direct = append(b.direct, w.deadLetter(in, out), w.decisionMsg(in, out, sealed))
+		m := w.decisionMsg(in, out, sealed)
+		if err := b.signs(m, sealed.ResponseBinding, sealed.Response); err != nil {
+			return err
+		}
+		b.direct = append(b.direct, w.deadLetter(in, out), m)
 		w.noteDecision(in, &out)
 		return nil
 	}
@@ -238,7 +256,7 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	}
 	// Sealed before any effect is taken up: an outcome that cannot be
 	// signed fails the batch, and nothing of it is published unsigned.
-	sealed, err := w.seal(in, &out)
+	sealed, err := w.seal(b, in, &out)
 	if err != nil {
 		return err
 	}
@@ -259,12 +277,29 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	// publications end with a decision: finding that decision stored tells
 	// a later load that the whole outbox went out (flushOutbox).
 	for i, a := range out.Alerts {
-		p.out = append(p.out, w.alertMsg(a, sealed.Alerts[i], in.msg.Seq))
+		m := w.alertMsg(a, sealed.Alerts[i], in.msg.Seq)
+		if err := b.signs(m, sealed.Alerts[i].Binding, sealed.Alerts[i].Body); err != nil {
+			return err
+		}
+		p.out = append(p.out, m)
 	}
 	if out.Response != nil {
-		p.out = append(p.out, w.decisionMsg(in, out, sealed))
+		m := w.decisionMsg(in, out, sealed)
+		if err := b.signs(m, sealed.ResponseBinding, sealed.Response); err != nil {
+			return err
+		}
+		p.out = append(p.out, m)
 	}
 	return nil
+}
+
+// signs has the receipt of m (body under bd) signed with the batch's, when
+// the batch signs its receipts together.
+func (b *batch) signs(m *nats.Msg, bd receipt.Binding, body []byte) error {
+	if b.receipts == nil {
+		return nil
+	}
+	return b.receipts.add(m, bd, body)
 }
 
 // agentOf returns the pending state of the agent id, read at its first

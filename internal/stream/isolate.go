@@ -104,7 +104,7 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 		// failed) is not published: the envelope is still dead-lettered
 		// and alerted, and its client, unanswered, fails on its posture —
 		// an unsigned answer is one it must not trust anyway.
-		if sealed, err := w.seal(in, &out); err != nil {
+		if sealed, err := w.seal(nil, in, &out); err != nil {
 			w.log.Error().Err(err).Uint64("seq", in.msg.Seq).Msg("the refusal of an isolated envelope cannot be signed: not published")
 		} else {
 			m := w.decisionMsg(in, out, sealed)

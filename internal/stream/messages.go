@@ -9,6 +9,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/msghdr"
+	"github.com/turnguard/turnguard/internal/receipt"
 )
 
 // DecisionMsgID is the Nats-Msg-Id of the decision on the envelope at stream
@@ -24,13 +25,57 @@ func DecisionMsgID(requestID string, seq uint64) string {
 }
 
 // seal is Guardian.Seal for the envelope in answers; a failure is
-// permanent (errSeal): signing again fails the same way.
-func (w *worker) seal(in *inbound, out *guardian.Outcome) (guardian.Sealed, error) {
-	s, err := w.guardian.Seal(out, in.msg.Seq)
+// permanent (errSeal): signing again fails the same way. Within a batch
+// whose receipts are signed together (b.receipts), the outcome is only
+// encoded: its messages' receipts come from signReceipts.
+func (w *worker) seal(b *batch, in *inbound, out *guardian.Outcome) (guardian.Sealed, error) {
+	seal := w.guardian.Seal
+	if b != nil && b.receipts != nil {
+		seal = w.guardian.Encode
+	}
+	s, err := seal(out, in.msg.Seq)
 	if err != nil {
 		return guardian.Sealed{}, fmt.Errorf("seq %d: %w", in.msg.Seq, err)
 	}
 	return s, nil
+}
+
+// receiptBatch is the messages of a batch whose receipts are signed
+// together, and what their receipts sign.
+type receiptBatch struct {
+	signer *receipt.Signer
+	key    string
+	bt     receipt.Batch
+	msgs   []*nats.Msg
+}
+
+// add has m's receipt signed with the batch's: of body, under bd.
+func (r *receiptBatch) add(m *nats.Msg, bd receipt.Binding, body []byte) error {
+	if r.bt.Len() == receipt.MaxBatchLeaves {
+		if err := r.sign(); err != nil {
+			return err
+		}
+	}
+	if _, err := r.bt.Add(bd, body); err != nil {
+		return fmt.Errorf("%w: receipt on %s for seq %d: %w", guardian.ErrSeal, bd.Subject, bd.Seq, err)
+	}
+	r.msgs = append(r.msgs, m)
+	return nil
+}
+
+// sign signs the receipts added since the last sign with one signature
+// and puts each in its message's headers.
+func (r *receiptBatch) sign() error {
+	rcs, err := r.signer.SignBatch(&r.bt)
+	if err != nil {
+		return fmt.Errorf("%w: the receipts of %d messages: %w", guardian.ErrSeal, len(r.msgs), err)
+	}
+	for i, m := range r.msgs {
+		m.Header.Set(acs.HdrReceipt, rcs[i])
+		m.Header.Set(acs.HdrReceiptKey, r.key)
+	}
+	r.bt, r.msgs = receipt.Batch{}, nil
+	return nil
 }
 
 // decisionMsg is the decision out answers in with: the sealed bytes, and

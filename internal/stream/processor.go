@@ -58,6 +58,11 @@ type Config struct {
 	// Observer is told what the workers made durable, for metrics (nil:
 	// nothing is observed).
 	Observer Observer
+	// SingleReceipts signs every decision's and alert's receipt on its own
+	// (turnguard-receipt/1) instead of once per batch over a Merkle root
+	// (turnguard-receipt-batch/1, each message carrying its inclusion
+	// path): an Ed25519 signature per message rather than per batch.
+	SingleReceipts bool
 }
 
 // DefaultConfig is the processor's default configuration.
@@ -209,7 +214,7 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
 		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 		log:       p.log.With().Str("consumer", consumer).Logger(),
-		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()),
+		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()), singleReceipts: p.cfg.SingleReceipts,
 		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), wake: make(chan struct{}, 1), seen: &p.hooksSeen,
 		obs: p.cfg.Observer,
 	}

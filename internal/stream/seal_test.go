@@ -7,15 +7,20 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -103,5 +108,96 @@ func signEnvelope(t *testing.T, kr *acs.Keyring, keyID string, data []byte) []by
 	}
 	params["signature"] = sig
 	out, _ := json.Marshal(doc)
+	return out
+}
+
+// TestBatchReceipts: a backlog decided in batches gets batch receipts —
+// one signature per batch, each decision and alert carrying its inclusion
+// path — and every one of them verifies for its own subject, envelope and
+// body; with Config.SingleReceipts each is signed on its own.
+func TestBatchReceipts(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch", true: "single"}[single], func(t *testing.T) {
+			srv := natstest.RunServer(t)
+			nc := natstest.Connect(t, srv)
+			js := natstest.JetStream(t, nc)
+			w := watch(t, nc)
+			// The backlog is stored before the processor starts, so that
+			// its batches are full.
+			if err := topology.Ensure(context.Background(), js, testConfig().Topology); err != nil {
+				t.Fatal(err)
+			}
+			var last uint64
+			for i := range 12 {
+				sid := fmt.Sprintf("00000000-0000-4000-8000-0000000b%04d", i)
+				for _, e := range examples.Taint(sid) {
+					last = natstest.Publish(t, js, e.Subject("default", sid), e.Data)
+				}
+			}
+			_, priv, _ := ed25519.GenerateKey(rand.Reader)
+			signer := receipt.NewSigner(priv)
+			v, err := schema.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig()
+			cfg.SingleReceipts = single
+			startProcessorOf(t, srv, cfg, defaultRules(t), guardian.New(v, guardian.Config{Receipts: signer}))
+			w.await(t, last, true, false)
+
+			batched, checked := 0, 0
+			for _, name := range []string{acs.DecisionsStream, acs.AlertsStream} {
+				for _, m := range storedMsgs(t, js, name) {
+					seq, err := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b := receipt.Alert(m.Subject, seq)
+					if name == acs.DecisionsStream {
+						b = receipt.Binding{Kind: receipt.KindDecision, Subject: m.Subject, Seq: seq}
+					}
+					rc := m.Header.Get(acs.HdrReceipt)
+					if err := receipt.Verify(signer.Public(), b, m.Data, rc); err != nil {
+						t.Fatalf("%s seq %d: %v", m.Subject, seq, err)
+					}
+					if m.Header.Get(acs.HdrReceiptKey) != signer.KeyID {
+						t.Fatalf("%s seq %d: receipt key %q", m.Subject, seq, m.Header.Get(acs.HdrReceiptKey))
+					}
+					if strings.Contains(rc, ".") {
+						batched++
+					}
+					checked++
+				}
+			}
+			if want := int(last); checked <= want {
+				t.Fatalf("%d receipts checked, want the %d decisions and their alerts", checked, want)
+			}
+			if single && batched != 0 || !single && batched == 0 {
+				t.Fatalf("%d of %d receipts are batch receipts (single %v)", batched, checked, single)
+			}
+		})
+	}
+}
+
+// storedMsgs reads every message of a stream.
+func storedMsgs(t *testing.T, js jetstream.JetStream, name string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
 	return out
 }

@@ -109,8 +109,10 @@ type worker struct {
 	// seen is the highest ACS_HOOKS sequence any worker of the process
 	// has read, which a recreated ACS_HOOKS must number above.
 	seen *atomic.Uint64
-	// receiptKey names the key receipts are signed with.
-	receiptKey string
+	// receiptKey names the key receipts are signed with; singleReceipts
+	// signs each on its own (Config.SingleReceipts).
+	receiptKey     string
+	singleReceipts bool
 	// health is the failure streak of the worker's batches and restarts;
 	// consumerHealth that of its consumer (gone from the server). Both
 	// count for readiness.
