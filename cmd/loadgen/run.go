@@ -116,6 +116,7 @@ type runOptions struct {
 	processors   int
 	backlog      bool
 	noReceipts   bool
+	receiptFmt   string
 	cpuProfile   string
 }
 
@@ -143,6 +144,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.partitions, "partitions", 16, "partitions of the embedded processors")
 	fs.IntVar(&o.processors, "processors", 1, "embedded target: processor instances sharing the partitions, each on its own connection")
 	fs.BoolVar(&o.noReceipts, "no-receipts", false, "embedded target: processors without Ed25519 receipts (processor --receipt-key none)")
+	fs.StringVar(&o.receiptFmt, "receipt-format", "batch", "embedded target: the processors' --receipt-format, batch or single")
 	fs.BoolVar(&o.backlog, "backlog", false, "embedded target: publish everything first, then start the processors and time them deciding the backlog (the workload of the durable-consume baseline); latency is then queueing time")
 	asJSON := fs.Bool("json", false, "print the report as JSON (fields in -h)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processors too) to this file; with --backlog, of the deciding only")
@@ -157,8 +159,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.duration <= 0 || o.sessions < 1 || o.rate < 0 || o.maxEnvelopes < 0 || o.settle < 0 || o.replicas < 1 || o.processors < 1 {
 		return errors.New("--duration and --sessions must be positive; --rate, --max-envelopes and --settle not negative; --replicas and --processors at least 1")
 	}
-	if nt.URL != "" && (o.backlog || o.processors != 1 || o.noReceipts) {
-		return errors.New("--backlog, --processors and --no-receipts are for the embedded target; with --nats-url, start and stop your processors yourself")
+	if nt.URL != "" && (o.backlog || o.processors != 1 || o.noReceipts || o.receiptFmt != "batch") {
+		return errors.New("--backlog, --processors, --no-receipts and --receipt-format are for the embedded target; with --nats-url, start and stop your processors yourself")
+	}
+	if o.receiptFmt != "batch" && o.receiptFmt != "single" {
+		return fmt.Errorf("--receipt-format %q: want batch or single", o.receiptFmt)
 	}
 	lvl, err := zerolog.ParseLevel(*logLevel)
 	if err != nil {
@@ -217,7 +222,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	} else {
 		rep.Processors = max(o.processors, 1)
 	}
-	embedded := embeddedOptions{Partitions: o.partitions, Processors: o.processors, NoReceipts: o.noReceipts}
+	embedded := embeddedOptions{Partitions: o.partitions, Processors: o.processors, NoReceipts: o.noReceipts, SingleReceipts: o.receiptFmt == "single"}
 	if o.backlog {
 		// The streams a processor would create, so the backlog has
 		// somewhere to go before any processor runs.

@@ -49,8 +49,9 @@ type embeddedOptions struct {
 	// own connection, as separate processes would.
 	Processors int
 	// NoReceipts turns the Ed25519 receipts off (processor
-	// --receipt-key none).
-	NoReceipts bool
+	// --receipt-key none); SingleReceipts signs each on its own
+	// (processor --receipt-format single).
+	NoReceipts, SingleReceipts bool
 }
 
 // clientOptions make a connection ride out a server or cluster node that
@@ -146,6 +147,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 		cfg := stream.DefaultConfig()
 		cfg.Topology.Partitions = o.Partitions
 		cfg.InstanceID = fmt.Sprintf("loadgen-%d", i+1)
+		cfg.SingleReceipts = o.SingleReceipts
 		p, err := stream.New(nc, g, rules.NewSource(rs), cfg, zerolog.Nop())
 		if err != nil {
 			nc.Close()
