@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // BatchDomain opens the message a batch receipt's signature signs:
@@ -235,4 +236,54 @@ func (p proof) signed(m []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return rootMessage(p.size, r), true
+}
+
+// RootCache remembers the batch signatures it saw verify, so that the
+// other messages of a batch cost the hashes of their paths rather than an
+// Ed25519 verification each. What it keeps is the hash of key, signed root
+// message and signature: finding it again means that exact signature
+// verified for that exact message under that key, which Ed25519 answers
+// the same way every time. It is safe for concurrent use and bounded
+// (it starts over when full).
+type RootCache struct {
+	mu   sync.Mutex
+	seen map[[sha256.Size]byte]struct{}
+}
+
+// rootCacheSize bounds a RootCache: a few batches of every partition.
+const rootCacheSize = 4096
+
+// NewRootCache returns an empty cache.
+func NewRootCache() *RootCache {
+	return &RootCache{seen: make(map[[sha256.Size]byte]struct{})}
+}
+
+// verify is ed25519.Verify of sig over signed under pub, answered from
+// the cache for a batch root it saw verify (c may be nil: no cache).
+func (c *RootCache) verify(pub ed25519.PublicKey, signed, sig []byte, batch bool) bool {
+	if c == nil || !batch {
+		return ed25519.Verify(pub, signed, sig)
+	}
+	h := sha256.New()
+	h.Write(pub)
+	h.Write(sig)
+	h.Write(signed)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	c.mu.Lock()
+	_, ok := c.seen[key]
+	c.mu.Unlock()
+	if ok {
+		return true
+	}
+	if !ed25519.Verify(pub, signed, sig) {
+		return false
+	}
+	c.mu.Lock()
+	if len(c.seen) >= rootCacheSize {
+		clear(c.seen)
+	}
+	c.seen[key] = struct{}{}
+	c.mu.Unlock()
+	return true
 }

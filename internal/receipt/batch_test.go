@@ -145,10 +145,26 @@ func TestBatchReceiptForgeries(t *testing.T) {
 		{"a field too many", join(rcs[2], "x"), receipt.ErrMalformed},
 		{"too long to read", rcs[2] + strings.Repeat("A", 1000), receipt.ErrMalformed},
 	}
+	// A cache that saw every genuine receipt of both batches verify must
+	// not let any forgery through either.
+	warm := receipt.NewRootCache()
+	for i, rc := range rcs {
+		if err := warm.Verify(s.Public(), bs[i], bodies[i], rc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, rc := range others {
+		if err := warm.Verify(s.Public(), receipt.Decision("default", sessionB, uint64(i+1)), bodies[i%len(bodies)], rc); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := receipt.Verify(s.Public(), bs[2], bodies[2], tc.rc); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Verify: %v, want %v", err, tc.wantErr)
+			}
+			if err := warm.Verify(s.Public(), bs[2], bodies[2], tc.rc); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Verify with a warm cache: %v, want %v", err, tc.wantErr)
 			}
 		})
 	}
@@ -236,3 +252,27 @@ func BenchmarkSign(b *testing.B) {
 const katBatch = "IkfBG4phfoeGdt0+NDu9+eNZ3Xx3azJEhjult1si45ZO1pvgP7OXP2eXvLi5zSdYeix0GYqTcje0c1E3g0nzCw==.0.3.3c6+8IJnIsL0v9MKPsnXkHqay+v7NqBR1+WddjQmbAhWKztf8Y84XX/XWEkn0IszDW3dna4iwFhoyldrt7gTEw==\n" +
 	"IkfBG4phfoeGdt0+NDu9+eNZ3Xx3azJEhjult1si45ZO1pvgP7OXP2eXvLi5zSdYeix0GYqTcje0c1E3g0nzCw==.1.3.DamYyW04XTRG1GH0ifZaHlATfuXMvbQqoVKLTr1sYUpWKztf8Y84XX/XWEkn0IszDW3dna4iwFhoyldrt7gTEw==\n" +
 	"IkfBG4phfoeGdt0+NDu9+eNZ3Xx3azJEhjult1si45ZO1pvgP7OXP2eXvLi5zSdYeix0GYqTcje0c1E3g0nzCw==.2.3.o2V7GLebsCg2bNaq/XoojDOcqGYgieQsbGrUcnuzc0w="
+
+func BenchmarkVerifyBatch(b *testing.B) {
+	s := kat()
+	bt, bs, bodies := batchOf(b, 256)
+	rcs, err := s.SignBatch(bt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, cached := range []bool{false, true} {
+		b.Run(map[bool]string{false: "uncached", true: "cached"}[cached], func(b *testing.B) {
+			c := receipt.NewRootCache()
+			if !cached {
+				c = nil
+			}
+			i := 0
+			for b.Loop() {
+				if err := c.Verify(s.Public(), bs[i%256], bodies[i%256], rcs[i%256]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

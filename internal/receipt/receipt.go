@@ -268,6 +268,12 @@ func decode(receipt string) ([]byte, error) {
 // receipt is a single receipt or a batch receipt (SignBatch): either way
 // it proves the same about the body.
 func Verify(pub ed25519.PublicKey, b Binding, body []byte, receipt string) error {
+	return (*RootCache)(nil).Verify(pub, b, body, receipt)
+}
+
+// Verify is receipt.Verify, a batch receipt's signature checked once per
+// batch (c may be nil: every time).
+func (c *RootCache) Verify(pub ed25519.PublicKey, b Binding, body []byte, receipt string) error {
 	p, err := parse(receipt)
 	if err != nil {
 		return err
@@ -277,7 +283,7 @@ func Verify(pub ed25519.PublicKey, b Binding, body []byte, receipt string) error
 		return err
 	}
 	signed, ok := p.signed(m)
-	if !ok || len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, signed, p.sig) {
+	if !ok || len(pub) != ed25519.PublicKeySize || !c.verify(pub, signed, p.sig, p.batch) {
 		return fmt.Errorf("%w the %s on %s for seq %d", ErrMismatch, b.Kind, b.Subject, b.Seq)
 	}
 	return nil
@@ -295,12 +301,13 @@ func message(b Binding, body []byte) ([]byte, error) {
 // that knows the processor's keys (more than one while a key is rotated).
 // It is safe for concurrent use.
 type Trusted struct {
-	keys map[string]ed25519.PublicKey
+	keys  map[string]ed25519.PublicKey
+	roots *RootCache
 }
 
 // NewTrusted returns the set of keys; keys of the wrong size are an error.
 func NewTrusted(keys ...ed25519.PublicKey) (*Trusted, error) {
-	t := &Trusted{keys: make(map[string]ed25519.PublicKey, len(keys))}
+	t := &Trusted{keys: make(map[string]ed25519.PublicKey, len(keys)), roots: NewRootCache()}
 	for i, k := range keys {
 		if len(k) != ed25519.PublicKeySize {
 			return nil, fmt.Errorf("trusted key %d: %d bytes, not an Ed25519 public key", i, len(k))
@@ -336,13 +343,13 @@ func (t *Trusted) Verify(keyID string, b Binding, body []byte, receipt string) (
 		return "", fmt.Errorf("%w the %s on %s for seq %d: the inclusion path leads to no root", ErrMismatch, b.Kind, b.Subject, b.Seq)
 	}
 	if keyID != "" {
-		if ed25519.Verify(t.keys[keyID], signed, p.sig) {
+		if t.roots.verify(t.keys[keyID], signed, p.sig, p.batch) {
 			return keyID, nil
 		}
 		return "", fmt.Errorf("%w the %s on %s for seq %d", ErrMismatch, b.Kind, b.Subject, b.Seq)
 	}
 	for id, k := range t.keys {
-		if ed25519.Verify(k, signed, p.sig) {
+		if t.roots.verify(k, signed, p.sig, p.batch) {
 			return id, nil
 		}
 	}

@@ -33,11 +33,14 @@ type Source struct {
 	// trustedKey, when set, is the receipt key recorded decisions and
 	// alerts must verify with to be read as turnguard's.
 	trustedKey ed25519.PublicKey
+	// roots remembers the batch receipt signatures that verified, for
+	// everything that checks receipts read through this source.
+	roots *receipt.RootCache
 }
 
 // Open opens the streams through js.
 func Open(ctx context.Context, js jetstream.JetStream) (*Source, error) {
-	s := &Source{js: js}
+	s := &Source{js: js, roots: receipt.NewRootCache()}
 	for name, dst := range map[string]*jetstream.Stream{acs.HooksStream: &s.hooks, acs.DecisionsStream: &s.decisions, acs.AlertsStream: &s.alerts} {
 		st, err := js.Stream(ctx, name)
 		if err != nil {
@@ -281,7 +284,7 @@ func (s *Source) trusted(b receipt.Binding, m jetstream.Msg) bool {
 	if s.trustedKey == nil {
 		return true
 	}
-	return receipt.Verify(s.trustedKey, b, m.Data(), m.Headers().Get(acs.HdrReceipt)) == nil
+	return s.roots.Verify(s.trustedKey, b, m.Data(), m.Headers().Get(acs.HdrReceipt)) == nil
 }
 
 // SetTrustedKey makes ReadRecorded take only decisions and alerts whose

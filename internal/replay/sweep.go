@@ -254,7 +254,7 @@ func (sw *sweeper) prepare(ctx context.Context, batch []sweptMsg, alerts bool, b
 	}()
 	parallel(sw.workers, len(batch), func(i int) {
 		if b, ok := binding(&batch[i]); ok {
-			batch[i].check(sw.pub, b)
+			batch[i].check(sw.src.roots, sw.pub, b)
 		}
 	})
 	<-done

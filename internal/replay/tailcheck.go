@@ -57,7 +57,7 @@ func (t *tailer) decision(ctx context.Context, subject string, h nats.Header, da
 		p.receipt = CheckFailed
 		why = append(why, fmt.Sprintf("no valid Acs-Stream-Seq (%q): it answers no envelope, so it is not turnguard's decision", tailID(h.Get(acs.HdrStreamSeq))))
 	} else {
-		p.check(t.opts.ReceiptKey, receipt.Binding{Kind: receipt.KindDecision, Subject: subject, Seq: e.Seq})
+		p.check(nil, t.opts.ReceiptKey, receipt.Binding{Kind: receipt.KindDecision, Subject: subject, Seq: e.Seq})
 		if p.receipt == CheckFailed {
 			why = append(why, p.detail)
 		}
@@ -248,12 +248,12 @@ func (t *tailer) alert(subject string, h nats.Header, data []byte) TailEvent {
 	switch {
 	case e.Tenant == alert.SystemTenant:
 		// An operational alert answers no envelope: bound to 0.
-		p.check(t.opts.ReceiptKey, receipt.Alert(subject, 0))
+		p.check(nil, t.opts.ReceiptKey, receipt.Alert(subject, 0))
 	case e.Seq == 0:
 		p.receipt = CheckFailed
 		why = append(why, fmt.Sprintf("no valid Acs-Stream-Seq (%q): it is bound to no envelope, so it is not turnguard's alert", tailID(h.Get(acs.HdrStreamSeq))))
 	default:
-		p.check(t.opts.ReceiptKey, receipt.Alert(subject, e.Seq))
+		p.check(nil, t.opts.ReceiptKey, receipt.Alert(subject, e.Seq))
 	}
 	if p.receipt == CheckFailed && p.detail != "" {
 		why = append(why, p.detail)

@@ -202,8 +202,9 @@ func parseSeq(v string) (uint64, bool) {
 	return seq, err == nil
 }
 
-// checkPublished checks a message's receipt against binding b.
-func (p *published) check(pub ed25519.PublicKey, b receipt.Binding) {
+// check checks a message's receipt against binding b; roots (may be nil)
+// remembers the batch signatures that verified.
+func (p *published) check(roots *receipt.RootCache, pub ed25519.PublicKey, b receipt.Binding) {
 	rc := p.header.Get(acs.HdrReceipt)
 	switch {
 	case pub == nil && rc == "":
@@ -217,7 +218,7 @@ func (p *published) check(pub ed25519.PublicKey, b receipt.Binding) {
 			p.receipt, p.detail = CheckFailed, fmt.Sprintf("receipt made with key %.32q, verifying with key %s", p.header.Get(acs.HdrReceiptKey), id)
 			return
 		}
-		if err := receipt.Verify(pub, b, p.data, rc); err != nil {
+		if err := roots.Verify(pub, b, p.data, rc); err != nil {
 			p.receipt, p.detail = CheckFailed, "receipt: "+err.Error()
 			return
 		}
@@ -257,7 +258,7 @@ func Verify(ctx context.Context, src *Source, g *guardian.Guardian, keys *acs.Ke
 		if m.claimed == 0 {
 			continue
 		}
-		m.check(receiptKey, receipt.Decision(tenant, sessionID, m.claimed))
+		m.check(src.roots, receiptKey, receipt.Decision(tenant, sessionID, m.claimed))
 		if j, ok := answer[m.claimed]; !ok || msgs[j].receipt == CheckFailed && m.receipt == CheckOK {
 			answer[m.claimed] = i
 		}
@@ -312,7 +313,7 @@ func Verify(ctx context.Context, src *Source, g *guardian.Guardian, keys *acs.Ke
 		return v, err
 	}
 	v.checkMessages(msgs, answer, envelopes, r)
-	v.checkAlerts(alerts, receiptKey, envelopes, sessionID)
+	v.checkAlerts(src.roots, alerts, receiptKey, envelopes, sessionID)
 	return v, nil
 }
 
@@ -372,7 +373,7 @@ func orReceipt(m *published) string {
 
 // checkAlerts checks the receipts of the session's alerts: those bound to
 // one of its envelopes, and those whose finding names the session.
-func (v *Verification) checkAlerts(alerts []published, pub ed25519.PublicKey, envelopes map[uint64]bool, sessionID string) {
+func (v *Verification) checkAlerts(roots *receipt.RootCache, alerts []published, pub ed25519.PublicKey, envelopes map[uint64]bool, sessionID string) {
 	for i := range alerts {
 		a := &alerts[i]
 		ours := a.claimed != 0 && envelopes[a.claimed]
@@ -380,7 +381,7 @@ func (v *Verification) checkAlerts(alerts []published, pub ed25519.PublicKey, en
 			continue
 		}
 		v.Messages.Alerts++
-		a.check(pub, receipt.Alert(a.subject, a.claimed))
+		a.check(roots, pub, receipt.Alert(a.subject, a.claimed))
 		if a.receipt == CheckNotChecked {
 			v.Messages.AlertsNotChecked++
 		} else {
@@ -418,7 +419,7 @@ func VerifySystemAlerts(ctx context.Context, src *Source, pub ed25519.PublicKey)
 	for i := range alerts {
 		a := &alerts[i]
 		v.Messages.Alerts++
-		a.check(pub, receipt.Alert(a.subject, 0))
+		a.check(src.roots, pub, receipt.Alert(a.subject, 0))
 		if a.receipt == CheckNotChecked {
 			v.Messages.AlertsNotChecked++
 		} else {
