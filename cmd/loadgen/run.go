@@ -51,6 +51,8 @@ does but deciding. All scratch assets are deleted afterwards.
   sessions_concurrent, sessions_started,
   sessions_completed, publish_seconds, envelopes_published,
   publish_retries, publish_duplicates, published_per_s, decided_per_s,
+  batch_retries and batch_conflicts (embedded: batches the processors
+    tried again, after an error or a lost revision check),
   decision_latency {count, p50_ms, p90_ms, p99_ms, max_ms},
   observed and expected {decisions, denies, alerts, alerts_by_rule},
   baseline {messages, message_bytes, replicas, publish_per_s,
@@ -81,6 +83,8 @@ type runReport struct {
 	Published         int64           `json:"envelopes_published"`
 	Retries           int64           `json:"publish_retries"`
 	Duplicates        int64           `json:"publish_duplicates"`
+	BatchRetries      uint64          `json:"batch_retries,omitempty"`
+	BatchConflicts    uint64          `json:"batch_conflicts,omitempty"`
 	PublishRate       float64         `json:"published_per_s"`
 	DecidedRate       float64         `json:"decided_per_s"`
 	Latency           latencies       `json:"decision_latency"`
@@ -292,6 +296,10 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 		return nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
 	rep.fill(gen, records, l, published, obs, decideFrom, x)
+	for _, p := range t.procs {
+		rep.BatchRetries += p.Stats().Retries.Load()
+		rep.BatchConflicts += p.Stats().Conflicts.Load()
+	}
 	return rep, &loadRun{gen: gen, records: records, js: js}, nil
 }
 

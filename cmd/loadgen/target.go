@@ -37,6 +37,8 @@ type target struct {
 	srv      *server.Server
 	dir      string
 	stops    []func()
+	// procs are the embedded processors, for their counters.
+	procs []*stream.Processor
 	// receiptKey is the embedded processors' receipt public key, which
 	// synchronous clients trust (nil: receipts off, or not embedded).
 	receiptKey ed25519.PublicKey
@@ -160,6 +162,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 			_ = p.Run(pctx)
 		}()
 		t.stops = append(t.stops, func() { cancel(); <-done; _ = nc.Drain() })
+		t.procs = append(t.procs, p)
 		deadline := time.Now().Add(30 * time.Second)
 		for p.Ready() != nil {
 			if time.Now().After(deadline) {

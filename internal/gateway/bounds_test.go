@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,32 +20,10 @@ import (
 	"github.com/turnguard/turnguard/internal/testwait"
 )
 
-// dlq reads every dead letter of the default tenant, oldest first.
+// dlq reads every dead letter, oldest first.
 func (e *env) dlq(t *testing.T) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	js, err := jetstream.New(natstest.Connect(t, e.srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(ctx, "ACS_DLQ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return natstest.StoredMsgs(t, natstest.JetStream(t, natstest.Connect(t, e.srv)), "ACS_DLQ")
 }
 
 // TestBatchBounds: a batch of more items than MaxBatch is refused as a

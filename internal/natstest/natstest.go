@@ -96,3 +96,26 @@ func CountMsgs(t testing.TB, js jetstream.JetStream, name string) int {
 	}
 	return int(info.State.Msgs)
 }
+
+// StoredMsgs reads every message the stream name holds, oldest first.
+func StoredMsgs(t testing.TB, js jetstream.JetStream, name string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}

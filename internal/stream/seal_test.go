@@ -147,7 +147,7 @@ func TestBatchReceipts(t *testing.T) {
 
 			batched, checked := 0, 0
 			for _, name := range []string{acs.DecisionsStream, acs.AlertsStream} {
-				for _, m := range storedMsgs(t, js, name) {
+				for _, m := range natstest.StoredMsgs(t, js, name) {
 					seq, err := strconv.ParseUint(m.Header.Get(acs.HdrStreamSeq), 10, 64)
 					if err != nil {
 						t.Fatal(err)
@@ -177,27 +177,4 @@ func TestBatchReceipts(t *testing.T) {
 			}
 		})
 	}
-}
-
-// storedMsgs reads every message of a stream.
-func storedMsgs(t *testing.T, js jetstream.JetStream, name string) []*jetstream.RawStreamMsg {
-	t.Helper()
-	ctx := context.Background()
-	s, err := js.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
 }
