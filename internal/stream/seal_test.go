@@ -127,11 +127,11 @@ func TestBatchReceipts(t *testing.T) {
 			if err := topology.Ensure(context.Background(), js, testConfig().Topology); err != nil {
 				t.Fatal(err)
 			}
-			var last uint64
+			var seqs []uint64
 			for i := range 12 {
 				sid := fmt.Sprintf("00000000-0000-4000-8000-0000000b%04d", i)
 				for _, e := range examples.Taint(sid) {
-					last = natstest.Publish(t, js, e.Subject("default", sid), e.Data)
+					seqs = append(seqs, natstest.Publish(t, js, e.Subject("default", sid), e.Data))
 				}
 			}
 			_, priv, _ := ed25519.GenerateKey(rand.Reader)
@@ -143,7 +143,10 @@ func TestBatchReceipts(t *testing.T) {
 			cfg := testConfig()
 			cfg.SingleReceipts = single
 			startProcessorOf(t, srv, cfg, defaultRules(t), guardian.New(v, guardian.Config{Receipts: signer}))
-			w.await(t, last, true, false)
+			// Every partition done, not only the last envelope's.
+			for _, seq := range seqs {
+				w.await(t, seq, true, false)
+			}
 
 			batched, checked := 0, 0
 			for _, name := range []string{acs.DecisionsStream, acs.AlertsStream} {
@@ -169,7 +172,7 @@ func TestBatchReceipts(t *testing.T) {
 					checked++
 				}
 			}
-			if want := int(last); checked <= want {
+			if want := len(seqs); checked <= want {
 				t.Fatalf("%d receipts checked, want the %d decisions and their alerts", checked, want)
 			}
 			if single && batched != 0 || !single && batched == 0 {
