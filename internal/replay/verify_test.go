@@ -30,22 +30,9 @@ type recordedMsg struct {
 // readStream reads every message of a stream.
 func readStream(t *testing.T, js jetstream.JetStream, name string) []recordedMsg {
 	t.Helper()
-	ctx := context.Background()
-	st, err := js.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []recordedMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("%s seq %d: %v", name, seq, err)
-		}
-		out = append(out, recordedMsg{Subject: m.Subject, Header: m.Header, Data: m.Data, Seq: seq})
+	for _, m := range natstest.StoredMsgs(t, js, name) {
+		out = append(out, recordedMsg{Subject: m.Subject, Header: m.Header, Data: m.Data, Seq: m.Sequence})
 	}
 	return out
 }
