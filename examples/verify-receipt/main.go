@@ -77,7 +77,7 @@ func loadKey(path string) (ed25519.PublicKey, error) {
 }
 
 // verify checks a single receipt (88 characters of base64) or a batch
-// receipt (<signature>.<index>.<size>.<path>).
+// receipt (<signature>.<index>.<size>.<nonce>.<path>).
 func verify(pub ed25519.PublicKey, kind, subject string, seq uint64, body []byte, rcpt string) error {
 	canonical := jsontext.Value(bytes.Clone(body))
 	if err := canonical.Canonicalize(); err != nil {
@@ -95,8 +95,8 @@ func verify(pub ed25519.PublicKey, kind, subject string, seq uint64, body []byte
 	signed := msg
 	switch len(parts) {
 	case 1:
-	case 4:
-		if signed, err = batchRoot(msg, parts[1], parts[2], parts[3]); err != nil {
+	case 5:
+		if signed, err = batchRoot(msg, parts[1], parts[2], parts[3], parts[4]); err != nil {
 			return err
 		}
 	default:
@@ -110,14 +110,16 @@ func verify(pub ed25519.PublicKey, kind, subject string, seq uint64, body []byte
 
 // batchRoot follows a leaf's inclusion path to the root (RFC 9162,
 // 2.1.3.2) and returns the message the batch signature signs.
-func batchRoot(msg []byte, index, size, path string) ([]byte, error) {
+func batchRoot(msg []byte, index, size, nonce, path string) ([]byte, error) {
 	fn, err1 := strconv.ParseUint(index, 10, 32)
 	n, err2 := strconv.ParseUint(size, 10, 32)
-	hashes, err3 := base64.StdEncoding.DecodeString(path)
-	if err := errors.Join(err1, err2, err3); err != nil || fn >= n || len(hashes)%sha256.Size != 0 {
+	salt, err3 := base64.StdEncoding.DecodeString(nonce)
+	hashes, err4 := base64.StdEncoding.DecodeString(path)
+	if err := errors.Join(err1, err2, err3, err4); err != nil || fn >= n || len(salt) != 16 || len(hashes)%sha256.Size != 0 {
 		return nil, errors.New("a malformed batch receipt")
 	}
-	r := sha256.Sum256(append([]byte{0}, msg...))
+	// The leaf: 0x00, the nonce, then the message a single receipt signs.
+	r := sha256.Sum256(append(append([]byte{0}, salt...), msg...))
 	sn := n - 1
 	for i := 0; i < len(hashes); i += sha256.Size {
 		p := hashes[i : i+sha256.Size]

@@ -2,6 +2,7 @@ package receipt
 
 import (
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -16,9 +17,10 @@ import (
 //
 //	turnguard-receipt-batch/1 LF size LF hex(root)
 //
-// where size is the number of leaves in decimal and root is the RFC 9162 Merkle tree hash over the batch's leaves, a
-// leaf being the exact message a single receipt would sign (Message). It
-// differs from Domain within its first 18 bytes, so that neither kind of
+// where size is the number of leaves in decimal and root is the RFC 9162
+// Merkle tree hash over the batch's leaves, a leaf hashing a nonce and the
+// exact message a single receipt would sign (Message). It differs from
+// Domain within its first 18 bytes, so that neither kind of
 // signature can pass for the other.
 const BatchDomain = "turnguard-receipt-batch/1"
 
@@ -28,6 +30,9 @@ const MaxBatchLeaves = 1 << 16
 
 // maxPath is the longest inclusion path of a tree of MaxBatchLeaves.
 const maxPath = 16
+
+// NonceSize is the size of a leaf's nonce (leafNonce).
+const NonceSize = 16
 
 // Batch gathers the messages of the receipts of one batch of
 // publications, for SignBatch to sign together: one Ed25519 signature over
@@ -59,13 +64,13 @@ func (bt *Batch) Len() int { return len(bt.msgs) }
 // were added. A batch of one gets a single receipt, the same as
 // SignCanonical's; a larger one gets batch receipts,
 //
-//	<signature>.<index>.<size>.<path>
+//	<signature>.<index>.<size>.<nonce>.<path>
 //
 // the base64 signature of the root message (BatchDomain), the leaf's index
-// and the tree's size in decimal, and the inclusion path: the sibling
-// hashes from the leaf up, concatenated, in standard padded base64 (empty
-// for no siblings). Ed25519 and the tree are deterministic: the same
-// messages in the same order give the same receipts.
+// and the tree's size in decimal, the leaf's nonce and the inclusion path
+// — the sibling hashes from the leaf up, concatenated — each in standard
+// padded base64. The signature, the nonces and the tree are deterministic:
+// the same messages in the same order give the same receipts.
 func (s *Signer) SignBatch(bt *Batch) ([]string, error) {
 	switch len(bt.msgs) {
 	case 0:
@@ -76,8 +81,11 @@ func (s *Signer) SignBatch(bt *Batch) ([]string, error) {
 	}
 	defer s.timed()()
 	leaves := make([][sha256.Size]byte, len(bt.msgs))
+	nonces := make([]string, len(bt.msgs))
 	for i, m := range bt.msgs {
-		leaves[i] = leafHash(m)
+		nonce := s.leafNonce(m)
+		leaves[i] = leafHash(nonce, m)
+		nonces[i] = base64.StdEncoding.EncodeToString(nonce)
 	}
 	paths := make([][][sha256.Size]byte, len(leaves))
 	root := treeHash(leaves, paths, 0, len(leaves))
@@ -89,15 +97,30 @@ func (s *Signer) SignBatch(bt *Batch) ([]string, error) {
 		for _, h := range path {
 			raw = append(raw, h[:]...)
 		}
-		out[i] = sig + "." + strconv.Itoa(i) + "." + size + "." + base64.StdEncoding.EncodeToString(raw)
+		out[i] = sig + "." + strconv.Itoa(i) + "." + size + "." + nonces[i] + "." + base64.StdEncoding.EncodeToString(raw)
 	}
 	return out, nil
 }
 
-// leafHash is RFC 9162's hash of a leaf: SHA-256(0x00 || message).
-func leafHash(m []byte) [sha256.Size]byte {
+// leafNonce is the nonce of message m's leaf: the first NonceSize bytes of
+// HMAC-SHA256 of m under a key derived from the signing key. A receipt
+// shows the hashes of other messages of its batch — possibly other
+// tenants' — and without a nonce anyone holding a guess of one of those
+// messages could confirm it against them; only the signer can compute a
+// nonce, and each message's receipt carries its own alone. Being derived
+// from the message, not drawn at random, it keeps receipts deterministic.
+func (s *Signer) leafNonce(m []byte) []byte {
+	h := hmac.New(sha256.New, s.blind)
+	h.Write(m)
+	return h.Sum(nil)[:NonceSize]
+}
+
+// leafHash is RFC 9162's hash of a leaf, the leaf being the nonce and the
+// message: SHA-256(0x00 || nonce || message).
+func leafHash(nonce, m []byte) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write([]byte{0})
+	h.Write(nonce)
 	h.Write(m)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
@@ -152,12 +175,13 @@ type proof struct {
 	sig         []byte
 	batch       bool
 	index, size uint64
+	nonce       []byte
 	path        [][sha256.Size]byte
 }
 
 // maxEncodedLen bounds a receipt's text before anything is decoded: the
 // signature, two numbers of at most 5 digits, and the longest path.
-var maxEncodedLen = encodedLen + 2 + 2*5 + 1 + base64.StdEncoding.EncodedLen(maxPath*sha256.Size)
+var maxEncodedLen = encodedLen + 4 + 2*5 + base64.StdEncoding.EncodedLen(NonceSize) + base64.StdEncoding.EncodedLen(maxPath*sha256.Size)
 
 // parse reads a single or a batch receipt. It refuses anything malformed
 // or over the bounds before decoding it.
@@ -174,8 +198,8 @@ func parse(receipt string) (proof, error) {
 		return proof{sig: sig}, err
 	}
 	parts := strings.Split(rest, ".")
-	if len(parts) != 3 {
-		return proof{}, fmt.Errorf("%w: a batch receipt is <signature>.<index>.<size>.<path>", ErrMalformed)
+	if len(parts) != 4 {
+		return proof{}, fmt.Errorf("%w: a batch receipt is <signature>.<index>.<size>.<nonce>.<path>", ErrMalformed)
 	}
 	p := proof{sig: sig, batch: true}
 	if p.index, err = decimal(parts[0]); err == nil {
@@ -187,7 +211,10 @@ func parse(receipt string) (proof, error) {
 	if p.size < 2 || p.size > MaxBatchLeaves || p.index >= p.size {
 		return proof{}, fmt.Errorf("%w: leaf %d of a batch of %d", ErrMalformed, p.index, p.size)
 	}
-	raw, err := base64.StdEncoding.Strict().DecodeString(parts[2])
+	if p.nonce, err = base64.StdEncoding.Strict().DecodeString(parts[2]); err != nil || len(p.nonce) != NonceSize {
+		return proof{}, fmt.Errorf("%w: the nonce is not %d bytes of base64", ErrMalformed, NonceSize)
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(parts[3])
 	if err != nil || len(raw)%sha256.Size != 0 || len(raw)/sha256.Size > maxPath {
 		return proof{}, fmt.Errorf("%w: the inclusion path is not up to %d base64 SHA-256 hashes", ErrMalformed, maxPath)
 	}
@@ -215,7 +242,7 @@ func (p proof) signed(m []byte) ([]byte, bool) {
 	}
 	// RFC 9162 2.1.3.2, verifying an inclusion proof.
 	fn, sn := p.index, p.size-1
-	r := leafHash(m)
+	r := leafHash(p.nonce, m)
 	for _, h := range p.path {
 		if sn == 0 {
 			return nil, false

@@ -80,9 +80,11 @@ func TestBatchReceipts(t *testing.T) {
 				}
 				return
 			}
+			// A leaf is the receipt's nonce and the single receipt's message.
 			msgs := make([][]byte, n)
 			for i := range msgs {
-				msgs[i], _ = receipt.Message(bs[i], bodies[i])
+				m, _ := receipt.Message(bs[i], bodies[i])
+				msgs[i] = append(mustB64(t, strings.Split(rcs[i], ".")[3]), m...)
 			}
 			sig, _ := base64.StdEncoding.DecodeString(strings.Split(rcs[0], ".")[0])
 			root := receipt.BatchDomain + "\n" + strconv.Itoa(n) + "\n" + hex.EncodeToString(mth(msgs))
@@ -115,7 +117,7 @@ func TestBatchReceiptForgeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	parts := strings.Split(rcs[2], ".")
-	path, _ := base64.StdEncoding.DecodeString(parts[3])
+	nonce, path := parts[3], mustB64(t, parts[4])
 	flipped := append([]byte(nil), path...)
 	flipped[5] ^= 1
 	b64 := base64.StdEncoding.EncodeToString
@@ -126,22 +128,25 @@ func TestBatchReceiptForgeries(t *testing.T) {
 		wantErr error
 	}{
 		{"another leaf's receipt", rcs[3], receipt.ErrMismatch},
-		{"another index", join(parts[0], "3", parts[2], parts[3]), receipt.ErrMismatch},
-		{"another size", join(parts[0], parts[1], "8", parts[3]), receipt.ErrMismatch},
-		{"a smaller size", join(parts[0], parts[1], "4", parts[3]), receipt.ErrMismatch},
-		{"the path cut short", join(parts[0], parts[1], parts[2], b64(path[:len(path)-32])), receipt.ErrMismatch},
-		{"the path lengthened", join(parts[0], parts[1], parts[2], b64(append(append([]byte(nil), path...), path[:32]...))), receipt.ErrMismatch},
-		{"a hash of the path changed", join(parts[0], parts[1], parts[2], b64(flipped)), receipt.ErrMismatch},
+		{"another index", join(parts[0], "3", parts[2], nonce, parts[4]), receipt.ErrMismatch},
+		{"another size", join(parts[0], parts[1], "8", nonce, parts[4]), receipt.ErrMismatch},
+		{"a smaller size", join(parts[0], parts[1], "4", nonce, parts[4]), receipt.ErrMismatch},
+		{"another leaf's nonce", join(parts[0], parts[1], parts[2], strings.Split(rcs[3], ".")[3], parts[4]), receipt.ErrMismatch},
+		{"no nonce", join(parts[0], parts[1], parts[2], b64(make([]byte, receipt.NonceSize)), parts[4]), receipt.ErrMismatch},
+		{"the path cut short", join(parts[0], parts[1], parts[2], nonce, b64(path[:len(path)-32])), receipt.ErrMismatch},
+		{"the path lengthened", join(parts[0], parts[1], parts[2], nonce, b64(append(append([]byte(nil), path...), path[:32]...))), receipt.ErrMismatch},
+		{"a hash of the path changed", join(parts[0], parts[1], parts[2], nonce, b64(flipped)), receipt.ErrMismatch},
 		{"another batch's receipt at the same index", others[2], receipt.ErrMismatch},
 		{"the signature alone", parts[0], receipt.ErrMismatch},
-		{"index not below size", join(parts[0], "7", parts[2], parts[3]), receipt.ErrMalformed},
-		{"a size of one", join(parts[0], "0", "1", ""), receipt.ErrMalformed},
-		{"a leading zero", join(parts[0], "02", parts[2], parts[3]), receipt.ErrMalformed},
-		{"a size over the bound", join(parts[0], parts[1], "99999", parts[3]), receipt.ErrMalformed},
-		{"a negative index", join(parts[0], "-2", parts[2], parts[3]), receipt.ErrMalformed},
-		{"a path not of hashes", join(parts[0], parts[1], parts[2], b64(path[:40])), receipt.ErrMalformed},
-		{"a path not base64", join(parts[0], parts[1], parts[2], "!!"), receipt.ErrMalformed},
-		{"a field missing", join(parts[0], parts[1], parts[3]), receipt.ErrMalformed},
+		{"index not below size", join(parts[0], "7", parts[2], nonce, parts[4]), receipt.ErrMalformed},
+		{"a size of one", join(parts[0], "0", "1", nonce, ""), receipt.ErrMalformed},
+		{"a leading zero", join(parts[0], "02", parts[2], nonce, parts[4]), receipt.ErrMalformed},
+		{"a size over the bound", join(parts[0], parts[1], "99999", nonce, parts[4]), receipt.ErrMalformed},
+		{"a negative index", join(parts[0], "-2", parts[2], nonce, parts[4]), receipt.ErrMalformed},
+		{"a short nonce", join(parts[0], parts[1], parts[2], b64(make([]byte, 8)), parts[4]), receipt.ErrMalformed},
+		{"a path not of hashes", join(parts[0], parts[1], parts[2], nonce, b64(path[:40])), receipt.ErrMalformed},
+		{"a path not base64", join(parts[0], parts[1], parts[2], nonce, "!!"), receipt.ErrMalformed},
+		{"a field missing", join(parts[0], parts[1], parts[2], parts[4]), receipt.ErrMalformed},
 		{"a field too many", join(rcs[2], "x"), receipt.ErrMalformed},
 		{"too long to read", rcs[2] + strings.Repeat("A", 1000), receipt.ErrMalformed},
 	}
@@ -177,15 +182,15 @@ func TestBatchReceiptForgeries(t *testing.T) {
 	}
 	// A single receipt with a path added is no batch receipt.
 	single, _ := s.SignCanonical(bs[2], bodies[2])
-	if err := receipt.Verify(s.Public(), bs[2], bodies[2], join(single, parts[1], parts[2], parts[3])); !errors.Is(err, receipt.ErrMismatch) {
+	if err := receipt.Verify(s.Public(), bs[2], bodies[2], join(single, parts[1], parts[2], nonce, parts[4])); !errors.Is(err, receipt.ErrMismatch) {
 		t.Fatalf("a single receipt with a path: %v", err)
 	}
 }
 
 // TestBatchKnownAnswer pins a batch of three: the signed root message and
-// the receipts of a fixed key and bodies. The root was computed apart from
-// this package (Python's hashlib over the three messages, RFC 9162) and
-// the signature checked with openssl pkeyutl -verify -rawin; see
+// the receipts of a fixed key and bodies. The nonces and the root were
+// computed apart from this package (Python's hmac and hashlib, RFC 9162)
+// and the signature checked with openssl pkeyutl -verify -rawin; see
 // docs/RECEIPTS.md.
 func TestBatchKnownAnswer(t *testing.T) {
 	s := kat()
@@ -248,10 +253,12 @@ func BenchmarkSign(b *testing.B) {
 }
 
 // katBatch is TestBatchKnownAnswer's three receipts, one per line; the
-// root they sign (size 3) is 7226d7a7ec9a98a62df4522f52e2c3ad104ce178072277c43d9bf63a5646e78f.
-const katBatch = "IkfBG4phfoeGdt0+NDu9+eNZ3Xx3azJEhjult1si45ZO1pvgP7OXP2eXvLi5zSdYeix0GYqTcje0c1E3g0nzCw==.0.3.3c6+8IJnIsL0v9MKPsnXkHqay+v7NqBR1+WddjQmbAhWKztf8Y84XX/XWEkn0IszDW3dna4iwFhoyldrt7gTEw==\n" +
-	"IkfBG4phfoeGdt0+NDu9+eNZ3Xx3azJEhjult1si45ZO1pvgP7OXP2eXvLi5zSdYeix0GYqTcje0c1E3g0nzCw==.1.3.DamYyW04XTRG1GH0ifZaHlATfuXMvbQqoVKLTr1sYUpWKztf8Y84XX/XWEkn0IszDW3dna4iwFhoyldrt7gTEw==\n" +
-	"IkfBG4phfoeGdt0+NDu9+eNZ3Xx3azJEhjult1si45ZO1pvgP7OXP2eXvLi5zSdYeix0GYqTcje0c1E3g0nzCw==.2.3.o2V7GLebsCg2bNaq/XoojDOcqGYgieQsbGrUcnuzc0w="
+// root they sign (size 3) is c31e0b52bbf101cb3f89f34ef50ddba37564133f763d8d883d3b0d90884af43f,
+// and the nonces are HMAC-SHA256 of each message under
+// SHA-256("turnguard-receipt-blind/1\n" || seed), cut to 16 bytes.
+const katBatch = "55KUlLoFi0Wypsz90BdEs7FLdLdReWsVQunBLUdssUE7cBZV/R+CzMzdfnssAXX3bG1Lz80gdHKzJQ4QXVHcAg==.0.3.rBe/kVEQqWnlA2NbSvdPAA==.9bpbCKegLHBSXp+RpZcu3xoum52pQaiPotqanccE9BTfaxvD5QOWKzOzWvZg2ejvtamKLSqPWuRUsKHZUGIiog==\n" +
+	"55KUlLoFi0Wypsz90BdEs7FLdLdReWsVQunBLUdssUE7cBZV/R+CzMzdfnssAXX3bG1Lz80gdHKzJQ4QXVHcAg==.1.3.s+fQ8v/m2ZsDMdDJv+9g7w==.BPboPBoBs0/G9WX4QIR+STstZ+4Eh+U+CykpMViaYvHfaxvD5QOWKzOzWvZg2ejvtamKLSqPWuRUsKHZUGIiog==\n" +
+	"55KUlLoFi0Wypsz90BdEs7FLdLdReWsVQunBLUdssUE7cBZV/R+CzMzdfnssAXX3bG1Lz80gdHKzJQ4QXVHcAg==.2.3.fYimCOP5Oy5wmyKNAycltg==.DWBcoPFUFURtfT0DaUW9dwm5FHX6n/klByYV8TA8aiM="
 
 func BenchmarkVerifyBatch(b *testing.B) {
 	s := kat()
@@ -275,4 +282,13 @@ func BenchmarkVerifyBatch(b *testing.B) {
 			}
 		})
 	}
+}
+
+func mustB64(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

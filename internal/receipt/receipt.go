@@ -36,6 +36,8 @@ import (
 // Signer signs decisions and alerts with one Ed25519 key.
 type Signer struct {
 	key ed25519.PrivateKey
+	// blind keys the nonces of batch receipts' leaves (leafNonce).
+	blind []byte
 	// KeyID names the public key: the first 16 hex digits of its SHA-256.
 	KeyID string
 	// observe is told how long each Sign took (nil: not timed).
@@ -52,7 +54,8 @@ func (s *Signer) WithObserver(observe func(time.Duration)) *Signer {
 
 // NewSigner returns a signer for a private key.
 func NewSigner(key ed25519.PrivateKey) *Signer {
-	return &Signer{key: key, KeyID: KeyID(key.Public().(ed25519.PublicKey))}
+	blind := sha256.Sum256(append([]byte("turnguard-receipt-blind/1\n"), key.Seed()...))
+	return &Signer{key: key, blind: blind[:], KeyID: KeyID(key.Public().(ed25519.PublicKey))}
 }
 
 // KeyID names a public key.
