@@ -251,7 +251,11 @@ func (c *composeRig) faults(step func(time.Duration, string, func())) {
 	step(30*time.Second, "cut processor2 off the network", func() { docker(t, time.Minute, "network", "disconnect", network, c.container("processor2")) })
 	step(31*time.Second, "processor1 takes processor2's partitions", func() {
 		metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports["METRICS1"])
-		poll(t, 8*time.Second, "processor1 owning all 16 partitions", func() bool {
+		// processor2's record outlives it by --member-ttl (5 s), plus the
+		// server's expiry sweep, a tick and the workers' start: 8 s was met
+		// in most CI runs and missed by about a second in one (all 16 owned
+		// 9.5 s after the cut, with the takeover's batches under way).
+		poll(t, 12*time.Second, "processor1 owning all 16 partitions", func() bool {
 			return sampleAt(metrics, "turnguard_partitions_owned") == 16
 		})
 	})

@@ -166,7 +166,7 @@ func New(nc *nats.Conn, g *guardian.Guardian, rules *rules.Source, cfg Config, l
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4*cfg.BatchSize))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncWindow(cfg)))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -218,6 +218,17 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), wake: make(chan struct{}, 1), seen: &p.hooksSeen,
 		obs: p.cfg.Observer,
 	}
+}
+
+// asyncWindow is how many asynchronous publishes the processor's
+// connection may have unacknowledged. Every partition worker (and the one
+// of malformed subjects) can have a full batch's state writes, or its
+// decisions and alerts, in flight at once: up to about twice the batch
+// size each. With four batches in all, an instance taking over a cut-off
+// one's partitions in the compose cluster had its batches of 256 stall
+// ("too many outstanding async published messages") and retried.
+func asyncWindow(cfg Config) int {
+	return max(4*cfg.BatchSize, 2*cfg.BatchSize*(cfg.Topology.Partitions+1))
 }
 
 // ensureAtStart is topology.EnsureLogged, tried again while JetStream is
