@@ -193,18 +193,6 @@ func (s *Signer) Sign(b Binding, body any) (string, error) {
 	return s.signCanonical(b, c)
 }
 
-// SignEncoded is Sign of a body already encoded as JSON: the receipt of
-// data's RFC 8785 form, the same as Sign of the value data encodes. A
-// publisher signs the bytes it publishes instead of encoding the body again.
-func (s *Signer) SignEncoded(b Binding, data []byte) (string, error) {
-	defer s.timed()()
-	c, err := acs.CanonicalRaw(data)
-	if err != nil {
-		return "", err
-	}
-	return s.signCanonical(b, c)
-}
-
 // SignCanonical is Sign of a body already in its RFC 8785 form (as
 // acs.Canonical returns it): nothing is encoded again.
 func (s *Signer) SignCanonical(b Binding, canonical []byte) (string, error) {

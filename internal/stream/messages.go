@@ -27,7 +27,7 @@ func DecisionMsgID(requestID string, seq uint64) string {
 // seal is Guardian.Seal for the envelope in answers; a failure is
 // permanent (errSeal): signing again fails the same way. Within a batch
 // whose receipts are signed together (b.receipts), the outcome is only
-// encoded: its messages' receipts come from signReceipts.
+// encoded: its messages' receipts come from receiptBatch.sign.
 func (w *worker) seal(b *batch, in *inbound, out *guardian.Outcome) (guardian.Sealed, error) {
 	seal := w.guardian.Seal
 	if b != nil && b.receipts != nil {
