@@ -122,6 +122,7 @@ type runOptions struct {
 	noReceipts   bool
 	receiptFmt   string
 	cpuProfile   string
+	memProfile   string
 }
 
 // errMismatch makes the command exit 1 after printing its report.
@@ -151,6 +152,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&o.receiptFmt, "receipt-format", "batch", "embedded target: the processors' --receipt-format, batch or single")
 	fs.BoolVar(&o.backlog, "backlog", false, "embedded target: publish everything first, then start the processors and time them deciding the backlog (the workload of the durable-consume baseline); latency is then queueing time")
 	asJSON := fs.Bool("json", false, "print the report as JSON (fields in -h)")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write this process's allocation profile (pprof allocs: every allocation sampled since it started, publishing included) to this file once the decisions settled")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processors too) to this file; with --backlog, of the deciding only")
 	logLevel := fs.String("log-level", "warn", "log level of loadgen's own messages (stderr)")
 	if err := parseFlags(fs, args); err != nil {
@@ -287,6 +289,11 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	obs.settle(ctx, o.settle)
 	stopProfile()
 	stopProfile = func() {}
+	if o.memProfile != "" {
+		if err := writeAllocProfile(o.memProfile); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	// Reconciliation runs even after an interrupt: that is when it matters.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)

@@ -186,3 +186,17 @@ func startProfile(path string) (func(), error) {
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
+
+// writeAllocProfile writes the allocations sampled since the process
+// started to path.
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	return f.Close()
+}
