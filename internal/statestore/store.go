@@ -9,11 +9,13 @@
 package statestore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +41,10 @@ type Store struct {
 	// st, when set, is the bucket's stream, read so that delete and purge
 	// markers are seen (WithMarkers).
 	st jetstream.Stream
+	// encoding holds *bytes.Buffer to encode records in: a record is
+	// encoded there and sealed into one allocation of its stored size,
+	// instead of being marshalled into one slice and copied into another.
+	encoding sync.Pool
 }
 
 // NewStore returns a Store over the given bucket, sealing with sealer.
@@ -175,12 +181,31 @@ func (s *Store) get(ctx context.Context, key string) (value []byte, rev uint64, 
 	return m.Data, m.Sequence, false, nil
 }
 
-func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (uint64, error) {
-	rec, err := json.Marshal(v)
-	if err != nil {
-		return 0, fmt.Errorf("encode %s %s: %w", what, key, err)
+// seal returns v encoded as JSON and sealed under key.
+func (s *Store) seal(what, key string, v any) ([]byte, error) {
+	buf, _ := s.encoding.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
 	}
-	val := s.sealer.Seal(what, key, rec)
+	defer func() {
+		// A rare huge record is not kept for every later one.
+		if buf.Cap() <= 1<<20 {
+			buf.Reset()
+			s.encoding.Put(buf)
+		}
+	}()
+	// Encode writes what Marshal returns, and a newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", what, key, err)
+	}
+	return s.sealer.Seal(what, key, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})), nil
+}
+
+func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (uint64, error) {
+	val, err := s.seal(what, key, v)
+	if err != nil {
+		return 0, err
+	}
 	var next uint64
 	if rev == 0 {
 		next, err = s.kv.Create(ctx, key, val)
@@ -205,13 +230,13 @@ func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (
 // revision, and a refusal for which IsConflict holds means the revision
 // moved.
 func (s *Store) SaveMsg(sess *turnstate.Session, out *Outbox, rev uint64) (*nats.Msg, error) {
-	rec, err := json.Marshal(record{Session: sess, Outbox: out})
-	if err != nil {
-		return nil, fmt.Errorf("encode session %s: %w", sess.Key(), err)
-	}
 	key := sess.Key()
+	val, err := s.seal(turnstate.KindSession, key, record{Session: sess, Outbox: out})
+	if err != nil {
+		return nil, err
+	}
 	m := nats.NewMsg(acs.KVSubject(s.kv.Bucket(), key))
-	m.Data = s.sealer.Seal(turnstate.KindSession, key, rec)
+	m.Data = val
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
 	return m, nil
 }

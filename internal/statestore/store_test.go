@@ -3,6 +3,7 @@ package statestore_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -79,5 +80,53 @@ func TestStoreRoundTrip(t *testing.T) {
 	var ie *statestore.IntegrityError
 	if !errors.As(err, &ie) || ie.Reason != turnstate.ReasonDeleted || markerRev == 0 {
 		t.Fatalf("deleted key: %v (rev %d), want an IntegrityError %s with the marker's revision", err, markerRev, turnstate.ReasonDeleted)
+	}
+}
+
+// TestSaveMsgEncoding: the record SaveMsg seals is exactly what
+// json.Marshal gives for the state and its outbox (the layout earlier
+// versions wrote and every reader decodes), for one record after another
+// through the store's reused encoding buffers, and its MAC verifies.
+func TestSaveMsgEncoding(t *testing.T) {
+	sealer, err := turnstate.NewSealer(bytes.Repeat([]byte{7}, turnstate.StateKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.RunServer(t)
+	js, err := jetstream.New(natstest.Connect(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "ENC", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := statestore.NewStore(kv, sealer)
+	busy := busySession()
+	small := turnstate.New("default", "s<&>\u2028")
+	out := &statestore.Outbox{Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", "s1"),
+		Header: map[string][]string{acs.HdrMsgID: {"r:1"}}, Data: []byte(`{"a":"<b>"}`)}}}
+	for i, c := range []struct {
+		sess *turnstate.Session
+		out  *statestore.Outbox
+	}{{busy, out}, {small, nil}, {busy, nil}, {small, out}} {
+		m, err := store.SaveMsg(c.sess, c.out, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(struct {
+			*turnstate.Session
+			Outbox *statestore.Outbox `json:"outbox,omitempty"`
+		}{c.sess, c.out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, reason := sealer.Open(turnstate.KindSession, c.sess.Key(), m.Data)
+		if reason != "" || !bytes.Equal(rec, want) {
+			t.Fatalf("record %d (%s):\n got %s\nwant %s", i, reason, rec, want)
+		}
+		if len(m.Data) != cap(m.Data) {
+			t.Fatalf("record %d: a value of %d bytes in %d", i, len(m.Data), cap(m.Data))
+		}
 	}
 }
