@@ -115,7 +115,7 @@ func (s *Source) Tail(ctx context.Context, opts TailOptions, fn func(TailEvent) 
 			return err
 		}
 	}
-	t := &tailer{src: s, opts: opts, answered: newBoundedSet(tailMemory), tools: newBoundedMap(1024)}
+	t := &tailer{src: s, opts: opts, answered: newBoundedSet(tailMemory), tools: newBoundedMap(1024), roots: s.roots}
 	for {
 		select {
 		case <-ctx.Done():

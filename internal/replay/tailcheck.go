@@ -23,6 +23,10 @@ type tailer struct {
 	opts     TailOptions
 	answered *boundedSet
 	tools    *boundedMap
+	// roots remembers the batch signatures that verified, so that a
+	// batch's receipts after its first cost hashing, not Ed25519 (nil:
+	// every receipt verified on its own).
+	roots *receipt.RootCache
 }
 
 // CheckTailDecision checks and describes one message of ACS_DECISIONS
@@ -57,7 +61,7 @@ func (t *tailer) decision(ctx context.Context, subject string, h nats.Header, da
 		p.receipt = CheckFailed
 		why = append(why, fmt.Sprintf("no valid Acs-Stream-Seq (%q): it answers no envelope, so it is not turnguard's decision", tailID(h.Get(acs.HdrStreamSeq))))
 	} else {
-		p.check(nil, t.opts.ReceiptKey, receipt.Binding{Kind: receipt.KindDecision, Subject: subject, Seq: e.Seq})
+		p.check(t.roots, t.opts.ReceiptKey, receipt.Binding{Kind: receipt.KindDecision, Subject: subject, Seq: e.Seq})
 		if p.receipt == CheckFailed {
 			why = append(why, p.detail)
 		}
@@ -248,12 +252,12 @@ func (t *tailer) alert(subject string, h nats.Header, data []byte) TailEvent {
 	switch {
 	case e.Tenant == alert.SystemTenant:
 		// An operational alert answers no envelope: bound to 0.
-		p.check(nil, t.opts.ReceiptKey, receipt.Alert(subject, 0))
+		p.check(t.roots, t.opts.ReceiptKey, receipt.Alert(subject, 0))
 	case e.Seq == 0:
 		p.receipt = CheckFailed
 		why = append(why, fmt.Sprintf("no valid Acs-Stream-Seq (%q): it is bound to no envelope, so it is not turnguard's alert", tailID(h.Get(acs.HdrStreamSeq))))
 	default:
-		p.check(nil, t.opts.ReceiptKey, receipt.Alert(subject, e.Seq))
+		p.check(t.roots, t.opts.ReceiptKey, receipt.Alert(subject, e.Seq))
 	}
 	if p.receipt == CheckFailed && p.detail != "" {
 		why = append(why, p.detail)
