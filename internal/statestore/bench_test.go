@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +160,33 @@ func BenchmarkStateCodec(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSaveMsg is the encoding side of a session write as the
+// processor makes it: a busy session with a one-decision outbox encoded,
+// sealed and wrapped in its compare-and-set message (nothing sent).
+func BenchmarkSaveMsg(b *testing.B) {
+	srv := natstest.RunServer(b)
+	js, err := jetstream.New(natstest.Connect(b, srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "BENCH", History: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sealer, err := turnstate.NewSealer(bytes.Repeat([]byte{1}, turnstate.StateKeySize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := statestore.NewStore(kv, sealer)
+	s := busySession()
+	out := &statestore.Outbox{Written: s.LastTime, Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", s.SessionID),
+		Header: map[string][]string{acs.HdrMsgID: {"r:1"}, acs.HdrReceipt: {strings.Repeat("A", 200)}}, Data: bytes.Repeat([]byte("x"), 500)}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := store.SaveMsg(s, out, 7); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
