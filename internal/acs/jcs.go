@@ -11,6 +11,20 @@ import (
 // signs. v is anything encoding/json marshals; decoded JSON keeps its
 // numbers exact when decoded with UseNumber.
 func Canonical(v any) ([]byte, error) {
+	// Responses are encoded once per decision: they are written directly
+	// where that gives the same bytes, which it nearly always does.
+	if r, ok := v.(*Response); ok && r != nil {
+		var buf [2048]byte
+		if c, ok := appendCanonicalResponse(buf[:0], r); ok {
+			return append([]byte(nil), c...), nil
+		}
+	}
+	return canonicalReference(v)
+}
+
+// canonicalReference is the definition of Canonical: encoding/json's text,
+// canonicalised by jsontext.
+func canonicalReference(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("canonical form: %w", err)
