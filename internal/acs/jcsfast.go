@@ -108,24 +108,15 @@ func appendCanonicalValue(b []byte, v any) ([]byte, bool) {
 	case map[string]any:
 		// Objects of up to 16 members sort their members on the stack.
 		var small [16]member
-		members := small[:0]
-		for k, x := range v {
-			if !asciiKey(k) {
-				return b, false
-			}
-			members = append(members, member{k, x})
+		members, ok := sortedMembers(v, small[:0])
+		if !ok {
+			return b, false
 		}
-		slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.name, b.name) })
 		b = append(b, '{')
 		for i, m := range members {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendCanonicalString(b, m.name); !ok {
+			if b, ok = appendMemberName(b, i == 0, m.name); !ok {
 				return b, false
 			}
-			b = append(b, ':')
 			if b, ok = appendCanonicalValue(b, m.value); !ok {
 				return b, false
 			}
@@ -153,6 +144,30 @@ func appendCanonicalValue(b []byte, v any) ([]byte, bool) {
 		return append(b, "null"...), true
 	}
 	return b, false
+}
+
+// sortedMembers appends m's members to members in RFC 8785 order. ok=false
+// for a non-ASCII name: RFC 8785 sorts by UTF-16 code units, which byte
+// order matches only for ASCII.
+func sortedMembers(m map[string]any, members []member) ([]member, bool) {
+	for k, x := range m {
+		if !asciiKey(k) {
+			return members, false
+		}
+		members = append(members, member{k, x})
+	}
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	return members, true
+}
+
+// appendMemberName appends a member's name and its colon, after a comma
+// unless it is the first.
+func appendMemberName(b []byte, first bool, name string) ([]byte, bool) {
+	if !first {
+		b = append(b, ',')
+	}
+	b, ok := appendCanonicalString(b, name)
+	return append(b, ':'), ok
 }
 
 // RequestHashOf is RequestHash of a request's params given also in decoded

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -376,6 +375,8 @@ func appendCanonicalGo(b []byte, v any, depth int) ([]byte, bool) {
 	if depth > maxGoDepth {
 		return b, false
 	}
+	var n int
+	var item func(int) any
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), true
@@ -399,24 +400,15 @@ func appendCanonicalGo(b []byte, v any, depth int) ([]byte, bool) {
 			return append(b, "null"...), true
 		}
 		var small [16]member
-		members := small[:0]
-		for k, x := range v {
-			if !asciiKey(k) {
-				return b, false
-			}
-			members = append(members, member{k, x})
+		members, ok := sortedMembers(v, small[:0])
+		if !ok {
+			return b, false
 		}
-		slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.name, b.name) })
 		b = append(b, '{')
 		for i, m := range members {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendCanonicalString(b, m.name); !ok {
+			if b, ok = appendMemberName(b, i == 0, m.name); !ok {
 				return b, false
 			}
-			b = append(b, ':')
 			if b, ok = appendCanonicalGo(b, m.value, depth+1); !ok {
 				return b, false
 			}
@@ -453,32 +445,12 @@ func appendCanonicalGo(b []byte, v any, depth int) ([]byte, bool) {
 		if v == nil {
 			return append(b, "null"...), true
 		}
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendCanonicalGo(b, x, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		n, item = len(v), func(i int) any { return v[i] }
 	case []map[string]any:
 		if v == nil {
 			return append(b, "null"...), true
 		}
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendCanonicalGo(b, x, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		n, item = len(v), func(i int) any { return v[i] }
 	case []string:
 		return appendCanonicalStrings(b, v)
 	case *RPCError:
@@ -486,8 +458,23 @@ func appendCanonicalGo(b []byte, v any, depth int) ([]byte, bool) {
 			return append(b, "null"...), true
 		}
 		return appendCanonicalRPCError(b, v)
+	default:
+		return appendCanonicalOther(b, v, depth)
 	}
-	return appendCanonicalOther(b, v, depth)
+	// An array of either kind: the loop stays in this function, since
+	// recursion through a second one would let b escape (and with it
+	// Canonical's stack buffer).
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendCanonicalGo(b, item(i), depth+1); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 // appendCanonicalOther writes named strings, booleans and integers (rule

@@ -195,6 +195,21 @@ func TestCanonicalResponse(t *testing.T) {
 	}
 }
 
+// TestCanonicalResponseAllocs: a decision's canonical form costs the one
+// allocation of the returned slice. More means the writer's buffer has
+// escaped to the heap (recursion through a second function does that).
+func TestCanonicalResponseAllocs(t *testing.T) {
+	for name, r := range map[string]*Response{"allow": allowResponse(), "deny": denyResponse()} {
+		if n := testing.AllocsPerRun(100, func() {
+			if _, err := Canonical(r); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 1 {
+			t.Errorf("%s: %.1f allocations, want 1", name, n)
+		}
+	}
+}
+
 func TestCanonicalResponseCycle(t *testing.T) {
 	r := denyResponse()
 	loop := map[string]any{}
