@@ -35,6 +35,14 @@ type Member struct {
 	// instance for it: a pin nobody live claims belongs to a dead instance
 	// and is released at once instead of after PinnedTTL.
 	Pins map[string]string `json:"pins,omitempty"`
+	// Beat is the record's heartbeat: strictly increasing from one record
+	// of the instance to the next (its writer's clock in Unix nanoseconds,
+	// or one more than the previous beat). It is sealed with the rest, so
+	// only the instance can advance it: a copy of its record put back by
+	// someone else, or by the server on someone's request, repeats an old
+	// beat, and a member whose beat stops advancing is dead (Liveness)
+	// however often its record is stored.
+	Beat uint64 `json:"beat"`
 }
 
 // memberKind is the kind sealed into member records' MACs, so that no
@@ -102,6 +110,70 @@ func (ms Registry) Live(ctx context.Context) (map[string]Member, error) {
 		out[k] = m
 	}
 	return out, nil
+}
+
+// Liveness tells which members renew their records, by the clock of the
+// instance that reads them: a record that verifies says who wrote it, not
+// that its writer still lives. A member is alive while the beat of its
+// record has advanced within the TTL, as this instance last saw it; a
+// member first seen is given one TTL. It is the processor's, not the
+// decision core's: it reads the time it is given.
+type Liveness struct {
+	ttl  time.Duration
+	seen map[string]beatSeen
+}
+
+// beatSeen is the highest beat seen of a member and when it was first seen.
+type beatSeen struct {
+	beat uint64
+	at   time.Time
+}
+
+// maxRemembered bounds the members Liveness remembers. Only sealed records
+// reach it, so only instances that once ran; a member whose record
+// disappeared is remembered so that its last record put back later is
+// still silent, until the bound is reached.
+const maxRemembered = 4096
+
+// NewLiveness returns a Liveness for members with the given TTL.
+func NewLiveness(ttl time.Duration) *Liveness {
+	return &Liveness{ttl: ttl, seen: map[string]beatSeen{}}
+}
+
+// Observe notes the records read at now (a reading of the monotonic
+// clock) and returns the members among them that are alive, with how long
+// each has not advanced its beat.
+func (l *Liveness) Observe(records map[string]Member, now time.Time) (map[string]Member, map[string]time.Duration) {
+	if len(l.seen)+len(records) > maxRemembered {
+		for id := range l.seen {
+			if _, ok := records[id]; !ok {
+				delete(l.seen, id)
+			}
+		}
+	}
+	alive := map[string]Member{}
+	silence := map[string]time.Duration{}
+	for id, m := range records {
+		last, known := l.seen[id]
+		if !known || m.Beat > last.beat {
+			last = beatSeen{beat: m.Beat, at: now}
+			l.seen[id] = last
+		}
+		if d := now.Sub(last.at); d < l.ttl {
+			alive[id], silence[id] = m, d
+		}
+	}
+	return alive, silence
+}
+
+// NextBeat is the beat of an instance's next record after prev: its
+// clock's Unix nanoseconds, or prev+1 if the clock has not moved past prev
+// (or went back), so that its beats strictly increase.
+func NextBeat(prev uint64, now time.Time) uint64 {
+	if n := now.UnixNano(); n > 0 && uint64(n) > prev {
+		return uint64(n)
+	}
+	return prev + 1
 }
 
 // Leave removes the instance's key so the others take its partitions

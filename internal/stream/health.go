@@ -78,16 +78,18 @@ func (s Status) Err() error {
 	for _, c := range s.Stuck() {
 		stuck = append(stuck, fmt.Sprintf("%s failing for %s: %s", c.Consumer, c.Failing.Round(time.Second), c.Why))
 	}
-	if len(stuck) == 0 {
-		if s.Assets != "" {
-			return errors.New(s.Assets)
+	var problems []string
+	if len(stuck) > 0 {
+		slices.Sort(stuck)
+		problems = append(problems, fmt.Sprintf("%d partition(s) stuck: %s", len(stuck), strings.Join(stuck, "; ")))
+	}
+	for _, p := range []string{s.Members, s.Assets} {
+		if p != "" {
+			problems = append(problems, p)
 		}
+	}
+	if len(problems) == 0 {
 		return nil
 	}
-	slices.Sort(stuck)
-	msg := fmt.Sprintf("%d partition(s) stuck: %s", len(stuck), strings.Join(stuck, "; "))
-	if s.Assets != "" {
-		msg += "; and " + s.Assets
-	}
-	return errors.New(msg)
+	return errors.New(strings.Join(problems, "; and "))
 }

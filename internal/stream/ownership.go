@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,19 @@ type ownership struct {
 	// at the last tick, for readers outside the ownership loop
 	// (readiness).
 	snapshot atomic.Pointer[[]*worker]
+
+	// liveness tells which members renew their records; beat is the
+	// beat of this instance's last record.
+	liveness  *membership.Liveness
+	beat      uint64
+	memberTTL time.Duration
+	// membersRead is the failure streak of reading the member set, for
+	// readiness: an instance that cannot read it cannot tell whether it
+	// should take over partitions.
+	membersRead health
+	// silent is, for readiness, the partitions assigned at the last tick
+	// to members whose beat has stopped advancing ("" when none).
+	silent atomic.Pointer[string]
 }
 
 // poke has the next tick come now.
@@ -87,14 +101,23 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 	// The heartbeat goes out after the reassignment, so it tells what
 	// this instance holds now.
 	defer o.heartbeat(ctx)
-	live, err := o.members.Live(ctx)
+	records, err := o.members.Live(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.log.Warn().Err(err).Msg("membership unreadable; keeping the partitions held")
 		}
+		o.membersRead.failing(fmt.Errorf("the member set %s is unreadable: %w", acs.MembersBucket, err))
+		// The members bucket is an asset like the others: deleted, it is
+		// put back here, or no tick would ever get past this point.
+		o.repairAssets(ctx, true)
 		return
 	}
-	// This instance is live whatever the bucket says right now.
+	o.membersRead.healthy()
+	// A record proves who wrote it, not that its writer still runs: only
+	// members whose beat advances count. This instance is live whatever
+	// the bucket says right now.
+	delete(records, o.self.ID)
+	live, silence := o.liveness.Observe(records, time.Now())
 	live[o.self.ID] = o.self
 	ids := slices.Sorted(maps.Keys(live))
 	assignment := membership.Assign(len(o.workers), ids)
@@ -122,7 +145,8 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 		o.stop(ctx, p)
 	}
 	o.checkSuspects(ctx)
-	o.repairAssets(ctx)
+	o.repairAssets(ctx, false)
+	o.noteSilent(assignment, silence)
 	// Readiness looks at every partition assigned here, started or not.
 	var ws []*worker
 	for p, id := range assignment {
@@ -147,9 +171,49 @@ func (o *ownership) heartbeat(ctx context.Context) {
 		}
 	}
 	slices.Sort(self.Owns)
+	o.beat = membership.NextBeat(o.beat, time.Now())
+	self.Beat = o.beat
 	if err := o.members.Heartbeat(ctx, self); err != nil && ctx.Err() == nil {
 		o.log.Warn().Err(err).Msg("membership heartbeat failed; keeping the partitions held")
 	}
+}
+
+// noteSilent records, for readiness, the partitions assigned to members
+// that are still counted alive but have not advanced their beat for half
+// the member TTL: a member that died, whose partitions nobody decides
+// until the TTL has passed and this instance takes them.
+func (o *ownership) noteSilent(assignment []string, silence map[string]time.Duration) {
+	held := map[string][]int{}
+	for p, id := range assignment {
+		if id != o.self.ID && silence[id] >= o.memberTTL/2 {
+			held[id] = append(held[id], p)
+		}
+	}
+	if len(held) == 0 {
+		o.silent.Store(nil)
+		return
+	}
+	var parts []string
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		parts = append(parts, fmt.Sprintf("partition(s) %v assigned to member %q, whose heartbeat has not advanced for %s",
+			held[id], id, silence[id].Round(time.Millisecond)))
+	}
+	msg := strings.Join(parts, "; ")
+	o.silent.Store(&msg)
+}
+
+// membersProblem is why membership keeps this instance from calling
+// itself ready: partitions held by a silent member, or a member set
+// unreadable for a member TTL ("" when neither).
+func (o *ownership) membersProblem() string {
+	var out []string
+	if d, why, stuck := o.membersRead.stuck(o.memberTTL); stuck {
+		out = append(out, fmt.Sprintf("membership failing for %s: %s", d.Round(time.Second), why))
+	}
+	if s := o.silent.Load(); s != nil {
+		out = append(out, *s)
+	}
+	return strings.Join(out, "; ")
 }
 
 // checkSuspects asks the server whether the consumers of running workers
@@ -184,9 +248,9 @@ func (o *ownership) checkSuspects(ctx context.Context) {
 const assetCheckTicks = 10
 
 // repairAssets recreates missing streams, buckets and consumers when a
-// worker fails or suspects its consumer, and restarts the workers whose
-// consumers were recreated.
-func (o *ownership) repairAssets(ctx context.Context) {
+// worker fails or suspects its consumer, or (force) when the member set
+// cannot be read, and restarts the workers whose consumers were recreated.
+func (o *ownership) repairAssets(ctx context.Context, force bool) {
 	var ws []*worker
 	if o.unrouted != nil {
 		ws = append(ws, o.unrouted)
@@ -197,7 +261,7 @@ func (o *ownership) repairAssets(ctx context.Context) {
 	// Every assetCheckTicks ticks the assets are checked anyway: a
 	// consumer edited to filter nothing fails nothing, and decides nothing.
 	o.ticks++
-	if o.repair == nil || !needsRepair(ws) && o.ticks%assetCheckTicks != 0 {
+	if o.repair == nil || !force && !needsRepair(ws) && o.ticks%assetCheckTicks != 0 {
 		return
 	}
 	created := o.repair.repair(ctx)

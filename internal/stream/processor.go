@@ -350,6 +350,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		self: self, members: membership.NewRegistry(memberKV, p.sealer, p.memberRejected(ctx)), hooks: hooks, workers: partitions,
 		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
 		running: map[int]*running{}, suspect: map[int]string{}, pinned: make(chan struct{}, 1),
+		liveness: membership.NewLiveness(p.cfg.Topology.MemberTTL), memberTTL: p.cfg.Topology.MemberTTL,
 		unrouted: unrouted,
 		repair:   p.repair,
 	}

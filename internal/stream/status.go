@@ -26,6 +26,11 @@ type Status struct {
 	// asset that exists with another configuration, say); "" when they
 	// could.
 	Assets string
+	// Members is why membership keeps the instance from being ready:
+	// partitions assigned to a member whose heartbeat stopped advancing
+	// (nobody decides them until it expires), or a member set unreadable
+	// for a member TTL; "" when neither.
+	Members string
 }
 
 // ConsumerStatus is one owned consumer's health.
@@ -72,6 +77,9 @@ func (p *Processor) Status() Status {
 		after = DefaultStuckAfter
 	}
 	s := Status{Running: p.running.Load(), Partitions: p.cfg.Topology.Partitions, StuckAfter: after, Assets: p.repair.failure()}
+	if o := p.own.Load(); o != nil {
+		s.Members = o.membersProblem()
+	}
 	for _, o := range p.ownedInOrder() {
 		c := ConsumerStatus{Consumer: o.w.consumer, Partition: o.partition}
 		// The longer streak of the two (batches, consumer) tells; a

@@ -1,0 +1,104 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/testwait"
+)
+
+// TestReplayedMemberRecordExpires is issue 23's probe of liveness: an
+// instance dies and someone who can have the server store a message where
+// they like (a direct get replied to the record's own KV subject) keeps
+// putting its last record back. The record verifies — a processor sealed
+// it — but its heartbeat no longer advances, so the survivor takes every
+// partition within a bounded time, and its readiness says so while a
+// partition is assigned to the silent member. Before liveness had a clock
+// the replayed record kept half the partitions undecided, /readyz 200.
+func TestReplayedMemberRecordExpires(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js := natstest.JetStream(t, nc)
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.Topology.Partitions = 8
+	cfg.Topology.MemberTTL = 2 * time.Second
+	cfg.Topology.PinnedTTL = 3 * time.Second
+	a, b := cfg, cfg
+	a.InstanceID, b.InstanceID = "a", "b"
+	first := startProcessor(t, srv, a)
+	second := startProcessor(t, srv, b)
+	split := awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
+	kv, err := js.KeyValue(ctx, acs.MembersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crash: no goodbye.
+	second.nc.Close()
+	last, err := kv.Get(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := last.Value()
+	// The replay: the same bytes stored again, faster than the bucket's
+	// TTL forgets them, until the test ends.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	replayed := make(chan struct{})
+	go func() {
+		defer close(replayed)
+		t := time.NewTicker(cfg.Topology.MemberTTL / 8)
+		defer t.Stop()
+		for {
+			_, _ = kv.Put(rctx, "b", record)
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	defer func() { stop(); <-replayed }()
+	killed := time.Now()
+	// Readiness reflects the gap: partitions are assigned to b, which
+	// does not renew.
+	testwait.CheckFor(t, waitFor, 5*time.Millisecond, func() error {
+		err := first.p.Ready()
+		if err != nil && strings.Contains(err.Error(), `"b"`) {
+			t.Logf("not ready %s after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
+			return nil
+		}
+		return fmt.Errorf("a's readiness never named the silent member b: %v", err)
+	})
+	// Bounded: the member TTL for b to be dead, a tick or two to take
+	// over, the pinned TTL for the server to let go of b's pins.
+	bound := cfg.Topology.MemberTTL + cfg.Topology.PinnedTTL + 2*time.Second
+	testwait.CheckFor(t, bound, 20*time.Millisecond, func() error {
+		st := first.p.Status()
+		if st.Owned() != cfg.Topology.Partitions {
+			return fmt.Errorf("a owns %d of %d partitions with b's record replayed (b held %v)", st.Owned(), cfg.Topology.Partitions, split["b"])
+		}
+		if err := first.p.Ready(); err != nil {
+			return fmt.Errorf("a not ready after taking every partition: %w", err)
+		}
+		return nil
+	})
+	t.Logf("a took every partition and was ready %s after the kill", time.Since(killed).Round(time.Millisecond))
+	// And decides in them: one session per partition.
+	w := watch(t, nc)
+	for i := range 16 {
+		sid := fmt.Sprintf("00000000-0000-4000-8000-00000000b%03d", i)
+		e := examples.Session(sid)[0]
+		seq := natstest.Publish(t, js, e.Subject("default", sid), e.Data)
+		w.await(t, seq, true, false)
+	}
+	if rctx.Err() != nil {
+		t.Fatal("the replay stopped before the test did")
+	}
+}
