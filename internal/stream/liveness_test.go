@@ -10,6 +10,7 @@ import (
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testwait"
 )
 
@@ -101,4 +102,45 @@ func TestReplayedMemberRecordExpires(t *testing.T) {
 	if rctx.Err() != nil {
 		t.Fatal("the replay stopped before the test did")
 	}
+}
+
+// TestDeletedMembersBucketIsRecreated is issue 23's probe of the members
+// bucket: deleting ACS_PROCESSORS under a running processor left it missing
+// and readiness 200, and stopped every repair — the ownership loop gave up
+// each tick before checking the assets — so a partition consumer deleted
+// after it was never recreated. Both come back now, each alerted, and the
+// processor decides in every partition again.
+func TestDeletedMembersBucketIsRecreated(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js := natstest.JetStream(t, nc)
+	w := watch(t, nc)
+	ops := watchOps(t, nc)
+	cfg := testConfig()
+	cfg.StuckAfter = time.Second
+	cfg.InstanceID = "only"
+	r := startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, cfg.Topology.Partitions+1)
+	awaitReady(t, r.p)
+	ctx := context.Background()
+	sessions := make([]string, 8)
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("00000000-0000-4000-8000-0000000%05d", i)
+		e := examples.Session(sessions[i])[0]
+		w.await(t, natstest.Publish(t, js, e.Subject("default", sessions[i]), e.Data), true, false)
+	}
+	if err := js.DeleteKeyValue(ctx, acs.MembersBucket); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteConsumer(ctx, acs.HooksStream, acs.PartitionConsumer(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range sessions {
+		e := examples.Session(sid)[1]
+		w.await(t, natstest.Publish(t, js, e.Subject("default", sid), e.Data), true, false)
+	}
+	ops.await(t, stream.AlertAssetRecreated, map[string]any{"asset": acs.MembersBucket})
+	ops.await(t, stream.AlertAssetRecreated, map[string]any{"asset": acs.HooksStream + "/" + acs.PartitionConsumer(1)})
+	awaitOwners(t, js, cfg.Topology.Partitions, "only")
+	awaitReady(t, r.p)
 }
