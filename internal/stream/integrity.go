@@ -31,6 +31,11 @@ const (
 	AlertMemberRejected = "member_record_rejected"
 )
 
+// ReasonPurged is the integrity failure of a session with no stored state,
+// no delete marker and no stored decision whose envelopes ACS_HOOKS still
+// holds: its state and decisions were purged through the stream API.
+const ReasonPurged = "purged"
+
 // ReasonStateUnverifiable is the refusal reason of steps of a session whose
 // stored state did not verify and whose history is no longer in ACS_HOOKS.
 const ReasonStateUnverifiable = "state_unverifiable"
@@ -266,6 +271,10 @@ func (w *worker) integrityAlert(ctx context.Context, ie *statestore.IntegrityErr
 	}
 	msg := fmt.Sprintf("the stored %s state %s at revision %d failed its integrity check (%s): it was not written by a processor holding the state key for this key; action: %s",
 		ie.Kind, ie.Key, ie.Revision, ie.Reason, action)
+	if ie.Reason == ReasonPurged {
+		msg = fmt.Sprintf("the %s state %s and its decisions are gone while %s holds its envelopes: they were purged (%v); action: %s",
+			ie.Kind, ie.Key, acs.HooksStream, ie.Err, action)
+	}
 	return w.operationalAlert(ctx, AlertStateIntegrity, "State integrity check failed", msg,
 		AlertStateIntegrity+":"+ie.Key+":"+strconv.FormatUint(ie.Revision, 10), details)
 }

@@ -64,6 +64,9 @@ type ownership struct {
 	// silent is, for readiness, the partitions assigned at the last tick
 	// to members whose beat has stopped advancing ("" when none).
 	silent atomic.Pointer[string]
+	// purges looks for purges of what sessions are rebuilt from (nil: not
+	// looked for).
+	purges *purgeWatch
 }
 
 // poke has the next tick come now.
@@ -147,6 +150,11 @@ func (o *ownership) tick(ctx context.Context, fatal context.CancelCauseFunc) {
 	o.checkSuspects(ctx)
 	o.repairAssets(ctx, false)
 	o.noteSilent(assignment, silence)
+	if o.purges != nil {
+		// Every tick: three stream info requests, against a purge noticed
+		// only when the sessions it took load again.
+		o.purges.check(ctx)
+	}
 	// Readiness looks at every partition assigned here, started or not.
 	var ws []*worker
 	for p, id := range assignment {

@@ -351,6 +351,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		interval: p.cfg.Topology.MemberTTL / 5, log: p.log,
 		running: map[int]*running{}, suspect: map[int]string{}, pinned: make(chan struct{}, 1),
 		liveness: membership.NewLiveness(p.cfg.Topology.MemberTTL), memberTTL: p.cfg.Topology.MemberTTL,
+		purges:   newPurgeWatch(p.js, purgeLimitsOf(p.cfg.Topology), p.guardian.Receipts(), p.log),
 		unrouted: unrouted,
 		repair:   p.repair,
 	}
@@ -372,6 +373,17 @@ func (p *Processor) Run(ctx context.Context) error {
 		return context.Cause(wctx)
 	}
 	return nil
+}
+
+// purgeLimitsOf is what removes messages by itself from the streams sessions
+// are rebuilt from, for purgeWatch.
+func purgeLimitsOf(t topology.Topology) map[string]purgeLimits {
+	return map[string]purgeLimits{
+		// ACS_HOOKS refuses new messages at its byte limit (discard new).
+		acs.HooksStream:               {maxAge: t.HooksRetention.MaxAge},
+		acs.DecisionsStream:           {maxAge: t.DecisionsRetention.MaxAge, bytes: t.DecisionsRetention.MaxBytes > 0},
+		acs.KVStream(acs.StateBucket): {maxAge: t.SessionTTL, kv: true},
+	}
 }
 
 // memberRejected returns what the ownership loop calls for a member record

@@ -55,6 +55,16 @@ func (w *worker) session(ctx context.Context, in *inbound, f *fetched) (cached[t
 			// expired (--session-ttl) and came back. Either way its
 			// history, not a blank state, is what it is.
 			return w.missingSession(ctx, key, rev, in)
+		} else if earlier, err := w.earlierEnvelope(ctx, in); err != nil {
+			return c, err
+		} else if earlier > 0 {
+			// No value, no marker and no decision, yet the stream holds
+			// the session's envelopes: its state and decisions were
+			// purged through the stream API, which leaves no marker. A
+			// blank state would forget its taints; its history is what
+			// it is.
+			return w.unverifiedSession(ctx, &statestore.IntegrityError{Kind: turnstate.KindSession, Key: key, Revision: rev, Reason: ReasonPurged,
+				Err: fmt.Errorf("no stored state nor decision, but %s holds the session's envelope of sequence %d", acs.HooksStream, earlier)}, in)
 		}
 		c = cached[turnstate.Session]{key: key, state: s, rev: rev, outbox: out}
 		w.cache.put(c)
@@ -143,6 +153,25 @@ func outboxPublished(msgs []*nats.Msg, last uint64) bool {
 		return err == nil && last >= seq
 	}
 	return false
+}
+
+// earlierEnvelope returns the sequence of the session's first envelope in
+// ACS_HOOKS if it is older than in (0: none is). It is what a session with
+// no state and no decision costs: one look-up, of the first message of the
+// session's subjects, which for a new session is in itself.
+func (w *worker) earlierEnvelope(ctx context.Context, in *inbound) (uint64, error) {
+	filter := acs.StoredFilter(in.route.Tenant, in.route.SessionID, "*")
+	m, err := w.hooks.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(filter))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look up the first envelope on %s: %w", filter, err)
+	}
+	if m.Sequence >= in.msg.Seq {
+		return 0, nil
+	}
+	return m.Sequence, nil
 }
 
 // lastDecision reads the newest stored decision of the session.
