@@ -23,6 +23,17 @@ import (
 // partition is assigned to the silent member. Before liveness had a clock
 // the replayed record kept half the partitions undecided, /readyz 200.
 func TestReplayedMemberRecordExpires(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// earlier replays a record older than b's last: its beat must
+		// not count either.
+		earlier bool
+	}{{"its last record", false}, {"an earlier record", true}} {
+		t.Run(tc.name, func(t *testing.T) { replayMemberRecord(t, tc.earlier) })
+	}
+}
+
+func replayMemberRecord(t *testing.T, earlier bool) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
 	js := natstest.JetStream(t, nc)
@@ -40,6 +51,19 @@ func TestReplayedMemberRecordExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	old, err := kv.Get(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if earlier {
+		// b heartbeats again before it dies.
+		testwait.CheckFor(t, waitFor, 20*time.Millisecond, func() error {
+			if e, err := kv.Get(ctx, "b"); err != nil || e.Revision() == old.Revision() {
+				return fmt.Errorf("b has not heartbeaten since revision %d (%v)", old.Revision(), err)
+			}
+			return nil
+		})
+	}
 	// A crash: no goodbye.
 	second.nc.Close()
 	last, err := kv.Get(ctx, "b")
@@ -47,6 +71,9 @@ func TestReplayedMemberRecordExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	record := last.Value()
+	if earlier {
+		record = old.Value()
+	}
 	// The replay: the same bytes stored again, faster than the bucket's
 	// TTL forgets them, until the test ends.
 	rctx, stop := context.WithCancel(ctx)
