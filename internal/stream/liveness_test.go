@@ -156,6 +156,7 @@ func TestDeletedMembersBucketIsRecreated(t *testing.T) {
 		e := examples.Session(sessions[i])[0]
 		w.await(t, natstest.Publish(t, js, e.Subject("default", sessions[i]), e.Data), true, false)
 	}
+	deleted := time.Now()
 	if err := js.DeleteKeyValue(ctx, acs.MembersBucket); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +168,7 @@ func TestDeletedMembersBucketIsRecreated(t *testing.T) {
 		w.await(t, natstest.Publish(t, js, e.Subject("default", sid), e.Data), true, false)
 	}
 	ops.await(t, stream.AlertAssetRecreated, map[string]any{"asset": acs.MembersBucket})
+	t.Logf("%s recreated and alerted within %s", acs.MembersBucket, time.Since(deleted).Round(time.Millisecond))
 	ops.await(t, stream.AlertAssetRecreated, map[string]any{"asset": acs.HooksStream + "/" + acs.PartitionConsumer(1)})
 	awaitOwners(t, js, cfg.Topology.Partitions, "only")
 	awaitReady(t, r.p)
