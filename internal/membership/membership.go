@@ -1,7 +1,8 @@
 // Package membership is how processor instances find each other: each
-// keeps a sealed record with a TTL in acs.MembersBucket, and every
-// instance assigns the partitions from the same live set (Assign), so
-// they agree without talking to each other.
+// keeps a sealed record with a TTL in acs.MembersBucket, renewed with an
+// advancing beat; a member is live while its beat advances (Liveness), and
+// every instance assigns the partitions from the same live set (Assign),
+// so they agree without talking to each other.
 package membership
 
 import (
@@ -79,7 +80,9 @@ func (ms Registry) Heartbeat(ctx context.Context, m Member) error {
 	return nil
 }
 
-// Live returns every instance whose heartbeat has not expired, by id.
+// Live returns every record present that verifies, by id: what the
+// bucket's TTL has not forgotten. Whether its writer still renews it is
+// Liveness's call: a record can be stored again by others.
 func (ms Registry) Live(ctx context.Context) (map[string]Member, error) {
 	keys, err := ms.kv.ListKeys(ctx)
 	if err != nil {
@@ -187,8 +190,8 @@ func (ms Registry) Leave(ctx context.Context, id string) error {
 
 // Changes signals when an instance joins or leaves on purpose, so the
 // others reassign at once rather than at their next heartbeat. (An
-// instance that dies is only noticed when its key expires, which the
-// bucket does not announce.)
+// instance that dies is only noticed when its beat stops advancing, which
+// the bucket does not announce.)
 func (ms Registry) Changes(ctx context.Context, log zerolog.Logger) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	w, err := ms.kv.WatchAll(ctx, jetstream.MetaOnly())
