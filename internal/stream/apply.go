@@ -188,7 +188,7 @@ func (w *worker) readUncached(ctx context.Context, ins []*inbound) map[string]*f
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			got[i] = w.fetch(ctx, in.route)
+			got[i] = w.fetch(ctx, in)
 		})
 	}
 	wg.Wait()

@@ -32,7 +32,7 @@ func (w *worker) session(ctx context.Context, in *inbound, f *fetched) (cached[t
 	looked := false
 	if !ok {
 		if f == nil {
-			f = w.fetch(ctx, in.route)
+			f = w.fetch(ctx, in)
 		}
 		s, out, rev, err := f.state, f.outbox, f.rev, f.err
 		if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
@@ -55,7 +55,7 @@ func (w *worker) session(ctx context.Context, in *inbound, f *fetched) (cached[t
 			// expired (--session-ttl) and came back. Either way its
 			// history, not a blank state, is what it is.
 			return w.missingSession(ctx, key, rev, in)
-		} else if earlier, err := w.earlierEnvelope(ctx, in); err != nil {
+		} else if earlier, err := f.earlier, f.earlierErr; err != nil {
 			return c, err
 		} else if earlier > 0 {
 			// No value, no marker and no decision, yet the stream holds
@@ -95,16 +95,28 @@ type fetched struct {
 	err     error
 	last    newest
 	lastErr error
+	// earlier is the sequence of the session's first envelope in
+	// ACS_HOOKS when there is neither state nor decision and it is older
+	// than the envelope being applied (earlierEnvelope).
+	earlier    uint64
+	earlierErr error
 }
 
 // fetch reads a session's newest stored decision, then its stored state.
 // In that order the state read is at least as new as the decision: an
 // instance that wrote the session in between cannot make the state look
 // older than its newest decision, which would pass for a rollback.
-func (w *worker) fetch(ctx context.Context, route acs.Route) *fetched {
+//
+// A session found with neither (nor a delete marker) is new, or was
+// purged: one more look-up, of its first envelope in ACS_HOOKS, tells.
+// Here, so that prefetch makes it concurrently with the other reads.
+func (w *worker) fetch(ctx context.Context, in *inbound) *fetched {
 	f := &fetched{}
-	f.last, f.lastErr = w.lastDecision(ctx, route)
-	f.state, f.outbox, f.rev, f.err = w.store.Load(ctx, route.SessionKey())
+	f.last, f.lastErr = w.lastDecision(ctx, in.route)
+	f.state, f.outbox, f.rev, f.err = w.store.Load(ctx, in.route.SessionKey())
+	if f.state == nil && f.err == nil && f.lastErr == nil && f.last.seq == 0 {
+		f.earlier, f.earlierErr = w.earlierEnvelope(ctx, in)
+	}
 	return f
 }
 
