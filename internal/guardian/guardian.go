@@ -172,7 +172,8 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 			agent = nil
 		}
 		rr = rs.Evaluate(state, agent, rules.Input{Spec: env.spec, Req: &env.req, Payload: env.payload, Seq: msg.Seq,
-			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition, Provenance: env.provenance, Subagent: msg.Subagent})
+			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition, Provenance: env.provenance, Subagent: msg.Subagent,
+			Spawned: applied.Spawned})
 		if rr.AgentChanged {
 			out.Agent = agent
 		}

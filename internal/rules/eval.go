@@ -64,6 +64,7 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 	res.Provenance = e.prov
 	e.updateTaints(&res)
 	e.taintsReady = true
+	e.inheritTaints()
 	for _, r := range s.byHook[e.hook] {
 		if r.Mode == Off {
 			continue

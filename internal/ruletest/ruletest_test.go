@@ -134,3 +134,29 @@ tests:
 		})
 	}
 }
+
+// TestAgentTree: taint follows the agent tree (issue 23, finding 3). With
+// the acting-hook rule shadowed, a subagentStart inside the parent's
+// window is allowed; the child's state then carries the parent's taint,
+// with its evidence, and its shell is denied (testdata/agenttree.yaml).
+func TestAgentTree(t *testing.T) {
+	rs, err := rules.LoadFiles("builtin:default", "testdata/agenttree.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
+		if filepath.Base(r.File) != "agenttree.yaml" {
+			continue
+		}
+		n++
+		t.Run(r.Name, func(t *testing.T) {
+			for _, f := range r.Failures {
+				t.Error(f)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no test case of testdata/agenttree.yaml ran")
+	}
+}
