@@ -182,8 +182,9 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	state.RecordDecision(env.step, v.decision)
 	out.State = state
 	out.Violations = applied.Violations
-	if v.decision != acs.Deny {
+	if v.decision != acs.Deny && applied.Spawned != nil {
 		out.Spawned = applied.Spawned
+		state.RememberSubagent(applied.Spawned.SessionID)
 	}
 	v.result.ChainHash = state.ChainHead
 	out.Response = &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: v.result}

@@ -176,7 +176,7 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 func (e *evalCtx) subagentView() SubagentView {
 	v := SubagentView{Taints: []string{}}
 	c := e.in.Subagent
-	if e.hook != "subagentStop" || c == nil || c.Parent == nil || c.Parent.SessionID != e.sess.SessionID {
+	if e.hook != "subagentStop" || !e.sess.Spawned(c) {
 		return v
 	}
 	v.Present, v.SessionID = true, c.SessionID

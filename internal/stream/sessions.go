@@ -203,7 +203,7 @@ func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV f
 // every envelope of the child stored before the stop (freshChild); until
 // then the stop waits, within the worker's wait budget, and past it the
 // child reads as unknown — never as the older state.
-func (w *worker) subagent(ctx context.Context, rs *rules.Set, in *inbound, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
+func (w *worker) subagent(ctx context.Context, rs *rules.Set, in *inbound, parent *turnstate.Session, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
 	key := acs.SessionKey(in.route.Tenant, id)
 	if p, ok := batch[key]; ok && p.touched && p.state != nil {
 		return p.state, nil
@@ -212,7 +212,7 @@ func (w *worker) subagent(ctx context.Context, rs *rules.Set, in *inbound, id st
 	if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
 		return unknownChild(rs, in.route, id), nil
 	}
-	if err != nil || s == nil || s.Parent == nil || s.Parent.SessionID != in.route.SessionID {
+	if err != nil || parent == nil || !parent.Spawned(s) {
 		// Not a child of this session: the rules take nothing from it.
 		return s, err
 	}
