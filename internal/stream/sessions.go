@@ -240,11 +240,18 @@ func (w *worker) freshChild(ctx context.Context, rs *rules.Set, in *inbound, id 
 		return nil, fmt.Errorf("look up the last envelope of subagent %s: %w", id, err)
 	}
 	target := last.Sequence
+	key := acs.SessionKey(in.route.Tenant, id)
 	r, err := acs.ParsePartitioned(last.Subject)
-	if err != nil || r.Partition == in.route.Partition || s.LastSeq >= target {
+	if err != nil {
+		// Stored under a subject no partition owns: nothing can say
+		// whether it was applied.
+		w.stats.SubagentsUnknown.Add(1)
+		w.log.Warn().Err(err).Str("session", in.route.SessionKey()).Str("subagent", key).Msg("subagentStop: the subagent's newest envelope names no partition; the subagent counts as carrying every taint")
+		return unknownChild(rs, in.route, id), nil
+	}
+	if r.Partition == in.route.Partition || s.LastSeq >= target {
 		return s, nil
 	}
-	key := acs.SessionKey(in.route.Tenant, id)
 	start := time.Now()
 	allowed := w.childWait.grant(start)
 	defer func() { w.childWait.spend(time.Since(start)) }()
