@@ -429,5 +429,5 @@ func toolData(t *ToolView) map[string]any {
 
 func hitData(h turnstate.TaintHit) map[string]any {
 	return map[string]any{"request_id": h.RequestID, "hook": h.Hook, "tool": h.Tool, "turn": h.Turn, "seq": h.Seq,
-		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source}
+		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source, "session": h.Session}
 }
