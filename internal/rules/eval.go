@@ -64,6 +64,7 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 	res.Provenance = e.prov
 	e.updateTaints(&res)
 	e.taintsReady = true
+	e.inheritTaints()
 	for _, r := range s.byHook[e.hook] {
 		if r.Mode == Off {
 			continue
@@ -175,7 +176,7 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 func (e *evalCtx) subagentView() SubagentView {
 	v := SubagentView{Taints: []string{}}
 	c := e.in.Subagent
-	if e.hook != "subagentStop" || c == nil || c.Parent == nil || c.Parent.SessionID != e.sess.SessionID {
+	if e.hook != "subagentStop" || !e.sess.Spawned(c) {
 		return v
 	}
 	v.Present, v.SessionID = true, c.SessionID
@@ -454,5 +455,5 @@ func toolData(t *ToolView) map[string]any {
 
 func hitData(h turnstate.TaintHit) map[string]any {
 	return map[string]any{"request_id": h.RequestID, "hook": h.Hook, "tool": h.Tool, "turn": h.Turn, "seq": h.Seq,
-		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source}
+		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source, "session": h.Session}
 }
