@@ -9,9 +9,14 @@
 //   - counts against a budget of its own (MaxUnproven): when the budget is
 //     full, the oldest unproven connection is closed to make room, so a
 //     flood of idle connections cannot keep a new one out,
-//   - counts against its source address's cap (MaxPerSource): further
-//     connections from that address are closed at once, so one address
-//     cannot take the whole budget or churn through it alone.
+//   - counts against its source address's share: at most MaxPerSource
+//     unproven connections of one address are open (a new one closes that
+//     address's oldest), and an address closes at most MaxPerSource of
+//     other addresses' connections per UnprovenTimeout to make room for
+//     its own (beyond that, its new connections find room or are closed
+//     at once), so that one address can neither take the whole budget nor
+//     churn through it, closing others' connections before they can
+//     present a credential.
 //
 // Authenticated connections are bounded only by MaxConns, less the
 // unproven budget; a stranger can take none of their slots.
@@ -34,7 +39,10 @@ type Config struct {
 	// MaxUnproven bounds the unproven connections among them; it must be
 	// below MaxConns. Authenticated connections have the rest.
 	MaxUnproven int
-	// MaxPerSource bounds the unproven connections of one source address.
+	// MaxPerSource bounds the unproven connections of one source address
+	// open at once, and how many of other addresses' it may close per
+	// UnprovenTimeout to make room for its own (a token bucket; a
+	// connection that authenticates gives a token back).
 	MaxPerSource int
 	// UnprovenTimeout bounds each read of an unproven connection: the TLS
 	// handshake, a request's headers, the wait between requests.
@@ -62,8 +70,9 @@ type Stats struct {
 	// including those closed at once.
 	Accepted atomic.Uint64
 	// Evicted counts unproven connections closed to make room for a new
-	// one; RefusedPerSource connections closed at accept because their
-	// address had its cap of unproven connections.
+	// one; RefusedPerSource connections closed at accept because the
+	// budget was full and their address had closed its share of others'
+	// of late.
 	Evicted          atomic.Uint64
 	RefusedPerSource atomic.Uint64
 	// Authenticated counts connections promoted by an authenticated
@@ -81,13 +90,50 @@ type Listener struct {
 
 	mu       sync.Mutex
 	unproven *list.List // of *Conn, oldest first
-	perIP    map[string]int
+	sources  map[string]*source
 	proven   int
+}
+
+// source is what the listener keeps of one address.
+type source struct {
+	// unproven is the number of its unproven connections open.
+	unproven int
+	// tokens (at most MaxPerSource) pay for closing other addresses'
+	// connections; they refill at MaxPerSource per UnprovenTimeout from
+	// refilled.
+	tokens   float64
+	refilled time.Time
+}
+
+// maxSources bounds the addresses kept without an open connection: past
+// it, those are forgotten (their spent tokens with them).
+func (l *Listener) maxSources() int { return 4 * l.cfg.MaxConns }
+
+// sourceOf returns the record of an address, its tokens refilled to now;
+// l.mu is held.
+func (l *Listener) sourceOf(addr string, now time.Time) *source {
+	src := l.sources[addr]
+	if src == nil {
+		if len(l.sources) >= l.maxSources() {
+			for a, s := range l.sources {
+				if s.unproven == 0 {
+					delete(l.sources, a)
+				}
+			}
+		}
+		src = &source{tokens: float64(l.cfg.MaxPerSource), refilled: now}
+		l.sources[addr] = src
+		return src
+	}
+	rate := float64(l.cfg.MaxPerSource) / l.cfg.UnprovenTimeout.Seconds()
+	src.tokens = min(float64(l.cfg.MaxPerSource), src.tokens+now.Sub(src.refilled).Seconds()*rate)
+	src.refilled = now
+	return src
 }
 
 // New returns l within cfg, which must pass Check.
 func New(l net.Listener, cfg Config) *Listener {
-	return &Listener{Listener: l, cfg: cfg, unproven: list.New(), perIP: map[string]int{}}
+	return &Listener{Listener: l, cfg: cfg, unproven: list.New(), sources: map[string]*source{}}
 }
 
 // Stats returns the listener's counters.
@@ -101,8 +147,9 @@ func (l *Listener) Unproven() int {
 }
 
 // Accept returns the next connection, unproven. It does not wait for a
-// slot: a connection over its address's cap is closed at once, and one
-// over the unproven budget closes the oldest unproven connection.
+// slot: a connection over its address's share closes that address's
+// oldest unproven connection, and one over the whole budget the oldest of
+// all — if its address has a token left, else it is closed at once.
 func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		raw, err := l.Listener.Accept()
@@ -110,21 +157,35 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		l.stats.Accepted.Add(1)
-		c := &Conn{Conn: raw, l: l, source: sourceOf(raw.RemoteAddr())}
+		c := &Conn{Conn: raw, l: l, source: addrOf(raw.RemoteAddr())}
 		var evict *Conn
 		l.mu.Lock()
-		if l.perIP[c.source] >= l.cfg.MaxPerSource {
+		src := l.sourceOf(c.source, time.Now())
+		switch {
+		case src.unproven >= l.cfg.MaxPerSource:
+			// Its own oldest makes room: that costs no one else.
+			for e := l.unproven.Front(); e != nil; e = e.Next() {
+				if o := e.Value.(*Conn); o.source == c.source {
+					evict = o
+					break
+				}
+			}
+		case l.unproven.Len() < l.cfg.MaxUnproven:
+		case src.tokens >= 1:
+			// Another address's oldest makes room, for a token.
+			src.tokens--
+			evict = l.unproven.Front().Value.(*Conn)
+		default:
 			l.mu.Unlock()
 			l.stats.RefusedPerSource.Add(1)
 			_ = raw.Close()
 			continue
 		}
-		if l.unproven.Len() >= l.cfg.MaxUnproven {
-			evict = l.unproven.Front().Value.(*Conn)
+		if evict != nil {
 			l.forget(evict)
 		}
 		c.elem = l.unproven.PushBack(c)
-		l.perIP[c.source]++
+		src.unproven++
 		l.mu.Unlock()
 		if evict != nil {
 			l.stats.Evicted.Add(1)
@@ -144,13 +205,13 @@ func (l *Listener) forget(c *Conn) {
 	}
 	l.unproven.Remove(c.elem)
 	c.elem = nil
-	if l.perIP[c.source]--; l.perIP[c.source] <= 0 {
-		delete(l.perIP, c.source)
+	if src := l.sources[c.source]; src != nil {
+		src.unproven--
 	}
 }
 
-// sourceOf is the address a connection comes from, without its port.
-func sourceOf(a net.Addr) string {
+// addrOf is the address a connection comes from, without its port.
+func addrOf(a net.Addr) string {
 	if t, ok := a.(*net.TCPAddr); ok {
 		return t.IP.String()
 	}
@@ -241,6 +302,11 @@ func (c *Conn) authenticate() {
 	c.l.forget(c)
 	c.proven = true
 	c.l.proven++
+	if src := c.l.sources[c.source]; src != nil {
+		// A token back: a caller's own connections do not spend its
+		// address's share.
+		src.tokens = min(float64(c.l.cfg.MaxPerSource), src.tokens+1)
+	}
 	want := c.wantRead
 	c.l.mu.Unlock()
 	c.l.stats.Authenticated.Add(1)
