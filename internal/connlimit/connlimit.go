@@ -149,7 +149,8 @@ func (l *Listener) Unproven() int {
 // Accept returns the next connection, unproven. It does not wait for a
 // slot: a connection over its address's share closes that address's
 // oldest unproven connection, and one over the whole budget the oldest of
-// all — if its address has a token left, else it is closed at once.
+// all if its address has a token left, else its address's oldest; an
+// address with neither has its connection closed at once.
 func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		raw, err := l.Listener.Accept()
@@ -161,16 +162,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 		var evict *Conn
 		l.mu.Lock()
 		src := l.sourceOf(c.source, time.Now())
+		full := l.unproven.Len() >= l.cfg.MaxUnproven
 		switch {
-		case src.unproven >= l.cfg.MaxPerSource:
+		case src.unproven >= l.cfg.MaxPerSource, full && src.tokens < 1 && src.unproven > 0:
 			// Its own oldest makes room: that costs no one else.
-			for e := l.unproven.Front(); e != nil; e = e.Next() {
-				if o := e.Value.(*Conn); o.source == c.source {
-					evict = o
-					break
-				}
-			}
-		case l.unproven.Len() < l.cfg.MaxUnproven:
+			evict = l.oldestOf(c.source)
+		case !full:
 		case src.tokens >= 1:
 			// Another address's oldest makes room, for a token.
 			src.tokens--
@@ -196,6 +193,16 @@ func (l *Listener) Accept() (net.Conn, error) {
 		_ = raw.SetReadDeadline(time.Now().Add(l.cfg.UnprovenTimeout))
 		return c, nil
 	}
+}
+
+// oldestOf is the oldest unproven connection of an address; l.mu is held.
+func (l *Listener) oldestOf(addr string) *Conn {
+	for e := l.unproven.Front(); e != nil; e = e.Next() {
+		if o := e.Value.(*Conn); o.source == addr {
+			return o
+		}
+	}
+	return nil
 }
 
 // forget takes an unproven connection out of the budget; l.mu is held.

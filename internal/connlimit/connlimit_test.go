@@ -384,3 +384,37 @@ func TestChurnCannotEvictOthers(t *testing.T) {
 		t.Fatalf("%d refused, want 1", got)
 	}
 }
+
+// TestOutOfTokensReplacesItsOwn: an address out of tokens, with the budget
+// full, still gets a new connection in by closing its own oldest — a
+// caller sharing an address with a flood is not shut out while the flood
+// holds connections there — and never another address's.
+func TestOutOfTokensReplacesItsOwn(t *testing.T) {
+	cfg := connlimit.Config{MaxConns: 8, MaxUnproven: 3, MaxPerSource: 2, UnprovenTimeout: 5 * time.Minute}
+	l, hs := serve(t, cfg, false)
+	addr := hs.Listener.Addr().String()
+	dial := func(source int) net.Conn {
+		n := l.Stats().Accepted.Load()
+		c := dialFrom(t, source, addr)
+		testwait.Eventually(t, 10*time.Second, 5*time.Millisecond, "accepted", func() bool { return l.Stats().Accepted.Load() > n })
+		return c
+	}
+	b2, b3, b4 := dial(2), dial(3), dial(4) // the budget is full
+	a1 := dial(1)                           // 1's first token closes 2's
+	waitClosed(t, b2)
+	b5 := dial(5) // 5's token closes 3's
+	waitClosed(t, b3)
+	a2 := dial(1) // 1's second token closes 4's
+	waitClosed(t, b4)
+	b6 := dial(6) // 6's token closes 1's oldest
+	waitClosed(t, a1)
+	// 1 is out of tokens, below its share, and has a connection open.
+	a3 := dial(1)
+	waitClosed(t, a2)
+	if closedByServer(b5) || closedByServer(b6) || closedByServer(a3) {
+		t.Fatal("another address's connection, or the new one, was closed")
+	}
+	if got := l.Stats().RefusedPerSource.Load(); got != 0 {
+		t.Fatalf("%d refused", got)
+	}
+}
