@@ -25,6 +25,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/natsauth"
+	"github.com/turnguard/turnguard/internal/secgate"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
 )
@@ -67,6 +68,11 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 		return c
 	}
 	proc := connect(natsauth.User{Role: natsauth.RoleProcessor})
+	stop, err := secgate.Start(proc.nc, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
 	ctx := context.Background()
 	if err := topology.Ensure(ctx, proc.js, topology.Default()); err != nil {
 		t.Fatalf("the processor role cannot create the topology: %v", err)

@@ -115,7 +115,7 @@ func (u User) InboxPrefix() string {
 	case RoleAgent:
 		return "_INBOX." + string(RoleAgent) + "." + u.Tenant
 	case RoleSecurity:
-		return "_INBOX." + string(RoleSecurity)
+		return securityInbox
 	default:
 		return ""
 	}
@@ -163,8 +163,7 @@ func securityAPI() []string {
 		// (nats kv ls, ListKeys): they only pace a delivery.
 		"$JS.FC.>",
 	}
-	for _, s := range []string{acs.DecisionsStream, acs.AlertsStream, acs.DLQStream,
-		acs.KVStream(acs.StateBucket), acs.KVStream(acs.MembersBucket), acs.KVStream(acs.HandshakeBucket)} {
+	for _, s := range SecurityStreams() {
 		api = append(api,
 			"$JS.API.CONSUMER.CREATE."+s,
 			"$JS.API.CONSUMER.CREATE."+s+".>",
@@ -176,4 +175,107 @@ func securityAPI() []string {
 		}
 	}
 	return api
+}
+
+// SecurityConsumerCreate is the subject prefix in turnguard's account on
+// which the processor creates consumers for the security role
+// (internal/secgate): the security account's
+// $JS.API.CONSUMER.CREATE.<stream>[.…] is imported from there rather than
+// from JetStream itself, so that a consumer's deliver subject is checked
+// before it is created. JetStream would deliver a push consumer's messages
+// to any subject in turnguard's account, its own streams' included.
+const SecurityConsumerCreate = "turnguard.security.consumer.create"
+
+// securityInbox is where the security role's replies and push deliveries
+// land: in turnguard's account a deliver subject there is exported to the
+// security account, and nothing of turnguard's listens below it.
+const securityInbox = "_INBOX." + string(RoleSecurity)
+
+// SecurityDeliverPrefix is the only deliver subject prefix the consumer
+// gateway accepts for a push consumer of the security role.
+const SecurityDeliverPrefix = securityInbox + "."
+
+// SecurityStreams are the streams the security role may have consumers on:
+// all but ACS_HOOKS, whose durable partition consumers are the
+// processor's.
+func SecurityStreams() []string {
+	return []string{acs.DecisionsStream, acs.AlertsStream, acs.DLQStream,
+		acs.KVStream(acs.StateBucket), acs.KVStream(acs.MembersBucket), acs.KVStream(acs.HandshakeBucket)}
+}
+
+// turnguardExports is what turnguard's account offers the others. Exports
+// are public: only the authority signs accounts, so only it decides who
+// imports what (tenantImports, securityImports).
+func turnguardExports() jwt.Exports {
+	svc := func(subject string, stream bool) *jwt.Export {
+		e := &jwt.Export{Subject: jwt.Subject(subject), Type: jwt.Service}
+		if stream {
+			e.ResponseType = jwt.ResponseTypeStream
+		}
+		return e
+	}
+	return jwt.Exports{
+		// Agents' envelopes, with JetStream's publish ack as the response.
+		svc(acs.InboundPrefix+".>", false),
+		// Decisions to agents; everything live to the security role.
+		{Subject: "acs.>", Type: jwt.Stream},
+		// The security role's reads.
+		svc("$JS.API.INFO", false),
+		svc("$JS.API.STREAM.NAMES", false),
+		svc("$JS.API.STREAM.LIST", false),
+		svc("$JS.API.STREAM.INFO.*", false),
+		svc("$JS.API.STREAM.MSG.GET.*", false),
+		svc("$JS.API.DIRECT.GET.>", true),
+		svc("$JS.API.CONSUMER.INFO.>", false),
+		svc("$JS.API.CONSUMER.DELETE.>", false),
+		svc("$JS.API.CONSUMER.MSG.NEXT.>", true),
+		svc("$JS.FC.>", false),
+		svc(SecurityConsumerCreate+".>", false),
+		{Subject: jwt.Subject(securityInbox + ".>"), Type: jwt.Stream},
+	}
+}
+
+// tenantImports are a tenant account's: its envelopes go to turnguard as a
+// service request, so JetStream's publish ack comes back through the
+// response mapping into the tenant's account whatever reply subject the
+// agent named; its decisions come in as a stream.
+func tenantImports(turnguard, tenant string) jwt.Imports {
+	return jwt.Imports{
+		{Name: "hooks", Subject: jwt.Subject(acs.InboundPrefix + "." + tenant + ".>"), Account: turnguard, Type: jwt.Service},
+		{Name: "decisions", Subject: jwt.Subject(acs.DecisionsPrefix + "." + tenant + ".>"), Account: turnguard, Type: jwt.Stream},
+	}
+}
+
+// securityImports are the security account's: acs.> live as a stream, the
+// JetStream reads as services (their replies, a direct get's included,
+// come back into the security account whatever reply subject was named),
+// consumer creation through the processor's gateway, and push deliveries
+// to its inbox.
+func securityImports(turnguard string) jwt.Imports {
+	svc := func(subject string) *jwt.Import {
+		return &jwt.Import{Subject: jwt.Subject(subject), Account: turnguard, Type: jwt.Service}
+	}
+	imports := jwt.Imports{
+		{Name: "live", Subject: "acs.>", Account: turnguard, Type: jwt.Stream},
+		{Name: "deliveries", Subject: jwt.Subject(securityInbox + ".>"), Account: turnguard, Type: jwt.Stream},
+		svc("$JS.API.INFO"),
+		svc("$JS.API.STREAM.NAMES"),
+		svc("$JS.API.STREAM.LIST"),
+		svc("$JS.API.STREAM.INFO.*"),
+		svc("$JS.API.STREAM.MSG.GET.*"),
+		svc("$JS.API.DIRECT.GET.>"),
+		svc("$JS.FC.>"),
+	}
+	for _, s := range SecurityStreams() {
+		imports = append(imports,
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s), Account: turnguard, Type: jwt.Service},
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s + ".>"), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s + ".>"), Account: turnguard, Type: jwt.Service},
+			svc("$JS.API.CONSUMER.INFO."+s+".*"),
+			svc("$JS.API.CONSUMER.MSG.NEXT."+s+".*"),
+		)
+		if s != acs.KVStream(acs.MembersBucket) {
+			imports = append(imports, svc("$JS.API.CONSUMER.DELETE."+s+".*"))
+		}
+	}
+	return imports
 }
