@@ -152,9 +152,12 @@ func credsInit(dir string, stdout io.Writer) error {
 }
 
 // writeRoleCreds writes one credential per role into dir, skipping files
-// that exist (a restart must not invalidate what users copied). The agent
-// credential is bound to the default tenant. The processor's own is
-// written only on request: the embedded processor mints it in memory.
+// that exist (a restart must not invalidate what users copied) unless the
+// authority no longer accepts them: a credential of an older layout (all
+// roles in one account, issue 23) is moved aside to <file>.revoked and
+// minted again. The agent credential is bound to the default tenant. The
+// processor's own is written only on request: the embedded processor mints
+// it in memory.
 func writeRoleCreds(auth *natsauth.Authority, dir string, processor bool) ([]string, error) {
 	var written []string
 	for _, r := range natsauth.Roles {
@@ -166,6 +169,11 @@ func writeRoleCreds(auth *natsauth.Authority, dir string, processor bool) ([]str
 			u.Tenant = "default"
 		}
 		path := filepath.Join(dir, string(r)+".creds")
+		if old, err := os.ReadFile(path); err == nil && !auth.Current(old, u) {
+			if err := os.Rename(path, path+".revoked"); err != nil {
+				return written, fmt.Errorf("move aside the revoked %s: %w", path, err)
+			}
+		}
 		ok, err := auth.WriteCreds(path, u)
 		if err != nil {
 			return written, err
