@@ -334,7 +334,7 @@ func probeReplies(t *testing.T, ctx context.Context, agent *nats.Conn, tenant st
 			t.Fatalf("security consumer create: %v", err)
 		}
 		if !strings.Contains(string(m.Data), `"error"`) {
-			t.Errorf("security created a push consumer delivering to %s: %s", tg.subject, m.Data)
+			t.Errorf("security created a push consumer delivering to %s: %.120s", tg.subject, m.Data)
 		}
 	}
 	// Both still get their own replies.
@@ -360,8 +360,10 @@ func probeReplies(t *testing.T, ctx context.Context, agent *nats.Conn, tenant st
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m, err := s.GetLastMsgForSubject(ctx, tg.subject); !errors.Is(err, jetstream.ErrMsgNotFound) {
-			t.Errorf("%s holds a message on %s, written through a reply or a delivery: %v %v", tg.stream, tg.subject, m, err)
+		if m, err := s.GetLastMsgForSubject(ctx, tg.subject); err == nil {
+			t.Errorf("%s holds message %d on %s, written through a reply or a delivery: %.80s", tg.stream, m.Sequence, tg.subject, m.Data)
+		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			t.Fatalf("%s last message on %s: %v", tg.stream, tg.subject, err)
 		}
 	}
 }

@@ -279,3 +279,29 @@ func securityImports(turnguard string) jwt.Imports {
 	}
 	return imports
 }
+
+// AccountName is the name of the account a user of u's role belongs to.
+func (u User) AccountName() string {
+	switch u.Role {
+	case RoleAgent:
+		return tenantAccountPrefix + u.Tenant
+	case RoleSecurity:
+		return SecurityName
+	default:
+		return AccountName
+	}
+}
+
+// AccountImports describes what u's account imports from turnguard's
+// (named by AccountName rather than by its key); nil for turnguard's own
+// account.
+func (u User) AccountImports() jwt.Imports {
+	switch u.Role {
+	case RoleAgent:
+		return tenantImports(AccountName, u.Tenant)
+	case RoleSecurity:
+		return securityImports(AccountName)
+	default:
+		return nil
+	}
+}
