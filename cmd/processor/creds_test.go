@@ -82,9 +82,9 @@ func TestCredsCommand(t *testing.T) {
 
 	code, out, _ := run("permissions", "--role", "agent", "--tenant", "acme")
 	var perms struct {
-		Account     string `json:"account"`
+		Account     string                           `json:"account"`
 		Imports     []struct{ Type, Subject string } `json:"imports_from_turnguard"`
-		InboxPrefix string `json:"inbox_prefix"`
+		InboxPrefix string                           `json:"inbox_prefix"`
 		Permissions struct {
 			Pub struct{ Allow []string } `json:"pub"`
 			Sub struct{ Allow []string } `json:"sub"`
