@@ -1,9 +1,12 @@
-// Package natsauth is turnguard's NATS identity layout: one operator, one
-// account holding every stream and bucket, and users minted per role with
-// subject permissions, all as NATS JWTs (nats-io/jwt, nkeys). The embedded
-// server trusts the operator; an external server is configured with the
-// same operator and account (ServerConfig), so the roles mean the same in
-// both.
+// Package natsauth is turnguard's NATS identity layout: one operator; the
+// TURNGUARD account holding every stream and bucket (processor and admin
+// users); one account per tenant for its agents and one for the security
+// role, which import what they may use from TURNGUARD, so that the reply
+// or deliver subject of anything they send lands in their own account;
+// users minted per role with subject permissions, all as NATS JWTs
+// (nats-io/jwt, nkeys). The embedded server trusts the operator; an
+// external server is configured with the same operator and account JWTs
+// (ServerConfig), so the roles mean the same in both.
 package natsauth
 
 import (
