@@ -177,8 +177,19 @@ func securityAPI() []string {
 			api = append(api, "$JS.API.CONSUMER.DELETE."+s+".*")
 		}
 	}
-	return api
+	// ACS_HOOKS: push consumers on the security inbox only (the gateway
+	// checks), created but never read by pull, deleted or inspected: the
+	// processor's partition consumers are pull consumers there.
+	return append(api, "$JS.API.CONSUMER.CREATE."+acs.HooksStream, "$JS.API.CONSUMER.CREATE."+acs.HooksStream+".>")
 }
+
+// SecurityPushOnly are the streams where the security role may create push
+// consumers on its inbox but no pull consumers: ACS_HOOKS, where a pull
+// request on one of the processor's partition consumers would take its
+// envelopes, and where the live hooks are not in the security account's
+// acs.> (NATS does not pass a message that arrived through a service
+// import — an agent's envelope — on to a stream export).
+func SecurityPushOnly() []string { return []string{acs.HooksStream} }
 
 // SecurityConsumerCreate is the subject prefix in turnguard's account on
 // which the processor creates consumers for the security role
@@ -279,6 +290,12 @@ func securityImports(turnguard string) jwt.Imports {
 		if s != acs.KVStream(acs.MembersBucket) {
 			imports = append(imports, svc("$JS.API.CONSUMER.DELETE."+s+".*"))
 		}
+	}
+	for _, s := range SecurityPushOnly() {
+		imports = append(imports,
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s), Account: turnguard, Type: jwt.Service},
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s + ".>"), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s + ".>"), Account: turnguard, Type: jwt.Service},
+		)
 	}
 	return imports
 }

@@ -94,7 +94,8 @@ func Check(subject string, data []byte) (Request, error) {
 		return Request{}, fmt.Errorf("not a consumer create subject: %q", subject)
 	}
 	stream, _, _ := strings.Cut(rest, ".")
-	if !slices.Contains(natsauth.SecurityStreams(), stream) {
+	pushOnly := slices.Contains(natsauth.SecurityPushOnly(), stream)
+	if !pushOnly && !slices.Contains(natsauth.SecurityStreams(), stream) {
 		return Request{}, fmt.Errorf("the security role has no consumers on stream %q", stream)
 	}
 	// Decoded as the server decodes it (its own type, encoding/json's
@@ -108,12 +109,36 @@ func Check(subject string, data []byte) (Request, error) {
 	if d := req.Config.DeliverSubject; d != "" && (!strings.HasPrefix(d, natsauth.SecurityDeliverPrefix) || strings.ContainsAny(d, "*> \t\r\n")) {
 		return Request{}, fmt.Errorf("deliver subject %q: the security role's push consumers deliver below %s only", d, natsauth.SecurityDeliverPrefix)
 	}
+	if pushOnly {
+		// The processor's partition consumers live here: a pull consumer
+		// or a name of the processor's kind (created while one of them is
+		// missing) would be in its way.
+		if req.Config.DeliverSubject == "" {
+			return Request{}, fmt.Errorf("stream %s: the security role's consumers there are push consumers on %s", stream, natsauth.SecurityDeliverPrefix)
+		}
+		for _, name := range []string{req.Config.Name, req.Config.Durable, consumerToken(rest)} {
+			if strings.HasPrefix(name, ProcessorConsumerPrefix) {
+				return Request{}, fmt.Errorf("stream %s: consumer name %q is the processor's kind", stream, name)
+			}
+		}
+	}
 	req.Action = server.ActionCreate
 	out, err := json.Marshal(req)
 	if err != nil {
 		return Request{}, err
 	}
 	return Request{Subject: "$JS.API.CONSUMER.CREATE." + rest, Data: out}, nil
+}
+
+// ProcessorConsumerPrefix starts the names of the processor's consumers on
+// ACS_HOOKS (internal/topology).
+const ProcessorConsumerPrefix = "turnguard"
+
+// consumerToken is the consumer name in <stream>.<consumer>[.<filter>].
+func consumerToken(rest string) string {
+	_, after, _ := strings.Cut(rest, ".")
+	name, _, _ := strings.Cut(after, ".")
+	return name
 }
 
 // apiError is a JetStream API error response, which clients report as

@@ -31,7 +31,12 @@ func TestCheck(t *testing.T) {
 		{"a neighbour of the inbox", prefix + "ACS_DECISIONS", `{"config":{"deliver_subject":"_INBOX.securityx.a"}}`, false},
 		{"the inbox itself", prefix + "ACS_DECISIONS", `{"config":{"deliver_subject":"_INBOX.security"}}`, false},
 		{"a wildcard", prefix + "ACS_DECISIONS", `{"config":{"deliver_subject":"_INBOX.security.*"}}`, false},
-		{"ACS_HOOKS", prefix + "ACS_HOOKS", `{"config":{}}`, false},
+		{"ACS_HOOKS: a pull consumer", prefix + "ACS_HOOKS", `{"config":{}}`, false},
+		{"ACS_HOOKS: a push consumer on the inbox", prefix + "ACS_HOOKS.h1.acs.hooks.>", `{"config":{"name":"h1","deliver_subject":"_INBOX.security.h"}}`, true},
+		{"ACS_HOOKS: a push consumer elsewhere", prefix + "ACS_HOOKS", `{"config":{"deliver_subject":"acs.decisions.x.y"}}`, false},
+		{"ACS_HOOKS: the processor's name", prefix + "ACS_HOOKS.turnguard-p000", `{"config":{"name":"turnguard-p000","deliver_subject":"_INBOX.security.h"}}`, false},
+		{"ACS_HOOKS: the processor's name in the subject", prefix + "ACS_HOOKS.turnguard-p000.acs.>", `{"config":{"deliver_subject":"_INBOX.security.h"}}`, false},
+		{"ACS_HOOKS: the processor's durable", prefix + "ACS_HOOKS", `{"config":{"durable_name":"turnguard-unrouted","deliver_subject":"_INBOX.security.h"}}`, false},
 		{"another subject", "turnguard.other.ACS_DECISIONS", `{"config":{}}`, false},
 		{"no stream", prefix, `{"config":{}}`, false},
 		{"not JSON", prefix + "ACS_DECISIONS", `{"config":`, false},
@@ -67,6 +72,12 @@ func checkForwarded(t *testing.T, subject string, req secgate.Request) {
 	if d := got.Config.DeliverSubject; d != "" && !strings.HasPrefix(d, natsauth.SecurityDeliverPrefix) {
 		t.Fatalf("forwarded deliver subject %q", d)
 	}
+	if strings.HasPrefix(req.Subject, "$JS.API.CONSUMER.CREATE.ACS_HOOKS") {
+		if got.Config.DeliverSubject == "" || strings.HasPrefix(got.Config.Name, "turnguard") || strings.HasPrefix(got.Config.Durable, "turnguard") ||
+			strings.HasPrefix(req.Subject, "$JS.API.CONSUMER.CREATE.ACS_HOOKS.turnguard") {
+			t.Fatalf("forwarded a consumer on ACS_HOOKS that is not a push consumer of the security role's: %s %s", req.Subject, req.Data)
+		}
+	}
 }
 
 // FuzzCheck: whatever the security role sends, what is forwarded creates
@@ -74,6 +85,7 @@ func checkForwarded(t *testing.T, subject string, req secgate.Request) {
 func FuzzCheck(f *testing.F) {
 	f.Add("ACS_DECISIONS", `{"config":{"deliver_subject":"_INBOX.security.a"}}`)
 	f.Add("ACS_DECISIONS.c.acs.>", `{"config":{"deliver_subject":"acs.hooks.a.b.c","DeliverSubject":"x"}}`)
+	f.Add("ACS_HOOKS.turnguard-p000", `{"config":{"deliver_subject":"_INBOX.security.a"}}`)
 	f.Add("KV_ACS_PROCESSORS", `{"config":{"Deliver_subject":"_INBOX.security.a","deliver_subject":"$KV.x"},"action":"update"}`)
 	f.Fuzz(func(t *testing.T, rest, body string) {
 		subject := prefix + rest
