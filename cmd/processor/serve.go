@@ -33,6 +33,7 @@ import (
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/reload"
 	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/secgate"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/internal/version"
@@ -92,6 +93,13 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	defer closeNATS()
+	// The security role creates its consumers through the processors
+	// (README "Roles"); stopped before the connection drains.
+	stopSecgate, err := secgate.Start(nc, log)
+	if err != nil {
+		return err
+	}
+	defer stopSecgate()
 	if mx != nil {
 		cfg.processor.Observer = mx.Observer()
 	}
