@@ -23,6 +23,9 @@ const (
 	MaxRecentRequestIDs = 128
 	// MaxRecentTurnIDs is how many closed turn ids are kept to detect reuse.
 	MaxRecentTurnIDs = 64
+	// MaxSubagents is how many spawned subagent session ids a session
+	// keeps (Session.Subagents).
+	MaxSubagents = 64
 )
 
 // Status is whether a session still accepts steps.
@@ -47,6 +50,11 @@ type Session struct {
 	// Parent is set on a subagent's session when its parent announced it
 	// with subagentStart.
 	Parent *ParentLink `json:"parent,omitempty"`
+	// Subagents are the sessions this one spawned (allowed subagentStarts),
+	// newest last, at most MaxSubagents: a subagent whose own session began
+	// before the spawn was applied has no Parent link, and is still this
+	// session's to take taint back from.
+	Subagents []string `json:"subagents,omitempty"`
 
 	// TurnsStarted counts the turns opened, by turnStart or implicitly
 	// (see Turn.Implicit); it is the index of the newest turn (1-based).
@@ -138,6 +146,22 @@ func New(tenant, sessionID string) *Session {
 	return &Session{Tenant: tenant, SessionID: sessionID, Status: StatusOpen, OpenTurns: []Turn{}}
 }
 
+// RememberSubagent records a subagent session this one spawned.
+func (s *Session) RememberSubagent(id string) {
+	if !slices.Contains(s.Subagents, id) {
+		s.Subagents = remember(s.Subagents, id, MaxSubagents)
+	}
+}
+
+// Spawned reports whether child is a subagent session of this one: linked
+// to it, or remembered among the subagents it spawned.
+func (s *Session) Spawned(child *Session) bool {
+	if child == nil {
+		return false
+	}
+	return child.Parent != nil && child.Parent.SessionID == s.SessionID || slices.Contains(s.Subagents, child.SessionID)
+}
+
 // Key is the session's KV key.
 func (s *Session) Key() string { return acs.SessionKey(s.Tenant, s.SessionID) }
 
@@ -181,6 +205,7 @@ func (s *Session) Clone() *Session {
 	}
 	c.RecentRequestIDs = slices.Clone(s.RecentRequestIDs)
 	c.RecentTurnIDs = slices.Clone(s.RecentTurnIDs)
+	c.Subagents = slices.Clone(s.Subagents)
 	c.RecentNonces = slices.Clone(s.RecentNonces)
 	c.Violations = maps.Clone(s.Violations)
 	c.Decisions = maps.Clone(s.Decisions)
