@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/stream"
 )
@@ -96,5 +97,38 @@ func TestNewSessionsCostNoRebuild(t *testing.T) {
 	}
 	if d := r.ops.find(stream.AlertStateIntegrity, nil); d != nil {
 		t.Fatalf("an integrity alert for new sessions: %v", d)
+	}
+}
+
+// TestPurgedSubagentStillTaintsItsParent: the parent's allowed
+// subagentStart creates the subagent's state, so a subagent the parent
+// remembers with no state while ACS_HOOKS holds its envelopes was purged
+// (or expired): the stop cannot tell what it read, and counts it as
+// carrying every taint instead of as a subagent that read nothing.
+func TestPurgedSubagentStillTaintsItsParent(t *testing.T) {
+	r := newIntegrityRig(t, nil)
+	built, _ := probe(t, 0, testConfig().Topology.Partitions)
+	msgs := built.Messages
+	if len(msgs) != 8 {
+		t.Fatalf("the probe has %d steps, want 8", len(msgs))
+	}
+	for _, m := range msgs[:6] {
+		r.w.await(t, natstest.Publish(t, r.js, m.Subject, m.Data), true, false)
+	}
+	child := msgs[5]
+	purge := func(stream, subject string) {
+		s, err := r.js.Stream(context.Background(), stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Purge(context.Background(), jetstream.WithPurgeSubject(subject)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	purge(acs.KVStream(acs.StateBucket), "$KV."+acs.StateBucket+"."+acs.SessionKey(child.Tenant, child.SessionID))
+	r.w.await(t, natstest.Publish(t, r.js, msgs[6].Subject, msgs[6].Data), true, false)
+	bash := r.w.decision(t, natstest.Publish(t, r.js, msgs[7].Subject, msgs[7].Data))
+	if got := bash.Header.Get(acs.HdrDecision); got != "deny" {
+		t.Fatalf("the parent's Bash after its purged subagent's stop: %q, want deny\n%s", got, bash.Data)
 	}
 }

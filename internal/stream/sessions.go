@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -253,11 +254,36 @@ func (w *worker) subagent(ctx context.Context, rs *rules.Set, in *inbound, paren
 	if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
 		return unknownChild(rs, in.route, id), nil
 	}
+	if err == nil && s == nil && parent != nil && slices.Contains(parent.Subagents, id) {
+		return w.missingChild(ctx, rs, in, id)
+	}
 	if err != nil || parent == nil || !parent.Spawned(s) {
 		// Not a child of this session: the rules take nothing from it.
 		return s, err
 	}
 	return w.freshChild(ctx, rs, in, id, s)
+}
+
+// missingChild decides what a subagent the parent spawned, but whose state
+// is gone without a marker, hands back at its stop. The allowed spawn
+// created its state, so with envelopes of it in ACS_HOOKS the state was
+// purged through the stream API (or expired): what it read cannot be told,
+// and it counts as carrying every taint. Without envelopes it did nothing.
+func (w *worker) missingChild(ctx context.Context, rs *rules.Set, in *inbound, id string) (*turnstate.Session, error) {
+	if !subjectToken(id) {
+		return nil, nil // no subject names it: it has no envelopes
+	}
+	_, err := w.hooks.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(acs.StoredFilter(in.route.Tenant, id, "*")))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("look up the envelopes of subagent %s: %w", id, err)
+	}
+	w.stats.SubagentsUnknown.Add(1)
+	w.log.Error().Str("session", in.route.SessionKey()).Str("subagent", acs.SessionKey(in.route.Tenant, id)).
+		Msg("subagentStop: the subagent's state is gone though its envelopes are stored (purged or expired); the subagent counts as carrying every taint")
+	return unknownChild(rs, in.route, id), nil
 }
 
 // freshChild returns the child's state s once it holds every envelope of
