@@ -253,7 +253,8 @@ func startGateway(ctx context.Context, cfg config, pre checked, l net.Listener, 
 	gw, err := gateway.New(ctx, nc, pre.validator, gateway.Config{Tenant: cfg.httpTenant, Callers: pre.callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
 		Keys: pre.guardian.Keys, RequireSignatures: pre.guardian.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
 		Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready,
-		MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters, WriteTimeout: cfg.httpLimits.writeTimeout}, log)
+		MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters, WriteTimeout: cfg.httpLimits.writeTimeout,
+		StateKey: cfg.processor.StateKey}, log)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,11 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Ready reports whether the processor is running (GET /readyz).
 	Ready func() error
+	// StateKey is the processor's state key: the endpoint attests with it
+	// the caller of every envelope it publishes, so that the processor can
+	// bind sessions to their callers (attest.go). Without it, envelopes
+	// go unattested.
+	StateKey []byte
 }
 
 // Gateway serves the endpoint.
@@ -94,6 +99,7 @@ type Gateway struct {
 	js  jetstream.JetStream
 	// clients decide for each tenant a caller may belong to; fixed at New.
 	clients    map[string]*client.Client
+	attest     *attestor
 	validator  *schema.Validator
 	handshakes *handshakes
 	// anonymous is the caller of every request of an open endpoint.
@@ -177,7 +183,11 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, validator: v, handshakes: hs,
+	attest, err := newAttestor(cfg.StateKey)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, attest: attest, validator: v, handshakes: hs,
 		anonymous: &Caller{Tenant: cfg.Tenant}, log: log,
 		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}, nil
 }

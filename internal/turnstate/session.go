@@ -47,6 +47,12 @@ type Session struct {
 	// Parent is set on a subagent's session when its parent announced it
 	// with subagentStart.
 	Parent *ParentLink `json:"parent,omitempty"`
+	// Caller is who the session belongs to: the publisher of its first
+	// envelope (CallerNATS, or HTTPCaller(name)); a subagent's session
+	// belongs to its parent's. Envelopes of anyone else are refused before
+	// they reach the state (guardian). Empty on states of earlier versions,
+	// which their next envelope binds.
+	Caller string `json:"caller,omitempty"`
 
 	// TurnsStarted counts the turns opened, by turnStart or implicitly
 	// (see Turn.Implicit); it is the index of the newest turn (1-based).

@@ -17,6 +17,8 @@ type Step struct {
 	Method    *acs.MethodSpec
 	RequestID string
 	AgentID   string
+	// Caller is who published the envelope (Session.Caller).
+	Caller string
 	// TurnID and ParentTurnID are the envelope's metadata values.
 	TurnID       string
 	ParentTurnID string
@@ -52,6 +54,9 @@ func (s *Session) Apply(st Step) Result {
 		s.FirstSeq, s.FirstTime = st.Seq, st.Time
 	}
 	s.Envelopes++
+	if s.Caller == "" {
+		s.Caller = st.Caller
+	}
 	s.LastSeq = st.Seq
 	if st.Time.After(s.LastTime) {
 		s.LastTime = st.Time
@@ -95,6 +100,7 @@ func (s *Session) Apply(st Step) Result {
 	if p := st.SubagentStart; p != nil && p.SubagentSessionID != s.SessionID {
 		r.Spawned = New(s.Tenant, p.SubagentSessionID)
 		r.Spawned.Parent = &ParentLink{SessionID: s.SessionID, TurnID: st.TurnID, RequestID: st.RequestID}
+		r.Spawned.Caller = s.Caller
 	}
 	return r
 }
