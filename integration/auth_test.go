@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"os"
@@ -157,6 +158,13 @@ func TestEmbeddedAuthentication(t *testing.T) {
 	acme.Publish("acs.hooks.default."+exampleSession+".sessionEnd", []byte(`{}`))
 	acmeErrs.expectDenied(t, acme, "agent acme publishes into tenant default")
 
+	procFile := filepath.Join(t.TempDir(), "processor.creds")
+	addProc := start(t, "processor", "creds", "add", "--data-dir", dataDir, "--role", "processor", "--out", procFile)
+	if code := addProc.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("creds add --role processor: exit %d\n%s", code, addProc.out)
+	}
+	probeReplies(t, ctx, acme, "acme", security, connectAs(t, url, procFile))
+
 	bad := start(t, "processor", "creds", "add", "--data-dir", dataDir, "--role", "agent", "--tenant", ">")
 	if code := bad.wait(t, 30*time.Second); code != 1 || !strings.Contains(bad.out.String(), "tenant") {
 		t.Fatalf("creds add with a wildcard tenant: exit %d\n%s", code, bad.out)
@@ -277,5 +285,85 @@ func TestExternalServerWithShippedConfig(t *testing.T) {
 	}
 	if info.State.Msgs != before {
 		t.Fatalf("ACS_HOOKS went from %d to %d messages after the refused attempts", before, info.State.Msgs)
+	}
+
+	probeReplies(t, ctx, a, "a", security, connectAs(t, url, filepath.Join(dir, "creds", "processor.creds")))
+}
+
+// probeReplies is issue 23's findings 1 and 2 against a running
+// deployment: an agent's publish acks and the security role's reads
+// replied to turnguard's buckets and streams, and security push consumers
+// delivering onto them, store nothing there. Each target is checked by
+// subject once a sentinel the processor credential writes to the same
+// stream afterwards is acknowledged (the stream stores in order).
+func probeReplies(t *testing.T, ctx context.Context, agent *nats.Conn, tenant string, security, proc *nats.Conn) {
+	t.Helper()
+	procJS, err := jetstream.New(proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []struct{ subject, stream, sentinel string }{
+		{"$KV.ACS_TURNSTATE.zz.probe", "KV_ACS_TURNSTATE", "$KV.ACS_TURNSTATE.zz.probe-sentinel"},
+		{"acs.decisions.zz.probe", "ACS_DECISIONS", "acs.decisions.zz.probe-sentinel"},
+		{"acs.alerts._system.critical.probe", "ACS_ALERTS", "acs.alerts.zz.probe-sentinel"},
+		{"$KV.ACS_PROCESSORS.probe-fake", "KV_ACS_PROCESSORS", "$KV.ACS_PROCESSORS.probe-sentinel"},
+	}
+	agentJS, err := jetstream.New(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range targets {
+		// The agent's envelope with a chosen reply subject.
+		if err := agent.PublishRequest("acs.hooks."+tenant+".probe.turnStart", tg.subject, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		// The security role's reads, replied to the target.
+		for _, req := range []struct{ subject, body string }{
+			{"$JS.API.DIRECT.GET.KV_ACS_PROCESSORS.$KV.ACS_PROCESSORS.probe-fake", ""},
+			{"$JS.API.DIRECT.GET.ACS_DECISIONS", `{"seq":1}`},
+			{"$JS.API.STREAM.INFO.ACS_ALERTS", ""},
+		} {
+			if err := security.PublishRequest(req.subject, tg.subject, []byte(req.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A push consumer delivering onto the target: refused.
+		req := `{"stream_name":"ACS_DECISIONS","config":{"deliver_subject":"` + tg.subject + `","ack_policy":"none"}}`
+		m, err := security.Request("$JS.API.CONSUMER.CREATE.ACS_DECISIONS", []byte(req), 10*time.Second)
+		if err != nil {
+			t.Fatalf("security consumer create: %v", err)
+		}
+		if !strings.Contains(string(m.Data), `"error"`) {
+			t.Errorf("security created a push consumer delivering to %s: %.120s", tg.subject, m.Data)
+		}
+	}
+	// Both still get their own replies.
+	if _, err := agentJS.Publish(ctx, "acs.hooks."+tenant+".probe.turnEnd", []byte(`{}`)); err != nil {
+		t.Fatalf("the agent's own publish ack: %v", err)
+	}
+	secJS, err := jetstream.New(security)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := secJS.KeyValue(ctx, "ACS_PROCESSORS")
+	if err != nil {
+		t.Fatalf("security opens ACS_PROCESSORS: %v", err)
+	}
+	if _, err := kv.ListKeys(ctx); err != nil {
+		t.Fatalf("security lists the members (a push consumer on its inbox): %v", err)
+	}
+	for _, tg := range targets {
+		if _, err := procJS.Publish(ctx, tg.sentinel, []byte(`{}`)); err != nil {
+			t.Fatalf("sentinel %s: %v", tg.sentinel, err)
+		}
+		s, err := procJS.Stream(ctx, tg.stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := s.GetLastMsgForSubject(ctx, tg.subject); err == nil {
+			t.Errorf("%s holds message %d on %s, written through a reply or a delivery: %.80s", tg.stream, m.Sequence, tg.subject, m.Data)
+		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			t.Fatalf("%s last message on %s: %v", tg.stream, tg.subject, err)
+		}
 	}
 }

@@ -138,6 +138,12 @@ func TestComposeCluster(t *testing.T) {
 		t.Fatalf("the demo's taint session is not allow, …, deny:\n%s", demo)
 	}
 	t.Logf("demo:\n%s", demo)
+
+	// Issue 23's findings 1 and 2 on the cluster: nothing an agent or the
+	// security role names as a reply or deliver subject is stored on
+	// turnguard's subjects.
+	probeReplies(t, withTimeout(t, 2*time.Minute), connectAs(t, c.natsURL(), filepath.Join(creds, "agent.creds")), "default",
+		security, connectAs(t, c.natsURL(), filepath.Join(creds, "processor.creds")))
 	if m, err := alerts.NextMsg(30 * time.Second); err != nil {
 		t.Fatalf("no taint alert: %v", err)
 	} else {

@@ -107,7 +107,8 @@ func TestParseFlags(t *testing.T) {
 		{"http limits by default", nil, nil, func(c config) bool {
 			l := c.httpLimits
 			return l.readHeaderTimeout == 10*time.Second && l.readTimeout == 30*time.Second && l.idleTimeout == 2*time.Minute &&
-				l.maxConns == 1024 && l.writeTimeout == 15*time.Second
+				l.maxConns == 1024 && l.writeTimeout == 15*time.Second &&
+				l.maxUnauthConns == 0 && l.conns().MaxUnproven == 256 && l.maxConnsPerIP == 32 && l.unauthTimeout == 5*time.Second
 		}, ""},
 		{"write timeout follows the decision timeout", nil, []string{"--decision-timeout", "20s"},
 			func(c config) bool { return c.httpLimits.writeTimeout == 30*time.Second }, ""},
@@ -115,7 +116,12 @@ func TestParseFlags(t *testing.T) {
 		{"batch bounds by default", nil, nil, func(c config) bool { return c.httpMaxBatch == 100 && c.httpMaxDeadLetters == 10 }, ""},
 		{"no batch limit", nil, []string{"--http-max-batch", "0"}, nil, "--http-max-batch must be positive"},
 		{"no dead-letter limit", nil, []string{"--http-max-dead-letters", "-1"}, nil, "--http-max-dead-letters must be positive"},
-		{"no connection limit", nil, []string{"--http-max-conns", "0"}, nil, "--http-max-conns must be positive"},
+		{"no connection limit", nil, []string{"--http-max-conns", "0"}, nil, "--http-max-conns must be at least 2"},
+		{"unauthenticated budget is everything", nil, []string{"--http-max-conns", "100", "--http-max-unauth-conns", "100"}, nil, "--http-max-unauth-conns 100 must be below"},
+		{"unauthenticated budget follows the connection limit", nil, []string{"--http-max-conns", "100"},
+			func(c config) bool { return c.httpLimits.conns().MaxUnproven == 25 }, ""},
+		{"no per-address share", nil, []string{"--http-max-conns-per-ip", "0"}, nil, "--http-max-conns-per-ip must be positive"},
+		{"no unauthenticated deadline", nil, []string{"--http-unauth-timeout", "0s"}, nil, "--http-unauth-timeout must be positive"},
 		{"a bad --http-tenant", nil, []string{"--http-tenant", "a.b"}, nil, "--http-tenant"},
 		// The metrics and health listener.
 		{"metrics off by default", nil, nil, func(c config) bool { return c.metricsAddr == "" }, ""},

@@ -23,10 +23,14 @@ const credsUsage = `Usage:
   processor creds permissions --role ROLE [--tenant T]
                                    print a role's subject permissions (JSON)
 
-Roles: agent (one tenant's envelopes and decisions), security (read everything,
-publish nothing), admin (streams and replay; cannot publish as the processor),
-processor (turnguard itself). The authority is <data-dir>/auth unless --auth-dir
-names another; the embedded processor creates it on its first start.
+Roles: agent (one tenant's envelopes and decisions; an account per tenant),
+security (read everything, publish nothing; an account of its own), admin
+(streams and replay; cannot publish as the processor), processor (turnguard
+itself); admin and processor share the TURNGUARD account that holds the
+streams. The authority is <data-dir>/auth unless --auth-dir names another; the
+embedded processor creates it on its first start. A new tenant's account JWT
+goes to <auth-dir>/accounts, where the embedded server and an external
+server's resolver find it without a restart.
 `
 
 // credsCommand runs "processor creds …" and returns the exit code.
@@ -108,6 +112,7 @@ func credsAdd(authDir string, u natsauth.User, out string, stdout, stderr io.Wri
 		return fmt.Errorf("%s exists; choose another --out", out)
 	}
 	fmt.Fprintf(stderr, "wrote %s (%s)\n", out, describe(u))
+	fmt.Fprintf(stderr, "account %s\n", u.AccountName())
 	if p := u.InboxPrefix(); p != "" {
 		fmt.Fprintf(stderr, "connect with inbox prefix %s (nats CLI: --inbox-prefix %s; turnguard's tools set it themselves)\n", p, p)
 	}
@@ -152,9 +157,12 @@ func credsInit(dir string, stdout io.Writer) error {
 }
 
 // writeRoleCreds writes one credential per role into dir, skipping files
-// that exist (a restart must not invalidate what users copied). The agent
-// credential is bound to the default tenant. The processor's own is
-// written only on request: the embedded processor mints it in memory.
+// that exist (a restart must not invalidate what users copied) unless the
+// authority no longer accepts them: a credential of an older layout (all
+// roles in one account, issue 23) is moved aside to <file>.revoked and
+// minted again. The agent credential is bound to the default tenant. The
+// processor's own is written only on request: the embedded processor mints
+// it in memory.
 func writeRoleCreds(auth *natsauth.Authority, dir string, processor bool) ([]string, error) {
 	var written []string
 	for _, r := range natsauth.Roles {
@@ -166,6 +174,11 @@ func writeRoleCreds(auth *natsauth.Authority, dir string, processor bool) ([]str
 			u.Tenant = "default"
 		}
 		path := filepath.Join(dir, string(r)+".creds")
+		if old, err := os.ReadFile(path); err == nil && !auth.Current(old, u) {
+			if err := os.Rename(path, path+".revoked"); err != nil {
+				return written, fmt.Errorf("move aside the revoked %s: %w", path, err)
+			}
+		}
 		ok, err := auth.WriteCreds(path, u)
 		if err != nil {
 			return written, err
@@ -194,12 +207,25 @@ func credsPermissions(u natsauth.User, stdout io.Writer) error {
 	if err := u.Validate(); err != nil {
 		return err
 	}
+	type imp struct {
+		Type    string `json:"type"`
+		Subject string `json:"subject"`
+		Local   string `json:"local_subject,omitempty"`
+	}
+	var imports []imp
+	for _, i := range u.AccountImports() {
+		imports = append(imports, imp{i.Type.String(), string(i.Subject), string(i.LocalSubject)})
+	}
 	out := struct {
 		Role        natsauth.Role `json:"role"`
 		Tenant      string        `json:"tenant,omitempty"`
+		Account     string        `json:"account"`
 		InboxPrefix string        `json:"inbox_prefix,omitempty"`
 		Permissions any           `json:"permissions"`
-	}{u.Role, u.Tenant, u.InboxPrefix(), u.Permissions()}
+		// Imports are what the account takes from TURNGUARD: a reply to
+		// anything the user publishes lands in its own account.
+		Imports []imp `json:"imports_from_turnguard,omitempty"`
+	}{u.Role, u.Tenant, u.AccountName(), u.InboxPrefix(), u.Permissions(), imports}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

@@ -37,14 +37,22 @@ func TestCredsCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out, _ := run("server-config", "--auth-dir", filepath.Join(dir, "auth")); code != 0 || !strings.Contains(out, "resolver_preload") ||
-		!strings.Contains(string(conf), "resolver: MEMORY") {
+	accounts, err := filepath.Abs(filepath.Join(dir, "auth", "accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run("server-config", "--auth-dir", filepath.Join(dir, "auth")); code != 0 || !strings.Contains(out, "type: full") ||
+		!strings.Contains(string(conf), `dir: "`+accounts+`"`) {
 		t.Fatalf("server-config: exit %d\n%s", code, out)
 	}
 
 	acme := filepath.Join(dir, "acme.creds")
 	if code, _, errOut := run("add", "--auth-dir", filepath.Join(dir, "auth"), "--role", "agent", "--tenant", "acme", "--out", acme); code != 0 {
 		t.Fatalf("add: exit %d: %s", code, errOut)
+	}
+	// The tenant's account, for the server's resolver to find.
+	if jwts, err := filepath.Glob(filepath.Join(accounts, "*.jwt")); err != nil || len(jwts) != 5 {
+		t.Fatalf("account JWTs after the first tenant: %v, %v (want system, TURNGUARD, security, default, acme)", jwts, err)
 	}
 	if prefix, err := client.InboxPrefixOf(acme); err != nil || prefix != "_INBOX.agent.acme" {
 		t.Fatalf("inbox prefix of the acme credential: %q, %v", prefix, err)
@@ -74,7 +82,9 @@ func TestCredsCommand(t *testing.T) {
 
 	code, out, _ := run("permissions", "--role", "agent", "--tenant", "acme")
 	var perms struct {
-		InboxPrefix string `json:"inbox_prefix"`
+		Account     string                           `json:"account"`
+		Imports     []struct{ Type, Subject string } `json:"imports_from_turnguard"`
+		InboxPrefix string                           `json:"inbox_prefix"`
 		Permissions struct {
 			Pub struct{ Allow []string } `json:"pub"`
 			Sub struct{ Allow []string } `json:"sub"`
@@ -86,5 +96,8 @@ func TestCredsCommand(t *testing.T) {
 	if perms.InboxPrefix != "_INBOX.agent.acme" || strings.Join(perms.Permissions.Pub.Allow, ",") != "acs.hooks.acme.>" ||
 		strings.Join(perms.Permissions.Sub.Allow, ",") != "acs.decisions.acme.>,_INBOX.agent.acme.>" {
 		t.Fatalf("agent permissions: %+v", perms)
+	}
+	if perms.Account != "TENANT_acme" || len(perms.Imports) != 2 || perms.Imports[0].Subject != "acs.hooks.acme.>" || perms.Imports[1].Subject != "acs.decisions.acme.>" {
+		t.Fatalf("agent account: %+v", perms)
 	}
 }

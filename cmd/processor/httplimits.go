@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
-	"sync"
 	"time"
+
+	"github.com/turnguard/turnguard/internal/connlimit"
 )
 
 // httpLimits bound what one client of the HTTP endpoint can hold: the time
@@ -18,6 +18,13 @@ type httpLimits struct {
 	writeTimeout      time.Duration
 	idleTimeout       time.Duration
 	maxConns          int
+	// Connections that have not yet sent an authenticated request
+	// (internal/connlimit): at most maxUnauthConns of them (0: a quarter
+	// of maxConns), at most maxConnsPerIP from one address, each read
+	// bounded by unauthTimeout.
+	maxUnauthConns int
+	maxConnsPerIP  int
+	unauthTimeout  time.Duration
 }
 
 // Defaults of the HTTP limits. writeTimeout has none of its own: it
@@ -27,6 +34,8 @@ const (
 	defaultHTTPReadTimeout       = 30 * time.Second
 	defaultHTTPIdleTimeout       = 2 * time.Minute
 	defaultHTTPMaxConns          = 1024
+	defaultHTTPMaxConnsPerIP     = 32
+	defaultHTTPUnauthTimeout     = 5 * time.Second
 	// writeTimeoutMargin is what the write timeout leaves beyond the
 	// decision timeout, so that a call whose decision times out still
 	// gets its JSON-RPC error out (reading the body, dead-lettering).
@@ -36,6 +45,15 @@ const (
 // defaultWriteTimeout is the write timeout when --http-write-timeout is 0.
 func defaultWriteTimeout(decision time.Duration) time.Duration {
 	return decision + writeTimeoutMargin
+}
+
+// conns is the connection bounds of the limits.
+func (l httpLimits) conns() connlimit.Config {
+	unauth := l.maxUnauthConns
+	if unauth == 0 {
+		unauth = max(1, l.maxConns/4)
+	}
+	return connlimit.Config{MaxConns: l.maxConns, MaxUnproven: unauth, MaxPerSource: l.maxConnsPerIP, UnprovenTimeout: l.unauthTimeout}
 }
 
 // check refuses limits that would leave a bound off or cut off answers
@@ -48,8 +66,14 @@ func (l httpLimits) check(decision time.Duration) error {
 		return errors.New("--http-read-timeout must be positive")
 	case l.idleTimeout <= 0:
 		return errors.New("--http-idle-timeout must be positive")
-	case l.maxConns <= 0:
-		return errors.New("--http-max-conns must be positive")
+	case l.maxConns <= 1:
+		return errors.New("--http-max-conns must be at least 2")
+	case l.maxUnauthConns < 0 || l.maxUnauthConns >= l.maxConns:
+		return fmt.Errorf("--http-max-unauth-conns %d must be below --http-max-conns %d (0: a quarter of it)", l.maxUnauthConns, l.maxConns)
+	case l.maxConnsPerIP <= 0:
+		return errors.New("--http-max-conns-per-ip must be positive")
+	case l.unauthTimeout <= 0:
+		return errors.New("--http-unauth-timeout must be positive")
 	case l.writeTimeout <= decision:
 		// net/http's write timeout runs from the end of the headers to the
 		// end of the answer: shorter than the decision wait, it would cut
@@ -58,53 +82,4 @@ func (l httpLimits) check(decision time.Duration) error {
 		return fmt.Errorf("--http-write-timeout %v must exceed --decision-timeout %v", l.writeTimeout, decision)
 	}
 	return nil
-}
-
-// limitListener accepts at most n connections at once: Accept waits for
-// one to close before taking the next from the kernel's backlog, so that a
-// flood of connections queues (and the kernel refuses it when the backlog
-// is full) instead of each costing a goroutine and buffers.
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-	// done unblocks an Accept waiting for a slot when the listener closes.
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
-	return err
-}
-
-// limitConn gives its slot back once, however often it is closed.
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }

@@ -93,7 +93,9 @@ func layOut(dir string, names []string, tenant string) ([]string, error) {
 		made = append(made, auth.Dir)
 	}
 	conf := filepath.Join(dir, "auth.conf")
-	if missing(conf) {
+	// An auth.conf of the first layout preloads two accounts and knows no
+	// tenant's: it is written anew with the resolver that reads accounts/.
+	if old, err := os.ReadFile(conf); missing(conf) || (err == nil && !strings.Contains(string(old), "resolver: {")) {
 		text, err := auth.ServerConfig()
 		if err != nil {
 			return made, err

@@ -13,13 +13,18 @@ import (
 // metricsLimits bound the clients of the --metrics listener: scrapers and
 // probes, which send small requests and read answers made in well under
 // the write timeout (a scrape's consumer info requests are bounded by
-// metrics.DefaultBacklogTimeout).
+// metrics.DefaultBacklogTimeout). Nothing authenticates there, so every
+// connection stays in the unauthenticated budget: at most 16 from one
+// address, the oldest closed when 63 are open.
 var metricsLimits = httpLimits{
 	readHeaderTimeout: 5 * time.Second,
 	readTimeout:       10 * time.Second,
 	writeTimeout:      30 * time.Second,
 	idleTimeout:       defaultHTTPIdleTimeout,
 	maxConns:          64,
+	maxUnauthConns:    63,
+	maxConnsPerIP:     16,
+	unauthTimeout:     5 * time.Second,
 }
 
 // listenMetrics binds --metrics. It runs before NATS starts, so that a bad

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/connlimit"
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/guardian"
@@ -32,6 +33,7 @@ import (
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/reload"
 	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/secgate"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/internal/version"
@@ -91,6 +93,13 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	defer closeNATS()
+	// The security role creates its consumers through the processors
+	// (README "Roles"); stopped before the connection drains.
+	stopSecgate, err := secgate.Start(nc, log)
+	if err != nil {
+		return err
+	}
+	defer stopSecgate()
 	if mx != nil {
 		cfg.processor.Observer = mx.Observer()
 	}
@@ -410,7 +419,9 @@ func serveHTTPOn(ctx context.Context, raw net.Listener, tlsConfig *tls.Config, h
 		scheme = "https"
 	}
 	stop := serveBounded(ctx, raw, tlsConfig, h, limits, "HTTP endpoint", 10*time.Second, log)
-	log.Info().Str("url", scheme+"://"+raw.Addr().String()+"/acs").Int("max_conns", limits.maxConns).Msg("ACS JSON-RPC endpoint listening")
+	c := limits.conns()
+	log.Info().Str("url", scheme+"://"+raw.Addr().String()+"/acs").Int("max_conns", c.MaxConns).Int("max_unauth_conns", c.MaxUnproven).
+		Int("max_conns_per_ip", c.MaxPerSource).Dur("unauth_timeout", c.UnprovenTimeout).Msg("ACS JSON-RPC endpoint listening")
 	return stop
 }
 
@@ -447,12 +458,14 @@ func checkFiles(cfg config) error {
 // listener both serve this way; what names the server in its log.
 func serveBounded(ctx context.Context, raw net.Listener, tlsConfig *tls.Config, h http.Handler, limits httpLimits, what string, grace time.Duration, log zerolog.Logger) func() {
 	// Counted before TLS, so that clients stalling in the handshake hold
-	// a slot as well.
-	var l net.Listener = newLimitListener(raw, limits.maxConns)
+	// a slot, and the short deadline of connections not yet authenticated,
+	// as well.
+	cl := connlimit.New(raw, limits.conns())
+	var l net.Listener = cl
 	if tlsConfig != nil {
 		l = tls.NewListener(l, tlsConfig)
 	}
-	srv := &http.Server{Handler: h, TLSConfig: tlsConfig,
+	srv := &http.Server{Handler: h, TLSConfig: tlsConfig, ConnContext: cl.ConnContext,
 		// A client that trickles its headers or its body is cut off: it
 		// cannot hold a connection (and a slot of the connection limit)
 		// for longer than these, however slowly it sends.

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"fmt"
-
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -21,25 +19,8 @@ const anonymousName = "(anonymous)"
 // which only processors hold.
 type attestor struct{ sealer *turnstate.Sealer }
 
-// newAttestor returns the attestor of key, nil without one (the endpoint
-// then publishes unattested, and its sessions belong to the tenant's NATS
-// agents as far as the processor can tell).
-func newAttestor(key []byte) (*attestor, error) {
-	if len(key) == 0 {
-		return nil, nil
-	}
-	s, err := turnstate.NewSealer(key)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: caller attestation: %w", err)
-	}
-	return &attestor{sealer: s}, nil
-}
-
 // options are the headers that attest who publishes raw on its subject.
 func (a *attestor) options(who *Caller, in incoming, raw []byte) []client.DecideOption {
-	if a == nil {
-		return nil
-	}
 	name := who.Name
 	if name == "" {
 		name = anonymousName

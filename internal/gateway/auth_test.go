@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -62,6 +63,7 @@ callers:
 
 // authEnv is an authenticated endpoint in front of a processor, unsigned.
 type authEnv struct {
+	srv *server.Server
 	gw  *gateway.Gateway
 	url string
 	js  jetstream.JetStream
@@ -84,6 +86,9 @@ func startAuth(t testing.TB, cfg gateway.Config, tlsCfg *tls.Config) *authEnv {
 		t.Fatal(err)
 	}
 	cfg.Callers, cfg.SkewWindow = callers, guardian.DefaultSkewWindow
+	if cfg.StateKey == nil {
+		cfg.StateKey = testStateKey
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -96,7 +101,7 @@ func startAuth(t testing.TB, cfg gateway.Config, tlsCfg *tls.Config) *authEnv {
 	hs := httptest.NewUnstartedServer(gw.Handler())
 	// The TLS handshakes refused on purpose would fill the output.
 	hs.Config.ErrorLog = log.New(io.Discard, "", 0)
-	e := &authEnv{gw: gw, client: &http.Client{Timeout: 20 * time.Second}}
+	e := &authEnv{srv: srv, gw: gw, client: &http.Client{Timeout: 20 * time.Second}}
 	if tlsCfg != nil {
 		hs.TLS = tlsCfg
 		hs.StartTLS()

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/opsalert"
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -52,6 +53,47 @@ func (a *forgeryAlarm) drop(d client.Drop) {
 		defer cancel()
 		if err := opsalert.Publish(ctx, a.js, a.signer, al); err != nil {
 			a.log.Error().Err(err).Msg("publish the forged-decision alert")
+		}
+	}()
+}
+
+// AlertHandshakeInvalid is the operational alert raised when an
+// ACS_HANDSHAKES record does not verify under the state key: written by
+// someone other than a turnguard endpoint, edited, or moved from another
+// session's key.
+const AlertHandshakeInvalid = "handshake_record_invalid"
+
+// handshakeAlarm reports handshake records that do not verify: counted
+// (Stats.HandshakesInvalid), logged and alerted at most once a second, so
+// that whoever writes junk into the bucket floods neither the log nor the
+// alert stream.
+type handshakeAlarm struct {
+	js     jetstream.JetStream
+	signer *receipt.Signer
+	log    zerolog.Logger
+	count  *atomic.Uint64
+	last   atomic.Int64
+}
+
+func (a *handshakeAlarm) invalid(key, reason string) {
+	n := a.count.Add(1)
+	now := time.Now().UnixNano()
+	last := a.last.Load()
+	if now-last < int64(time.Second) || !a.last.CompareAndSwap(last, now) {
+		return
+	}
+	a.log.Warn().Str("key", key).Str("reason", reason).Uint64("invalid_total", n).
+		Msg("a handshake record does not verify under the state key: taken as absent")
+	al := opsalert.Alert{ID: AlertHandshakeInvalid, Severity: "critical", Title: "Handshake record does not verify",
+		Message: fmt.Sprintf("the ACS_HANDSHAKES record %s is not one a turnguard endpoint wrote for that key (%s); it is taken as absent and replaced by the session's next negotiation (%d such records so far)",
+			key, reason, n),
+		MsgID:   AlertHandshakeInvalid + ":" + strconv.FormatInt(now, 10),
+		Details: map[string]any{"bucket": acs.HandshakeBucket, "key": key, "reason": reason, "invalid_total": n}}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := opsalert.Publish(ctx, a.js, a.signer, al); err != nil {
+			a.log.Error().Err(err).Msg("publish the handshake-record alert")
 		}
 	}()
 }

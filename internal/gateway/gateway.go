@@ -19,6 +19,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -85,10 +86,12 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Ready reports whether the processor is running (GET /readyz).
 	Ready func() error
-	// StateKey is the processor's state key: the endpoint attests with it
-	// the caller of every envelope it publishes, so that the processor can
-	// bind sessions to their callers (attest.go). Without it, envelopes
-	// go unattested.
+	// StateKey is the processor's state key (at least
+	// turnstate.StateKeySize bytes). It seals the ACS_HANDSHAKES records
+	// (a record the endpoint did not write for exactly its key is taken as
+	// absent and alerted), and attests the caller of every envelope the
+	// endpoint publishes, so that the processor can bind sessions to their
+	// callers (attest.go).
 	StateKey []byte
 }
 
@@ -121,6 +124,9 @@ type Stats struct {
 	// DeadLettersOmitted counts refusals beyond a request's dead-letter
 	// limit, kept only as counts in its summary record.
 	DeadLettersOmitted atomic.Uint64
+	// HandshakesInvalid counts ACS_HANDSHAKES records read that did not
+	// verify under the state key (taken as absent).
+	HandshakesInvalid atomic.Uint64
 }
 
 // Stats returns the endpoint's counters.
@@ -179,17 +185,18 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 		}
 		clients[t] = c
 	}
-	hs, err := openHandshakes(ctx, js, cfg.Replicas, cfg.HandshakeTTL)
+	sealer, err := turnstate.NewSealer(cfg.StateKey)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gateway: handshake records: %w", err)
 	}
-	attest, err := newAttestor(cfg.StateKey)
-	if err != nil {
-		return nil, err
-	}
-	return &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, attest: attest, validator: v, handshakes: hs,
+	g := &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, attest: &attestor{sealer: sealer}, validator: v,
 		anonymous: &Caller{Tenant: cfg.Tenant}, log: log,
-		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}, nil
+		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}
+	hsAlarm := &handshakeAlarm{js: js, signer: cfg.Receipts, log: log, count: &g.stats.HandshakesInvalid}
+	if g.handshakes, err = openHandshakes(ctx, js, cfg.Replicas, cfg.HandshakeTTL, sealer, hsAlarm.invalid); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // unauthLogBurst is how many 401s a second are logged.

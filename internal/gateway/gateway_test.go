@@ -77,6 +77,9 @@ func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
 	signer := receipt.NewSigner(priv)
 	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer})
 	cfg.Keys, cfg.RequireSignatures, cfg.SkewWindow, cfg.Receipts = kr, true, guardian.DefaultSkewWindow, signer
+	if cfg.StateKey == nil {
+		cfg.StateKey = testStateKey
+	}
 	// A loaded CI machine may take longer than the client's default
 	// 5 s to create the handshake bucket next to the processor's assets.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -98,6 +101,8 @@ func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg gua
 	}
 	pcfg := stream.DefaultConfig()
 	pcfg.Topology.Partitions = 4
+	// The gateways' key: the processor verifies the callers they attest.
+	pcfg.StateKey = testStateKey
 	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), rules.NewSource(rs), pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -72,20 +73,35 @@ func (n *negotiation) negotiated() bool { return len(n.ClientHello) > 0 }
 
 // handshakes keeps negotiations in the KV bucket, with the ones in use in
 // memory: a negotiation never changes once made.
+//
+// Every record is sealed with the state key (kind handshake, bound to its
+// bucket key), as session and member records are: anyone who may write
+// $KV.ACS_HANDSHAKES.> could otherwise bind a session to another caller —
+// refusing its legitimate caller — or negotiate it in that caller's name.
+// A record that does not verify is taken as absent (and reported): it
+// neither admits nor refuses anyone, and the next negotiation of the
+// session replaces it.
 type handshakes struct {
-	kv  jetstream.KeyValue
-	ttl time.Duration
+	kv     jetstream.KeyValue
+	ttl    time.Duration
+	sealer *turnstate.Sealer
+	// invalid is told about every record that does not verify.
+	invalid func(key, reason string)
 
 	mu    sync.Mutex
 	cache map[string]*negotiation
 }
+
+// handshakeKind is the kind bound into a handshake record's MAC, so that
+// no session or member record verifies as one.
+const handshakeKind = "handshake"
 
 // maxCachedHandshakes bounds the memory kept of negotiations; beyond it the
 // cache starts over and reads from the bucket again.
 const maxCachedHandshakes = 65536
 
 // openHandshakes opens the bucket, creating it when missing.
-func openHandshakes(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration) (*handshakes, error) {
+func openHandshakes(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration, sealer *turnstate.Sealer, invalid func(key, reason string)) (*handshakes, error) {
 	kv, err := js.KeyValue(ctx, acs.HandshakeBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: acs.HandshakeBucket, History: 1, TTL: ttl,
@@ -95,7 +111,34 @@ func openHandshakes(ctx context.Context, js jetstream.JetStream, replicas int, t
 	if err != nil {
 		return nil, fmt.Errorf("KV bucket %s: %w", acs.HandshakeBucket, err)
 	}
-	return &handshakes{kv: kv, ttl: ttl, cache: map[string]*negotiation{}}, nil
+	return &handshakes{kv: kv, ttl: ttl, sealer: sealer, invalid: invalid, cache: map[string]*negotiation{}}, nil
+}
+
+// read returns the negotiation stored under key: nil when there is none,
+// and also when the record there does not verify, whose revision is then
+// bad (0 otherwise) for the write that replaces it.
+func (h *handshakes) read(ctx context.Context, key string) (n *negotiation, bad uint64, err error) {
+	e, err := h.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the handshake of %s: %w", key, err)
+	}
+	record, reason := h.sealer.Open(handshakeKind, key, e.Value())
+	if reason == "" {
+		n = &negotiation{rev: e.Revision()}
+		if err := json.Unmarshal(record, n); err != nil {
+			// Sealed by a processor but unreadable: a bug, not an attack;
+			// still nothing to trust.
+			n, reason = nil, turnstate.ReasonNotDecoded
+		}
+	}
+	if reason != "" {
+		h.invalid(key, reason)
+		return nil, e.Revision(), nil
+	}
+	return n, 0, nil
 }
 
 // get returns a session's negotiation, nil when it has none. A negotiation
@@ -107,16 +150,9 @@ func (h *handshakes) get(ctx context.Context, key string) (*negotiation, error) 
 	n := h.cache[key]
 	h.mu.Unlock()
 	if n == nil {
-		e, err := h.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read the handshake of %s: %w", key, err)
-		}
-		n = &negotiation{rev: e.Revision()}
-		if err := json.Unmarshal(e.Value(), n); err != nil {
-			return nil, fmt.Errorf("handshake of %s: %w", key, err)
+		var err error
+		if n, _, err = h.read(ctx, key); n == nil || err != nil {
+			return nil, err
 		}
 		h.remember(key, n)
 	}
@@ -126,12 +162,21 @@ func (h *handshakes) get(ctx context.Context, key string) (*negotiation, error) 
 	return n, nil
 }
 
+// seal is the stored form of a negotiation.
+func (h *handshakes) seal(key string, n *negotiation) ([]byte, error) {
+	raw, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	return h.sealer.Seal(handshakeKind, key, raw), nil
+}
+
 // refresh writes a negotiation in use again, restarting its TTL. Losing
 // the race to another gateway is fine: that one refreshed it.
 func (h *handshakes) refresh(ctx context.Context, key string, n *negotiation) {
 	fresh := *n
 	fresh.At = time.Now().UTC()
-	raw, err := json.Marshal(&fresh)
+	raw, err := h.seal(key, &fresh)
 	if err != nil {
 		return
 	}
@@ -147,29 +192,55 @@ func (h *handshakes) refresh(ctx context.Context, key string, n *negotiation) {
 	h.cache[key] = &fresh
 }
 
+// maxPutAttempts bounds how often put replaces a record that does not
+// verify only to find another one in its place: a writer racing the
+// endpoint with junk costs it an error, not a loop.
+const maxPutAttempts = 3
+
 // put stores a new negotiation; when another one got there first it returns
-// that one instead.
+// that one instead. A record there that does not verify is replaced.
 func (h *handshakes) put(ctx context.Context, key string, n *negotiation) (*negotiation, error) {
-	raw, err := json.Marshal(n)
+	raw, err := h.seal(key, n)
 	if err != nil {
 		return nil, err
 	}
-	rev, err := h.kv.Create(ctx, key, raw)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return h.get(ctx, key)
+	for range maxPutAttempts {
+		rev, err := h.kv.Create(ctx, key, raw)
+		if err == nil {
+			n.rev = rev
+			h.remember(key, n)
+			return n, nil
 		}
-		return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
+		}
+		stored, bad, err := h.read(ctx, key)
+		switch {
+		case err != nil:
+			return nil, err
+		case stored != nil:
+			h.remember(key, stored)
+			return stored, nil
+		case bad == 0:
+			continue // gone again since: create it
+		}
+		rev, err = h.kv.Update(ctx, key, raw, bad)
+		if err == nil {
+			n.rev = rev
+			h.remember(key, n)
+			return n, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
+		}
 	}
-	n.rev = rev
-	h.remember(key, n)
-	return n, nil
+	return nil, fmt.Errorf("store the handshake of %s: the record keeps changing", key)
 }
 
 // upgrade replaces a session's binding-only record with its negotiation;
 // when another gateway changed the record first it returns that one.
 func (h *handshakes) upgrade(ctx context.Context, key string, old, n *negotiation) (*negotiation, error) {
-	raw, err := json.Marshal(n)
+	raw, err := h.seal(key, n)
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +249,15 @@ func (h *handshakes) upgrade(ctx context.Context, key string, old, n *negotiatio
 		h.mu.Lock()
 		delete(h.cache, key)
 		h.mu.Unlock()
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return h.get(ctx, key)
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
 		}
-		return nil, fmt.Errorf("store the handshake of %s: %w", key, err)
+		stored, err := h.get(ctx, key)
+		if stored != nil || err != nil {
+			return stored, err
+		}
+		// Replaced since by a record that does not verify, or gone.
+		return h.put(ctx, key, n)
 	}
 	n.rev = rev
 	h.remember(key, n)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/connlimit"
 )
 
 // Handler routes POST /acs, GET /healthz, GET /readyz and GET /receipt-key.
@@ -64,6 +65,9 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 		g.unauthenticated(w, r, why)
 		return
 	}
+	// The connection has shown a credential: it leaves the budget and the
+	// short deadlines of connections that have not.
+	connlimit.Authenticated(r.Context())
 	if r.URL.Query().Has(accessTokenParam) {
 		// RFC 6750 §2.3: a response to a request with the token in its
 		// URL must not be cached, lest the URL be replayed from a cache.

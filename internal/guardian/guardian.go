@@ -186,7 +186,8 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 			agent = nil
 		}
 		rr = rs.Evaluate(state, agent, rules.Input{Spec: env.spec, Req: &env.req, Payload: env.payload, Seq: msg.Seq,
-			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition, Provenance: env.provenance, Subagent: msg.Subagent})
+			Time: env.step.Time, Violations: applied.Violations, Partition: route.Partition, Provenance: env.provenance, Subagent: msg.Subagent,
+			Spawned: applied.Spawned})
 		if rr.AgentChanged {
 			out.Agent = agent
 		}
@@ -195,8 +196,9 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	state.RecordDecision(env.step, v.decision)
 	out.State = state
 	out.Violations = applied.Violations
-	if v.decision != acs.Deny {
+	if v.decision != acs.Deny && applied.Spawned != nil {
 		out.Spawned = applied.Spawned
+		state.RememberSubagent(applied.Spawned.SessionID)
 	}
 	v.result.ChainHash = state.ChainHead
 	out.Response = &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: v.result}

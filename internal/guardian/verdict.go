@@ -324,9 +324,14 @@ func (g *Guardian) alertFor(env *envelope, st *turnstate.Session, h *rules.Hit, 
 }
 
 func taintEvidence(role, label string, h turnstate.TaintHit, turn int) map[string]any {
-	return map[string]any{"role": role, "taint": label, "request_id": h.RequestID, "stream_seq": h.Seq, "hook": h.Hook,
+	m := map[string]any{"role": role, "taint": label, "request_id": h.RequestID, "stream_seq": h.Seq, "hook": h.Hook,
 		"tool": h.Tool, "turn_index": h.Turn, "turns_ago": max(turn-h.Turn, 0), "time": h.Time, "source": h.Source,
 		"provenance_ids": h.ProvenanceIDs, "origins": h.Origins, "source_ids": h.SourceIDs}
+	if h.Session != "" {
+		// Inherited from a parent: the request id and sequence are its.
+		m["session_id"] = h.Session
+	}
+	return m
 }
 
 func toolName(env *envelope) string {

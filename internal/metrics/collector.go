@@ -50,6 +50,8 @@ var counters = []counter{
 		func(s *stream.Stats) uint64 { return s.Recreated.Load() }),
 	newCounter("members_rejected", "Records of the member bucket left out of the member set because they did not verify (fake members).",
 		func(s *stream.Stats) uint64 { return s.MembersRejected.Load() }),
+	newCounter("subagents_unknown", "subagentStops decided without a current state of their subagent (its partition had not applied its envelopes within the wait): the subagent counted as carrying every taint.",
+		func(s *stream.Stats) uint64 { return s.SubagentsUnknown.Load() }),
 }
 
 var (

@@ -25,6 +25,7 @@ import (
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/natsauth"
+	"github.com/turnguard/turnguard/internal/secgate"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
 )
@@ -67,6 +68,11 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 		return c
 	}
 	proc := connect(natsauth.User{Role: natsauth.RoleProcessor})
+	stop, err := secgate.Start(proc.nc, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
 	ctx := context.Background()
 	if err := topology.Ensure(ctx, proc.js, topology.Default()); err != nil {
 		t.Fatalf("the processor role cannot create the topology: %v", err)
@@ -123,9 +129,35 @@ func TestRolePermissions(t *testing.T) {
 	admin := connect(natsauth.User{Role: natsauth.RoleAdmin})
 
 	// What each role is for works.
+	// The hooks as they arrive: an ordered push consumer on the security
+	// inbox (an agent's envelope, imported as a service, does not reach
+	// the security account's acs.> stream import).
+	legacy, err := sec.nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveHooks, err := legacy.SubscribeSync("", nats.OrderedConsumer(), nats.BindStream(acs.HooksStream), nats.DeliverNew())
+	if err != nil {
+		t.Fatalf("security follows ACS_HOOKS: %v", err)
+	}
 	ack, err := acme.js.Publish(ctx, "acs.hooks.acme.s1.turnStart", []byte(`{}`))
 	if err != nil {
 		t.Fatalf("agent acme publishes its own envelope: %v", err)
+	}
+	// Stored under its partition's subject, acs.part.<p>.<tenant>.<session>.<hook>.
+	if m, err := liveHooks.NextMsg(5 * time.Second); err != nil || !strings.HasSuffix(m.Subject, ".acme.s1.turnStart") {
+		t.Fatalf("security sees the agent's envelope: %v, %v", m, err)
+	}
+	// But no pull consumer there, nor one named as the processor's.
+	for _, c := range []struct{ subject, body string }{
+		{"$JS.API.CONSUMER.CREATE.ACS_HOOKS", `{"stream_name":"ACS_HOOKS","config":{"ack_policy":"none"}}`},
+		{"$JS.API.CONSUMER.CREATE.ACS_HOOKS.turnguard-p000", `{"stream_name":"ACS_HOOKS","config":{"name":"turnguard-p000","deliver_subject":"_INBOX.security.x"}}`},
+		{"$JS.API.CONSUMER.CREATE.ACS_HOOKS", `{"stream_name":"ACS_HOOKS","config":{"durable_name":"turnguard-p001","deliver_subject":"_INBOX.security.x"}}`},
+	} {
+		m, err := sec.nc.Request(c.subject, []byte(c.body), 10*time.Second)
+		if err != nil || !strings.Contains(string(m.Data), `"error"`) {
+			t.Fatalf("security %s %s: %v, %v: want refused", c.subject, c.body, m, err)
+		}
 	}
 	if ack.Stream != acs.HooksStream {
 		t.Fatalf("ack from %q", ack.Stream)
@@ -219,7 +251,9 @@ func TestRolePermissions(t *testing.T) {
 		{"security", sec, "$KV.ACS_PROCESSORS.fake"},
 		{"security", sec, "$JS.API.STREAM.DELETE.ACS_HOOKS"},
 		{"security", sec, "$JS.API.STREAM.PURGE.ACS_DECISIONS"},
-		{"security", sec, "$JS.API.CONSUMER.CREATE.ACS_HOOKS.turnguard-p000.acs.part.0.*.*.*"},
+		{"security", sec, "$JS.API.CONSUMER.MSG.NEXT.ACS_HOOKS.turnguard-p000"},
+		{"security", sec, "$JS.API.CONSUMER.DELETE.ACS_HOOKS.turnguard-p000"},
+		{"security", sec, "$JS.API.CONSUMER.INFO.ACS_HOOKS.turnguard-p000"},
 		{"security", sec, "$JS.API.CONSUMER.DURABLE.CREATE.ACS_HOOKS.turnguard-p000"},
 		{"security", sec, "$JS.API.CONSUMER.DELETE.KV_ACS_PROCESSORS.watcher"},
 		{"security", sec, "$JS.ACK.ACS_HOOKS.turnguard-p000.1.1.1.1.0"},

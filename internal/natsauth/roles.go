@@ -1,9 +1,12 @@
-// Package natsauth is turnguard's NATS identity layout: one operator, one
-// account holding every stream and bucket, and users minted per role with
-// subject permissions, all as NATS JWTs (nats-io/jwt, nkeys). The embedded
-// server trusts the operator; an external server is configured with the
-// same operator and account (ServerConfig), so the roles mean the same in
-// both.
+// Package natsauth is turnguard's NATS identity layout: one operator; the
+// TURNGUARD account holding every stream and bucket (processor and admin
+// users); one account per tenant for its agents and one for the security
+// role, which import what they may use from TURNGUARD, so that the reply
+// or deliver subject of anything they send lands in their own account;
+// users minted per role with subject permissions, all as NATS JWTs
+// (nats-io/jwt, nkeys). The embedded server trusts the operator; an
+// external server is configured with the same operator and account JWTs
+// (ServerConfig), so the roles mean the same in both.
 package natsauth
 
 import (
@@ -115,7 +118,7 @@ func (u User) InboxPrefix() string {
 	case RoleAgent:
 		return "_INBOX." + string(RoleAgent) + "." + u.Tenant
 	case RoleSecurity:
-		return "_INBOX." + string(RoleSecurity)
+		return securityInbox
 	default:
 		return ""
 	}
@@ -163,8 +166,7 @@ func securityAPI() []string {
 		// (nats kv ls, ListKeys): they only pace a delivery.
 		"$JS.FC.>",
 	}
-	for _, s := range []string{acs.DecisionsStream, acs.AlertsStream, acs.DLQStream,
-		acs.KVStream(acs.StateBucket), acs.KVStream(acs.MembersBucket), acs.KVStream(acs.HandshakeBucket)} {
+	for _, s := range SecurityStreams() {
 		api = append(api,
 			"$JS.API.CONSUMER.CREATE."+s,
 			"$JS.API.CONSUMER.CREATE."+s+".>",
@@ -175,5 +177,151 @@ func securityAPI() []string {
 			api = append(api, "$JS.API.CONSUMER.DELETE."+s+".*")
 		}
 	}
-	return api
+	// ACS_HOOKS: push consumers on the security inbox only (the gateway
+	// checks), created but never read by pull, deleted or inspected: the
+	// processor's partition consumers are pull consumers there.
+	return append(api, "$JS.API.CONSUMER.CREATE."+acs.HooksStream, "$JS.API.CONSUMER.CREATE."+acs.HooksStream+".>")
+}
+
+// SecurityPushOnly are the streams where the security role may create push
+// consumers on its inbox but no pull consumers: ACS_HOOKS, where a pull
+// request on one of the processor's partition consumers would take its
+// envelopes, and where the live hooks are not in the security account's
+// acs.> (NATS does not pass a message that arrived through a service
+// import — an agent's envelope — on to a stream export).
+func SecurityPushOnly() []string { return []string{acs.HooksStream} }
+
+// SecurityConsumerCreate is the subject prefix in turnguard's account on
+// which the processor creates consumers for the security role
+// (internal/secgate): the security account's
+// $JS.API.CONSUMER.CREATE.<stream>[.…] is imported from there rather than
+// from JetStream itself, so that a consumer's deliver subject is checked
+// before it is created. JetStream would deliver a push consumer's messages
+// to any subject in turnguard's account, its own streams' included.
+const SecurityConsumerCreate = "turnguard.security.consumer.create"
+
+// securityInbox is where the security role's replies and push deliveries
+// land: in turnguard's account a deliver subject there is exported to the
+// security account, and nothing of turnguard's listens below it.
+const securityInbox = "_INBOX." + string(RoleSecurity)
+
+// SecurityDeliverPrefix is the only deliver subject prefix the consumer
+// gateway accepts for a push consumer of the security role.
+const SecurityDeliverPrefix = securityInbox + "."
+
+// SecurityStreams are the streams the security role may have consumers on:
+// all but ACS_HOOKS, whose durable partition consumers are the
+// processor's.
+func SecurityStreams() []string {
+	return []string{acs.DecisionsStream, acs.AlertsStream, acs.DLQStream,
+		acs.KVStream(acs.StateBucket), acs.KVStream(acs.MembersBucket), acs.KVStream(acs.HandshakeBucket)}
+}
+
+// turnguardExports is what turnguard's account offers the others. Exports
+// are public: only the authority signs accounts, so only it decides who
+// imports what (tenantImports, securityImports).
+func turnguardExports() jwt.Exports {
+	svc := func(subject string, stream bool) *jwt.Export {
+		e := &jwt.Export{Subject: jwt.Subject(subject), Type: jwt.Service}
+		if stream {
+			e.ResponseType = jwt.ResponseTypeStream
+		}
+		return e
+	}
+	return jwt.Exports{
+		// Agents' envelopes, with JetStream's publish ack as the response.
+		svc(acs.InboundPrefix+".>", false),
+		// Decisions to agents; everything live to the security role.
+		{Subject: "acs.>", Type: jwt.Stream},
+		// The security role's reads.
+		svc("$JS.API.INFO", false),
+		svc("$JS.API.STREAM.NAMES", false),
+		svc("$JS.API.STREAM.LIST", false),
+		svc("$JS.API.STREAM.INFO.*", false),
+		svc("$JS.API.STREAM.MSG.GET.*", false),
+		svc("$JS.API.DIRECT.GET.>", true),
+		svc("$JS.API.CONSUMER.INFO.>", false),
+		svc("$JS.API.CONSUMER.DELETE.>", false),
+		svc("$JS.API.CONSUMER.MSG.NEXT.>", true),
+		svc("$JS.FC.>", false),
+		svc(SecurityConsumerCreate+".>", false),
+		{Subject: jwt.Subject(securityInbox + ".>"), Type: jwt.Stream},
+	}
+}
+
+// tenantImports are a tenant account's: its envelopes go to turnguard as a
+// service request, so JetStream's publish ack comes back through the
+// response mapping into the tenant's account whatever reply subject the
+// agent named; its decisions come in as a stream.
+func tenantImports(turnguard, tenant string) jwt.Imports {
+	return jwt.Imports{
+		{Name: "hooks", Subject: jwt.Subject(acs.InboundPrefix + "." + tenant + ".>"), Account: turnguard, Type: jwt.Service},
+		{Name: "decisions", Subject: jwt.Subject(acs.DecisionsPrefix + "." + tenant + ".>"), Account: turnguard, Type: jwt.Stream},
+	}
+}
+
+// securityImports are the security account's: acs.> live as a stream, the
+// JetStream reads as services (their replies, a direct get's included,
+// come back into the security account whatever reply subject was named),
+// consumer creation through the processor's gateway, and push deliveries
+// to its inbox.
+func securityImports(turnguard string) jwt.Imports {
+	svc := func(subject string) *jwt.Import {
+		return &jwt.Import{Subject: jwt.Subject(subject), Account: turnguard, Type: jwt.Service}
+	}
+	imports := jwt.Imports{
+		{Name: "live", Subject: "acs.>", Account: turnguard, Type: jwt.Stream},
+		{Name: "deliveries", Subject: jwt.Subject(securityInbox + ".>"), Account: turnguard, Type: jwt.Stream},
+		svc("$JS.API.INFO"),
+		svc("$JS.API.STREAM.NAMES"),
+		svc("$JS.API.STREAM.LIST"),
+		svc("$JS.API.STREAM.INFO.*"),
+		svc("$JS.API.STREAM.MSG.GET.*"),
+		svc("$JS.API.DIRECT.GET.>"),
+		svc("$JS.FC.>"),
+	}
+	for _, s := range SecurityStreams() {
+		imports = append(imports,
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s), Account: turnguard, Type: jwt.Service},
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s + ".>"), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s + ".>"), Account: turnguard, Type: jwt.Service},
+			svc("$JS.API.CONSUMER.INFO."+s+".*"),
+			svc("$JS.API.CONSUMER.MSG.NEXT."+s+".*"),
+		)
+		if s != acs.KVStream(acs.MembersBucket) {
+			imports = append(imports, svc("$JS.API.CONSUMER.DELETE."+s+".*"))
+		}
+	}
+	for _, s := range SecurityPushOnly() {
+		imports = append(imports,
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s), Account: turnguard, Type: jwt.Service},
+			&jwt.Import{Subject: jwt.Subject(SecurityConsumerCreate + "." + s + ".>"), LocalSubject: jwt.RenamingSubject("$JS.API.CONSUMER.CREATE." + s + ".>"), Account: turnguard, Type: jwt.Service},
+		)
+	}
+	return imports
+}
+
+// AccountName is the name of the account a user of u's role belongs to.
+func (u User) AccountName() string {
+	switch u.Role {
+	case RoleAgent:
+		return tenantAccountPrefix + u.Tenant
+	case RoleSecurity:
+		return SecurityName
+	default:
+		return AccountName
+	}
+}
+
+// AccountImports describes what u's account imports from turnguard's
+// (named by AccountName rather than by its key); nil for turnguard's own
+// account.
+func (u User) AccountImports() jwt.Imports {
+	switch u.Role {
+	case RoleAgent:
+		return tenantImports(AccountName, u.Tenant)
+	case RoleSecurity:
+		return securityImports(AccountName)
+	default:
+		return nil
+	}
 }

@@ -7,25 +7,96 @@ import (
 	"unicode"
 )
 
-// The tool catalog: which classes a tool has, by the globs of the rule
-// files' tools section matched against its name and capability in one
-// normal form.
+// The tool catalog: which classes a tool call has, by the globs of the rule
+// files' tools section matched against its name, capability and argument
+// names in one normal form, and by the verbs of its name.
 
-// ToolClasses returns the catalog's classes of a tool, by name and by
-// capability, sorted and without duplicates. Names and capabilities match
-// the catalog's globs in the normal form of catalogKey.
-func (s *Set) ToolClasses(name, capability string) []string {
+// ToolClasses returns the catalog's classes of a tool call, by name, by
+// capability, by the names of the arguments it carries and by the verbs of
+// its name, sorted and without duplicates. Names, capabilities and argument
+// names match the catalog's globs in the normal form of catalogKey.
+func (s *Set) ToolClasses(name, capability string, args ...string) []string {
 	classes := []string{}
-	name, capability = catalogKey(name), catalogKey(capability)
+	key, capability := catalogKey(name), catalogKey(capability)
+	argKeys, argsDone := []string(nil), false
+	verbs, verbsDone := []string(nil), false
 	for _, tc := range s.tools {
-		nameOK := tc.match == "" || name != "" && strings.HasPrefix(name, tc.matchPrefix) && globMatch(tc.match, name)
+		nameOK := tc.match == "" || key != "" && strings.HasPrefix(key, tc.matchPrefix) && globMatch(tc.match, key)
 		capOK := tc.capability == "" || capability != "" && strings.HasPrefix(capability, tc.capPrefix) && globMatch(tc.capability, capability)
-		if nameOK && capOK {
-			classes = append(classes, tc.classes...)
+		if !nameOK || !capOK {
+			continue
 		}
+		if tc.args != nil {
+			if !argsDone {
+				argKeys, argsDone = args, true
+				if slices.ContainsFunc(args, func(a string) bool { return !isCatalogKey(a) }) {
+					argKeys = make([]string, 0, len(args))
+					for _, a := range args {
+						argKeys = append(argKeys, catalogKey(a))
+					}
+				}
+			}
+			if !anyArgMatches(tc.args, argKeys) {
+				continue
+			}
+		}
+		if tc.verbs != nil {
+			if !verbsDone {
+				verbs, verbsDone = verbsOf(name), true
+			}
+			if !slices.ContainsFunc(verbs, func(w string) bool { return slices.Contains(tc.verbs, w) }) {
+				continue
+			}
+		}
+		classes = append(classes, tc.classes...)
 	}
 	slices.Sort(classes)
 	return slices.Compact(classes)
+}
+
+func anyArgMatches(globs, args []string) bool {
+	for _, a := range args {
+		if a == "" {
+			continue
+		}
+		for _, g := range globs {
+			if globMatch(g, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// verbsOf returns the words of a tool name in verb position, in catalog
+// form. Tool names are imperative: each clause starts with its verb
+// ("get_and_merge_pull_request" is "get", then "and merge …"), while the
+// same word further inside a clause names a thing ("get_merge_request",
+// "get_workflow_run", "list_commits"). So the words in verb position are
+// the first word of the tool's own name — after the last "__", which
+// separates an MCP tool's server from its name (mcp__<server>__<tool>) —
+// and every word after a conjunction (and, or, then).
+func verbsOf(name string) []string {
+	if i := strings.LastIndex(name, "__"); i >= 0 {
+		name = name[i+2:]
+	}
+	var verbs []string
+	clauseStart := true
+	for w := range strings.SplitSeq(catalogKey(name), "_") {
+		if w == "" {
+			continue
+		}
+		if clauseStart {
+			verbs = append(verbs, w)
+		}
+		switch w {
+		case "and", "or", "then":
+			clauseStart = true
+		default:
+			clauseStart = false
+		}
+	}
+	return verbs
 }
 
 // catalogKey is the form in which tool names and capabilities are
@@ -49,7 +120,26 @@ func (s *Set) ToolClasses(name, capability string) []string {
 // all "web_fetch"; "Process.Execute" is "process_execute"; "exec/run" is
 // "exec_run". A name never keeps a '/', so a glob's '*' matches across
 // what was one.
-func catalogKey(s string) string { return normalize(s, false) }
+func catalogKey(s string) string {
+	if isCatalogKey(s) {
+		return s // already in normal form: no copy
+	}
+	return normalize(s, false)
+}
+
+// isCatalogKey reports whether s is already in catalogKey's form with
+// only lower-case ASCII letters, digits and single inner '_'.
+func isCatalogKey(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+		case c == '_' && i > 0 && i < len(s)-1 && s[i-1] != '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // catalogGlob is a catalog glob in the form catalogKey gives names, so
 // that a glob matches every spelling of the names it was written for.

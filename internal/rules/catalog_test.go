@@ -126,3 +126,87 @@ func TestCatalogRefusesBlankGlobs(t *testing.T) {
 		}
 	}
 }
+
+// args and verbs are matchers of a catalog entry like match and
+// capability: an entry with args matches a call carrying an argument whose
+// name matches one of its globs (names compared as words, like tool
+// names); an entry with verbs matches a name with one of them in verb
+// position — the first word of the tool's own name (after the last "__")
+// or a word after and, or, then — not anywhere in the name.
+func TestCatalogArgsAndVerbs(t *testing.T) {
+	rs := compile(t, `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+tools:
+  - {match: "Grep", classes: [read_only]}
+  - {match: "Grep", args: [pre], classes: [consequential]}
+  - {args: ["*_command", Script], classes: [executes]}
+  - {match: "mcp__*", verbs: [merge, Delete], classes: [acts]}
+  - {verbs: [wipe], capability: "disk.*", classes: [wipes]}
+`)
+	tests := []struct {
+		name, capability string
+		args             []string
+		want             []string
+	}{
+		{"Grep", "", nil, []string{"read_only"}},
+		{"Grep", "", []string{"pattern", "path", "-A", "output_mode"}, []string{"read_only"}},
+		{"Grep", "", []string{"pattern", "pre"}, []string{"consequential", "read_only"}},
+		{"grep", "", []string{"--pre"}, []string{"consequential", "read_only"}},
+		{"Grep", "", []string{"PRE "}, []string{"consequential", "read_only"}},
+		{"Grep", "", []string{"pre_glob"}, []string{"read_only"}},
+		{"Read", "", []string{"raw_command"}, []string{"executes"}},
+		{"Read", "", []string{"rawCommand"}, []string{"executes"}},
+		{"Read", "", []string{"shell-command"}, []string{"executes"}},
+		{"Read", "", []string{"script"}, []string{"executes"}},
+		{"Read", "", []string{"command"}, []string{}}, // *_command needs a word before
+		{"Read", "", []string{"", " "}, []string{}},
+		{"mcp__github__get_and_merge_pull_request", "", nil, []string{"acts"}},
+		{"mcp__github__getAndMergePullRequest", "", nil, []string{"acts"}},
+		{"mcp__github__merge_pull_request", "", nil, []string{"acts"}},
+		{"mcp__fs__read_then_delete", "", nil, []string{"acts"}},
+		{"mcp__x__list_or_DELETE", "", nil, []string{"acts"}},
+		{"mcp__gitlab__get_merge_request", "", nil, []string{}},
+		{"mcp__merge__get_status", "", nil, []string{}}, // the server's name is not the tool's verb
+		{"mcp__x__get_and", "", nil, []string{}},
+		{"merge_pull_request", "", nil, []string{}}, // not mcp__*
+		{"wipe_disk", "disk.erase", nil, []string{"wipes"}},
+		{"wipe_disk", "", nil, []string{}},
+		{"disk_wipe", "disk.erase", nil, []string{}},
+	}
+	for _, tc := range tests {
+		if got := rs.ToolClasses(tc.name, tc.capability, tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("ToolClasses(%q, %q, %q) = %v, want %v", tc.name, tc.capability, tc.args, got, tc.want)
+		}
+	}
+}
+
+// FuzzToolClasses: tool names, capabilities and argument names come from
+// agents. Whatever they are, classing never panics, returns classes
+// sorted and without duplicates, and an extra argument never takes a
+// class away (an argument can make a call act, never make it read).
+func FuzzToolClasses(f *testing.F) {
+	rs, err := rules.Default()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("mcp__github__get_and_merge_pull_request", "", "pre")
+	f.Add("Grep", "process.spawn", "--pre")
+	f.Add("mcp____", "..", "_")
+	f.Add("Read", "FileSystem.Read", "rawCommand")
+	f.Add("mcp__x__\u00c9DIT_and_\u0130", "a.\u212a", "\u017fcript")
+	f.Fuzz(func(t *testing.T, name, capability, arg string) {
+		without := rs.ToolClasses(name, capability)
+		with := rs.ToolClasses(name, capability, arg)
+		for _, got := range [][]string{without, with} {
+			if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+				t.Fatalf("classes not sorted and unique: %v", got)
+			}
+		}
+		for _, c := range without {
+			if !slices.Contains(with, c) {
+				t.Fatalf("argument %q took class %q away: %v -> %v", arg, c, without, with)
+			}
+		}
+	})
+}

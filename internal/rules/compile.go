@@ -124,7 +124,10 @@ type toolClass struct {
 	// without it cannot match, which rules out most of a large catalog
 	// before any glob is matched.
 	matchPrefix, capPrefix string
-	classes                []string
+	// args are argument name globs, verbs words, both in catalog form;
+	// nil: not a matcher of the entry.
+	args, verbs []string
+	classes     []string
 }
 
 // Set is a compiled, checked rule set: one or more files merged.
@@ -139,6 +142,9 @@ type Set struct {
 	Tests    []TestCase
 
 	tools []toolClass
+	// argMatchers: some catalog entry matches argument names, so a call's
+	// argument names are collected.
+	argMatchers bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
 }
@@ -357,8 +363,8 @@ func (c *compiler) declare(f *File) {
 		}
 	}
 	for _, t := range f.Tools {
-		if !t.Match.Set() && !t.Capability.Set() {
-			c.errf(f, firstPos(t.Classes), "a tool class entry needs match (a tool name glob) or capability (a capability glob)")
+		if !t.Match.Set() && !t.Capability.Set() && len(t.Args) == 0 && len(t.Verbs) == 0 {
+			c.errf(f, firstPos(t.Classes), "a tool class entry needs match (a tool name glob), capability (a capability glob), args (argument name globs) or verbs (words of the name)")
 			continue
 		}
 		// Globs are kept in catalog form (see catalogGlob) and checked in
@@ -378,14 +384,34 @@ func (c *compiler) declare(f *File) {
 				c.errf(f, g.src.Pos, "glob %q is empty", g.src.Value)
 			}
 		}
+		for _, a := range t.Args {
+			g := catalogGlob(a.Value)
+			if _, err := path.Match(g, ""); err != nil {
+				c.errf(f, a.Pos, "argument glob %q: %v", a.Value, err)
+			} else if g == "" {
+				c.errf(f, a.Pos, "argument glob %q is empty", a.Value)
+			}
+			tc.args = append(tc.args, g)
+		}
+		for _, v := range t.Verbs {
+			w := catalogKey(v.Value)
+			// A verb is compared with one word of a name: a glob or two
+			// words could never match, and an empty one would read as
+			// "no verb matcher".
+			if w == "" || strings.ContainsAny(w, "_*?[\\") {
+				c.errf(f, v.Pos, "verb %q: one word, without glob characters", v.Value)
+			}
+			tc.verbs = append(tc.verbs, w)
+		}
 		if len(t.Classes) == 0 {
-			c.errf(f, t.Match.Pos, "a tool class entry needs classes")
+			c.errf(f, toolEntryPos(t), "a tool class entry needs classes")
 		}
 		tc.matchPrefix, tc.capPrefix = literalPrefix(tc.match), literalPrefix(tc.capability)
 		for _, cl := range t.Classes {
 			tc.classes = append(tc.classes, cl.Value)
 		}
 		c.set.tools = append(c.set.tools, tc)
+		c.set.argMatchers = c.set.argMatchers || tc.args != nil
 	}
 	for _, t := range f.Taints {
 		if !isToken(t.ID.Value) {
@@ -505,6 +531,16 @@ func posOr(s Str, fallback Str) Pos {
 		return s.Pos
 	}
 	return fallback.Pos
+}
+
+// toolEntryPos is the position of a catalog entry's first matcher.
+func toolEntryPos(t ToolClassDef) Pos {
+	for _, s := range slices.Concat([]Str{t.Match, t.Capability}, t.Args, t.Verbs) {
+		if s.Set() {
+			return s.Pos
+		}
+	}
+	return Pos{1, 1}
 }
 
 func firstPos(ss []Str) Pos {

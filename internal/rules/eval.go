@@ -64,6 +64,7 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 	res.Provenance = e.prov
 	e.updateTaints(&res)
 	e.taintsReady = true
+	e.inheritTaints()
 	for _, r := range s.byHook[e.hook] {
 		if r.Mode == Off {
 			continue
@@ -175,7 +176,7 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 func (e *evalCtx) subagentView() SubagentView {
 	v := SubagentView{Taints: []string{}}
 	c := e.in.Subagent
-	if e.hook != "subagentStop" || c == nil || c.Parent == nil || c.Parent.SessionID != e.sess.SessionID {
+	if e.hook != "subagentStop" || !e.sess.Spawned(c) {
 		return v
 	}
 	v.Present, v.SessionID = true, c.SessionID
@@ -217,16 +218,42 @@ func (e *evalCtx) toolView() *ToolView {
 	t.Capability, _ = p["capability"].(string)
 	t.RawCommand, _ = p["raw_command"].(string)
 	t.ExitStatus, _ = p["exit_status"].(string)
+	// The arguments the call carries, for the catalog's args matchers: a
+	// read-only tool called with an argument that executes (ripgrep's
+	// pre, a command) acts. An argument left null, false or empty is not
+	// carried. raw_command is the command line the tool runs (ACS): it
+	// counts as an argument of that name.
+	var carried []string
 	if args, ok := p["arguments"].(map[string]any); ok {
 		for k, v := range args {
 			if a, ok := v.(map[string]any); ok {
 				t.Args[k] = plain(a["value"])
+				if e.set.argMatchers && carries(a["value"]) {
+					carried = append(carried, k)
+				}
 			}
 		}
 	}
-	t.Classes = e.set.ToolClasses(t.Name, t.Capability)
+	if t.RawCommand != "" {
+		carried = append(carried, "raw_command")
+	}
+	t.Classes = e.set.ToolClasses(t.Name, t.Capability, carried...)
 	e.tool = t
 	return t
+}
+
+// carries reports whether an argument value is given: not null, false or
+// the empty string.
+func carries(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case string:
+		return v != ""
+	}
+	return true
 }
 
 func (e *evalCtx) sessionView() SessionView {
@@ -428,5 +455,5 @@ func toolData(t *ToolView) map[string]any {
 
 func hitData(h turnstate.TaintHit) map[string]any {
 	return map[string]any{"request_id": h.RequestID, "hook": h.Hook, "tool": h.Tool, "turn": h.Turn, "seq": h.Seq,
-		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source}
+		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source, "session": h.Session}
 }

@@ -60,6 +60,36 @@ func (e *evalCtx) setTaint(label, source string) {
 	e.sess.Taints[label] = &turnstate.Taint{First: hit, Last: hit, Hits: 1}
 }
 
+// inheritTaints gives the subagent a subagentStart announces the labels
+// live in this session at the spawn: a child started inside its parent's
+// window acts for a session that read untrusted content, on instructions
+// that session wrote. The evidence stays the parent's (TaintHit.Inherited);
+// the window is anchored in the child at the spawn — its turn 0 and the
+// subagentStart's time — so it covers the spawn and the child's next N
+// turns (or D from the spawn), as if the content had entered the child
+// there. A label whose window is over in the parent is not inherited.
+func (e *evalCtx) inheritTaints() {
+	child := e.in.Spawned
+	if child == nil {
+		return
+	}
+	for _, def := range e.set.Taints {
+		t, ok := e.sess.Taints[def.ID]
+		if !ok {
+			continue
+		}
+		if live, _ := e.within(t, def.Window); !live {
+			continue
+		}
+		last := t.Last.Inherited(e.sess.SessionID)
+		last.Time = e.in.Time
+		if child.Taints == nil {
+			child.Taints = map[string]*turnstate.Taint{}
+		}
+		child.Taints[def.ID] = &turnstate.Taint{First: t.First.Inherited(e.sess.SessionID), Last: last, Hits: 1}
+	}
+}
+
 func untrustedOrigins(origins []string) []string {
 	var out []string
 	for _, o := range origins {

@@ -44,11 +44,18 @@ type Metadata struct {
 	Owner       string `yaml:"owner"`
 }
 
-// ToolClassDef gives classes to tools by name glob and/or capability glob.
+// ToolClassDef gives classes to tools by name glob, capability glob,
+// argument name globs and verbs of the name; every matcher given must
+// match.
 type ToolClassDef struct {
-	Match      Str   `yaml:"match"`
-	Capability Str   `yaml:"capability"`
-	Classes    []Str `yaml:"classes"`
+	Match      Str `yaml:"match"`
+	Capability Str `yaml:"capability"`
+	// Args: the call carries an argument (with a value other than null,
+	// false or "") whose name matches one of these globs.
+	Args []Str `yaml:"args"`
+	// Verbs: a word in verb position of the tool's name is one of these.
+	Verbs   []Str `yaml:"verbs"`
+	Classes []Str `yaml:"classes"`
 }
 
 // TaintDef declares a taint label: what sets it, what clears it, and the

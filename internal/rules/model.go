@@ -106,6 +106,10 @@ type Input struct {
 	// Subagent is the state of the subagent session a subagentStop names,
 	// when the caller has it; Evaluate only reads it.
 	Subagent *turnstate.Session
+	// Spawned is the first state of the subagent session a subagentStart
+	// announces (turnstate.Result.Spawned), when there is one: Evaluate
+	// gives it the labels live in this session (inheritTaints).
+	Spawned *turnstate.Session
 }
 
 // SubagentView is what a condition sees of the subagent session a

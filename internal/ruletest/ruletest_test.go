@@ -134,3 +134,48 @@ tests:
 		})
 	}
 }
+
+// TestAgentTree: taint follows the agent tree (issue 23, finding 3). With
+// the acting-hook rule shadowed, a subagentStart inside the parent's
+// window is allowed; the child's state then carries the parent's taint,
+// with its evidence, and its shell is denied (testdata/agenttree.yaml).
+func TestAgentTree(t *testing.T) {
+	rs, err := rules.LoadFiles("builtin:default", "testdata/agenttree.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
+		if filepath.Base(r.File) != "agenttree.yaml" {
+			continue
+		}
+		n++
+		t.Run(r.Name, func(t *testing.T) {
+			for _, f := range r.Failures {
+				t.Error(f)
+			}
+			// Step 7, the child's Bash: its alert names the parent's
+			// tainting step and the session it was in.
+			parent := r.Outcomes[0].Route.SessionID
+			as := r.Outcomes[6].Alerts
+			if len(as) != 1 {
+				t.Fatalf("the child's Bash raised %d alerts, want 1", len(as))
+			}
+			found := false
+			for _, ev := range as[0].Finding.Evidences {
+				if ev.Data["role"] == "taint_first" {
+					found = true
+					if ev.Data["session_id"] != parent || ev.Data["hook"] != "toolCallResult" || ev.Data["stream_seq"] != uint64(3) {
+						t.Errorf("taint_first evidence %v, want the parent's (session %s) toolCallResult at seq 3", ev.Data, parent)
+					}
+				}
+			}
+			if !found {
+				t.Error("the child's alert has no taint_first evidence")
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no test case of testdata/agenttree.yaml ran")
+	}
+}

@@ -242,7 +242,7 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	}
 	msg := in.msg
 	if id := facts.SubagentSessionID; in.route.Hook == "subagentStop" && id != "" {
-		if msg.Subagent, err = w.subagent(ctx, b.rules, in.route, id, b.sessions); err != nil {
+		if msg.Subagent, err = w.subagent(ctx, b.rules, in, p.state, id, b.sessions); err != nil {
 			return err
 		}
 	}

@@ -63,6 +63,26 @@ type Config struct {
 	// (turnguard-receipt-batch/1, each message carrying its inclusion
 	// path): an Ed25519 signature per message rather than per batch.
 	SingleReceipts bool
+	// SubagentWait is the longest a subagentStop waits for its child's
+	// partition to have applied the child's envelopes stored before it
+	// (0: DefaultSubagentWait; negative: no wait). Past it, or past a
+	// worker's budget of a tenth of its time spent waiting, the child
+	// counts as carrying every taint.
+	SubagentWait time.Duration
+}
+
+// DefaultSubagentWait is Config.SubagentWait's default: time for a busy
+// partition to apply a batch or two, short of an adapter's timeout.
+const DefaultSubagentWait = 2 * time.Second
+
+func (c Config) subagentWait() time.Duration {
+	switch {
+	case c.SubagentWait < 0:
+		return 0
+	case c.SubagentWait == 0:
+		return DefaultSubagentWait
+	}
+	return c.SubagentWait
 }
 
 // DefaultConfig is the processor's default configuration.
@@ -111,6 +131,11 @@ type Stats struct {
 	// left out of the member set because they did not verify: fake
 	// members.
 	MembersRejected atomic.Uint64
+	// SubagentsUnknown counts subagentStops decided without a current
+	// state of their child (its partition had not applied the child's
+	// envelopes within the wait): the child counted as carrying every
+	// taint.
+	SubagentsUnknown atomic.Uint64
 }
 
 // Processor consumes ACS_HOOKS with one worker per partition and publishes
@@ -216,7 +241,7 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		log:       p.log.With().Str("consumer", consumer).Logger(),
 		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()), singleReceipts: p.cfg.SingleReceipts,
 		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), wake: make(chan struct{}, 1), seen: &p.hooksSeen,
-		obs: p.cfg.Observer,
+		obs: p.cfg.Observer, childWait: waitBudget{max: p.cfg.subagentWait()},
 	}
 }
 

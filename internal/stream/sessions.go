@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -189,30 +190,147 @@ func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV f
 
 // subagent returns the state of the subagent session a subagentStop
 // names, for the rules to carry its taint to the parent: the batch's own
-// pending state when the batch decided in it already, else the stored one (nil when
-// there is none). The subagent's session may belong to another partition,
-// so this read is not ordered with the parent's stream; but a subagent
-// returns only after its steps were decided, and every decision is
-// published after its state is stored, so what the subagent did before it
-// returned is in what this reads. A stored state that does not verify
-// cannot vouch that the subagent read nothing untrusted: it reads as one
-// that carries every taint label.
-func (w *worker) subagent(ctx context.Context, rs *rules.Set, route acs.Route, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
-	key := acs.SessionKey(route.Tenant, id)
+// pending state when the batch decided in it already, else the stored one
+// (nil when there is none). A stored state that does not verify cannot
+// vouch that the subagent read nothing untrusted: it reads as one that
+// carries every taint label (unknownChild).
+//
+// The subagent's session may belong to another partition, whose worker
+// applies its envelopes on its own schedule: a framework that publishes
+// the child's last result without waiting for its decision, then the
+// stop, can have the stop decided before the child's partition applied
+// that result. So the stored state is used only once it is known to hold
+// every envelope of the child stored before the stop (freshChild); until
+// then the stop waits, within the worker's wait budget, and past it the
+// child reads as unknown — never as the older state.
+func (w *worker) subagent(ctx context.Context, rs *rules.Set, in *inbound, parent *turnstate.Session, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
+	key := acs.SessionKey(in.route.Tenant, id)
 	if p, ok := batch[key]; ok && p.touched && p.state != nil {
 		return p.state, nil
 	}
 	s, _, _, err := w.store.Load(ctx, key)
 	if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
-		s = turnstate.New(route.Tenant, id)
-		s.Parent = &turnstate.ParentLink{SessionID: route.SessionID}
-		s.Taints = map[string]*turnstate.Taint{}
-		if rs != nil {
-			for _, t := range rs.Taints {
-				s.Taints[t.ID] = &turnstate.Taint{}
-			}
-		}
+		return unknownChild(rs, in.route, id), nil
+	}
+	if err != nil || parent == nil || !parent.Spawned(s) {
+		// Not a child of this session: the rules take nothing from it.
+		return s, err
+	}
+	return w.freshChild(ctx, rs, in, id, s)
+}
+
+// freshChild returns the child's state s once it holds every envelope of
+// the child that ACS_HOOKS stored before the stop in: when the child's
+// newest stored envelope is at or below s.LastSeq, or lies in the stop's
+// own partition (applied in stream order before the stop), or once the
+// child's partition's consumer has acknowledged it — its effects are then
+// stored, and s is read again. A worker acknowledges only what it stored.
+// The newest envelope may come after the stop (the child published on):
+// waiting for it asks for more than needed, never for less.
+func (w *worker) freshChild(ctx context.Context, rs *rules.Set, in *inbound, id string, s *turnstate.Session) (*turnstate.Session, error) {
+	if !subjectToken(id) {
+		// No subject names this session: it has no envelopes.
 		return s, nil
 	}
-	return s, err
+	last, err := w.hooks.GetLastMsgForSubject(ctx, acs.StoredFilter(in.route.Tenant, id, "*"))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up the last envelope of subagent %s: %w", id, err)
+	}
+	target := last.Sequence
+	key := acs.SessionKey(in.route.Tenant, id)
+	r, err := acs.ParsePartitioned(last.Subject)
+	if err != nil {
+		// Stored under a subject no partition owns: nothing can say
+		// whether it was applied.
+		w.stats.SubagentsUnknown.Add(1)
+		w.log.Warn().Err(err).Str("session", in.route.SessionKey()).Str("subagent", key).Msg("subagentStop: the subagent's newest envelope names no partition; the subagent counts as carrying every taint")
+		return unknownChild(rs, in.route, id), nil
+	}
+	if r.Partition == in.route.Partition || s.LastSeq >= target {
+		return s, nil
+	}
+	start := time.Now()
+	allowed := w.childWait.grant(start)
+	defer func() { w.childWait.spend(time.Since(start)) }()
+	pause := time.Millisecond
+	for {
+		if floor, ok := w.ackFloor(ctx, r.Partition); ok && floor >= target {
+			s, _, _, err := w.store.Load(ctx, key)
+			if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
+				return unknownChild(rs, in.route, id), nil
+			}
+			return s, err
+		}
+		if time.Since(start)+pause > allowed {
+			w.stats.SubagentsUnknown.Add(1)
+			w.log.Warn().Str("session", in.route.SessionKey()).Str("subagent", key).Uint64("stop_seq", in.msg.Seq).
+				Uint64("child_seq", target).Int("child_partition", r.Partition).Dur("waited", time.Since(start)).
+				Msg("subagentStop: the subagent's partition has not applied its envelopes; the subagent counts as carrying every taint")
+			return unknownChild(rs, in.route, id), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 20*time.Millisecond)
+	}
 }
+
+// ackFloor is the stream sequence up to which partition p's consumer has
+// acknowledged every message; false when it cannot be read (the consumer
+// is gone or the server did not answer: not known, so not yet).
+func (w *worker) ackFloor(ctx context.Context, p int) (uint64, bool) {
+	c, err := w.hooks.Consumer(ctx, acs.PartitionConsumer(p))
+	if err != nil {
+		return 0, false
+	}
+	return c.CachedInfo().AckFloor.Stream, true
+}
+
+// unknownChild stands for a subagent whose state cannot be known: one
+// spawned by this session that carries every taint label of the rules.
+func unknownChild(rs *rules.Set, route acs.Route, id string) *turnstate.Session {
+	s := turnstate.New(route.Tenant, id)
+	s.Parent = &turnstate.ParentLink{SessionID: route.SessionID}
+	s.Taints = map[string]*turnstate.Taint{}
+	if rs != nil {
+		for _, t := range rs.Taints {
+			s.Taints[t.ID] = &turnstate.Taint{}
+		}
+	}
+	return s
+}
+
+// subjectToken reports whether s can be one token of a subject (no
+// separator, wildcard or space), so that a filter built from it matches
+// only itself.
+func subjectToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+}
+
+// waitBudget bounds how long a worker waits for other partitions: at most
+// max for one wait, and over time a tenth of its running time. Stops
+// naming children in a partition someone floods must not stall this
+// partition's bystanders: past the budget they fail closed at once.
+type waitBudget struct {
+	max, avail time.Duration
+	at         time.Time
+}
+
+// grant is how long a wait starting now may last.
+func (b *waitBudget) grant(now time.Time) time.Duration {
+	if b.at.IsZero() {
+		b.avail = b.max
+	} else {
+		b.avail = min(b.max, b.avail+now.Sub(b.at)/10)
+	}
+	b.at = now
+	return b.avail
+}
+
+// spend takes a wait of d off the budget.
+func (b *waitBudget) spend(d time.Duration) { b.avail = max(b.avail-d, 0) }

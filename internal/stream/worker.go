@@ -136,6 +136,9 @@ type worker struct {
 	// since a delivery gap; messages below it may still be pending at an
 	// earlier holder.
 	sawFresh bool
+	// childWait bounds the waits of subagentStops for their children's
+	// partitions (freshChild).
+	childWait waitBudget
 	// onPinned is told when the server pins this worker.
 	onPinned func()
 	// obs is told what each batch made durable (nil: nothing is noted);

@@ -323,16 +323,33 @@ func (b *builder) agentResponse(t *turnRec) {
 	b.emit("steps/agentResponse", rid, t, map[string]any{"content": []any{c}}, acs.Allow)
 }
 
+// subagent emits a subagentStart and its subagentStop. TG-TAINT-004: a
+// spawn inside the taint window is denied, and the framework reports the
+// subagent denied_at_spawn.
 func (b *builder) subagent(t *turnRec) {
 	child := b.uuid()
 	rid := b.next()
 	t.steps++
-	b.emit("steps/subagentStart", rid, t, map[string]any{
+	start := map[string]any{
 		"subagent_session_id": child, "parent_session_id": b.s.ID, "parent_step_id": t.id, "intent_derivation": "inherit_subset",
-	}, acs.Allow)
+	}
+	outcome := "completed"
+	if b.inWindow(t) {
+		b.emit("steps/subagentStart", rid, t, start, acs.Deny, RuleTaintActing)
+		outcome = "denied_at_spawn"
+	} else {
+		b.emit("steps/subagentStart", rid, t, start, acs.Allow)
+	}
 	rid = b.next()
 	t.steps++
-	b.emit("steps/subagentStop", rid, t, map[string]any{"subagent_session_id": child, "outcome": "completed"}, acs.Allow)
+	b.emit("steps/subagentStop", rid, t, map[string]any{"subagent_session_id": child, "outcome": outcome}, acs.Allow)
+}
+
+// inWindow reports whether a step of turn t now lies in the taint window:
+// the anchor's turn or the next two (an enclosing turn older than the
+// anchor counts as the anchor's), and within 30 minutes of it.
+func (b *builder) inWindow(t *turnRec) bool {
+	return b.taint != nil && max(t.index-b.taint.turn, 0) <= taintTurns && b.now.Sub(b.taint.at) <= taintDuration
 }
 
 // toolCall emits a toolCallRequest and, unless it is denied, its result;
@@ -357,7 +374,7 @@ func (b *builder) toolCall(t *turnRec, tool toolSpec, taints bool) {
 	// two (an enclosing turn older than the anchor counts as the anchor's),
 	// and within 30 minutes of it, is denied; TG-TAINT-002 (fail closed):
 	// so is any other call of a tool not classed read_only.
-	if b.taint != nil && max(t.index-b.taint.turn, 0) <= taintTurns && b.now.Sub(b.taint.at) <= taintDuration {
+	if b.inWindow(t) {
 		switch {
 		case tool.consequential:
 			b.emit("steps/toolCallRequest", rid, t, p, acs.Deny, RuleTaint)

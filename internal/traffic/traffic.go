@@ -30,6 +30,7 @@ import (
 const (
 	RuleTaint           = "TG-TAINT-001"
 	RuleTaintFailClosed = "TG-TAINT-002"
+	RuleTaintActing     = "TG-TAINT-004"
 	RuleContinuation    = "TG-CONT-001"
 )
 

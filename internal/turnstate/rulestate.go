@@ -45,6 +45,23 @@ type TaintHit struct {
 	ProvenanceIDs []string `json:"provenance_ids,omitempty"`
 	Origins       []string `json:"origins,omitempty"`
 	SourceIDs     []string `json:"source_ids,omitempty"`
+	// Session is the session the envelope belongs to when it is not this
+	// one: the evidence of a taint inherited from a parent (Inherited).
+	// Seq and RequestID are then that session's.
+	Session string `json:"session,omitempty"`
+}
+
+// Inherited is the hit as a subagent inherits it from parent, the session
+// it was recorded in: the evidence stays (the session named, the first
+// one of a chain of inheritances kept), the turn is the child's turn 0,
+// before its first: the spawn.
+func (h TaintHit) Inherited(parent string) TaintHit {
+	h = h.clone()
+	if h.Session == "" {
+		h.Session = parent
+	}
+	h.Turn, h.TurnID = 0, ""
+	return h
 }
 
 // Counter is a threshold rule's count for a session.

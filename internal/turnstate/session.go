@@ -23,6 +23,9 @@ const (
 	MaxRecentRequestIDs = 128
 	// MaxRecentTurnIDs is how many closed turn ids are kept to detect reuse.
 	MaxRecentTurnIDs = 64
+	// MaxSubagents is how many spawned subagent session ids a session
+	// keeps (Session.Subagents).
+	MaxSubagents = 64
 )
 
 // Status is whether a session still accepts steps.
@@ -53,9 +56,18 @@ type Session struct {
 	// they reach the state (guardian). Empty on states of earlier versions,
 	// which their next envelope binds.
 	Caller string `json:"caller,omitempty"`
+	// Subagents are the sessions this one spawned (allowed subagentStarts),
+	// newest last, at most MaxSubagents: a subagent whose own session began
+	// before the spawn was applied has no Parent link, and is still this
+	// session's to take taint back from.
+	Subagents []string `json:"subagents,omitempty"`
 
-	// TurnsStarted counts the turns opened, by turnStart or implicitly
-	// (see Turn.Implicit); it is the index of the newest turn (1-based).
+	// TurnsStarted counts the turns that count toward windows: a turn,
+	// opened by turnStart or implicitly (see Turn.Implicit), counts once a
+	// work step in it is let through (RecordDecision, Work), and a nested
+	// turn is part of the turn it nests in. It is the index of the newest
+	// turn that counted (1-based). The name is kept from when it counted
+	// every turn opened, so that stored states stay readable.
 	TurnsStarted   int         `json:"turns_started"`
 	OpenTurns      []Turn      `json:"open_turns"`
 	LastClosedTurn *ClosedTurn `json:"last_closed_turn,omitempty"`
@@ -95,7 +107,11 @@ type Session struct {
 
 // Turn is an open turn.
 type Turn struct {
-	TurnID         string    `json:"turn_id"`
+	TurnID string `json:"turn_id"`
+	// Index is the turn's place among the turns that count (TurnsStarted
+	// once it counts): a turn that has not counted yet shares it with the
+	// next turn opened, and a nested turn has the index of the turn it
+	// nests in.
 	Index          int       `json:"index"`
 	ParentTurnID   string    `json:"parent_turn_id,omitempty"`
 	TriggeredBy    string    `json:"triggered_by"`
@@ -144,6 +160,22 @@ func New(tenant, sessionID string) *Session {
 	return &Session{Tenant: tenant, SessionID: sessionID, Status: StatusOpen, OpenTurns: []Turn{}}
 }
 
+// RememberSubagent records a subagent session this one spawned.
+func (s *Session) RememberSubagent(id string) {
+	if !slices.Contains(s.Subagents, id) {
+		s.Subagents = remember(s.Subagents, id, MaxSubagents)
+	}
+}
+
+// Spawned reports whether child is a subagent session of this one: linked
+// to it, or remembered among the subagents it spawned.
+func (s *Session) Spawned(child *Session) bool {
+	if child == nil {
+		return false
+	}
+	return child.Parent != nil && child.Parent.SessionID == s.SessionID || slices.Contains(s.Subagents, child.SessionID)
+}
+
 // Key is the session's KV key.
 func (s *Session) Key() string { return acs.SessionKey(s.Tenant, s.SessionID) }
 
@@ -187,6 +219,7 @@ func (s *Session) Clone() *Session {
 	}
 	c.RecentRequestIDs = slices.Clone(s.RecentRequestIDs)
 	c.RecentTurnIDs = slices.Clone(s.RecentTurnIDs)
+	c.Subagents = slices.Clone(s.Subagents)
 	c.RecentNonces = slices.Clone(s.RecentNonces)
 	c.Violations = maps.Clone(s.Violations)
 	c.Decisions = maps.Clone(s.Decisions)

@@ -21,6 +21,8 @@ package client
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -242,7 +244,7 @@ func (c *Client) Decide(ctx context.Context, envelope []byte, opts ...DecideOpti
 	for _, o := range opts {
 		o(msg.Header)
 	}
-	msg.Header.Set(jetstream.MsgIDHeader, MsgID(sessionID, requestID))
+	msg.Header.Set(jetstream.MsgIDHeader, MsgID(sessionID, requestID, envelope))
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
 		return c.posture(requestID, fmt.Errorf("publish: %w", err)), nil
@@ -301,10 +303,18 @@ func WithHeader(key, value string) DecideOption {
 }
 
 // MsgID is the Nats-Msg-Id an envelope is published with: its request id,
-// scoped to its session. ACS request ids are meant to be unique anyway; the
-// session scope makes sure a request id reused in another session is never
-// taken by the stream for a retry of this one and dropped.
-func MsgID(sessionID, requestID string) string { return sessionID + ":" + requestID }
+// scoped to its session, and the SHA-256 of its bytes. ACS request ids are
+// meant to be unique anyway; the session scope makes sure a request id
+// reused in another session is never taken by the stream for a retry of
+// this one and dropped. The digest binds the answer to the envelope: the
+// stream takes only the very same bytes for a retry, whose acknowledgement
+// names the stored copy's sequence — so another envelope reusing a request
+// id (a Bash after an allowed Read) is stored and decided on its own
+// instead of being handed the first one's decision.
+func MsgID(sessionID, requestID string, envelope []byte) string {
+	sum := sha256.Sum256(envelope)
+	return sessionID + ":" + requestID + ":" + hex.EncodeToString(sum[:])
+}
 
 func (c *Client) posture(requestID string, why error) *Decision {
 	d := &Decision{RequestID: requestID, FromPosture: true, Failure: why, Disposition: "allow"}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,11 @@ type session struct {
 	sessionID string
 	sub       *nats.Subscription
 	refs      int
-	waiters   map[string]*waiter
-	linger    *time.Timer
+	// waiters are the calls waiting, by request id: more than one when
+	// calls of different envelopes reuse a request id, each picking its
+	// own answer by stream sequence.
+	waiters map[string][]*waiter
+	linger  *time.Timer
 }
 
 // waiter is one call waiting for its decision.
@@ -47,7 +51,7 @@ func (c *Client) await(subject, sessionID, requestID string) (*waiter, func(), e
 	defer c.mu.Unlock()
 	s := c.sessions[subject]
 	if s == nil {
-		s = &session{sessionID: sessionID, waiters: map[string]*waiter{}}
+		s = &session{sessionID: sessionID, waiters: map[string][]*waiter{}}
 		sub, err := c.nc.Subscribe(subject, func(m *nats.Msg) { c.deliver(subject, m) })
 		if err != nil {
 			return nil, nil, fmt.Errorf("subscribe %s: %w", subject, err)
@@ -69,13 +73,16 @@ func (c *Client) await(subject, sessionID, requestID string) (*waiter, func(), e
 	// picks its own by stream sequence once the publish is acknowledged.
 	// Forgeries never take room: deliver drops them first.
 	w := &waiter{ch: make(chan answer, waiterBuffer)}
-	s.waiters[requestID] = w
+	s.waiters[requestID] = append(s.waiters[requestID], w)
 	s.refs++
 	release := func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if s.waiters[requestID] == w {
+		ws := slices.DeleteFunc(s.waiters[requestID], func(o *waiter) bool { return o == w })
+		if len(ws) == 0 {
 			delete(s.waiters, requestID)
+		} else {
+			s.waiters[requestID] = ws
 		}
 		if s.refs--; s.refs > 0 {
 			return
@@ -128,7 +135,10 @@ func requestOf(h nats.Header) string {
 	if id := h.Get(acs.HdrRequestID); id != "" {
 		return id
 	}
+	// <session_id>:<request_id>:<digest> (MsgID), or without the digest
+	// from other publishers.
 	_, id, _ := strings.Cut(h.Get(acs.HdrOriginalMsgID), ":")
+	id, _, _ = strings.Cut(id, ":")
 	return id
 }
 
@@ -138,13 +148,13 @@ func requestOf(h nats.Header) string {
 func (c *Client) deliver(subject string, m *nats.Msg) {
 	id := requestOf(m.Header)
 	c.mu.Lock()
-	var w *waiter
+	var ws []*waiter
 	var sessionID string
 	if s := c.sessions[subject]; s != nil {
-		w, sessionID = s.waiters[id], s.sessionID
+		ws, sessionID = slices.Clone(s.waiters[id]), s.sessionID
 	}
 	c.mu.Unlock()
-	if w == nil {
+	if len(ws) == 0 {
 		// Nobody waits for it: not this client's business.
 		return
 	}
@@ -153,14 +163,20 @@ func (c *Client) deliver(subject string, m *nats.Msg) {
 		c.drop(Drop{Subject: subject, RequestID: id, Seq: a.seq, Reason: err})
 		return
 	}
-	if seq := w.seq.Load(); seq != 0 && a.seq != seq {
-		c.drop(Drop{Subject: subject, RequestID: id, Seq: a.seq, Reason: ErrOtherEnvelope})
-		return
-	}
 	a.msg = m
-	select {
-	case w.ch <- a:
-	default:
+	taken := false
+	for _, w := range ws {
+		if seq := w.seq.Load(); seq != 0 && a.seq != seq {
+			continue
+		}
+		taken = true
+		select {
+		case w.ch <- a:
+		default:
+		}
+	}
+	if !taken {
+		c.drop(Drop{Subject: subject, RequestID: id, Seq: a.seq, Reason: ErrOtherEnvelope})
 	}
 }
 
