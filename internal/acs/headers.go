@@ -37,4 +37,11 @@ const (
 	// refusals exceeded the endpoint's dead-letter limit, says how many
 	// were not kept one by one.
 	HdrDeadLettersOmitted = "Acs-Dead-Letters-Omitted"
+	// HdrOnBehalfOf and HdrOnBehalfOfMAC, on an envelope the HTTP endpoint
+	// publishes, name the caller it publishes for and attest it with a MAC
+	// under the state key (turnstate.Sealer.AttestCaller), which the
+	// processor verifies before deciding: an agent can set any header, but
+	// not that MAC.
+	HdrOnBehalfOf    = "Acs-On-Behalf-Of"
+	HdrOnBehalfOfMAC = "Acs-On-Behalf-Of-Mac"
 )

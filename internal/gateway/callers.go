@@ -139,6 +139,10 @@ func (c *Caller) check() error {
 	if c.Name == "" || strings.ContainsFunc(c.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return errors.New("name must be set and printable")
 	}
+	if len(c.Name) > acs.MaxIDBytes {
+		// The processor keeps the name in every session of the caller.
+		return fmt.Errorf("name has %d bytes, at most %d", len(c.Name), acs.MaxIDBytes)
+	}
 	if err := acs.CheckTenant(c.Tenant); err != nil {
 		return err
 	}

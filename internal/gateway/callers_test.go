@@ -24,6 +24,7 @@ func TestParseCallers(t *testing.T) {
 		{"an unknown field", "callers:\n  - {name: a, tenant: t, token: secret}\n", 0, "field token not found"},
 		{"an unknown top-level field", "tokens: []\n", 0, "field tokens not found"},
 		{"no name", "callers:\n  - {tenant: t, token_sha256: " + h + "}\n", 0, "name must be set"},
+		{"a name longer than the state keeps", "callers:\n  - {name: " + strings.Repeat("n", 257) + ", tenant: t, token_sha256: " + h + "}\n", 0, "at most 256"},
 		{"a name twice", "callers:\n  - {name: a, tenant: t, token_sha256: " + h + "}\n  - {name: a, tenant: t, cert_dns: x}\n", 0, "used twice"},
 		{"a token twice", "callers:\n  - {name: a, tenant: t, token_sha256: " + h + "}\n  - {name: b, tenant: u, token_sha256: " + h + "}\n", 0, "the same token"},
 		{"a plaintext token", "callers:\n  - {name: a, tenant: t, token_sha256: tgt_secret}\n", 0, "64 hex digits"},

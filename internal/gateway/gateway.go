@@ -86,9 +86,12 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Ready reports whether the processor is running (GET /readyz).
 	Ready func() error
-	// StateKey seals the ACS_HANDSHAKES records (the processor's state
-	// key, at least turnstate.StateKeySize bytes): a record the endpoint
-	// did not write for exactly its key is taken as absent and alerted.
+	// StateKey is the processor's state key (at least
+	// turnstate.StateKeySize bytes). It seals the ACS_HANDSHAKES records
+	// (a record the endpoint did not write for exactly its key is taken as
+	// absent and alerted), and attests the caller of every envelope the
+	// endpoint publishes, so that the processor can bind sessions to their
+	// callers (attest.go).
 	StateKey []byte
 }
 
@@ -99,6 +102,7 @@ type Gateway struct {
 	js  jetstream.JetStream
 	// clients decide for each tenant a caller may belong to; fixed at New.
 	clients    map[string]*client.Client
+	attest     *attestor
 	validator  *schema.Validator
 	handshakes *handshakes
 	// anonymous is the caller of every request of an open endpoint.
@@ -185,7 +189,7 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if err != nil {
 		return nil, fmt.Errorf("gateway: handshake records: %w", err)
 	}
-	g := &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, validator: v,
+	g := &Gateway{cfg: cfg, nc: nc, js: js, clients: clients, attest: &attestor{sealer: sealer}, validator: v,
 		anonymous: &Caller{Tenant: cfg.Tenant}, log: log,
 		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}
 	hsAlarm := &handshakeAlarm{js: js, signer: cfg.Receipts, log: log, count: &g.stats.HandshakesInvalid}

@@ -101,6 +101,8 @@ func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg gua
 	}
 	pcfg := stream.DefaultConfig()
 	pcfg.Topology.Partitions = 4
+	// The gateways' key: the processor verifies the callers they attest.
+	pcfg.StateKey = testStateKey
 	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), rules.NewSource(rs), pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -119,7 +119,7 @@ func (g *Gateway) one(ctx context.Context, from origin, raw []byte, tls bool) re
 	// Everything else — methods turnguard does not evaluate included — is
 	// decided by the processor, which refuses, signs and dead-letters it
 	// like any message on the stream.
-	d, err := g.clients[from.caller.Tenant].Decide(ctx, raw)
+	d, err := g.clients[from.caller.Tenant].Decide(ctx, raw, g.attest.options(from.caller, in, raw)...)
 	switch {
 	case err != nil:
 		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}, false)

@@ -85,6 +85,12 @@ type Message struct {
 	// (see SubagentOf), when the caller has it: the rules may carry its
 	// taint to this session. Decide only reads it.
 	Subagent *turnstate.Session
+	// Caller is who published the message, as the caller verified it
+	// (turnstate.HTTPCaller for an envelope the HTTP endpoint attested,
+	// turnstate.CallerForged for an attestation that does not verify); ""
+	// is turnstate.CallerNATS. A session belongs to the caller of its first
+	// envelope: anyone else's are refused.
+	Caller string
 }
 
 // Outcome is everything Decide concluded about one message. Its Response
@@ -149,10 +155,18 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 		out.Response = refusalResponse(known{id: env.req.ID, method: env.req.Method, requestID: env.req.Params.RequestID}, ref)
 		return out
 	}
+	env.step.Seq = msg.Seq
+	caller := callerOf(msg)
+	if ref, a := refuseCaller(state, route, env, caller); ref != nil {
+		out.Refusal = ref
+		out.Response = refusalResponse(known{id: env.req.ID, method: env.req.Method, requestID: env.req.Params.RequestID}, ref)
+		out.Alerts = []Alert{*a}
+		return out
+	}
 	if state == nil {
 		state = turnstate.New(route.Tenant, route.SessionID)
 	}
-	env.step.Seq = msg.Seq
+	env.step.Caller = caller
 	// env.provenance, walked once in intake (checkBounds), serves the
 	// chain entry and the rules.
 	applied := state.Apply(env.step)

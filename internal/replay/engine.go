@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/nats-io/nats.go"
 
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // Engine runs recorded envelopes through the pure core the way the
@@ -34,7 +37,19 @@ func (e *Engine) Decide(env Envelope) guardian.Outcome {
 	if env.RouteErr != nil {
 		return e.Guardian.Unroutable(env.RouteErr)
 	}
-	return e.Memory.Decide(e.Guardian, e.Rules, env.Route, guardian.Message{Subject: env.Subject, Data: env.Data, Seq: env.Seq, Time: env.Time})
+	return e.Memory.Decide(e.Guardian, e.Rules, env.Route, guardian.Message{Subject: env.Subject, Data: env.Data, Seq: env.Seq, Time: env.Time, Caller: claimedCaller(env.Header)})
+}
+
+// claimedCaller is the HTTP caller an envelope's headers name, taken
+// unverified: replay does not hold the state key the endpoint attests
+// with. Honest traffic binds its sessions as the processor did; an envelope
+// with a forged attestation, which the processor refused, replays as the
+// caller it names.
+func claimedCaller(h nats.Header) string {
+	if v, ok := h[acs.HdrOnBehalfOf]; ok && len(v) == 1 {
+		return turnstate.HTTPCaller(v[0])
+	}
+	return ""
 }
 
 // Progress shows how far a long run is, on a terminal only: envelopes read

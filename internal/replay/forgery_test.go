@@ -187,7 +187,7 @@ func TestVerifyCountsWhatItChecks(t *testing.T) {
 		name string
 		key  bool
 		want string
-	}{{"with the key", true, "result     verified"}, {"without the key", false, "result     partly checked: 15 chain entries, 15 signatures sound; not checked: 16 receipts (no --receipt-key): not verified"}} {
+	}{{"with the key", true, "result     verified"}, {"without the key", false, "result     partly checked: 17 chain entries, 17 signatures sound; not checked: 18 receipts (no --receipt-key): not verified"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := signer.Public()
 			if !tc.key {

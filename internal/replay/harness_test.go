@@ -204,7 +204,7 @@ func scenarioPaths(t testing.TB) []string {
 }
 
 // backtestSession is a generated session: web content taints it in turn 1,
-// and a shell call follows gap turns later (gap < 0: no web content, the
+// every turn has a user message, and a shell call follows gap turns later (gap < 0: no web content, the
 // session stays clean).
 func backtestSession(i, gap int) *scenario.Scenario {
 	sc := &scenario.Scenario{Name: fmt.Sprintf("backtest-%03d", i), Agent: fmt.Sprintf("agent-%d", i%7),
@@ -224,6 +224,9 @@ func backtestSession(i, gap int) *scenario.Scenario {
 	last := max(gap, 0) + 1
 	for n := 1; n <= last; n++ {
 		step(scenario.Step{Hook: "turnStart", Turn: turn(n), Payload: map[string]any{"triggered_by": "user_message"}})
+		// The user's message is the work that makes the turn count
+		// toward the window (an empty turn would not).
+		step(scenario.Step{Hook: "userMessage", Turn: turn(n), Payload: map[string]any{"content": []any{map[string]any{"type": "text", "value": "go on"}}}})
 		if n == 1 && gap >= 0 {
 			step(scenario.Step{Hook: "toolCallResult", Turn: turn(n), Payload: map[string]any{
 				"tool": map[string]any{"name": "web_fetch"}, "exit_status": "success",

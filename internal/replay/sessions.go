@@ -22,9 +22,11 @@ type SessionSummary struct {
 	Agent     string    `json:"agent"`
 	First     time.Time `json:"first"`
 	Last      time.Time `json:"last"`
-	// Turns counts the turns opened in range as the session state counts
-	// them (turns_started): by a turnStart the processor did not deny or
-	// refuse, or implicitly (a step whose decision carries turn_implicit).
+	// Turns counts the turns opened in range: by a turnStart the processor
+	// did not deny or refuse, or implicitly (a step whose decision carries
+	// turn_implicit). The session state's turns_started, the turns that
+	// count toward windows, can be fewer: a turn in which nothing was let
+	// through, and a nested turn, do not count there.
 	Turns     int  `json:"turns"`
 	Envelopes int  `json:"envelopes"`
 	Denies    int  `json:"denies"`

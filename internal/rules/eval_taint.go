@@ -40,9 +40,14 @@ func (e *evalCtx) updateTaints(res *Result) {
 // intake (acs.MaxIDBytes) and their lists by turnstate.MaxTaintEvidence;
 // the tool name, which no rule reads back from a taint, is evidence only and
 // truncated to acs.MaxEvidenceBytes instead of refused.
+//
+// A hit is anchored at its turn's index, or at the session's turn count
+// when that is newer: a step may name an open turn older than the newest
+// turn that counted (overlapping or long-open turns), and a window
+// anchored there would start already aged.
 func (e *evalCtx) setTaint(label, source string) {
 	hit := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
-		Turn: e.turn, TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source,
+		Turn: max(e.turn, e.sess.TurnsStarted), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source,
 		ProvenanceIDs: bounded(e.prov.UntrustedIDs), Origins: bounded(untrustedOrigins(e.prov.Origins)), SourceIDs: bounded(e.prov.SourceIDs)}
 	if e.sess.Taints == nil {
 		e.sess.Taints = map[string]*turnstate.Taint{}

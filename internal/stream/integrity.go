@@ -171,7 +171,7 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 	mem := guardian.NewMemory()
 	rs := w.rules.Current()
 	first := map[string]string{}
-	err = w.history(ctx, filters, upper, func(subject string, data []byte, seq uint64, ts time.Time) {
+	err = w.history(ctx, filters, upper, func(subject string, data []byte, h nats.Header, seq uint64, ts time.Time) {
 		r, err := acs.ParsePartitioned(subject)
 		if err != nil {
 			return
@@ -179,7 +179,7 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 		if _, ok := first[r.SessionKey()]; !ok {
 			first[r.SessionKey()] = r.Hook
 		}
-		mem.Decide(w.guardian, rs, r, guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts})
+		mem.Decide(w.guardian, rs, r, guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts, Caller: w.callerOf(subject, data, h)})
 	})
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 // state bucket).
 func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (map[string]string, error) {
 	links := map[string]string{}
-	err := w.history(ctx, []string{acs.StoredFilter(tenant, "*", "subagentStart")}, upper, func(subject string, data []byte, _ uint64, _ time.Time) {
+	err := w.history(ctx, []string{acs.StoredFilter(tenant, "*", "subagentStart")}, upper, func(subject string, data []byte, _ nats.Header, _ uint64, _ time.Time) {
 		r, err := acs.ParsePartitioned(subject)
 		if err != nil {
 			return
@@ -222,7 +222,7 @@ func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (m
 
 // history calls fn for each message of ACS_HOOKS matching filters stored
 // before upper, in stream order.
-func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn func(subject string, data []byte, seq uint64, ts time.Time)) error {
+func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn func(subject string, data []byte, h nats.Header, seq uint64, ts time.Time)) error {
 	c, err := w.js.OrderedConsumer(ctx, acs.HooksStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return fmt.Errorf("read %s history: %w", acs.HooksStream, err)
@@ -251,7 +251,7 @@ func (w *worker) history(ctx context.Context, filters []string, upper uint64, fn
 		if md.Sequence.Stream >= upper {
 			return nil
 		}
-		fn(m.Subject(), m.Data(), md.Sequence.Stream, md.Timestamp)
+		fn(m.Subject(), m.Data(), m.Headers(), md.Sequence.Stream, md.Timestamp)
 		if md.NumPending == 0 {
 			return nil
 		}

@@ -236,7 +236,7 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 	consumer := c.CachedInfo().Name
 	return &worker{
 		consumer: consumer, filter: filter, routed: routed,
-		cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, guardian: p.guardian, rules: p.rules,
+		cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, sealer: p.sealer, guardian: p.guardian, rules: p.rules,
 		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 		log:       p.log.With().Str("consumer", consumer).Logger(),
 		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()), singleReceipts: p.cfg.SingleReceipts,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // action is one thing a turn does besides opening and closing.
@@ -196,6 +197,12 @@ func (b *builder) next() string {
 }
 
 func (b *builder) emit(method, rid string, t *turnRec, payload map[string]any, d acs.Disposition, alerts ...string) {
+	// A turn counts once a work step in it is let through
+	// (turnstate.RecordDecision); the generated turns that are not denied
+	// at their start all do some.
+	if t != nil && !t.denied && d == acs.Allow && turnstate.Work(acs.LookupMethod(method)) && t.index > b.turnsStarted {
+		b.turnsStarted = t.index
+	}
 	env := wireEnvelope{JSONRPC: "2.0", Method: method, ID: rid, Params: wireParams{
 		ACSVersion: acs.Version, RequestID: rid, Timestamp: b.now.UTC().Format(time.RFC3339),
 		Metadata: wireMetadata{AgentID: b.s.AgentID, SessionID: b.s.ID}, Payload: payload,
@@ -249,8 +256,12 @@ func (b *builder) sessionEnd() {
 
 func (b *builder) turnStart(trigger string, parent *turnRec) *turnRec {
 	rid := b.next()
-	b.turnsStarted++
-	t := &turnRec{id: rid, index: b.turnsStarted}
+	// A nested turn shares its enclosing turn's index; a new top-level
+	// turn gets the next one, which it takes once it does some work.
+	t := &turnRec{id: rid, index: b.turnsStarted + 1}
+	if parent != nil {
+		t.index = parent.index
+	}
 	b.open = append(b.open, t)
 	p := map[string]any{"turn_id": rid, "triggered_by": trigger}
 	if parent != nil {
@@ -264,10 +275,9 @@ func (b *builder) turnStart(trigger string, parent *turnRec) *turnRec {
 		b.autoRun = 0
 	}
 	if b.autoRun > maxAutoRun {
-		// A denied turnStart is not a turn: the counter goes back and the
-		// next turn shares its index (turnstate.RecordDecision).
+		// A denied turn does not count: the next turn gets its index
+		// (turnstate.RecordDecision).
 		t.denied = true
-		b.turnsStarted--
 		b.emit("steps/turnStart", rid, t, p, acs.Deny, RuleContinuation)
 		return t
 	}
@@ -387,7 +397,7 @@ func (b *builder) toolCall(t *turnRec, tool toolSpec, taints bool) {
 			}
 			out["provenance"] = pv
 		}
-		b.taint = &anchor{turn: t.index, at: b.now}
+		b.taint = &anchor{turn: max(t.index, b.turnsStarted), at: b.now}
 	}
 	b.emit("steps/toolCallResult", res, t, map[string]any{
 		"tool": map[string]any{"name": tool.name}, "exit_status": "success", "request_id_ref": rid,

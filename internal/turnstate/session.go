@@ -50,14 +50,24 @@ type Session struct {
 	// Parent is set on a subagent's session when its parent announced it
 	// with subagentStart.
 	Parent *ParentLink `json:"parent,omitempty"`
+	// Caller is who the session belongs to: the publisher of its first
+	// envelope (CallerNATS, or HTTPCaller(name)); a subagent's session
+	// belongs to its parent's. Envelopes of anyone else are refused before
+	// they reach the state (guardian). Empty on states of earlier versions,
+	// which their next envelope binds.
+	Caller string `json:"caller,omitempty"`
 	// Subagents are the sessions this one spawned (allowed subagentStarts),
 	// newest last, at most MaxSubagents: a subagent whose own session began
 	// before the spawn was applied has no Parent link, and is still this
 	// session's to take taint back from.
 	Subagents []string `json:"subagents,omitempty"`
 
-	// TurnsStarted counts the turns opened, by turnStart or implicitly
-	// (see Turn.Implicit); it is the index of the newest turn (1-based).
+	// TurnsStarted counts the turns that count toward windows: a turn,
+	// opened by turnStart or implicitly (see Turn.Implicit), counts once a
+	// work step in it is let through (RecordDecision, Work), and a nested
+	// turn is part of the turn it nests in. It is the index of the newest
+	// turn that counted (1-based). The name is kept from when it counted
+	// every turn opened, so that stored states stay readable.
 	TurnsStarted   int         `json:"turns_started"`
 	OpenTurns      []Turn      `json:"open_turns"`
 	LastClosedTurn *ClosedTurn `json:"last_closed_turn,omitempty"`
@@ -97,7 +107,11 @@ type Session struct {
 
 // Turn is an open turn.
 type Turn struct {
-	TurnID         string    `json:"turn_id"`
+	TurnID string `json:"turn_id"`
+	// Index is the turn's place among the turns that count (TurnsStarted
+	// once it counts): a turn that has not counted yet shares it with the
+	// next turn opened, and a nested turn has the index of the turn it
+	// nests in.
 	Index          int       `json:"index"`
 	ParentTurnID   string    `json:"parent_turn_id,omitempty"`
 	TriggeredBy    string    `json:"triggered_by"`

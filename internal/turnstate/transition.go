@@ -17,6 +17,8 @@ type Step struct {
 	Method    *acs.MethodSpec
 	RequestID string
 	AgentID   string
+	// Caller is who published the envelope (Session.Caller).
+	Caller string
 	// TurnID and ParentTurnID are the envelope's metadata values.
 	TurnID       string
 	ParentTurnID string
@@ -52,6 +54,9 @@ func (s *Session) Apply(st Step) Result {
 		s.FirstSeq, s.FirstTime = st.Seq, st.Time
 	}
 	s.Envelopes++
+	if s.Caller == "" {
+		s.Caller = st.Caller
+	}
 	s.LastSeq = st.Seq
 	if st.Time.After(s.LastTime) {
 		s.LastTime = st.Time
@@ -95,6 +100,7 @@ func (s *Session) Apply(st Step) Result {
 	if p := st.SubagentStart; p != nil && p.SubagentSessionID != s.SessionID {
 		r.Spawned = New(s.Tenant, p.SubagentSessionID)
 		r.Spawned.Parent = &ParentLink{SessionID: s.SessionID, TurnID: st.TurnID, RequestID: st.RequestID}
+		r.Spawned.Caller = s.Caller
 	}
 	return r
 }
@@ -104,13 +110,14 @@ func (s *Session) Apply(st Step) Result {
 // framework still sends (outcome denied_at_start) matches it, and any step
 // run inside it anyway is reported.
 //
-// A denied turn does not count as a turn: the turn counter goes back, so
-// the next turn started gets the denied turn's index. Taint windows and
-// turn-based thresholds count turns by that index; were denied turns
-// counted, a client could shorten a taint window by sending turnStarts it
-// knows will be refused (reusing a turn id, say). The denied turn keeps
-// its index, which the next turn shares: a taint anchored in it anchors no
-// earlier than the turn that follows.
+// It is also where a turn comes to count toward windows (see Work): the
+// first work step turnguard lets through in an open turn makes that turn's
+// index the session's turn count. Turns are counted here, after the
+// decision, and not when they open, because everything that opens a turn —
+// a turnStart, a step naming a fresh turn id, a turnStart nested in
+// another turn — is the agent's to send at will: were those counted, a
+// client could age a taint out of its window with turns that did nothing,
+// or with steps it knows will be denied (issue 23, finding 4).
 func (s *Session) RecordDecision(st Step, d acs.Disposition) {
 	if s.Decisions == nil {
 		s.Decisions = map[acs.Disposition]uint64{}
@@ -119,11 +126,47 @@ func (s *Session) RecordDecision(st Step, d acs.Disposition) {
 	if d == acs.Deny && st.TurnStart != nil {
 		if t := s.OpenTurn(st.TurnStart.TurnID); t != nil && t.StartSeq == st.Seq {
 			t.Denied = true
-			if t.Index == s.TurnsStarted && s.TurnsStarted > 0 {
-				s.TurnsStarted--
-			}
 		}
 	}
+	if (d == acs.Allow || d == acs.Modify) && st.TurnID != "" && Work(st.Method) {
+		if t := s.OpenTurn(st.TurnID); t != nil && t.Index > s.TurnsStarted && !s.insideDenied(t) {
+			s.TurnsStarted = t.Index
+		}
+	}
+}
+
+// insideDenied reports whether t, or a turn it is nested in, was denied at
+// its turnStart: a denied turn does not count, whatever nests in it.
+func (s *Session) insideDenied(t *Turn) bool {
+	for range MaxOpenTurns + 1 {
+		if t.Denied {
+			return true
+		}
+		if t.ParentTurnID == "" {
+			return false
+		}
+		if t = s.OpenTurn(t.ParentTurnID); t == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Work reports whether a step of this method, let through, makes its turn
+// count toward windows measured in turns: a hook through which the agent,
+// or its user, does or sees something, and which turnguard could have
+// denied. The others do not count, because a client can send them to no
+// effect: turnStart and turnEnd only frame a turn; subagentStop,
+// skillUnload and postCompact cannot be denied (a free envelope);
+// preCompact is the framework's housekeeping; agbom reports an inventory.
+func Work(m *acs.MethodSpec) bool {
+	switch m.Method {
+	case "steps/userMessage", "steps/agentResponse", "steps/knowledgeRetrieval", "steps/memoryContextRetrieval",
+		"steps/memoryStore", "steps/toolCallRequest", "steps/toolCallResult", "steps/subagentStart",
+		"steps/skillRegister", "steps/skillLoad":
+		return true
+	}
+	return false
 }
 
 func (s *Session) count(r *Result) {
@@ -157,10 +200,16 @@ func (s *Session) startTurn(st Step, r *Result) {
 	if slices.Contains(s.RecentTurnIDs, p.TurnID) {
 		r.add(TurnIDReused, "turn %q was already used in this session", p.TurnID)
 	}
+	// A turn's index is the count it brings the session to once it does
+	// some work (RecordDecision); a nested turn is part of the turn it
+	// nests in and shares its index, so nesting adds nothing to a count.
+	index := s.TurnsStarted + 1
 	switch {
 	case p.ParentTurnID != "":
-		spawnedBy := s.TurnsStarted == 0 && s.Parent != nil && s.Parent.TurnID == p.ParentTurnID
-		if s.OpenTurn(p.ParentTurnID) == nil && !spawnedBy {
+		spawnedBy := len(s.RecentTurnIDs) == 0 && s.Parent != nil && s.Parent.TurnID == p.ParentTurnID
+		if pt := s.OpenTurn(p.ParentTurnID); pt != nil {
+			index = pt.Index
+		} else if !spawnedBy {
 			r.add(ParentTurnUnknown, "parent_turn_id %q names no open turn", p.ParentTurnID)
 		}
 	case len(s.OpenTurns) > 0:
@@ -170,9 +219,8 @@ func (s *Session) startTurn(st Step, r *Result) {
 		r.add(TurnDepthExceeded, "turn %q would be open turn number %d; at most %d may be open", p.TurnID, len(s.OpenTurns)+1, MaxOpenTurns)
 		return
 	}
-	s.TurnsStarted++
 	s.OpenTurns = append(s.OpenTurns, Turn{
-		TurnID: p.TurnID, Index: s.TurnsStarted, ParentTurnID: p.ParentTurnID, TriggeredBy: p.TriggeredBy,
+		TurnID: p.TurnID, Index: index, ParentTurnID: p.ParentTurnID, TriggeredBy: p.TriggeredBy,
 		ExpectedInputs: p.ExpectedInputs, StartSeq: st.Seq, StartTime: st.Time,
 	})
 	s.RecentTurnIDs = remember(s.RecentTurnIDs, p.TurnID, MaxRecentTurnIDs)
@@ -274,8 +322,7 @@ func (s *Session) countStep(st Step, r *Result) {
 // it names replaces the previous one, which nobody will end.
 func (s *Session) openImplicitTurn(st Step, r *Result) {
 	s.closeImplicitTurns(st, "")
-	s.TurnsStarted++
-	s.OpenTurns = append(s.OpenTurns, Turn{TurnID: st.TurnID, Index: s.TurnsStarted, StartSeq: st.Seq, StartTime: st.Time, Implicit: true})
+	s.OpenTurns = append(s.OpenTurns, Turn{TurnID: st.TurnID, Index: s.TurnsStarted + 1, StartSeq: st.Seq, StartTime: st.Time, Implicit: true})
 	s.RecentTurnIDs = remember(s.RecentTurnIDs, st.TurnID, MaxRecentTurnIDs)
 	r.add(TurnImplicit, "%s opened turn %q implicitly: no turnStart announced it", st.Method.Hook, st.TurnID)
 }

@@ -51,6 +51,14 @@ func (s *stepper) in(method, turn string) turnstate.Step {
 
 func ptr(n int) *int { return &n }
 
+// allowed applies st and records an allow, as the guardian does for a step
+// the rules let through: turns count toward windows only then.
+func allowed(sess *turnstate.Session, st turnstate.Step) turnstate.Result {
+	r := sess.Apply(st)
+	sess.RecordDecision(st, acs.Allow)
+	return r
+}
+
 func with(st turnstate.Step, f func(*turnstate.Step)) turnstate.Step { f(&st); return st }
 
 func TestApplyViolations(t *testing.T) {
@@ -237,13 +245,14 @@ func TestTurnAccounting(t *testing.T) {
 	var s stepper
 	for _, st := range []turnstate.Step{s.sessionStart(), s.turnStart("A", ""), s.in("steps/userMessage", "A"),
 		s.turnStart("B", "A"), s.in("steps/toolCallRequest", "B"), s.in("steps/toolCallRequest", "B"), s.in("steps/agentResponse", "A")} {
-		sess.Apply(st)
+		allowed(sess, st)
 	}
-	if sess.TurnsStarted != 2 || len(sess.OpenTurns) != 2 {
-		t.Fatalf("turns started %d, open %d; want 2 and 2", sess.TurnsStarted, len(sess.OpenTurns))
+	// B nests in A: it is part of A's turn and shares its index.
+	if sess.TurnsStarted != 1 || len(sess.OpenTurns) != 2 {
+		t.Fatalf("turns started %d, open %d; want 1 and 2", sess.TurnsStarted, len(sess.OpenTurns))
 	}
 	a, b := sess.OpenTurn("A"), sess.OpenTurn("B")
-	if a.Steps != 2 || a.ToolCalls != 0 || b.Steps != 2 || b.ToolCalls != 2 || a.Index != 1 || b.Index != 2 || b.ParentTurnID != "A" {
+	if a.Steps != 2 || a.ToolCalls != 0 || b.Steps != 2 || b.ToolCalls != 2 || a.Index != 1 || b.Index != 1 || b.ParentTurnID != "A" {
 		t.Fatalf("turn A %+v, turn B %+v", *a, *b)
 	}
 	r := sess.Apply(s.turnEnd("B", ptr(2), ptr(2)))
@@ -335,18 +344,18 @@ func TestImplicitTurns(t *testing.T) {
 		{"a turnStart replaces the implicit turn without turn_overlap", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", ""), s.in(req, "T")}
 		}, [][]string{nil, {turnstate.TurnImplicit}, nil, nil}, []string{"T#2"}, 2},
-		{"a turnStart naming the implicit turn as parent nests inside it", func(s *stepper) []turnstate.Step {
+		{"a turnStart naming the implicit turn as parent nests inside it, sharing its index", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", "A"), s.in(req, "T"), s.in(res, "A")}
-		}, [][]string{nil, {turnstate.TurnImplicit}, nil, nil, nil}, []string{"A#1*", "T#2"}, 2},
-		{"with a declared turn open, a new turn id is a mismatch", func(s *stepper) []turnstate.Step {
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, nil, nil}, []string{"A#1*", "T#1"}, 1},
+		{"with a declared turn open, a new turn id is a mismatch (and the turn, with no work, does not count)", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.in(req, "A")}
-		}, [][]string{nil, nil, {turnstate.TurnIDMismatch}}, []string{"T#1"}, 1},
+		}, [][]string{nil, nil, {turnstate.TurnIDMismatch}}, []string{"T#1"}, 0},
 		{"with a declared turn nested in an implicit one, a new turn id is a mismatch", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", "A"), s.in(req, "B")}
-		}, [][]string{nil, {turnstate.TurnImplicit}, nil, {turnstate.TurnIDMismatch}}, []string{"A#1*", "T#2"}, 2},
-		{"after the declared turn ends, turns may be implicit again", func(s *stepper) []turnstate.Step {
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, {turnstate.TurnIDMismatch}}, []string{"A#1*", "T#1"}, 1},
+		{"after the declared turn ends, turns may be implicit again (the empty declared turn did not count)", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.turnStart("T", ""), s.turnEnd("T", nil, nil), s.in(req, "A")}
-		}, [][]string{nil, nil, nil, {turnstate.TurnImplicit}}, []string{"A#2*"}, 2},
+		}, [][]string{nil, nil, nil, {turnstate.TurnImplicit}}, []string{"A#1*"}, 1},
 		{"a step without turn_id is not faulted in an implicit turn", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.in(res, none)}
 		}, [][]string{nil, {turnstate.TurnImplicit}, nil}, []string{"A#1*"}, 1},
@@ -355,13 +364,13 @@ func TestImplicitTurns(t *testing.T) {
 		}, [][]string{nil, nil}, []string{}, 0},
 		{"a turnStart reusing an implicit turn's id", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("A", "")}
-		}, [][]string{nil, {turnstate.TurnImplicit}, {turnstate.TurnIDReused}}, []string{"A#2"}, 2},
+		}, [][]string{nil, {turnstate.TurnImplicit}, {turnstate.TurnIDReused}}, []string{"A#2"}, 1},
 		{"sessionEnd ends the implicit turn without turn_left_open", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.in(req, "A"), s.sessionEnd()}
 		}, [][]string{{turnstate.SessionStartMissing, turnstate.TurnImplicit}, nil}, []string{}, 1},
 		{"a declared turn nested in an implicit one is still reported at sessionEnd", func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.in(req, "A"), s.turnStart("T", "A"), s.sessionEnd()}
-		}, [][]string{nil, {turnstate.TurnImplicit}, nil, {turnstate.TurnLeftOpen}}, []string{}, 2},
+		}, [][]string{nil, {turnstate.TurnImplicit}, nil, {turnstate.TurnLeftOpen}}, []string{}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -371,7 +380,7 @@ func TestImplicitTurns(t *testing.T) {
 				t.Fatalf("%d steps, %d expectations", len(steps), len(tc.want))
 			}
 			for i, st := range steps {
-				r := sess.Apply(st)
+				r := allowed(sess, st)
 				var got []string
 				for _, v := range r.Violations {
 					got = append(got, v.Name)
@@ -405,14 +414,14 @@ func TestImplicitTurnAccounting(t *testing.T) {
 	sess := turnstate.New("t", "s")
 	var s stepper
 	for _, st := range []turnstate.Step{s.in("steps/toolCallRequest", "A"), s.in("steps/toolCallResult", "A"), s.in("steps/toolCallRequest", "A")} {
-		sess.Apply(st)
+		allowed(sess, st)
 	}
 	a := sess.OpenTurn("A")
 	if a == nil || !a.Implicit || a.Index != 1 || a.Steps != 3 || a.ToolCalls != 2 || a.StartSeq != 1 || a.TriggeredBy != "" {
 		t.Fatalf("turn A %+v", a)
 	}
 	next := s.in("steps/toolCallRequest", "B")
-	if r := sess.Apply(next); r.Turn == nil || r.Turn.TurnID != "B" || r.Turn.Index != 2 || r.Turn.Steps != 1 || !r.Turn.Implicit {
+	if r := allowed(sess, next); r.Turn == nil || r.Turn.TurnID != "B" || r.Turn.Index != 2 || r.Turn.Steps != 1 || !r.Turn.Implicit {
 		t.Fatalf("opening B: %+v", r.Turn)
 	}
 	want := turnstate.ClosedTurn{TurnID: "A", Index: 1, Steps: 3, ToolCalls: 2, EndSeq: next.Seq, EndTime: next.Time, Implicit: true}
@@ -446,9 +455,8 @@ func TestDeniedTurnStartDoesNotCount(t *testing.T) {
 	sess := turnstate.New("t", "s")
 	var s stepper
 	sess.Apply(s.sessionStart())
-	first := s.turnStart("A", "")
-	sess.Apply(first)
-	sess.RecordDecision(first, acs.Allow)
+	allowed(sess, s.turnStart("A", ""))
+	allowed(sess, s.in("steps/userMessage", "A"))
 	sess.Apply(s.turnEnd("A", nil, nil))
 	for _, rid := range []string{"A2", "A3"} {
 		// turn_id_reused, which the default pack denies.
@@ -457,6 +465,9 @@ func TestDeniedTurnStartDoesNotCount(t *testing.T) {
 			t.Fatalf("violations %+v, want turn_id_reused", r.Violations)
 		}
 		sess.RecordDecision(again, acs.Deny)
+		// A rule pack that lets steps inside a denied turn through still
+		// does not make the denied turn count.
+		allowed(sess, s.in("steps/userMessage", "A"))
 		if sess.TurnsStarted != 1 {
 			t.Fatalf("turns started %d after a denied turnStart, want 1", sess.TurnsStarted)
 		}
@@ -466,5 +477,81 @@ func TestDeniedTurnStartDoesNotCount(t *testing.T) {
 	r := sess.Apply(next)
 	if r.Turn == nil || r.Turn.Index != 2 || sess.CurrentTurn("B") != 2 {
 		t.Fatalf("turn after two denied turnStarts: %+v, want index 2", r.Turn)
+	}
+}
+
+// Issue 23, finding 4: what a client can send at will does not age a
+// window. Each case runs its steps after a turn 1 that did some work and
+// reports the turn count and the index the last step is decided in; a
+// window anchored in turn 1 is aged by the difference.
+func TestWindowsTheAgentCannotAge(t *testing.T) {
+	const (
+		req = "steps/toolCallRequest"
+		msg = "steps/userMessage"
+	)
+	type decided struct {
+		st turnstate.Step
+		d  acs.Disposition
+	}
+	tests := []struct {
+		name  string
+		steps func(s *stepper) []decided
+		// turns is TurnsStarted at the end; current the index the last
+		// step was decided in.
+		turns, current int
+	}{
+		{"denied steps naming fresh turn ids open no counted turns", func(s *stepper) []decided {
+			return []decided{{s.in(req, "c2"), acs.Deny}, {s.in(req, "c3"), acs.Deny}, {s.in(req, "c4"), acs.Deny}}
+		}, 1, 2},
+		{"empty turnStart/turnEnd pairs do not count", func(s *stepper) []decided {
+			return []decided{{s.turnStart("t2", ""), acs.Allow}, {s.turnEnd("t2", nil, nil), acs.Allow},
+				{s.turnStart("t3", ""), acs.Allow}, {s.turnEnd("t3", nil, nil), acs.Allow},
+				{s.turnStart("t4", ""), acs.Allow}, {s.in(req, "t4"), acs.Deny}}
+		}, 1, 2},
+		{"turns with only free envelopes (audit-only, housekeeping) do not count", func(s *stepper) []decided {
+			return []decided{{s.turnStart("t2", ""), acs.Allow}, {s.in("steps/skillUnload", "t2"), acs.Allow}, {s.in("steps/postCompact", "t2"), acs.Allow},
+				{s.in("steps/preCompact", "t2"), acs.Allow}, {s.in("steps/subagentStop", "t2"), acs.Allow}, {s.in("agbom/snapshot", "t2"), acs.Allow},
+				{s.turnEnd("t2", nil, nil), acs.Allow}, {s.turnStart("t3", ""), acs.Allow}, {s.in(req, "t3"), acs.Deny}}
+		}, 1, 2},
+		{"turns with only asked steps do not count", func(s *stepper) []decided {
+			return []decided{{s.turnStart("t2", ""), acs.Allow}, {s.in(req, "t2"), acs.Ask}, {s.turnEnd("t2", nil, nil), acs.Allow},
+				{s.turnStart("t3", ""), acs.Allow}, {s.in(req, "t3"), acs.Deny}}
+		}, 1, 2},
+		{"nested turns share their enclosing turn's index", func(s *stepper) []decided {
+			return []decided{{s.turnStart("t2", ""), acs.Allow}, {s.in(msg, "t2"), acs.Allow},
+				{s.turnStart("t3", "t2"), acs.Allow}, {s.in(msg, "t3"), acs.Allow},
+				{s.turnStart("t4", "t3"), acs.Allow}, {s.in(msg, "t4"), acs.Allow},
+				{s.turnStart("t5", "t4"), acs.Allow}, {s.in(req, "t5"), acs.Deny}}
+		}, 2, 2},
+		{"a turn nested in a denied turn does not count", func(s *stepper) []decided {
+			return []decided{{s.turnStart("t2", ""), acs.Deny}, {s.turnStart("t3", "t2"), acs.Allow}, {s.in(msg, "t3"), acs.Allow},
+				{s.turnEnd("t2", nil, nil), acs.Allow}, {s.turnStart("t4", ""), acs.Allow}, {s.in(req, "t4"), acs.Deny}}
+		}, 1, 2},
+		{"turns that did work count, declared or implicit", func(s *stepper) []decided {
+			return []decided{{s.in(req, "c2"), acs.Allow}, {s.in(req, "c3"), acs.Allow}, {s.in(req, "c4"), acs.Allow}}
+		}, 4, 4},
+		{"a denied step does not count its turn, a later allowed one in it does", func(s *stepper) []decided {
+			return []decided{{s.in(req, "c2"), acs.Deny}, {s.in(req, "c2"), acs.Allow}, {s.in(req, "c3"), acs.Deny}}
+		}, 2, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sess := turnstate.New("t", "s")
+			s := &stepper{}
+			allowed(sess, s.in(req, "c1"))
+			if sess.TurnsStarted != 1 {
+				t.Fatalf("turn 1 did work, turns %d", sess.TurnsStarted)
+			}
+			steps := tc.steps(s)
+			current := 0
+			for _, d := range steps {
+				sess.Apply(d.st)
+				current = sess.CurrentTurn(d.st.TurnID)
+				sess.RecordDecision(d.st, d.d)
+			}
+			if sess.TurnsStarted != tc.turns || current != tc.current {
+				t.Errorf("turns %d, last step in turn %d; want %d and %d", sess.TurnsStarted, current, tc.turns, tc.current)
+			}
+		})
 	}
 }

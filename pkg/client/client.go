@@ -214,7 +214,7 @@ func (c *Client) Options() Options { return c.opt }
 // decision. A malformed envelope (no method, request id or session id) is
 // an error; everything else returns a Decision, from the posture when the
 // decision does not arrive in time.
-func (c *Client) Decide(ctx context.Context, envelope []byte) (*Decision, error) {
+func (c *Client) Decide(ctx context.Context, envelope []byte, opts ...DecideOption) (*Decision, error) {
 	var env struct {
 		Method string `json:"method"`
 		Params struct {
@@ -241,6 +241,9 @@ func (c *Client) Decide(ctx context.Context, envelope []byte) (*Decision, error)
 	defer release()
 	msg := nats.NewMsg(acs.InboundSubject(c.opt.Tenant, sessionID, acs.HookToken(env.Method)))
 	msg.Data = envelope
+	for _, o := range opts {
+		o(msg.Header)
+	}
 	msg.Header.Set(jetstream.MsgIDHeader, MsgID(sessionID, requestID, envelope))
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
@@ -287,6 +290,16 @@ func (c *Client) Decide(ctx context.Context, envelope []byte) (*Decision, error)
 			return d, nil
 		}
 	}
+}
+
+// DecideOption adjusts the message one call of Decide publishes.
+type DecideOption func(nats.Header)
+
+// WithHeader sets a header on the published envelope (Nats-Msg-Id, which
+// Decide sets itself, excepted). turnguard's HTTP endpoint attests the
+// caller it publishes for this way.
+func WithHeader(key, value string) DecideOption {
+	return func(h nats.Header) { h.Set(key, value) }
 }
 
 // MsgID is the Nats-Msg-Id an envelope is published with: its request id,

@@ -1,0 +1,70 @@
+package guardian
+
+import (
+	"fmt"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/alert"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// CallerRuleID names the alert of an envelope refused because its session
+// belongs to another caller.
+const CallerRuleID = "TG-CALLER-001"
+
+// callerOf is the identity an envelope is decided as: the caller the
+// processor verified (Message.Caller), or the tenant's NATS agents.
+func callerOf(msg Message) string {
+	if msg.Caller == "" {
+		return turnstate.CallerNATS
+	}
+	return msg.Caller
+}
+
+// refuseCaller refuses an envelope that its session's owner did not send
+// (issue 23, finding 4: a holder of the tenant's NATS agent credential
+// injected empty turns into an HTTP caller's session), or whose caller
+// attestation did not verify. It is refused before it touches the state,
+// so it can neither open nor end a turn there, and alerted. nil: the
+// envelope may be decided.
+func refuseCaller(state *turnstate.Session, route acs.Route, env *envelope, caller string) (*acs.Error, *Alert) {
+	owner := ""
+	if state != nil {
+		owner = state.Caller
+	}
+	if caller != turnstate.CallerForged && (owner == "" || owner == caller) {
+		return nil, nil
+	}
+	ref := &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonCallerNotBound,
+		Message: fmt.Sprintf("session %s belongs to %s, not to the publisher of this envelope (%s)", route.SessionID, owner, caller)}
+	if caller == turnstate.CallerForged {
+		ref.Message = fmt.Sprintf("the envelope for session %s carries a caller attestation that does not verify", route.SessionID)
+	}
+	a := callerAlert(route, env, owner, caller, ref.Message)
+	return ref, &a
+}
+
+// callerAlert is the high-severity finding of a refused foreign envelope.
+func callerAlert(r acs.Route, env *envelope, owner, caller, msg string) Alert {
+	seq := env.step.Seq
+	ms := env.step.Time.UnixMilli()
+	sevID, sev := alert.SeverityID("high")
+	md := env.req.Params.Metadata
+	const title = "Envelope from another caller than the session's"
+	tg := map[string]any{"rule_id": CallerRuleID, "severity": "high", "decision": acs.Deny, "tenant": r.Tenant, "session_id": r.SessionID,
+		"agent_id": md.AgentID, "request_id": env.req.Params.RequestID, "stream_seq": seq, "hook": env.spec.Hook,
+		"session_caller": owner, "envelope_caller": caller}
+	f := alert.Finding{
+		ActivityID: 1, ActivityName: "Create", CategoryUID: alert.CategoryUID, CategoryName: "Findings",
+		ClassUID: alert.ClassUID, ClassName: "Detection Finding", TypeUID: alert.TypeCreate, TypeName: "Detection Finding: Create",
+		Time: ms, SeverityID: sevID, Severity: sev, StatusID: 1, Status: "New",
+		ActionID: 2, Action: "Denied", DispositionID: 2, Disposition: "Blocked", IsAlert: true, Message: msg,
+		FindingInfo: alert.FindingInfo{UID: alert.UID(CallerRuleID, r.Tenant, r.SessionID, seq), Title: title,
+			Types: []string{"acs.protocol", "identity"}, CreatedTime: ms, Analytic: alert.Analytic{UID: CallerRuleID, Name: title, TypeID: 1, Type: "Rule"}},
+		Metadata:  alert.Metadata{Version: alert.OCSFVersion, LogName: "acs.alerts", Product: alert.Product{Name: alert.ProductName, VendorName: alert.ProductName}},
+		Actor:     alert.Actor{User: alert.User{UID: md.AgentID, Name: md.AgentName, TypeID: 99, Type: "AI Agent"}, Session: alert.Session{UID: r.SessionID}},
+		Evidences: []alert.Evidence{{Data: map[string]any{"role": "trigger", "request_id": env.req.Params.RequestID, "stream_seq": seq, "hook": env.spec.Hook, "method": env.spec.Method}}},
+		Unmapped:  map[string]any{"turnguard": tg},
+	}
+	return Alert{Subject: alert.Subject(r.Tenant, "high", CallerRuleID), MsgID: alert.MsgID(CallerRuleID, seq), RuleID: CallerRuleID, Finding: f}
+}

@@ -1,0 +1,48 @@
+package stream
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// callerOf takes an HTTP caller's name only with the endpoint's valid
+// attestation; any other use of the headers is a forgery, and an envelope
+// without them is the tenant's NATS agents'.
+func TestCallerOf(t *testing.T) {
+	s, err := turnstate.NewSealer(bytes.Repeat([]byte{3}, turnstate.StateKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const published = "acs.hooks.acme.s1.turnStart"
+	stored := acs.PartitionedPrefix + ".2.acme.s1.turnStart" // as ACS_HOOKS stores it
+	body := []byte(`{"x":1}`)
+	att := s.AttestCaller(published, turnstate.HTTPCaller("alice"), body)
+	hdr := func(kv ...string) nats.Header {
+		h := nats.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name string
+		h    nats.Header
+		want string
+	}{
+		{"no attestation", hdr(), ""},
+		{"attested", hdr(acs.HdrOnBehalfOf, "alice", acs.HdrOnBehalfOfMAC, att), turnstate.HTTPCaller("alice")},
+		{"another name", hdr(acs.HdrOnBehalfOf, "bob", acs.HdrOnBehalfOfMAC, att), turnstate.CallerForged},
+		{"a name without MAC", hdr(acs.HdrOnBehalfOf, "alice"), turnstate.CallerForged},
+		{"a MAC without name", hdr(acs.HdrOnBehalfOfMAC, att), turnstate.CallerForged},
+		{"two names", hdr(acs.HdrOnBehalfOf, "alice", acs.HdrOnBehalfOf, "alice", acs.HdrOnBehalfOfMAC, att), turnstate.CallerForged},
+	} {
+		if got := callerOf(s, stored, body, tc.h); got != tc.want {
+			t.Errorf("%s: caller %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
