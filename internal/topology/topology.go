@@ -387,10 +387,19 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	kv, err := js.KeyValue(ctx, want.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		if _, err := js.CreateKeyValue(ctx, want); err != nil {
+		_, err := js.CreateKeyValue(ctx, want)
+		if err == nil {
+			return true, leaderReads(ctx, js, want.Bucket)
+		}
+		if !errors.Is(err, jetstream.ErrBucketExists) {
 			return false, fmt.Errorf("create KV bucket %s: %w", want.Bucket, err)
 		}
-		return true, leaderReads(ctx, js, want.Bucket)
+		// Another instance created it meanwhile (and may already have
+		// turned direct gets off, so our create's config differed):
+		// check it as found.
+		if kv, err = js.KeyValue(ctx, want.Bucket); err != nil {
+			return false, fmt.Errorf("look up KV bucket %s: %w", want.Bucket, err)
+		}
 	case err != nil:
 		return false, fmt.Errorf("look up KV bucket %s: %w", want.Bucket, err)
 	}

@@ -337,3 +337,27 @@ func TestStateBucketIsReadFromTheLeader(t *testing.T) {
 
 // waitFor bounds every wait of these tests.
 const waitFor = 15 * time.Second
+
+// Instances starting together each ensure the topology: the one that loses
+// the race to create a bucket finds it created (its direct gets perhaps
+// already turned off, so its own create's config differs) and checks it
+// instead of failing to start.
+func TestEnsureConcurrently(t *testing.T) {
+	const rounds, instances = 8, 4
+	for round := range rounds {
+		srv := natstest.RunServer(t)
+		tp := topology.Default()
+		tp.Partitions = 1
+		errs := make(chan error, instances)
+		for range instances {
+			js := natstest.JetStream(t, natstest.Connect(t, srv))
+			go func() { errs <- topology.Ensure(context.Background(), js, tp) }()
+		}
+		for range instances {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		srv.Shutdown()
+	}
+}
