@@ -84,6 +84,9 @@ const (
 	ReasonSkew              = "timestamp_out_of_window"
 	ReasonSubjectMismatch   = "subject_mismatch"
 	ReasonBadSubject        = "subject_invalid"
+	// ReasonMsgIDMismatch refuses an envelope whose Nats-Msg-Id names the
+	// SHA-256 of other bytes (msgid.go).
+	ReasonMsgIDMismatch = "msg_id_mismatch"
 
 	// Reasons of the HTTP endpoint's caller authentication.
 	ReasonUnauthenticated = "unauthenticated"

@@ -91,6 +91,9 @@ type Message struct {
 	// is turnstate.CallerNATS. A session belongs to the caller of its first
 	// envelope: anyone else's are refused.
 	Caller string
+	// MsgID is the Nats-Msg-Id the message was published with: one that
+	// names the SHA-256 of other bytes is refused (acs.MsgIDDigestMismatch).
+	MsgID string
 }
 
 // Outcome is everything Decide concluded about one message. Its Response

@@ -116,6 +116,10 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 	if ref := checkBounds(&e); ref != nil {
 		return nil, k, ref
 	}
+	if acs.MsgIDDigestMismatch(msg.MsgID, data) {
+		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonMsgIDMismatch,
+			Message: "the Nats-Msg-Id names the SHA-256 of other bytes than this envelope's"}
+	}
 	return &e, k, nil
 }
 

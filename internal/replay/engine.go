@@ -37,7 +37,7 @@ func (e *Engine) Decide(env Envelope) guardian.Outcome {
 	if env.RouteErr != nil {
 		return e.Guardian.Unroutable(env.RouteErr)
 	}
-	return e.Memory.Decide(e.Guardian, e.Rules, env.Route, guardian.Message{Subject: env.Subject, Data: env.Data, Seq: env.Seq, Time: env.Time, Caller: claimedCaller(env.Header)})
+	return e.Memory.Decide(e.Guardian, e.Rules, env.Route, guardian.Message{Subject: env.Subject, Data: env.Data, Seq: env.Seq, Time: env.Time, Caller: claimedCaller(env.Header), MsgID: env.Header.Get(acs.HdrMsgID)})
 }
 
 // claimedCaller is the HTTP caller an envelope's headers name, taken

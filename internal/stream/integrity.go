@@ -179,7 +179,7 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 		if _, ok := first[r.SessionKey()]; !ok {
 			first[r.SessionKey()] = r.Hook
 		}
-		mem.Decide(w.guardian, rs, r, guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts, Caller: w.callerOf(subject, data, h)})
+		mem.Decide(w.guardian, rs, r, guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts, Caller: w.callerOf(subject, data, h), MsgID: h.Get(acs.HdrMsgID)})
 	})
 	if err != nil {
 		return nil, err

@@ -388,7 +388,7 @@ func (f *feed) handBack() {
 func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64, ts time.Time, m jetstream.Msg) inbound {
 	for old := w.seen.Load(); seq > old && !w.seen.CompareAndSwap(old, seq); old = w.seen.Load() {
 	}
-	in := inbound{msg: guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts, Caller: w.callerOf(subject, data, h)}, header: h, js: m}
+	in := inbound{msg: guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts, Caller: w.callerOf(subject, data, h), MsgID: h.Get(acs.HdrMsgID)}, header: h, js: m}
 	if w.routed {
 		in.route, in.routeErr = acs.ParsePartitioned(subject)
 	} else {

@@ -3,10 +3,14 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/natstest"
 	"github.com/turnguard/turnguard/pkg/client"
 )
@@ -102,5 +106,52 @@ func TestAnswerBoundToTheEnvelope(t *testing.T) {
 				t.Fatalf("retrying the Read: %+v, %v", again, err)
 			}
 		})
+	}
+}
+
+// What finding 8's fix left open: someone who may publish to the tenant's
+// hooks and knows an envelope's bytes before they are sent stores other
+// bytes (an allowed Read) under that envelope's Nats-Msg-Id first, so that
+// the stream takes the real envelope (a Bash in a tainted turn) for a retry
+// and its sender is handed the Read's allow. The processor refuses a
+// message whose Nats-Msg-Id names another envelope's digest, so the
+// sender gets that refusal, never an allow.
+func TestPreemptedMsgIDIsRefused(t *testing.T) {
+	srv := natstest.RunServer(t)
+	runProcessor(t, srv)
+	nc := natstest.Connect(t, srv)
+	c := newClient(t, nc, client.Options{Timeout: 10 * time.Second})
+	envs := examples.Taint("")
+	for _, e := range envs[:5] {
+		if d, err := c.Decide(context.Background(), e.Data); err != nil || d.Disposition != "allow" {
+			t.Fatalf("%s: %+v, %v", e.Hook, d, err)
+		}
+	}
+	bash := envs[5].Data
+	var req struct {
+		Params struct {
+			RequestID string `json:"request_id"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(bash, &req); err != nil {
+		t.Fatal(err)
+	}
+	read := reuseRequestID(t, bash, req.Params.RequestID, func(p map[string]any) {
+		p["tool"] = map[string]any{"name": "Read"}
+		delete(p, "capability")
+		p["arguments"] = map[string]any{"file_path": map[string]any{"value": "README.md"}}
+	})
+	m := nats.NewMsg(envs[5].Subject("default", examples.TaintSessionID))
+	m.Data = read
+	m.Header.Set(acs.HdrMsgID, client.MsgID(examples.TaintSessionID, req.Params.RequestID, bash))
+	if _, err := natstest.JetStream(t, nc).PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Decide(context.Background(), bash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Replayed || d.Disposition == "allow" || !slices.Contains(d.ReasonCodes, acs.ReasonMsgIDMismatch) {
+		t.Fatalf("the Bash whose Nats-Msg-Id a Read took first: %+v", d)
 	}
 }
