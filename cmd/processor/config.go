@@ -223,6 +223,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--max-state-bytes %d: at least %d (64KiB), or 0 for the server's max_payload", int64(maxState), minStateBytes)
 	}
 	c.processor.MaxValueBytes = int(maxState)
+	if c.httpAddr != "" {
+		// The endpoint's negotiations last as long as the sessions they
+		// negotiated; the bucket is the processor's to create and repair.
+		c.processor.Topology.HandshakeTTL = c.processor.Topology.SessionTTL
+	}
 	return c, c.processor.Topology.Validate()
 }
 

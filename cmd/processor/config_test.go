@@ -55,6 +55,9 @@ func TestParseFlags(t *testing.T) {
 		{"external server: --listen is not used", nil, []string{"--nats-url", "nats://n1:4222", "--listen", "0.0.0.0:4222", "--auth", "none"},
 			func(c config) bool { return c.target.URL != "" }, ""},
 		// The HTTP endpoint's security.
+		{"handshake bucket with --http", map[string]string{"TURNGUARD_SESSION_TTL": "2h"}, []string{"--http", "127.0.0.1:8787", "--auth", "none"},
+			func(c config) bool { return c.processor.Topology.HandshakeTTL == 2*time.Hour }, ""},
+		{"no handshake bucket without --http", nil, nil, func(c config) bool { return c.processor.Topology.HandshakeTTL == 0 }, ""},
 		{"http without caller authentication", nil, []string{"--http", "127.0.0.1:8787"}, nil, "--http-tokens FILE"},
 		{"http open with --auth none", nil, []string{"--http", "127.0.0.1:8787", "--auth", "none"},
 			func(c config) bool { return c.auth == authNone }, ""},

@@ -113,6 +113,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		}
 	}
 	if cfg.httpAddr != "" {
+		// The endpoint serves once its bucket, ACS_HANDSHAKES, exists: the
+		// topology has it with --http, and Run ensures it again.
+		if err := p.Ensure(ctx); err != nil {
+			return err
+		}
 		stopHTTP, err := startGateway(ctx, cfg, pre, httpListener, nc, p, signer, mx, log)
 		if err != nil {
 			return err
@@ -261,7 +266,7 @@ func embeddedProcessorUser(cfg config) (nats.Option, error) {
 func startGateway(ctx context.Context, cfg config, pre checked, l net.Listener, nc *nats.Conn, p *stream.Processor, signer *receipt.Signer, mx *metrics.Metrics, log zerolog.Logger) (func(), error) {
 	gw, err := gateway.New(ctx, nc, pre.validator, gateway.Config{Tenant: cfg.httpTenant, Callers: pre.callers, Timeout: cfg.decisionTimeout, OnDecisionFailure: cfg.onDecisionFailure,
 		Keys: pre.guardian.Keys, RequireSignatures: pre.guardian.RequireSignatures, SkewWindow: cfg.core.SkewWindow, Handshake: cfg.handshake,
-		Replicas: cfg.processor.Topology.Replicas, HandshakeTTL: cfg.processor.Topology.SessionTTL, Receipts: signer, Ready: p.Ready,
+		Receipts: signer, Ready: p.Ready,
 		MaxBatch: cfg.httpMaxBatch, MaxDeadLetters: cfg.httpMaxDeadLetters, WriteTimeout: cfg.httpLimits.writeTimeout,
 		StateKey: cfg.processor.StateKey}, log)
 	if err != nil {

@@ -92,9 +92,7 @@ func startAuth(t testing.TB, cfg gateway.Config, tlsCfg *tls.Config) *authEnv {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // see startConfigLog
-	defer cancel()
-	gw, err := gateway.New(ctx, natstest.Connect(t, srv), v, cfg, zerolog.Nop())
+	gw, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,10 +61,6 @@ type Config struct {
 	SkewWindow time.Duration
 	// Handshake says whether steps need a handshake (default required).
 	Handshake HandshakePolicy
-	// Replicas and HandshakeTTL configure the ACS_HANDSHAKES bucket when
-	// it is created (defaults 1 and 24h).
-	Replicas     int
-	HandshakeTTL time.Duration
 	// Receipts, when set, adds an Ed25519 receipt to the responses the
 	// endpoint makes itself and is served at GET /receipt-key.
 	Receipts     *receipt.Signer
@@ -132,8 +128,9 @@ type Stats struct {
 // Stats returns the endpoint's counters.
 func (g *Gateway) Stats() *Stats { return &g.stats }
 
-// New returns a gateway deciding through nc. It opens (or creates) the
-// ACS_HANDSHAKES bucket.
+// New returns a gateway deciding through nc. It opens the ACS_HANDSHAKES
+// bucket when it first needs it; the processor creates it (its topology's
+// HandshakeTTL).
 func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, log zerolog.Logger) (*Gateway, error) {
 	if cfg.Tenant == "" {
 		cfg.Tenant = "default"
@@ -155,12 +152,6 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	}
 	if cfg.Handshake == "" {
 		cfg.Handshake = HandshakeRequired
-	}
-	if cfg.Replicas < 1 {
-		cfg.Replicas = 1
-	}
-	if cfg.HandshakeTTL <= 0 {
-		cfg.HandshakeTTL = 24 * time.Hour
 	}
 	tenants := []string{cfg.Tenant}
 	if cfg.Callers != nil {
@@ -193,9 +184,7 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 		anonymous: &Caller{Tenant: cfg.Tenant}, log: log,
 		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}
 	hsAlarm := &handshakeAlarm{js: js, signer: cfg.Receipts, log: log, count: &g.stats.HandshakesInvalid}
-	if g.handshakes, err = openHandshakes(ctx, js, cfg.Replicas, cfg.HandshakeTTL, sealer, hsAlarm.invalid); err != nil {
-		return nil, err
-	}
+	g.handshakes = newHandshakes(js, sealer, hsAlarm.invalid)
 	return g, nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -61,6 +62,13 @@ func startConfig(t testing.TB, cfg gateway.Config) *env {
 // startConfigLog is startConfig with the endpoint logging to log.
 func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
 	t.Helper()
+	return startEnv(t, cfg, log)
+}
+
+// startEnv is startConfigLog with the processor's configuration changed
+// by opts.
+func startEnv(t testing.TB, cfg gateway.Config, log zerolog.Logger, opts ...func(*stream.Config)) *env {
+	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
 	if err != nil {
@@ -75,16 +83,12 @@ func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
 		t.Fatal(err)
 	}
 	signer := receipt.NewSigner(priv)
-	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer})
+	stop := runProcessor(t, srv, v, guardian.Config{Keys: kr, RequireSignatures: true, SkewWindow: guardian.DefaultSkewWindow, Receipts: signer}, opts...)
 	cfg.Keys, cfg.RequireSignatures, cfg.SkewWindow, cfg.Receipts = kr, true, guardian.DefaultSkewWindow, signer
 	if cfg.StateKey == nil {
 		cfg.StateKey = testStateKey
 	}
-	// A loaded CI machine may take longer than the client's default
-	// 5 s to create the handshake bucket next to the processor's assets.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	g, err := gateway.New(ctx, natstest.Connect(t, srv), v, cfg, log)
+	g, err := gateway.New(context.Background(), natstest.Connect(t, srv), v, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +97,10 @@ func startConfigLog(t testing.TB, cfg gateway.Config, log zerolog.Logger) *env {
 	return &env{srv: srv, url: hs.URL, keys: kr, receipts: signer, v: v, stop: stop, gw: g}
 }
 
-func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config) func() {
+// runProcessor runs a processor as serve does with --http (its topology
+// has the handshake bucket, TTL 24h unless opts change it) and waits until
+// it is ready: its assets exist.
+func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config, opts ...func(*stream.Config)) func() {
 	t.Helper()
 	rs, err := rules.Default()
 	if err != nil {
@@ -103,6 +110,10 @@ func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg gua
 	pcfg.Topology.Partitions = 4
 	// The gateways' key: the processor verifies the callers they attest.
 	pcfg.StateKey = testStateKey
+	pcfg.Topology.HandshakeTTL = 24 * time.Hour
+	for _, o := range opts {
+		o(&pcfg)
+	}
 	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), rules.NewSource(rs), pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +127,8 @@ func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg gua
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
+	// A loaded CI machine may take a while to create the assets.
+	testwait.CheckFor(t, time.Minute, 10*time.Millisecond, p.Ready)
 	return stop
 }
 

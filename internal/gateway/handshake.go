@@ -47,7 +47,7 @@ func ParseHandshakePolicy(s string) (HandshakePolicy, error) {
 type negotiation struct {
 	// ClientHello is the canonical form of the ClientHello, KeyID and
 	// AgentID who sent it: a second hello must match all three.
-	ClientHello json.RawMessage `json:"client_hello"`
+	ClientHello json.RawMessage `json:"client_hello,omitempty"`
 	KeyID       string          `json:"key_id,omitempty"`
 	AgentID     string          `json:"agent_id"`
 	// Caller is the authenticated caller the session belongs to ("" on
@@ -81,14 +81,24 @@ func (n *negotiation) negotiated() bool { return len(n.ClientHello) > 0 }
 // A record that does not verify is taken as absent (and reported): it
 // neither admits nor refuses anyone, and the next negotiation of the
 // session replaces it.
+//
+// The bucket is the processor's (topology): it creates the bucket when the
+// HTTP endpoint is on and recreates it, alerted, when it is deleted. The
+// endpoint only opens it, the first time it needs it, so that one place
+// says how it is configured, and an endpoint started before the processor
+// has ensured its assets answers -32603 handshake_unavailable meanwhile.
 type handshakes struct {
-	kv     jetstream.KeyValue
-	ttl    time.Duration
+	js     jetstream.JetStream
 	sealer *turnstate.Sealer
 	// invalid is told about every record that does not verify.
 	invalid func(key, reason string)
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// kv is the bucket once opened, nil before; a handle names the bucket,
+	// so it keeps working when the bucket is recreated. ttl is the
+	// bucket's own.
+	kv    jetstream.KeyValue
+	ttl   time.Duration
 	cache map[string]*negotiation
 }
 
@@ -100,25 +110,41 @@ const handshakeKind = "handshake"
 // cache starts over and reads from the bucket again.
 const maxCachedHandshakes = 65536
 
-// openHandshakes opens the bucket, creating it when missing.
-func openHandshakes(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration, sealer *turnstate.Sealer, invalid func(key, reason string)) (*handshakes, error) {
-	kv, err := js.KeyValue(ctx, acs.HandshakeBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: acs.HandshakeBucket, History: 1, TTL: ttl,
-			Storage: jetstream.FileStorage, Replicas: replicas,
-			Description: "turnguard: the ACS handshakes of sessions over HTTP"})
+func newHandshakes(js jetstream.JetStream, sealer *turnstate.Sealer, invalid func(key, reason string)) *handshakes {
+	return &handshakes{js: js, sealer: sealer, invalid: invalid, cache: map[string]*negotiation{}}
+}
+
+// bucket returns the bucket and its TTL, opening it the first time.
+func (h *handshakes) bucket(ctx context.Context) (jetstream.KeyValue, time.Duration, error) {
+	h.mu.Lock()
+	kv, ttl := h.kv, h.ttl
+	h.mu.Unlock()
+	if kv != nil {
+		return kv, ttl, nil
 	}
+	kv, err := h.js.KeyValue(ctx, acs.HandshakeBucket)
 	if err != nil {
-		return nil, fmt.Errorf("KV bucket %s: %w", acs.HandshakeBucket, err)
+		return nil, 0, fmt.Errorf("KV bucket %s (the processor creates it when the HTTP endpoint is on): %w", acs.HandshakeBucket, err)
 	}
-	return &handshakes{kv: kv, ttl: ttl, sealer: sealer, invalid: invalid, cache: map[string]*negotiation{}}, nil
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("KV bucket %s status: %w", acs.HandshakeBucket, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kv, h.ttl = kv, st.TTL()
+	return h.kv, h.ttl, nil
 }
 
 // read returns the negotiation stored under key: nil when there is none,
 // and also when the record there does not verify, whose revision is then
 // bad (0 otherwise) for the write that replaces it.
 func (h *handshakes) read(ctx context.Context, key string) (n *negotiation, bad uint64, err error) {
-	e, err := h.kv.Get(ctx, key)
+	kv, _, err := h.bucket(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
@@ -132,6 +158,10 @@ func (h *handshakes) read(ctx context.Context, key string) (n *negotiation, bad 
 			// Sealed by a processor but unreadable: a bug, not an attack;
 			// still nothing to trust.
 			n, reason = nil, turnstate.ReasonNotDecoded
+		} else if bytes.Equal(n.ClientHello, []byte("null")) {
+			// A binding-only record as earlier versions stored it: read
+			// back, its null would pass for a negotiation.
+			n.ClientHello = nil
 		}
 	}
 	if reason != "" {
@@ -156,9 +186,28 @@ func (h *handshakes) get(ctx context.Context, key string) (*negotiation, error) 
 		}
 		h.remember(key, n)
 	}
-	if time.Since(n.At) > h.ttl/2 {
+	h.mu.Lock()
+	ttl := h.ttl
+	h.mu.Unlock()
+	if ttl > 0 && time.Since(n.At) > ttl/2 {
 		h.refresh(ctx, key, n)
 	}
+	return n, nil
+}
+
+// load returns a session's negotiation as the bucket has it now, nil when
+// it has none, and keeps it in memory. A hello reads this way rather than
+// from memory: after the bucket was deleted (and recreated) the repeated
+// hello is what stores the negotiation again.
+func (h *handshakes) load(ctx context.Context, key string) (*negotiation, error) {
+	n, _, err := h.read(ctx, key)
+	if n == nil || err != nil {
+		h.mu.Lock()
+		delete(h.cache, key)
+		h.mu.Unlock()
+		return nil, err
+	}
+	h.remember(key, n)
 	return n, nil
 }
 
@@ -180,7 +229,11 @@ func (h *handshakes) refresh(ctx context.Context, key string, n *negotiation) {
 	if err != nil {
 		return
 	}
-	rev, err := h.kv.Update(ctx, key, raw, n.rev)
+	kv, _, err := h.bucket(ctx)
+	if err != nil {
+		return
+	}
+	rev, err := kv.Update(ctx, key, raw, n.rev)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
@@ -204,8 +257,12 @@ func (h *handshakes) put(ctx context.Context, key string, n *negotiation) (*nego
 	if err != nil {
 		return nil, err
 	}
+	kv, _, err := h.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for range maxPutAttempts {
-		rev, err := h.kv.Create(ctx, key, raw)
+		rev, err := kv.Create(ctx, key, raw)
 		if err == nil {
 			n.rev = rev
 			h.remember(key, n)
@@ -224,7 +281,7 @@ func (h *handshakes) put(ctx context.Context, key string, n *negotiation) (*nego
 		case bad == 0:
 			continue // gone again since: create it
 		}
-		rev, err = h.kv.Update(ctx, key, raw, bad)
+		rev, err = kv.Update(ctx, key, raw, bad)
 		if err == nil {
 			n.rev = rev
 			h.remember(key, n)
@@ -244,7 +301,11 @@ func (h *handshakes) upgrade(ctx context.Context, key string, old, n *negotiatio
 	if err != nil {
 		return nil, err
 	}
-	rev, err := h.kv.Update(ctx, key, raw, old.rev)
+	kv, _, err := h.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := kv.Update(ctx, key, raw, old.rev)
 	if err != nil {
 		h.mu.Lock()
 		delete(h.cache, key)
@@ -386,7 +447,7 @@ func (g *Gateway) handshake(ctx context.Context, from origin, in incoming, tls b
 	key := acs.SessionKey(who.Tenant, p.Metadata.SessionID)
 	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.Metadata.AgentID, Caller: who.Name,
 		ServerHello: sh, Methods: methods, At: time.Now().UTC()}
-	stored, err := g.handshakes.get(ctx, key)
+	stored, err := g.handshakes.load(ctx, key)
 	switch {
 	case err == nil && stored == nil:
 		stored, err = g.handshakes.put(ctx, key, n)

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/stream"
 )
 
 // TestHandshakeContract walks one session through the handshake contract
@@ -155,7 +157,8 @@ func resultWithoutSignature(t *testing.T, raw []byte) []byte {
 // after its hello, as session states last while the session is active.
 func TestHandshakeLastsWhileInUse(t *testing.T) {
 	const ttl = 2 * time.Second
-	e := startConfig(t, gateway.Config{Timeout: 10 * time.Second, Handshake: gateway.HandshakeRequired, HandshakeTTL: ttl})
+	e := startEnv(t, gateway.Config{Timeout: 10 * time.Second, Handshake: gateway.HandshakeRequired}, zerolog.Nop(),
+		func(c *stream.Config) { c.Topology.HandshakeTTL = ttl })
 	sid := uuid(30)
 	hello := envelope("handshake/hello", sid, uuid(3000), `{"acs_versions_supported":["0.1.0"],"methods_implemented":["steps/userMessage"],"transports_supported":["http"],"provenance_producer":"none"}`, time.Now())
 	if _, raw, _ := e.post(t, mustJSON(e.signed(t, hello))); !bytes.Contains(raw, []byte(`"negotiated_version"`)) {

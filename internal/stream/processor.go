@@ -256,6 +256,13 @@ func asyncWindow(cfg Config) int {
 	return max(4*cfg.BatchSize, 2*cfg.BatchSize*(cfg.Topology.Partitions+1))
 }
 
+// Ensure creates or checks the topology as Run does first, waiting while
+// JetStream is not there yet: for what must find the assets before Run
+// starts, such as the HTTP endpoint and its ACS_HANDSHAKES.
+func (p *Processor) Ensure(ctx context.Context) error {
+	return p.ensureAtStart(ctx)
+}
+
 // ensureAtStart is topology.EnsureLogged, tried again while JetStream is
 // only slow or not there yet — a cluster still electing its leaders or
 // short of the peers an R3 asset needs, a server busy past the API

@@ -35,7 +35,9 @@ const AlertAssetRecreated = "asset_recreated"
 //     envelope would look like a redelivery and be skipped undecided. The
 //     envelopes it held that were not decided yet are lost; the alert says
 //     so;
-//   - the output streams: recreated empty.
+//   - the output streams: recreated empty;
+//   - ACS_HANDSHAKES (with the HTTP endpoint): recreated empty; sessions
+//     over HTTP negotiate again.
 //
 // A stream or bucket that exists but differs from what turnguard needs is
 // not touched; the partitions stay failing and readiness says why.
@@ -98,6 +100,8 @@ func (r *repairer) report(ctx context.Context, asset string) {
 		acs.AlertsStream:    "the alerts it held are gone",
 		acs.DLQStream:       "the dead letters it held are gone",
 		acs.MembersBucket:   "instances re-announce themselves with their next heartbeat",
+		acs.HandshakeBucket: "sessions over HTTP lost their negotiations and caller bindings: until their next handshake/hello, which binds the session to the caller sending it, " +
+			"their steps are refused with -32003 under --handshake required (under optional, the next caller to use one binds it)",
 	}[asset]
 	if consequence == "" {
 		consequence = "it redelivers the partition from the start; envelopes already applied are skipped"
@@ -123,7 +127,7 @@ func (r *repairer) createdAt(ctx context.Context, asset string) time.Time {
 		return time.Time{}
 	}
 	name := asset
-	if asset == acs.StateBucket || asset == acs.MembersBucket {
+	if asset == acs.StateBucket || asset == acs.MembersBucket || asset == acs.HandshakeBucket {
 		name = acs.KVStream(asset)
 	}
 	if s, err := r.js.Stream(ctx, name); err == nil {

@@ -85,6 +85,12 @@ type Topology struct {
 	// MemberTTL is how long an instance counts as live after its last
 	// heartbeat; partitions move away from it after that.
 	MemberTTL time.Duration
+	// HandshakeTTL is the TTL of ACS_HANDSHAKES, the HTTP endpoint's
+	// negotiated sessions; 0 (no HTTP endpoint) leaves the bucket out.
+	// The processor gives it the session TTL when --http is on: only
+	// then is the bucket used, and a processor deciding only NATS
+	// envelopes neither creates it nor fails readiness over it.
+	HandshakeTTL time.Duration
 	// Retention of each stream (README "Limits"). Unlike the rest of the
 	// topology, Ensure applies it to streams that exist.
 	HooksRetention     Retention
@@ -148,6 +154,9 @@ func (t Topology) Validate() error {
 	}
 	if t.MemberTTL < time.Second {
 		errs = append(errs, fmt.Errorf("member TTL must be at least 1s, not %s", t.MemberTTL))
+	}
+	if t.HandshakeTTL != 0 && t.HandshakeTTL < time.Second {
+		errs = append(errs, fmt.Errorf("handshake TTL must be 0 (no HTTP endpoint) or at least 1s, not %s", t.HandshakeTTL))
 	}
 	if t.MaxAckPending < 1 {
 		errs = append(errs, fmt.Errorf("max ack pending must be positive, not %d", t.MaxAckPending))
@@ -232,13 +241,20 @@ func serverBytes(b int64) int64 {
 }
 
 func (t Topology) buckets() []jetstream.KeyValueConfig {
-	return []jetstream.KeyValueConfig{
+	bs := []jetstream.KeyValueConfig{
 		{Bucket: acs.StateBucket, Description: "turnguard: ACS session and turn state",
 			History: 1, TTL: t.SessionTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas},
 		// Memory storage: membership is only ever as old as MemberTTL.
 		{Bucket: acs.MembersBucket, Description: "turnguard: live processor instances and the partitions they hold",
 			History: 1, TTL: t.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: t.Replicas},
 	}
+	if t.HandshakeTTL > 0 {
+		// Part of the topology rather than the endpoint's own, so that a
+		// deleted one is recreated (and alerted) like every other asset.
+		bs = append(bs, jetstream.KeyValueConfig{Bucket: acs.HandshakeBucket, Description: "turnguard: the ACS handshakes of sessions over HTTP",
+			History: 1, TTL: t.HandshakeTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas})
+	}
+	return bs
 }
 
 func (t Topology) consumers() []jetstream.ConsumerConfig {

@@ -54,6 +54,8 @@ func TestValidateRetention(t *testing.T) {
 		{"negative bytes", func(tp *topology.Topology) { tp.DecisionsRetention.MaxBytes = -1 }, "ACS_DECISIONS max bytes must not be negative"},
 		{"bytes below one message", func(tp *topology.Topology) { tp.HooksRetention.MaxBytes = 4096 }, "ACS_HOOKS max bytes 4096 is less than one largest message"},
 		{"no duplicate window", func(tp *topology.Topology) { tp.DecisionDedupWindow = 0 }, "decision duplicate window must be at least 100ms"},
+		{"handshake TTL", func(tp *topology.Topology) { tp.HandshakeTTL = tp.SessionTTL }, ""},
+		{"handshake TTL below a second", func(tp *topology.Topology) { tp.HandshakeTTL = time.Millisecond }, "handshake TTL must be 0 (no HTTP endpoint) or at least 1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,5 +361,50 @@ func TestEnsureConcurrently(t *testing.T) {
 			}
 		}
 		srv.Shutdown()
+	}
+}
+
+// TestHandshakeBucket: ACS_HANDSHAKES is part of the topology only with
+// the HTTP endpoint (HandshakeTTL set); it is created with that TTL, and
+// one that exists with another configuration is an IncompatibleError,
+// left as it is.
+func TestHandshakeBucket(t *testing.T) {
+	srv := natstest.RunServer(t)
+	js := natstest.JetStream(t, natstest.Connect(t, srv))
+	ctx := context.Background()
+	tp := topology.Default()
+	tp.Partitions = 2
+	if err := topology.Ensure(ctx, js, tp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.KeyValue(ctx, acs.HandshakeBucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("without the HTTP endpoint: %s looked up: %v, want it absent", acs.HandshakeBucket, err)
+	}
+
+	tp.HandshakeTTL = time.Hour
+	created, err := topology.Restore(ctx, js, tp, 0, zerolog.Nop())
+	if err != nil || len(created) != 1 || created[0] != acs.HandshakeBucket {
+		t.Fatalf("with the HTTP endpoint: created %v (%v), want only %s", created, err, acs.HandshakeBucket)
+	}
+	kv, err := js.KeyValue(ctx, acs.HandshakeBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TTL() != time.Hour || st.History() != 1 {
+		t.Fatalf("%s has TTL %s, history %d; want 1h, 1", acs.HandshakeBucket, st.TTL(), st.History())
+	}
+
+	other := tp
+	other.HandshakeTTL = 2 * time.Hour
+	var ie *topology.IncompatibleError
+	if err := topology.Ensure(ctx, js, other); !errors.As(err, &ie) || ie.Asset != "KV bucket "+acs.HandshakeBucket || !strings.Contains(err.Error(), "ttl 1h0m0s, need 2h0m0s") {
+		t.Fatalf("another TTL: %v, want an IncompatibleError of KV bucket %s", err, acs.HandshakeBucket)
+	}
+	if st, err := kv.Status(ctx); err != nil || st.TTL() != time.Hour {
+		t.Fatalf("an incompatible %s was changed (TTL %v, %v)", acs.HandshakeBucket, st, err)
 	}
 }
