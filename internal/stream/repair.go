@@ -101,7 +101,8 @@ func (r *repairer) report(ctx context.Context, asset string) {
 		acs.DLQStream:       "the dead letters it held are gone",
 		acs.MembersBucket:   "instances re-announce themselves with their next heartbeat",
 		acs.HandshakeBucket: "sessions over HTTP lost their negotiations and caller bindings: until their next handshake/hello, which binds the session to the caller sending it, " +
-			"their steps are refused with -32003 under --handshake required (under optional, the next caller to use one binds it)",
+			"their steps are refused with -32003 under --handshake required (under optional, the next caller to use one binds it; " +
+			"the session's state still names the caller that started it, so any other caller's steps are refused caller_not_bound)",
 	}[asset]
 	if consequence == "" {
 		consequence = "it redelivers the partition from the start; envelopes already applied are skipped"
