@@ -33,7 +33,7 @@ import (
 // newWorld starts an authenticated embedded server with turnguard's
 // topology (created as the processor) and returns how to connect to it as
 // a user, through a credentials file as users do.
-func newWorld(t *testing.T) func(u natsauth.User) *conn {
+func newWorld(t testing.TB) func(u natsauth.User) *conn {
 	t.Helper()
 	dir := t.TempDir()
 	auth, created, err := natsauth.LoadOrCreate(filepath.Join(dir, "auth"))
@@ -82,7 +82,7 @@ func newWorld(t *testing.T) func(u natsauth.User) *conn {
 
 // startEmbedded starts an embedded server for the test, shut down when it
 // ends.
-func startEmbedded(t *testing.T, cfg embedded.Config) *server.Server {
+func startEmbedded(t testing.TB, cfg embedded.Config) *server.Server {
 	t.Helper()
 	srv, err := embedded.Start(cfg)
 	if err != nil {
