@@ -47,24 +47,13 @@ func refuseCaller(state *turnstate.Session, route acs.Route, env *envelope, call
 // callerAlert is the high-severity finding of a refused foreign envelope.
 func callerAlert(r acs.Route, env *envelope, owner, caller, msg string) Alert {
 	seq := env.step.Seq
-	ms := env.step.Time.UnixMilli()
-	sevID, sev := alert.SeverityID("high")
 	md := env.req.Params.Metadata
-	const title = "Envelope from another caller than the session's"
 	tg := map[string]any{"rule_id": CallerRuleID, "severity": "high", "decision": acs.Deny, "tenant": r.Tenant, "session_id": r.SessionID,
 		"agent_id": md.AgentID, "request_id": env.req.Params.RequestID, "stream_seq": seq, "hook": env.spec.Hook,
 		"session_caller": owner, "envelope_caller": caller}
-	f := alert.Finding{
-		ActivityID: 1, ActivityName: "Create", CategoryUID: alert.CategoryUID, CategoryName: "Findings",
-		ClassUID: alert.ClassUID, ClassName: "Detection Finding", TypeUID: alert.TypeCreate, TypeName: "Detection Finding: Create",
-		Time: ms, SeverityID: sevID, Severity: sev, StatusID: 1, Status: "New",
-		ActionID: 2, Action: "Denied", DispositionID: 2, Disposition: "Blocked", IsAlert: true, Message: msg,
-		FindingInfo: alert.FindingInfo{UID: alert.UID(CallerRuleID, r.Tenant, r.SessionID, seq), Title: title,
-			Types: []string{"acs.protocol", "identity"}, CreatedTime: ms, Analytic: alert.Analytic{UID: CallerRuleID, Name: title, TypeID: 1, Type: "Rule"}},
-		Metadata:  alert.Metadata{Version: alert.OCSFVersion, LogName: "acs.alerts", Product: alert.Product{Name: alert.ProductName, VendorName: alert.ProductName}},
-		Actor:     alert.Actor{User: alert.User{UID: md.AgentID, Name: md.AgentName, TypeID: 99, Type: "AI Agent"}, Session: alert.Session{UID: r.SessionID}},
-		Evidences: []alert.Evidence{{Data: map[string]any{"role": "trigger", "request_id": env.req.Params.RequestID, "stream_seq": seq, "hook": env.spec.Hook, "method": env.spec.Method}}},
-		Unmapped:  map[string]any{"turnguard": tg},
-	}
-	return Alert{Subject: alert.Subject(r.Tenant, "high", CallerRuleID), MsgID: alert.MsgID(CallerRuleID, seq), RuleID: CallerRuleID, Finding: f}
+	return sessionFinding{ruleID: CallerRuleID, title: "Envelope from another caller than the session's", types: []string{"acs.protocol", "identity"},
+		severity: "high", message: msg, action: "Denied", actionID: 2, disposition: "Blocked", dispositionID: 2,
+		tenant: r.Tenant, sessionID: r.SessionID, agentID: md.AgentID, turnguard: tg,
+		evidences: []alert.Evidence{{Data: map[string]any{"role": "trigger", "request_id": env.req.Params.RequestID, "stream_seq": seq, "hook": env.spec.Hook, "method": env.spec.Method}}},
+	}.alert(env)
 }

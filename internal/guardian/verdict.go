@@ -275,9 +275,7 @@ func appendUnique(list []string, s string) []string {
 // alertFor builds the OCSF Detection Finding of one rule hit.
 func (g *Guardian) alertFor(env *envelope, st *turnstate.Session, h *rules.Hit, turn int, final acs.Disposition) Alert {
 	r := h.Rule
-	sevID, sev := alert.SeverityID(r.Severity)
 	seq := env.step.Seq
-	ms := env.step.Time.UnixMilli()
 	action, actionID, disp, dispID := "Allowed", 1, "Allowed", 1
 	switch {
 	case r.Mode == rules.Shadow:
@@ -308,19 +306,43 @@ func (g *Guardian) alertFor(env *envelope, st *turnstate.Session, h *rules.Hit, 
 	if r.Threshold != nil {
 		tg["count"], tg["max"] = h.Count, r.Threshold.Max
 	}
-	f := alert.Finding{
+	return sessionFinding{ruleID: r.ID, title: r.Title, desc: r.Description, types: r.Tags, severity: r.Severity, message: h.Message,
+		action: action, actionID: actionID, disposition: disp, dispositionID: dispID,
+		tenant: st.Tenant, sessionID: st.SessionID, agentID: st.AgentID, evidences: evidences, turnguard: tg}.alert(env)
+}
+
+// sessionFinding is what differs between the Detection Findings raised on
+// one envelope of a session (a rule hit, a foreign caller); alert builds
+// the rest the same way for all of them.
+type sessionFinding struct {
+	ruleID, title, desc, severity, message string
+	types                                  []string
+	action, disposition                    string
+	actionID, dispositionID                int
+	tenant, sessionID, agentID             string
+	evidences                              []alert.Evidence
+	turnguard                              map[string]any
+}
+
+// alert is the finding raised on env, published on the session tenant's
+// alert subject of its severity and rule.
+func (f sessionFinding) alert(env *envelope) Alert {
+	sevID, sev := alert.SeverityID(f.severity)
+	seq := env.step.Seq
+	ms := env.step.Time.UnixMilli()
+	finding := alert.Finding{
 		ActivityID: 1, ActivityName: "Create", CategoryUID: alert.CategoryUID, CategoryName: "Findings",
 		ClassUID: alert.ClassUID, ClassName: "Detection Finding", TypeUID: alert.TypeCreate, TypeName: "Detection Finding: Create",
 		Time: ms, SeverityID: sevID, Severity: sev, StatusID: 1, Status: "New",
-		ActionID: actionID, Action: action, DispositionID: dispID, Disposition: disp, IsAlert: true, Message: h.Message,
-		FindingInfo: alert.FindingInfo{UID: alert.UID(r.ID, st.Tenant, st.SessionID, seq), Title: r.Title, Desc: r.Description,
-			Types: r.Tags, CreatedTime: ms, Analytic: alert.Analytic{UID: r.ID, Name: r.Title, TypeID: 1, Type: "Rule"}},
+		ActionID: f.actionID, Action: f.action, DispositionID: f.dispositionID, Disposition: f.disposition, IsAlert: true, Message: f.message,
+		FindingInfo: alert.FindingInfo{UID: alert.UID(f.ruleID, f.tenant, f.sessionID, seq), Title: f.title, Desc: f.desc,
+			Types: f.types, CreatedTime: ms, Analytic: alert.Analytic{UID: f.ruleID, Name: f.title, TypeID: 1, Type: "Rule"}},
 		Metadata:  alert.Metadata{Version: alert.OCSFVersion, LogName: "acs.alerts", Product: alert.Product{Name: alert.ProductName, VendorName: alert.ProductName}},
-		Actor:     alert.Actor{User: alert.User{UID: st.AgentID, Name: md.AgentName, TypeID: 99, Type: "AI Agent"}, Session: alert.Session{UID: st.SessionID}},
-		Evidences: evidences,
-		Unmapped:  map[string]any{"turnguard": tg},
+		Actor:     alert.Actor{User: alert.User{UID: f.agentID, Name: env.req.Params.Metadata.AgentName, TypeID: 99, Type: "AI Agent"}, Session: alert.Session{UID: f.sessionID}},
+		Evidences: f.evidences,
+		Unmapped:  map[string]any{"turnguard": f.turnguard},
 	}
-	return Alert{Subject: alert.Subject(st.Tenant, r.Severity, r.ID), MsgID: alert.MsgID(r.ID, seq), RuleID: r.ID, Finding: f}
+	return Alert{Subject: alert.Subject(f.tenant, f.severity, f.ruleID), MsgID: alert.MsgID(f.ruleID, seq), RuleID: f.ruleID, Finding: finding}
 }
 
 func taintEvidence(role, label string, h turnstate.TaintHit, turn int) map[string]any {
