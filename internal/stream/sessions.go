@@ -174,16 +174,23 @@ func outboxPublished(msgs []*nats.Msg, last uint64) bool {
 // no state and no decision costs: one look-up, of the first message of the
 // session's subjects, which for a new session is in itself.
 func (w *worker) earlierEnvelope(ctx context.Context, in *inbound) (uint64, error) {
-	filter := acs.StoredFilter(in.route.Tenant, in.route.SessionID, "*")
+	first, err := w.firstEnvelope(ctx, in.route.Tenant, in.route.SessionID)
+	if err != nil || first >= in.msg.Seq {
+		return 0, err
+	}
+	return first, nil
+}
+
+// firstEnvelope is the ACS_HOOKS sequence of session id's first stored
+// envelope (0: none is stored).
+func (w *worker) firstEnvelope(ctx context.Context, tenant, id string) (uint64, error) {
+	filter := acs.StoredFilter(tenant, id, "*")
 	m, err := w.hooks.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(filter))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("look up the first envelope on %s: %w", filter, err)
-	}
-	if m.Sequence >= in.msg.Seq {
-		return 0, nil
 	}
 	return m.Sequence, nil
 }
@@ -273,12 +280,12 @@ func (w *worker) missingChild(ctx context.Context, rs *rules.Set, in *inbound, i
 	if !subjectToken(id) {
 		return nil, nil // no subject names it: it has no envelopes
 	}
-	_, err := w.hooks.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(acs.StoredFilter(in.route.Tenant, id, "*")))
+	first, err := w.firstEnvelope(ctx, in.route.Tenant, id)
 	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("look up the envelopes of subagent %s: %w", id, err)
+		return nil, fmt.Errorf("subagent %s: %w", id, err)
+	case first == 0:
+		return nil, nil
 	}
 	w.stats.SubagentsUnknown.Add(1)
 	w.log.Error().Str("session", in.route.SessionKey()).Str("subagent", acs.SessionKey(in.route.Tenant, id)).
