@@ -1,5 +1,10 @@
 package acs
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // Headers turnguard sets on the messages it publishes (README "External
 // contract").
 const (
@@ -44,4 +49,30 @@ const (
 	// not that MAC.
 	HdrOnBehalfOf    = "Acs-On-Behalf-Of"
 	HdrOnBehalfOfMAC = "Acs-On-Behalf-Of-Mac"
+	// HdrCallerKey and HdrCallerSig, on an envelope published straight on
+	// NATS, name the NATS user (its public nkey, U…) that sent it and sign
+	// CallerSigningInput with that user's seed: the credential's own key,
+	// which no other credential holds. A session started by a signed
+	// envelope belongs to that user (turnstate.NATSCaller). pkg/client
+	// signs with the connection's credential.
+	HdrCallerKey = "Acs-Caller-Key"
+	HdrCallerSig = "Acs-Caller-Sig"
 )
+
+// callerSigningDomain starts every caller signature's input, so that no
+// other thing a NATS user signs (the server's connect nonce) can pass for
+// one.
+const callerSigningDomain = "acs-caller-signature/1\n"
+
+// CallerSigningInput is what a NATS publisher signs to claim an envelope
+// (HdrCallerSig): the inbound subject (tenant, session, hook) and the
+// SHA-256 of the body, so a signature moves to no other envelope, session
+// or tenant.
+func CallerSigningInput(inboundSubject string, body []byte) []byte {
+	sum := sha256.Sum256(body)
+	b := make([]byte, 0, len(callerSigningDomain)+len(inboundSubject)+1+2*sha256.Size)
+	b = append(b, callerSigningDomain...)
+	b = append(b, inboundSubject...)
+	b = append(b, '\n')
+	return hex.AppendEncode(b, sum[:])
+}

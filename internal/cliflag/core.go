@@ -19,7 +19,9 @@ type Core struct {
 	OnRuleError       string
 	KeysFile          string
 	RequireSignatures bool
-	SkewWindow        time.Duration
+	// RequireCallerSignatures: see guardian.Config.
+	RequireCallerSignatures bool
+	SkewWindow              time.Duration
 }
 
 // Register adds the core's flags to fs.
@@ -28,6 +30,7 @@ func (c *Core) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OnRuleError, "on-rule-error", "deny", "decision when a rule condition fails to evaluate: deny or allow")
 	fs.StringVar(&c.KeysFile, "keys", "", "HMAC keys file: verify request signatures, sign responses")
 	fs.BoolVar(&c.RequireSignatures, "require-signatures", false, "refuse unsigned requests (-32004); needs --keys")
+	fs.BoolVar(&c.RequireCallerSignatures, "require-caller-signatures", false, "refuse envelopes published on NATS without their publisher's credential signature (pkg/client signs; the nats CLI does not): every session then belongs to one credential or HTTP caller (-32000 caller_not_bound)")
 	fs.DurationVar(&c.SkewWindow, "skew-window", guardian.DefaultSkewWindow, "refuse signed requests whose timestamp is further than this from their arrival (-32006); 0 disables")
 }
 
@@ -52,7 +55,7 @@ func (c *Core) Validate() error {
 // receipts are the caller's.
 func (c *Core) GuardianConfig() (guardian.Config, error) {
 	cfg := guardian.Config{MaxEnvelopeBytes: c.MaxEnvelopeBytes, OnRuleError: acs.Disposition(c.OnRuleError),
-		RequireSignatures: c.RequireSignatures, SkewWindow: c.SkewWindow}
+		RequireSignatures: c.RequireSignatures, RequireCallerSignatures: c.RequireCallerSignatures, SkewWindow: c.SkewWindow}
 	if c.KeysFile != "" {
 		kr, err := acs.LoadKeyring(c.KeysFile)
 		if err != nil {

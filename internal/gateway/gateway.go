@@ -200,7 +200,9 @@ func decisionOptions(cfg Config, tenant string, log zerolog.Logger, alarm func(c
 	// A forger can publish as fast as it likes: the warnings are sampled
 	// (DecisionStats counts every drop), so it cannot flood the log.
 	dropLog := log.Sample(&zerolog.BurstSampler{Burst: 20, Period: time.Second})
-	opt := client.Options{Tenant: tenant, Timeout: cfg.Timeout, Posture: client.Deny,
+	// Unsigned: the endpoint attests its callers with a MAC instead
+	// (attest.go); the processor's own NATS user is not one of them.
+	opt := client.Options{Tenant: tenant, Timeout: cfg.Timeout, Posture: client.Deny, Unsigned: true,
 		OnDrop: func(d client.Drop) {
 			dropLog.Warn().Str("subject", d.Subject).Str("request_id", d.RequestID).Uint64("claimed_seq", d.Seq).Bool("forged", d.Forged()).
 				Err(d.Reason).Msg("dropped a message on a decision subject that is not the answer to the envelope published")

@@ -24,21 +24,26 @@ func callerOf(msg Message) string {
 // refuseCaller refuses an envelope that its session's owner did not send
 // (issue 23, finding 4: a holder of the tenant's NATS agent credential
 // injected empty turns into an HTTP caller's session), or whose caller
-// attestation did not verify. It is refused before it touches the state,
-// so it can neither open nor end a turn there, and alerted. nil: the
-// envelope may be decided.
-func refuseCaller(state *turnstate.Session, route acs.Route, env *envelope, caller string) (*acs.Error, *Alert) {
+// attestation did not verify, or, with requireSigned, that was published
+// on NATS unsigned. It is refused before it touches the state, so it can
+// neither open nor end a turn there, and alerted. nil: the envelope may be
+// decided.
+func refuseCaller(state *turnstate.Session, route acs.Route, env *envelope, caller string, requireSigned bool) (*acs.Error, *Alert) {
 	owner := ""
 	if state != nil {
 		owner = state.Caller
 	}
-	if caller != turnstate.CallerForged && (owner == "" || owner == caller) {
+	unsigned := requireSigned && caller == turnstate.CallerNATS
+	if caller != turnstate.CallerForged && !unsigned && (owner == "" || owner == caller) {
 		return nil, nil
 	}
 	ref := &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonCallerNotBound,
 		Message: fmt.Sprintf("session %s belongs to %s, not to the publisher of this envelope (%s)", route.SessionID, owner, caller)}
-	if caller == turnstate.CallerForged {
-		ref.Message = fmt.Sprintf("the envelope for session %s carries a caller attestation that does not verify", route.SessionID)
+	switch {
+	case caller == turnstate.CallerForged:
+		ref.Message = fmt.Sprintf("the envelope for session %s carries a caller attestation or signature that fails verification (a forged caller)", route.SessionID)
+	case unsigned:
+		ref.Message = fmt.Sprintf("the envelope for session %s was published on NATS without its publisher's signature (Acs-Caller-Key, Acs-Caller-Sig), which this processor requires (--require-caller-signatures): publish with pkg/client, which signs with its credential", route.SessionID)
 	}
 	a := callerAlert(route, env, owner, caller, ref.Message)
 	return ref, &a

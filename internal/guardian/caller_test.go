@@ -60,6 +60,7 @@ func TestSessionBoundToItsCaller(t *testing.T) {
 		{"an agent on NATS", ""},
 		{"another HTTP caller", turnstate.HTTPCaller("bob")},
 		{"a forged attestation", turnstate.CallerForged},
+		{"a NATS agent signing with its credential", turnstate.NATSCaller("UBOB")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &callerSession{t: t, g: guardian.New(newValidator(t), guardian.Config{}), mem: guardian.NewMemory(), id: testSession}
@@ -116,5 +117,34 @@ func TestCallerBindingBothWays(t *testing.T) {
 	o := g.Decide(defaultRules(t), legacy, nil, routeFor("steps/userMessage"), guardian.Message{Data: envelope("steps/userMessage", `{"content":[{"type":"text","value":"hi"}]}`), Seq: 4, Caller: turnstate.HTTPCaller("alice")})
 	if o.Refusal != nil || o.State.Caller != turnstate.HTTPCaller("alice") {
 		t.Fatalf("legacy state: refusal %+v, caller %q", o.Refusal, o.State.Caller)
+	}
+}
+
+// With RequireCallerSignatures, an envelope published on NATS unsigned is
+// refused whatever its session, so every session belongs to one
+// credential or one HTTP caller; signed and attested envelopes go on as
+// before, and a session started by one credential refuses another's.
+func TestRequireCallerSignatures(t *testing.T) {
+	g := guardian.New(newValidator(t), guardian.Config{RequireCallerSignatures: true})
+	c := &callerSession{t: t, g: g, mem: guardian.NewMemory(), id: testSession}
+	out := c.send("", "steps/sessionStart", "", `{}`)
+	if out.Refusal == nil || out.Refusal.Reason != acs.ReasonCallerNotBound || out.State != nil || len(out.Alerts) != 1 {
+		t.Fatalf("unsigned sessionStart: refusal %+v, state %v, alerts %d", out.Refusal, out.State != nil, len(out.Alerts))
+	}
+	alice := turnstate.NATSCaller("UALICE")
+	if out := c.send(alice, "steps/sessionStart", "", `{}`); out.Refusal != nil || out.State.Caller != alice {
+		t.Fatalf("signed sessionStart: refusal %+v", out.Refusal)
+	}
+	for _, intruder := range []string{"", turnstate.NATSCaller("UBOB"), turnstate.HTTPCaller("alice")} {
+		if out := c.send(intruder, "steps/turnStart", "t1", `{"turn_id":"t1","triggered_by":"user_message"}`); out.Refusal == nil || out.Refusal.Reason != acs.ReasonCallerNotBound {
+			t.Errorf("%q into alice's session: refusal %+v", intruder, out.Refusal)
+		}
+	}
+	if out := c.send(alice, "steps/turnStart", "t1", `{"turn_id":"t1","triggered_by":"user_message"}`); out.Refusal != nil {
+		t.Errorf("alice's own turnStart: refusal %+v", out.Refusal)
+	}
+	h := &callerSession{t: t, g: g, mem: guardian.NewMemory(), id: testSession}
+	if out := h.send(turnstate.HTTPCaller("carol"), "steps/sessionStart", "", `{}`); out.Refusal != nil {
+		t.Errorf("an HTTP caller's sessionStart: refusal %+v", out.Refusal)
 	}
 }

@@ -45,6 +45,11 @@ type Config struct {
 	Keys *acs.Keyring
 	// RequireSignatures refuses unsigned requests (-32004).
 	RequireSignatures bool
+	// RequireCallerSignatures refuses envelopes published on NATS without
+	// their publisher's signature (Message.Caller empty: the tenant's
+	// agents, not one credential), so that every session belongs to one
+	// credential or one HTTP caller (-32000 caller_not_bound).
+	RequireCallerSignatures bool
 	// SkewWindow refuses signed requests whose timestamp is further than
 	// this from the stream's receive time (-32006); 0 disables the check.
 	SkewWindow time.Duration
@@ -87,8 +92,9 @@ type Message struct {
 	Subagent *turnstate.Session
 	// Caller is who published the message, as the caller verified it
 	// (turnstate.HTTPCaller for an envelope the HTTP endpoint attested,
-	// turnstate.CallerForged for an attestation that does not verify); ""
-	// is turnstate.CallerNATS. A session belongs to the caller of its first
+	// turnstate.NATSCaller for one a NATS user signed,
+	// turnstate.CallerForged for an attestation or signature that does not
+	// verify); "" is turnstate.CallerNATS. A session belongs to the caller of its first
 	// envelope: anyone else's are refused.
 	Caller string
 	// MsgID is the Nats-Msg-Id the message was published with: one that
@@ -160,7 +166,7 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	}
 	env.step.Seq = msg.Seq
 	caller := callerOf(msg)
-	if ref, a := refuseCaller(state, route, env, caller); ref != nil {
+	if ref, a := refuseCaller(state, route, env, caller, g.cfg.RequireCallerSignatures); ref != nil {
 		out.Refusal = ref
 		out.Response = refusalResponse(known{id: env.req.ID, method: env.req.Method, requestID: env.req.Params.RequestID}, ref)
 		out.Alerts = []Alert{*a}

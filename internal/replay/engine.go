@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/callersig"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
@@ -37,19 +38,21 @@ func (e *Engine) Decide(env Envelope) guardian.Outcome {
 	if env.RouteErr != nil {
 		return e.Guardian.Unroutable(env.RouteErr)
 	}
-	return e.Memory.Decide(e.Guardian, e.Rules, env.Route, guardian.Message{Subject: env.Subject, Data: env.Data, Seq: env.Seq, Time: env.Time, Caller: claimedCaller(env.Header), MsgID: env.Header.Get(acs.HdrMsgID)})
+	return e.Memory.Decide(e.Guardian, e.Rules, env.Route, guardian.Message{Subject: env.Subject, Data: env.Data, Seq: env.Seq, Time: env.Time, Caller: claimedCaller(env.Subject, env.Data, env.Header), MsgID: env.Header.Get(acs.HdrMsgID)})
 }
 
-// claimedCaller is the HTTP caller an envelope's headers name, taken
-// unverified: replay does not hold the state key the endpoint attests
-// with. Honest traffic binds its sessions as the processor did; an envelope
-// with a forged attestation, which the processor refused, replays as the
-// caller it names.
-func claimedCaller(h nats.Header) string {
+// claimedCaller is who published an envelope, as the processor took it:
+// the HTTP caller its headers name, taken unverified (replay does not hold
+// the state key the endpoint attests with: an envelope with a forged
+// attestation, which the processor refused, replays as the caller it
+// names), else the NATS user whose signature verifies — a public-key
+// check, the same as the processor's.
+func claimedCaller(subject string, data []byte, h nats.Header) string {
 	if v, ok := h[acs.HdrOnBehalfOf]; ok && len(v) == 1 {
 		return turnstate.HTTPCaller(v[0])
 	}
-	return ""
+	caller, _ := callersig.Caller(h, acs.InboundOf(subject), data)
+	return caller
 }
 
 // Progress shows how far a long run is, on a terminal only: envelopes read

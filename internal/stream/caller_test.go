@@ -5,14 +5,17 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/callersig"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // callerOf takes an HTTP caller's name only with the endpoint's valid
-// attestation; any other use of the headers is a forgery, and an envelope
-// without them is the tenant's NATS agents'.
+// attestation, and a NATS user's only with its valid signature of the
+// envelope as published; any other use of the headers is a forgery, and
+// an envelope without them is the tenant's NATS agents'.
 func TestCallerOf(t *testing.T) {
 	s, err := turnstate.NewSealer(bytes.Repeat([]byte{3}, turnstate.StateKeySize))
 	if err != nil {
@@ -29,6 +32,23 @@ func TestCallerOf(t *testing.T) {
 		}
 		return h
 	}
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	userKey, _ := user.PublicKey()
+	signed := nats.Header{}
+	if err := (callersig.Signer{Key: userKey, Sign: user.Sign}).Set(signed, published, body); err != nil {
+		t.Fatal(err)
+	}
+	signedElsewhere := nats.Header{}
+	if err := (callersig.Signer{Key: userKey, Sign: user.Sign}).Set(signedElsewhere, "acs.hooks.acme.s2.turnStart", body); err != nil {
+		t.Fatal(err)
+	}
+	attestedAndSigned := hdr(acs.HdrOnBehalfOf, "alice", acs.HdrOnBehalfOfMAC, att)
+	for k, v := range signed {
+		attestedAndSigned[k] = v
+	}
 	for _, tc := range []struct {
 		name string
 		h    nats.Header
@@ -40,6 +60,9 @@ func TestCallerOf(t *testing.T) {
 		{"a name without MAC", hdr(acs.HdrOnBehalfOf, "alice"), turnstate.CallerForged},
 		{"a MAC without name", hdr(acs.HdrOnBehalfOfMAC, att), turnstate.CallerForged},
 		{"two names", hdr(acs.HdrOnBehalfOf, "alice", acs.HdrOnBehalfOf, "alice", acs.HdrOnBehalfOfMAC, att), turnstate.CallerForged},
+		{"signed by a NATS user", signed, turnstate.NATSCaller(userKey)},
+		{"signed for another session", signedElsewhere, turnstate.CallerForged},
+		{"attested and signed: the endpoint's attestation", attestedAndSigned, turnstate.HTTPCaller("alice")},
 	} {
 		if got := callerOf(s, stored, body, tc.h); got != tc.want {
 			t.Errorf("%s: caller %q, want %q", tc.name, got, tc.want)

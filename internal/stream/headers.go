@@ -4,6 +4,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/callersig"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -12,14 +13,17 @@ const hdrPinID = "Nats-Pin-Id"
 
 // callerOf is who published an envelope (guardian.Message.Caller): the HTTP
 // caller the endpoint attested, when the attestation verifies under the
-// state key; turnstate.CallerForged when it does not; "" (the tenant's
-// NATS agents) without one. Rebuilds from the stream call it on the same
-// stored headers, so they bind sessions as live processing did.
+// state key; else the NATS user whose signature verifies
+// (internal/callersig); turnstate.CallerForged when either does not
+// verify; "" (the tenant's NATS agents) without either. Rebuilds from the
+// stream call it on the same stored headers, so they bind sessions as live
+// processing did.
 func callerOf(sealer *turnstate.Sealer, subject string, data []byte, h nats.Header) string {
 	name, ok := h[acs.HdrOnBehalfOf]
 	mac := h.Get(acs.HdrOnBehalfOfMAC)
 	if !ok && mac == "" {
-		return ""
+		caller, _ := callersig.Caller(h, acs.InboundOf(subject), data)
+		return caller
 	}
 	caller := ""
 	if len(name) == 1 {

@@ -8,15 +8,21 @@ import (
 
 // Who published an envelope, as far as the processor can tell unforgeably
 // (Session.Caller). NATS does not tell a JetStream consumer which user
-// published a message, so every envelope published straight on NATS is the
-// tenant's agents' (the subject's tenant is bound by the credential). The
-// HTTP endpoint runs inside the processor and publishes for its callers; it
-// attests each envelope with a MAC under the state key (AttestCaller),
-// which no agent holds, so an envelope is an HTTP caller's only when its
-// attestation verifies.
+// published a message, so an envelope published straight on NATS is the
+// NATS user's whose key signed it (internal/callersig: pkg/client signs
+// with its connection's credential), or, unsigned, the tenant's agents'
+// (the subject's tenant is bound by the credential). The HTTP endpoint
+// runs inside the processor and publishes for its callers; it attests each
+// envelope with a MAC under the state key (AttestCaller), which no agent
+// holds, so an envelope is an HTTP caller's only when its attestation
+// verifies.
 const (
-	// CallerNATS is any holder of the tenant's agent credential.
+	// CallerNATS is any holder of the tenant's agent credential: an
+	// unsigned envelope's publisher.
 	CallerNATS = "nats"
+	// callerNATSUserPrefix starts the identity of a NATS user that signs
+	// its envelopes.
+	callerNATSUserPrefix = "nats:"
 	// CallerForged marks an envelope carrying an attestation that does
 	// not verify: refused, whatever its session.
 	CallerForged = "forged"
@@ -27,6 +33,10 @@ const (
 // HTTPCaller is the identity of the HTTP caller name (the open endpoint's
 // anonymous caller has the empty name).
 func HTTPCaller(name string) string { return callerHTTPPrefix + name }
+
+// NATSCaller is the identity of the NATS user with public key key, whose
+// signature on an envelope verified.
+func NATSCaller(key string) string { return callerNATSUserPrefix + key }
 
 // KindCaller is the kind bound into caller attestations, so that no other
 // sealed value can pass for one.

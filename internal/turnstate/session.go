@@ -51,7 +51,7 @@ type Session struct {
 	// with subagentStart.
 	Parent *ParentLink `json:"parent,omitempty"`
 	// Caller is who the session belongs to: the publisher of its first
-	// envelope (CallerNATS, or HTTPCaller(name)); a subagent's session
+	// envelope (CallerNATS, NATSCaller(key), or HTTPCaller(name)); a subagent's session
 	// belongs to its parent's. Envelopes of anyone else are refused before
 	// they reach the state (guardian). Empty on states of earlier versions,
 	// which their next envelope binds.

@@ -30,10 +30,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/callersig"
 	"github.com/turnguard/turnguard/internal/receipt"
 )
 
@@ -85,6 +87,15 @@ type Options struct {
 	// Linger keeps a session's subscription after its last call, for the
 	// session's next step (default 30s; negative: unsubscribe at once).
 	Linger time.Duration
+	// Unsigned publishes envelopes without signing them with the
+	// connection's credential. By default a client connected with a NATS
+	// user's credentials (a .creds file, or an nkey) signs every envelope
+	// with that user's key (acs.HdrCallerKey, acs.HdrCallerSig), and a
+	// session it starts belongs to that user: envelopes of any other
+	// credential, the tenant's other agents' included, are refused in it
+	// (caller_not_bound). Unsigned, a session is any of the tenant's
+	// agents'.
+	Unsigned bool
 }
 
 // Decision is turnguard's answer to one envelope.
@@ -162,6 +173,10 @@ type Client struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+
+	// signer signs envelopes as the connection's NATS user; nil when the
+	// connection has none or Options.Unsigned.
+	signer *callersig.Signer
 }
 
 // New returns a client publishing and subscribing through nc.
@@ -199,7 +214,53 @@ func New(nc *nats.Conn, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, opt: opt, trusted: trusted, sessions: map[string]*session{}}, nil
+	c := &Client{nc: nc, js: js, opt: opt, trusted: trusted, sessions: map[string]*session{}}
+	if !opt.Unsigned {
+		if c.signer, err = connectionSigner(nc); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// connectionSigner is the signer of the NATS user nc is connected as (its
+// user JWT's subject, or its nkey, and the signature callback the
+// connection answers the server's nonce with); nil without one.
+func connectionSigner(nc *nats.Conn) (*callersig.Signer, error) {
+	o := nc.Opts
+	if o.SignatureCB == nil {
+		return nil, nil
+	}
+	key := o.Nkey
+	if o.UserJWT != nil {
+		token, err := o.UserJWT()
+		if err != nil {
+			return nil, fmt.Errorf("the connection's user JWT: %w", err)
+		}
+		uc, err := jwt.DecodeUserClaims(token)
+		if err != nil {
+			return nil, fmt.Errorf("the connection's user JWT: %w", err)
+		}
+		key = uc.Subject
+	}
+	if key == "" {
+		return nil, nil
+	}
+	s := &callersig.Signer{Key: key, Sign: o.SignatureCB}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// CallerKey is the public key of the NATS user the client signs its
+// envelopes as, and so the owner of the sessions it starts; empty when it
+// publishes unsigned.
+func (c *Client) CallerKey() string {
+	if c.signer == nil {
+		return ""
+	}
+	return c.signer.Key
 }
 
 // Stats returns the client's counters.
@@ -243,6 +304,11 @@ func (c *Client) Decide(ctx context.Context, envelope []byte, opts ...DecideOpti
 	msg.Data = envelope
 	for _, o := range opts {
 		o(msg.Header)
+	}
+	if c.signer != nil {
+		if err := c.signer.Set(msg.Header, msg.Subject, envelope); err != nil {
+			return c.posture(requestID, err), nil
+		}
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, MsgID(sessionID, requestID, envelope))
 	ack, err := c.js.PublishMsg(ctx, msg)
