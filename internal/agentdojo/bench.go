@@ -164,6 +164,9 @@ func One(g *guardian.Guardian, rs *rules.Set, it Item) (*RunResult, error) {
 		res.Calls[i] = CallResult{Call: c, Decision: d.Calls[i]}
 	}
 	res.Score = ScoreRun(run, s, d.Calls, rs)
+	// The report keeps a run's labels, not its conversation: a corpus of
+	// tens of thousands of runs stays small in memory.
+	run.Messages, run.Injections = nil, nil
 	return res, nil
 }
 
