@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/turnguard/turnguard/internal/agentdojo"
@@ -45,13 +47,23 @@ func benchAgentDojo(ctx context.Context, args []string, stdout, stderr io.Writer
 		jsonOut   bool
 		workers   int
 		output    string
+		live      string
+		token     string
 	)
-	fs := newFlagSet("bench agentdojo", "[--rules FILE...] [--json] [--workers N] FILE|DIR...", stderr)
+	// Not newFlagSet: a benchmark connects to no NATS server.
+	fs := flag.NewFlagSet("replay bench agentdojo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = cliflag.Usage(fs, "Usage: replay bench agentdojo [--rules FILE...] [--json] [--workers N] [--live URL [--token T]] FILE|DIR...\n\n"+
+		"Decides AgentDojo's recorded runs (*.jsonl.gz, *.jsonl, or AgentDojo's runs/ tree) and scores them:\n"+
+		"docs/EFFECTIVENESS.md has the mapping, the scoring and the baseline.\n\n"+
+		"Flags (each can also be set as "+cliflag.EnvPrefix+"<FLAG_NAME>):\n", "")
 	core.Register(fs)
 	fs.Var(&ruleFiles, "rules", "rule files to decide with; repeat or separate with commas (default builtin:default,builtin:agentdojo: the default pack and the embedded examples/agentdojo/rules.yaml)")
 	fs.BoolVar(&jsonOut, "json", false, "write the whole report as JSON: the table's rows and every run's calls with their decisions and reasons")
 	fs.IntVar(&workers, "workers", 0, "sessions decided in parallel (default: one per CPU)")
 	fs.StringVar(&output, "output", "", "write to this file instead of standard output")
+	fs.StringVar(&live, "live", "", "send the sessions to a running processor's HTTP endpoint (e.g. http://127.0.0.1:8787/acs) instead of deciding in-process; --rules must then be the processor's rules (the scorer reads their catalog)")
+	fs.StringVar(&token, "token", "", "with --live, the caller's bearer token (better in the environment, "+cliflag.EnvPrefix+"TOKEN)")
 	if err := cliflag.ApplyEnv(fs); err != nil {
 		return exitError, err
 	}
@@ -77,8 +89,16 @@ func benchAgentDojo(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return exitError, fmt.Errorf("rules:\n%w", err)
 	}
+	var decider agentdojo.Decider = agentdojo.InProcess{Guardian: g, Rules: rs}
+	if live != "" {
+		// Session ids of this run's own: the processor keeps the sessions
+		// of earlier runs, and refuses request ids it has seen.
+		decider = &agentdojo.Live{URL: live, Token: token, Client: &http.Client{Timeout: time.Minute}, Salt: time.Now().UTC().Format(time.RFC3339Nano)}
+	} else if token != "" {
+		return exitError, errors.New("--token needs --live")
+	}
 	began := time.Now()
-	rep, err := agentdojo.Bench(ctx, g, rs, paths, agentdojo.Options{Workers: workers, Progress: stderr})
+	rep, err := agentdojo.Bench(ctx, decider, rs, paths, agentdojo.Options{Workers: workers, Progress: stderr})
 	if err != nil {
 		return exitError, err
 	}

@@ -95,6 +95,8 @@ func TestBenchAgentDojoErrors(t *testing.T) {
 		{"missing file", []string{"bench", "agentdojo", "nowhere.jsonl"}, exitError, "nowhere.jsonl"},
 		{"bad rules", []string{"bench", "agentdojo", "--rules", "nowhere.yaml", sampleRuns}, exitError, "nowhere.yaml"},
 		{"unreadable run", []string{"bench", "agentdojo", bad}, exitError, "unreadable: " + bad + ":1"},
+		{"token without live", []string{"bench", "agentdojo", "--token", "t", sampleRuns}, exitError, "--token needs --live"},
+		{"live endpoint down", []string{"bench", "agentdojo", "--live", "http://127.0.0.1:1/acs", sampleRuns}, exitError, "handshake: Post"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,16 +2,17 @@ package agentdojo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/mattn/go-isatty"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/replay"
 	"github.com/turnguard/turnguard/internal/rules"
 	rulepack "github.com/turnguard/turnguard/rules"
@@ -64,11 +65,12 @@ type Report struct {
 	Revision string `json:"revision"`
 }
 
-// Bench reads the runs in paths (see Read), decides each with g and rs,
-// scores it and tabulates the scores. A run that cannot be read or mapped
-// is listed in Report.Unreadable; a file that cannot be read, or ctx
-// ending, stops the benchmark with an error (and the report so far).
-func Bench(ctx context.Context, g *guardian.Guardian, rs *rules.Set, paths []string, opts Options) (*Report, error) {
+// Bench reads the runs in paths (see Read), decides each with d, scores it
+// with rs's catalog (which calls are read-only: rs should be the rules d
+// decides with) and tabulates the scores. A run that cannot be read or
+// mapped is listed in Report.Unreadable; a file that cannot be read, a
+// decider's failure, or ctx ending stops the benchmark with an error.
+func Bench(ctx context.Context, d Decider, rs *rules.Set, paths []string, opts Options) (*Report, error) {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -92,10 +94,11 @@ func Bench(ctx context.Context, g *guardian.Guardian, rs *rules.Set, paths []str
 		n   int
 		res *RunResult
 		bad *Unreadable
+		err error
 	}
 	jobs := make(chan job, 4*workers)
 	results := make(chan result, 4*workers)
-	var readErr error
+	var readErr, decideErr error
 	go func() {
 		defer close(jobs)
 		n := 0
@@ -113,10 +116,10 @@ func Bench(ctx context.Context, g *guardian.Guardian, rs *rules.Set, paths []str
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				res, err := One(g, rs, j.item)
-				r := result{n: j.n, res: res}
-				if err != nil {
-					r.bad = &Unreadable{Source: j.item.Source, Error: err.Error()}
+				res, bad, err := One(ctx, d, rs, j.item)
+				r := result{n: j.n, res: res, err: err}
+				if bad != nil {
+					r.bad = &Unreadable{Source: j.item.Source, Error: bad.Error()}
 				}
 				results <- r
 			}
@@ -125,18 +128,28 @@ func Bench(ctx context.Context, g *guardian.Guardian, rs *rules.Set, paths []str
 	go func() { wg.Wait(); close(results) }()
 	var all []result
 	for r := range results {
+		if r.err != nil {
+			if decideErr == nil {
+				decideErr = r.err
+				cancel()
+			}
+			continue
+		}
 		all = append(all, r)
 		if bar != nil {
 			bar.At(uint64(len(all)))
 		}
 	}
-	// Results come back in any order; the report lists them as read.
-	ordered := make([]result, len(all))
-	for _, r := range all {
-		ordered[r.n] = r
+	if decideErr != nil {
+		return nil, decideErr
 	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	// Results come back in any order; the report lists them as read.
+	slices.SortFunc(all, func(a, b result) int { return a.n - b.n })
 	rep := &Report{Rules: rs.Name, Revision: rs.Revision}
-	for _, r := range ordered {
+	for _, r := range all {
 		if r.bad != nil {
 			rep.Unreadable = append(rep.Unreadable, *r.bad)
 			continue
@@ -144,30 +157,35 @@ func Bench(ctx context.Context, g *guardian.Guardian, rs *rules.Set, paths []str
 		rep.Runs = append(rep.Runs, *r.res)
 	}
 	rep.Rows = Tabulate(rep.Runs)
-	return rep, readErr
+	return rep, nil
 }
 
-// One parses, maps, decides and scores one run.
-func One(g *guardian.Guardian, rs *rules.Set, it Item) (*RunResult, error) {
-	run, err := ParseRun(it.Source, it.Data)
-	if err != nil {
-		return nil, err
+// One parses, decides and scores one run. A run that cannot be read or
+// mapped is bad (an error for Report.Unreadable); err is the decider's
+// failure, which ends a benchmark.
+func One(ctx context.Context, d Decider, rs *rules.Set, it Item) (res *RunResult, bad, err error) {
+	run, perr := ParseRun(it.Source, it.Data)
+	if perr != nil {
+		return nil, perr, nil
 	}
-	s, err := Build(run)
+	s, dec, err := d.DecideRun(ctx, run)
 	if err != nil {
-		return nil, err
+		var b badRun
+		if errors.As(err, &b) {
+			return nil, b.err, nil
+		}
+		return nil, nil, fmt.Errorf("%s: %w", it.Source, err)
 	}
-	d := Decide(g, rs, s)
-	res := &RunResult{Run: run, Session: s.ID, Calls: make([]CallResult, len(s.Calls)),
-		Refused: d.Refused, FirstError: d.FirstError, Others: d.Others, FirstOther: d.FirstOther}
+	res = &RunResult{Run: run, Session: s.ID, Calls: make([]CallResult, len(s.Calls)),
+		Refused: dec.Refused, FirstError: dec.FirstError, Others: dec.Others, FirstOther: dec.FirstOther}
 	for i, c := range s.Calls {
-		res.Calls[i] = CallResult{Call: c, Decision: d.Calls[i]}
+		res.Calls[i] = CallResult{Call: c, Decision: dec.Calls[i]}
 	}
-	res.Score = ScoreRun(run, s, d.Calls, rs)
+	res.Score = ScoreRun(run, s, dec.Calls, rs)
 	// The report keeps a run's labels, not its conversation: a corpus of
 	// tens of thousands of runs stays small in memory.
 	run.Messages, run.Injections = nil, nil
-	return res, nil
+	return res, nil, nil
 }
 
 // DefaultRules are the rule files a benchmark uses unless told otherwise:

@@ -42,7 +42,7 @@ func golden(t *testing.T, name string, got []byte) {
 // goldens of the table and the JSON report.
 func TestBenchSample(t *testing.T) {
 	paths := []string{"testdata/sample.jsonl", "testdata/runs"}
-	rep, err := agentdojo.Bench(context.Background(), newGuardian(t), benchRules(t), paths, agentdojo.Options{Workers: 2})
+	rep, err := agentdojo.Bench(context.Background(), inProcess(t), benchRules(t), paths, agentdojo.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestBenchSample(t *testing.T) {
 	golden(t, "bench.json.golden", append(js, '\n'))
 
 	// The same runs decided one worker at a time give the same report.
-	one, err := agentdojo.Bench(context.Background(), newGuardian(t), benchRules(t), paths, agentdojo.Options{Workers: 1})
+	one, err := agentdojo.Bench(context.Background(), inProcess(t), benchRules(t), paths, agentdojo.Options{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestBenchUnreadable(t *testing.T) {
 	if err := os.WriteFile(p, []byte(first+"\n{\"suite_name\": 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := agentdojo.Bench(context.Background(), newGuardian(t), benchRules(t), []string{p}, agentdojo.Options{})
+	rep, err := agentdojo.Bench(context.Background(), inProcess(t), benchRules(t), []string{p}, agentdojo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

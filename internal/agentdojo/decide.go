@@ -1,6 +1,7 @@
 package agentdojo
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/turnguard/turnguard/internal/acs"
@@ -39,39 +40,76 @@ type Decided struct {
 	FirstOther string
 }
 
+// A Decider decides a run: it builds the run's session and has every
+// envelope of it decided, in order.
+type Decider interface {
+	DecideRun(ctx context.Context, r *Run) (*Session, Decided, error)
+}
+
+// InProcess decides with the processor's core in this process: the same
+// path as replay's (replay.Engine, guardian.Memory.Decide), a fresh state
+// per session.
+type InProcess struct {
+	Guardian *guardian.Guardian
+	Rules    *rules.Set
+}
+
+// DecideRun builds the run's session (Build) and decides it.
+func (p InProcess) DecideRun(_ context.Context, r *Run) (*Session, Decided, error) {
+	s, err := Build(r)
+	if err != nil {
+		return nil, Decided{}, badRun{err}
+	}
+	return s, Decide(p.Guardian, p.Rules, s), nil
+}
+
 // Decide decides every envelope of a session in order with the core and
-// the rule set, in a fresh state: the same path as replay's (replay.Engine,
-// guardian.Memory.Decide).
+// the rule set, in a fresh state.
 func Decide(g *guardian.Guardian, rs *rules.Set, s *Session) Decided {
 	e := replay.NewEngine(g, rs)
-	d := Decided{Calls: make([]Decision, len(s.Calls))}
+	var d decisions
+	d.init(s)
 	for i, env := range s.Envelopes {
 		route := acs.Route{Tenant: Tenant, SessionID: s.ID, Hook: env.Hook}
 		out := e.Decide(replay.Envelope{Seq: uint64(i + 1), Time: env.Time, Subject: env.Subject, Data: env.Data, Route: route})
-		dec := decisionOf(out)
-		if dec.Decision == "error" {
-			if d.Refused == 0 {
-				d.FirstError = fmt.Sprintf("%s (envelope %d): %s", env.Hook, i+1, dec.Error)
-			}
-			d.Refused++
-		}
-		if env.Call >= 0 {
-			d.Calls[env.Call] = dec
-			continue
-		}
-		if !dec.Allowed() && dec.Decision != "error" {
-			if d.Others == 0 {
-				d.FirstOther = fmt.Sprintf("%s (envelope %d): %s %v", env.Hook, i+1, dec.Decision, dec.Rules)
-			}
-			d.Others++
-		}
+		d.record(i, env, decisionOf(out.Response))
 	}
-	return d
+	return d.Decided
 }
 
-// decisionOf reads an outcome's answer.
-func decisionOf(out guardian.Outcome) Decision {
-	r := out.Response
+// decisions collects a session's decisions as they come.
+type decisions struct{ Decided }
+
+func (d *decisions) init(s *Session) { d.Calls = make([]Decision, len(s.Calls)) }
+
+func (d *decisions) record(i int, env Envelope, dec Decision) {
+	if dec.Decision == "error" {
+		if d.Refused == 0 {
+			d.FirstError = fmt.Sprintf("%s (envelope %d): %s", env.Hook, i+1, dec.Error)
+		}
+		d.Refused++
+	}
+	if env.Call >= 0 {
+		d.Calls[env.Call] = dec
+		return
+	}
+	if !dec.Allowed() && dec.Decision != "error" {
+		if d.Others == 0 {
+			d.FirstOther = fmt.Sprintf("%s (envelope %d): %s %v", env.Hook, i+1, dec.Decision, dec.Rules)
+		}
+		d.Others++
+	}
+}
+
+// badRun marks an error of the run itself (it cannot be mapped), as
+// opposed to one of the decider (a processor that cannot be reached).
+type badRun struct{ err error }
+
+func (b badRun) Error() string { return b.err.Error() }
+func (b badRun) Unwrap() error { return b.err }
+
+// decisionOf reads a response.
+func decisionOf(r *acs.Response) Decision {
 	switch {
 	case r == nil:
 		return Decision{Decision: "none"}

@@ -85,3 +85,8 @@ func result(c map[string]any, content, errText string) map[string]any {
 	}
 	return m
 }
+
+func inProcess(t testing.TB) agentdojo.InProcess {
+	t.Helper()
+	return agentdojo.InProcess{Guardian: newGuardian(t), Rules: benchRules(t)}
+}

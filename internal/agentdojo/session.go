@@ -68,8 +68,33 @@ type Call struct {
 //   - turnEnd before the next user message and at the end; sessionEnd.
 //
 // The system prompt is not sent, nor any of AgentDojo's labels.
-func Build(r *Run) (*Session, error) {
-	b := &builder{s: &Session{ID: uuidOf("session", r.Source)}}
+//
+// The session's ids derive from the run's source, and its first envelope
+// is stamped with a fixed time, so that a run builds the same bytes every
+// time; BuildWith chooses otherwise.
+func Build(r *Run) (*Session, error) { return BuildWith(r, BuildOptions{}) }
+
+// BuildOptions vary what Build derives.
+type BuildOptions struct {
+	// Start is the first envelope's timestamp (zero: a fixed time); each
+	// next envelope is one second later.
+	Start time.Time
+	// Salt, when set, enters the session and request ids: a processor
+	// that keeps its sessions refuses a request id it has seen, so each
+	// run against it needs ids of its own.
+	Salt string
+}
+
+// BuildWith is Build with options.
+func BuildWith(r *Run, o BuildOptions) (*Session, error) {
+	key := r.Source
+	if o.Salt != "" {
+		key = o.Salt + "/" + key
+	}
+	if o.Start.IsZero() {
+		o.Start = start
+	}
+	b := &builder{s: &Session{ID: uuidOf("session", key)}, start: o.Start.UTC()}
 	b.seed = b.s.ID
 	b.add("steps/sessionStart", "", map[string]any{"platform_context": map[string]any{"framework": "agentdojo"}}, -1)
 	for _, m := range r.Messages {
@@ -106,7 +131,8 @@ func Build(r *Run) (*Session, error) {
 }
 
 type builder struct {
-	s *Session
+	s     *Session
+	start time.Time
 	// seed makes the session's request and provenance ids; n counts them.
 	seed string
 	n    int
@@ -224,13 +250,13 @@ func (b *builder) add(method, turn string, payload map[string]any, call int) str
 	if method != "steps/turnStart" {
 		id = b.nextID()
 	}
-	at := start.Add(time.Duration(len(b.s.Envelopes)) * time.Second)
+	at := b.start.Add(time.Duration(len(b.s.Envelopes)) * time.Second)
 	md := map[string]any{"agent_id": AgentID, "session_id": b.s.ID}
 	if turn != "" {
 		md["turn_id"] = turn
 	}
 	data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "id": id, "params": map[string]any{
-		"acs_version": acs.Version, "request_id": id, "timestamp": at.Format(time.RFC3339), "metadata": md, "payload": payload}})
+		"acs_version": acs.Version, "request_id": id, "timestamp": at.Format(time.RFC3339Nano), "metadata": md, "payload": payload}})
 	if err != nil && b.err == nil {
 		// Only an argument value that is not JSON can fail here.
 		b.err = fmt.Errorf("encode %s: %w", method, err)
