@@ -210,3 +210,21 @@ func TestLoadRulesErrors(t *testing.T) {
 		t.Errorf("a bad rule file: error %v, want one naming it", err)
 	}
 }
+
+// BenchmarkBench measures the benchmark itself on the sample: reading,
+// mapping, deciding in-process with the default pack and the operator
+// file, scoring. The metric is runs a second, everything included.
+func BenchmarkBench(b *testing.B) {
+	d, rs := inProcess(b), benchRules(b)
+	paths := []string{"testdata/sample.jsonl"}
+	b.ReportAllocs()
+	runs := 0
+	for b.Loop() {
+		rep, err := agentdojo.Bench(context.Background(), d, rs, paths, agentdojo.Options{})
+		if err != nil || len(rep.Runs) != 31 {
+			b.Fatalf("%v, %d runs", err, len(rep.Runs))
+		}
+		runs += len(rep.Runs)
+	}
+	b.ReportMetric(float64(runs)/b.Elapsed().Seconds(), "runs/s")
+}
