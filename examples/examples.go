@@ -83,3 +83,14 @@ func Stamp(data []byte, at time.Time) []byte {
 		return []byte(`"timestamp": "` + at.UTC().Format(time.RFC3339Nano) + `"`)
 	})
 }
+
+//go:embed agentdojo/rules.yaml
+var agentDojoRules []byte
+
+// AgentDojoRulesPath names the embedded AgentDojo operator file on the
+// command line and in diagnostics.
+const AgentDojoRulesPath = "builtin:agentdojo"
+
+// AgentDojoRules returns the operator file for AgentDojo's tool suites
+// (agentdojo/rules.yaml): which of their tools only read.
+func AgentDojoRules() []byte { return agentDojoRules }

@@ -8,6 +8,7 @@
 //	replay verify    [--tenant T] --session S [--keys FILE] [--receipt-key PEM] [--system-alerts]
 //	replay verify    --all [--tenant T] [range] [--receipt-key PEM]
 //	replay tail      [--tenant T] [--session S] [--since D] [--json] [--count N]
+//	replay bench agentdojo [--rules FILE...] [--json] [--workers N] FILE|DIR...
 package main
 
 import (
@@ -49,6 +50,9 @@ Commands:
              --all audits every decision and alert in range, of all tenants
   tail       follow decisions and alerts live, one line each, receipts
              verified as they arrive (--json for one object per line)
+  bench      benchmark rules on recorded agent runs: "bench agentdojo" decides
+             AgentDojo's runs in-process and scores stopped attacks against
+             the user's tasks denied (no connection needed)
   version    print the version (also --version)
 
 Connect with --nats-url (and --nats-creds) or --nats-context, or open the
@@ -83,6 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"run":      runCommand,
 		"verify":   verifyCommand,
 		"tail":     tailCommand,
+		"bench":    benchCommand,
 	}
 	switch args[0] {
 	case "-h", "--help", "help":

@@ -100,6 +100,13 @@ func NewProgress(w io.Writer, from, to uint64) *Progress {
 	return newProgress(w, from, to, "envelopes")
 }
 
+// NewCountProgress returns a progress line for total items counted in
+// unit (runs, files), written to w when w is a terminal; At(n) records
+// that n of them are done.
+func NewCountProgress(w io.Writer, total uint64, unit string) *Progress {
+	return newProgress(w, 1, total, unit)
+}
+
 // newProgress is NewProgress over a range of another stream, whose rate
 // is counted in unit.
 func newProgress(w io.Writer, from, to uint64, unit string) *Progress {

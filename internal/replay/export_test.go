@@ -21,3 +21,11 @@ func NewProgressAt(w io.Writer, from, to uint64, now func() time.Time) *Progress
 	p.on, p.now = true, now
 	return p
 }
+
+// NewCountProgressAt is NewCountProgress written to w as if it were a
+// terminal, reading the time from now.
+func NewCountProgressAt(w io.Writer, total uint64, unit string, now func() time.Time) *Progress {
+	p := NewCountProgress(w, total, unit)
+	p.on, p.now = true, now
+	return p
+}

@@ -68,3 +68,21 @@ func TestProgressETA(t *testing.T) {
 		})
 	}
 }
+
+// TestCountProgress: a count of items (runs, say) shows done/total in its
+// own unit.
+func TestCountProgress(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var out strings.Builder
+	p := replay.NewCountProgressAt(&out, 400, "runs", func() time.Time { return now })
+	for n := uint64(1); n <= 100; n++ {
+		now = now.Add(10 * time.Millisecond)
+		p.At(n)
+	}
+	lines := strings.Split(out.String(), "\r")
+	last := lines[len(lines)-1]
+	// The line is rewritten every 200 ms: last at the 81st run here.
+	if want := "  81/400   20%  101 runs/s"; !strings.HasPrefix(last, want) {
+		t.Errorf("progress line %q, want it to start %q", last, want)
+	}
+}
