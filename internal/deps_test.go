@@ -26,6 +26,7 @@ var core = []string{
 	"internal/acs",
 	"schema",
 	"internal/turnstate",
+	"internal/lineage",
 	"internal/rules",
 	"internal/guardian",
 	"internal/alert",

@@ -203,6 +203,9 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	}
 	v := g.decide(rs, env, state, applied.Violations, rr)
 	state.RecordDecision(env.step, v.decision)
+	if v.decision == acs.Ask && rs != nil {
+		rs.Asked(state, *env.spec, env.req.Params.RequestID, env.payload)
+	}
 	out.State = state
 	out.Violations = applied.Violations
 	if v.decision != acs.Deny && applied.Spawned != nil {

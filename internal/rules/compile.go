@@ -145,6 +145,10 @@ type Set struct {
 	// argMatchers: some catalog entry matches argument names, so a call's
 	// argument names are collected.
 	argMatchers bool
+	// usesLineage: some condition reads the variable lineage, so sessions
+	// index what enters them (eval_lineage.go). Without it they keep no
+	// index: no cost, no state.
+	usesLineage bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
 }

@@ -40,7 +40,8 @@ func (c *compiler) newEnv() *cel.Env {
 	obj := func(t any) *cel.Type { return cel.ObjectType("rules." + reflect.TypeOf(t).Name()) }
 	env, err := cel.NewEnv(
 		ext.NativeTypes(reflect.TypeFor[ToolView](), reflect.TypeFor[SessionView](), reflect.TypeFor[TurnView](),
-			reflect.TypeFor[ProvenanceView](), reflect.TypeFor[ViolationView](), reflect.TypeFor[TaintView](), reflect.TypeFor[SubagentView](), ext.ParseStructTags(true)),
+			reflect.TypeFor[ProvenanceView](), reflect.TypeFor[ViolationView](), reflect.TypeFor[TaintView](), reflect.TypeFor[SubagentView](),
+			reflect.TypeFor[LineageView](), ext.ParseStructTags(true)),
 		ext.Strings(),
 		cel.Variable("hook", cel.StringType),
 		cel.Variable("method", cel.StringType),
@@ -54,6 +55,7 @@ func (c *compiler) newEnv() *cel.Env {
 		cel.Variable("content", cel.StringType),
 		cel.Variable("time", cel.TimestampType),
 		cel.Variable("subagent", obj(SubagentView{})),
+		cel.Variable("lineage", cel.MapType(cel.StringType, obj(LineageView{}))),
 		cel.Macros(taintMacro("tainted", "active"), taintMacro("taint_age_turns", "age_turns")),
 	)
 	if err != nil {
@@ -174,6 +176,11 @@ func (c *compiler) expr(f *File, s Str, what string) cel.Program {
 		// here, where its author sees it, instead.
 		c.errf(f, s.Pos, "%s: the condition's cost grows faster than the envelope (nested comprehensions over envelope data?): estimated at more than %d CEL cost units on a 1 MiB envelope", what, uint64(MaxEstimatedCost))
 		return nil
+	}
+	for _, ref := range checked.NativeRep().ReferenceMap() {
+		if ref.Name == "lineage" {
+			c.set.usesLineage = true
+		}
 	}
 	if checked.OutputType() != cel.BoolType {
 		c.errf(f, s.Pos, "%s: the condition is %s, want bool", what, checked.OutputType())

@@ -63,6 +63,9 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 	e.prov = e.provenance()
 	res.Provenance = e.prov
 	e.updateTaints(&res)
+	if s.usesLineage {
+		e.updateLineage()
+	}
 	e.taintsReady = true
 	e.inheritTaints()
 	for _, r := range s.byHook[e.hook] {
@@ -107,6 +110,7 @@ type evalCtx struct {
 	tool        *ToolView
 	payload     map[string]any
 	content     *string
+	lineage     map[string]LineageView
 
 	// The interface forms of the variables that cannot change during one
 	// Evaluate, kept once built: CEL resolves a name on every evaluation
@@ -166,6 +170,8 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 		return e.in.Time, true
 	case "subagent":
 		return e.subagentView(), true
+	case "lineage":
+		return e.lineageViews(), true
 	}
 	return nil, false
 }
@@ -436,6 +442,9 @@ func (e *evalCtx) render(r *Rule, h Hit) string {
 		data["taint"] = map[string]any{"label": h.TaintLabel, "age_turns": h.AgeTurns, "hits": h.Taint.Hits,
 			"lookback_turns": max(e.turn-h.Taint.First.Turn, 0),
 			"first":          hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
+	}
+	if e.set.usesLineage {
+		data["lineage"] = e.lineageData()
 	}
 	var names []string
 	for _, v := range e.in.Violations {

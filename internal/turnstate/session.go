@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/lineage"
 )
 
 // Bounds that keep a session's state small enough for one KV value however
@@ -103,6 +104,11 @@ type Session struct {
 	Counters   map[string]*Counter `json:"counters,omitempty"`
 	Provenance *ProvenanceMemory   `json:"provenance,omitempty"`
 	RuleHits   map[string]uint64   `json:"rule_hits,omitempty"`
+	// Lineage indexes the user's words and the untrusted contents the
+	// session saw, so that a call's argument values can be traced to
+	// them; kept only under a rule set whose conditions read lineage
+	// (bounded: lineage.MaxUntrusted, MaxTrusted, MaxSources).
+	Lineage *lineage.Index `json:"lineage,omitempty"`
 }
 
 // Turn is an open turn.
@@ -224,5 +230,6 @@ func (s *Session) Clone() *Session {
 	c.Violations = maps.Clone(s.Violations)
 	c.Decisions = maps.Clone(s.Decisions)
 	cloneRuleState(&c, s)
+	c.Lineage = s.Lineage.Clone()
 	return &c
 }

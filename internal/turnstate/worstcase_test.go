@@ -2,6 +2,7 @@ package turnstate_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/lineage"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/turnstate"
 	rulepack "github.com/turnguard/turnguard/rules"
@@ -139,6 +141,22 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 			}
 		}
 		s.Counters[r.ID] = c
+	}
+	// The lineage index of a pack whose conditions read lineage: every
+	// slot taken, each source's strings at their bound (request ids are
+	// UUIDs; '<' stores as six bytes).
+	s.Lineage = &lineage.Index{}
+	for i := range lineage.MaxSources {
+		long := strings.Repeat("<", 256)
+		var text strings.Builder
+		for j := range lineage.MaxUntrusted/lineage.MaxSources + 1 {
+			fmt.Fprintf(&text, "u%dx%d ", i, j)
+		}
+		s.Lineage.AddUntrusted(text.String(), lineage.Source{Seq: maxU, RequestID: uuid(), Hook: "memoryContextRetrieval", Tool: long, ProvenanceID: long})
+		s.Lineage.AddTrusted(strings.ReplaceAll(text.String(), "u", "t"))
+	}
+	if u, tr := s.Lineage.Len(); u != lineage.MaxUntrusted || tr != lineage.MaxTrusted {
+		t.Fatalf("the worst lineage index holds %d and %d tokens, want %d and %d", u, tr, lineage.MaxUntrusted, lineage.MaxTrusted)
 	}
 	s.Provenance = &turnstate.ProvenanceMemory{Seen: true}
 	for range turnstate.MaxKnownProvenance {

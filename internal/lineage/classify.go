@@ -1,0 +1,219 @@
+package lineage
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// Origin is where a value came from.
+type Origin string
+
+// Origins, from the most to the least trusted.
+const (
+	// FromUser: every token of the value is in the user's words (or a
+	// source the catalog trusts).
+	FromUser Origin = "user"
+	// FromModel: some token was seen nowhere: the model's own, or made up
+	// from several places.
+	FromModel Origin = "model"
+	// FromNothing: the value has no token to trace (a small number, a
+	// flag, "ok").
+	FromNothing Origin = "none"
+	// FromUntrusted: a token that matters (an account, an address, a URL,
+	// a path) is found only in untrusted content; or the value is short
+	// and each of its words was seen, one of them only in untrusted
+	// content; or the index was full and a token was seen nowhere.
+	FromUntrusted Origin = "untrusted"
+)
+
+const (
+	// maxShortWords: a value of at most this many words is traced by its
+	// words as well; a longer one (a message body, a document) only by
+	// its tokens that matter, since the words of prose are found
+	// everywhere.
+	maxShortWords = 8
+	// maxEvidence bounds the sources and tokens a Lineage cites.
+	maxEvidence = 4
+	// maxEvidenceToken bounds a token cited.
+	maxEvidenceToken = 64
+)
+
+// Lineage is where one value came from, and why.
+type Lineage struct {
+	Origin Origin
+	// Sources are the untrusted contents (indexes into Index.Sources) the
+	// value's untrusted tokens were first seen in, at most 4.
+	Sources []int
+	// Tokens are up to 4 of the value's tokens found only in untrusted
+	// content (cut to 64 bytes).
+	Tokens []string
+	// Unknown: the index was full and a token was seen nowhere; the
+	// value counts as untrusted.
+	Unknown bool
+}
+
+// Classify traces a value of a call's argument: a string, a number, a
+// boolean, or a list or object of them (any element untrusted makes the
+// value untrusted; it is the user's when every element with a token is).
+func (ix *Index) Classify(v any) Lineage {
+	var out Lineage
+	users, models := 0, 0
+	ix.walk(v, func(s string) {
+		l := ix.classifyText(s)
+		switch l.Origin {
+		case FromUntrusted:
+			out.Origin = FromUntrusted
+			out.Unknown = out.Unknown || l.Unknown
+			for _, src := range l.Sources {
+				if len(out.Sources) < maxEvidence && !slices.Contains(out.Sources, src) {
+					out.Sources = append(out.Sources, src)
+				}
+			}
+			for _, t := range l.Tokens {
+				if len(out.Tokens) < maxEvidence && !slices.Contains(out.Tokens, t) {
+					out.Tokens = append(out.Tokens, t)
+				}
+			}
+		case FromUser:
+			users++
+		case FromModel:
+			models++
+		}
+	})
+	switch {
+	case out.Origin == FromUntrusted:
+	case models > 0:
+		out.Origin = FromModel
+	case users > 0:
+		out.Origin = FromUser
+	default:
+		out.Origin = FromNothing
+	}
+	return out
+}
+
+// walk calls fn with each scalar of v as text.
+func (ix *Index) walk(v any, fn func(string)) {
+	switch x := v.(type) {
+	case nil, bool:
+	case string:
+		fn(x)
+	case json.Number:
+		fn(string(x))
+	case float64:
+		fn(strconv.FormatFloat(x, 'f', -1, 64))
+	case int64:
+		fn(strconv.FormatInt(x, 10))
+	case int:
+		fn(strconv.Itoa(x))
+	case []any:
+		for _, e := range x {
+			ix.walk(e, fn)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ix.walk(x[k], fn)
+		}
+	default:
+		fn(fmt.Sprint(x))
+	}
+}
+
+type tok struct {
+	text string
+	hash uint64
+	k    kind
+}
+
+func (ix *Index) classifyText(s string) Lineage {
+	var all []tok
+	each(normal(s), func(t string, k kind) { all = append(all, tok{text: t, hash: hashOf(t), k: k}) })
+	if len(all) == 0 {
+		return Lineage{Origin: FromNothing}
+	}
+	// One entry a token, a matter if it was ever emitted as one; sorted
+	// by hash, so the evidence cited does not depend on map order.
+	slices.SortStableFunc(all, func(a, b tok) int { return cmp.Compare(a.hash, b.hash) })
+	toks := all[:0]
+	for _, t := range all {
+		if n := len(toks); n > 0 && toks[n-1].hash == t.hash {
+			if t.k == matter {
+				toks[n-1].k = matter
+			}
+			continue
+		}
+		toks = append(toks, t)
+	}
+	var out Lineage
+	cite := func(t tok, src int) {
+		out.Origin = FromUntrusted
+		if len(out.Sources) < maxEvidence && !slices.Contains(out.Sources, src) {
+			out.Sources = append(out.Sources, src)
+		}
+		if len(out.Tokens) < maxEvidence {
+			out.Tokens = append(out.Tokens, clipTo(t.text, maxEvidenceToken))
+		}
+	}
+	// A token that matters, found only in untrusted content.
+	for _, t := range toks {
+		if t.k != matter || ix.isTrusted(t.hash) {
+			continue
+		}
+		if src, ok := ix.untrustedSource(t.hash); ok {
+			cite(t, src)
+		}
+	}
+	if out.Origin == FromUntrusted {
+		return out
+	}
+	words, trusted, seen := 0, 0, 0
+	for _, t := range toks {
+		if t.k == word {
+			words++
+		}
+		switch _, u := ix.untrustedSource(t.hash); {
+		case ix.isTrusted(t.hash):
+			trusted++
+			seen++
+		case u:
+			seen++
+		}
+	}
+	if trusted == len(toks) {
+		return Lineage{Origin: FromUser}
+	}
+	// A short value whose every word was seen, one only in untrusted
+	// content: a name, a title, a channel copied from it.
+	if words <= maxShortWords && seen == len(toks) {
+		for _, t := range toks {
+			if ix.isTrusted(t.hash) {
+				continue
+			}
+			src, _ := ix.untrustedSource(t.hash)
+			cite(t, src)
+		}
+		return out
+	}
+	if ix.Full && seen < len(toks) {
+		return Lineage{Origin: FromUntrusted, Unknown: true}
+	}
+	return Lineage{Origin: FromModel}
+}
+
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

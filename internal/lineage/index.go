@@ -1,0 +1,359 @@
+// Package lineage tells where the argument values of a tool call came
+// from: the user's words (or a source the catalog trusts), untrusted
+// content the session saw — which one — or nowhere it saw (the model's
+// own). It keeps, per session, the tokens of what entered the session as
+// 64-bit hashes in two bounded, sorted sets, so a value is looked up, not
+// compared with every earlier output. It is part of the decision core:
+// it reads nothing but its arguments.
+package lineage
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Bounds on what an Index remembers (README, Limits). A session that sees
+// more stops adding and is marked Full: from then on a value with a token
+// seen nowhere may have come from content that was not kept, so it counts
+// as untrusted (fail closed).
+const (
+	// MaxUntrusted is the number of distinct tokens of untrusted content
+	// kept.
+	MaxUntrusted = 4096
+	// MaxTrusted is the number of distinct tokens of the user's words and
+	// trusted sources kept.
+	MaxTrusted = 2048
+	// MaxSources is the number of untrusted contents a token can be
+	// traced to; the tokens of later ones cite the last, "a later
+	// content" (Source.Later).
+	MaxSources = 16
+	// maxFieldBytes bounds a source's ids and tool name as stored.
+	maxFieldBytes = 256
+)
+
+// Source is one untrusted content the index holds tokens of: the envelope
+// that brought it.
+type Source struct {
+	Seq          uint64 `json:"seq"`
+	RequestID    string `json:"request_id,omitempty"`
+	Hook         string `json:"hook,omitempty"`
+	Tool         string `json:"tool,omitempty"`
+	ProvenanceID string `json:"provenance_id,omitempty"`
+	// Later marks the last slot once more contents than MaxSources were
+	// seen: it stands for all of them, and names the newest.
+	Later bool `json:"later,omitempty"`
+}
+
+// Index is what a session's contents held, as token hashes.
+type Index struct {
+	// Sources are the untrusted contents, in the order seen.
+	Sources []Source
+	// untrusted and trusted are sorted by hash, without duplicates; an
+	// untrusted entry names its first source.
+	untrusted []entry
+	trusted   []uint64
+	// Full is set once a token was not kept for want of room.
+	Full bool
+	// asked are the calls answered ask, newest last: the tokens of their
+	// arguments, trusted once the call runs (Approve).
+	asked []asked
+}
+
+// asked is a call answered ask, waiting for its result.
+type asked struct {
+	requestID string
+	hashes    []uint64
+}
+
+// Bounds of what an Index keeps of calls answered ask.
+const (
+	// MaxAsked calls are remembered; an older one's approval is not
+	// taken (its values stay untrusted: fail closed).
+	MaxAsked = 8
+	// MaxAskedTokens tokens of one call's arguments are remembered.
+	MaxAskedTokens = 256
+)
+
+type entry struct {
+	hash uint64
+	src  uint8
+}
+
+// hashOf is the token's 64-bit FNV-1a hash: a collision makes one token
+// pass for another with a chance of about n²/2⁶⁵ for n tokens kept.
+func hashOf(tok string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(tok); i++ {
+		h ^= uint64(tok[i])
+		h *= prime
+	}
+	return h
+}
+
+// AddTrusted indexes the tokens of text the user wrote, or a source the
+// catalog trusts.
+func (ix *Index) AddTrusted(text string) {
+	var hs []uint64
+	each(normal(text), func(tok string, _ kind) { hs = append(hs, hashOf(tok)) })
+	slices.Sort(hs)
+	ix.addTrustedHashes(slices.Compact(hs))
+}
+
+// addTrustedHashes merges sorted, distinct hashes into the trusted set.
+func (ix *Index) addTrustedHashes(hs []uint64) {
+	if len(hs) == 0 {
+		return
+	}
+	merged := make([]uint64, 0, len(ix.trusted)+len(hs))
+	i, j := 0, 0
+	room := MaxTrusted - len(ix.trusted)
+	for i < len(ix.trusted) || j < len(hs) {
+		switch {
+		case j == len(hs) || i < len(ix.trusted) && ix.trusted[i] < hs[j]:
+			merged = append(merged, ix.trusted[i])
+			i++
+		case i == len(ix.trusted) || hs[j] < ix.trusted[i]:
+			if room > 0 {
+				merged = append(merged, hs[j])
+				room--
+			} else {
+				ix.Full = true
+			}
+			j++
+		default:
+			merged = append(merged, ix.trusted[i])
+			i, j = i+1, j+1
+		}
+	}
+	ix.trusted = merged
+}
+
+// AddUntrusted indexes the tokens of untrusted content src brought.
+func (ix *Index) AddUntrusted(text string, src Source) {
+	var hs []uint64
+	each(normal(text), func(tok string, _ kind) { hs = append(hs, hashOf(tok)) })
+	if len(hs) == 0 {
+		return
+	}
+	slices.Sort(hs)
+	hs = slices.Compact(hs)
+	// The source takes a slot only when one of its tokens is new.
+	id, slotted := uint8(0), false
+	merged := make([]entry, 0, len(ix.untrusted)+len(hs))
+	i, j := 0, 0
+	room := MaxUntrusted - len(ix.untrusted)
+	for i < len(ix.untrusted) || j < len(hs) {
+		switch {
+		case j == len(hs) || i < len(ix.untrusted) && ix.untrusted[i].hash < hs[j]:
+			merged = append(merged, ix.untrusted[i])
+			i++
+		case i == len(ix.untrusted) || hs[j] < ix.untrusted[i].hash:
+			if room > 0 {
+				if !slotted {
+					id, slotted = ix.source(src), true
+				}
+				merged = append(merged, entry{hash: hs[j], src: id})
+				room--
+			} else {
+				ix.Full = true
+			}
+			j++
+		default:
+			merged = append(merged, ix.untrusted[i])
+			i, j = i+1, j+1
+		}
+	}
+	ix.untrusted = merged
+}
+
+// Ask remembers the tokens of a call answered ask (its arguments' texts).
+// A human approves a call by letting it run: when its result arrives,
+// Approve makes those values trusted for the rest of the session, so the
+// same value is not asked about again.
+func (ix *Index) Ask(requestID string, texts []string) {
+	var hs []uint64
+	for _, t := range texts {
+		each(normal(t), func(tok string, _ kind) { hs = append(hs, hashOf(tok)) })
+	}
+	slices.Sort(hs)
+	hs = slices.Compact(hs)
+	if len(hs) > MaxAskedTokens {
+		hs = hs[:MaxAskedTokens]
+	}
+	if len(ix.asked) == MaxAsked {
+		ix.asked = slices.Delete(ix.asked, 0, 1)
+	}
+	ix.asked = append(ix.asked, asked{requestID: clip(requestID), hashes: hs})
+}
+
+// Approve takes the call requestID answered ask as approved — its result
+// arrived — and trusts its arguments' tokens. It reports whether the call
+// was one the index remembered.
+func (ix *Index) Approve(requestID string) bool {
+	i := slices.IndexFunc(ix.asked, func(a asked) bool { return a.requestID == requestID })
+	if i < 0 {
+		return false
+	}
+	hs := ix.asked[i].hashes
+	ix.asked = slices.Delete(ix.asked, i, i+1)
+	ix.addTrustedHashes(slices.Compact(hs))
+	return true
+}
+
+// source returns src's slot, adding it.
+func (ix *Index) source(src Source) uint8 {
+	src.RequestID = clip(src.RequestID)
+	src.Hook = clip(src.Hook)
+	src.Tool = clip(src.Tool)
+	src.ProvenanceID = clip(src.ProvenanceID)
+	if len(ix.Sources) < MaxSources {
+		ix.Sources = append(ix.Sources, src)
+		return uint8(len(ix.Sources) - 1)
+	}
+	src.Later = true
+	ix.Sources[MaxSources-1] = src
+	return MaxSources - 1
+}
+
+func clip(s string) string {
+	if len(s) <= maxFieldBytes {
+		return s
+	}
+	cut := maxFieldBytes
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut]
+}
+
+func (ix *Index) untrustedSource(h uint64) (int, bool) {
+	i, ok := slices.BinarySearchFunc(ix.untrusted, h, func(e entry, h uint64) int { return cmp.Compare(e.hash, h) })
+	if !ok {
+		return 0, false
+	}
+	return int(ix.untrusted[i].src), true
+}
+
+func (ix *Index) isTrusted(h uint64) bool {
+	_, ok := slices.BinarySearch(ix.trusted, h)
+	return ok
+}
+
+// Len returns the number of untrusted and trusted tokens kept.
+func (ix *Index) Len() (untrusted, trusted int) { return len(ix.untrusted), len(ix.trusted) }
+
+// Clone returns a deep copy.
+func (ix *Index) Clone() *Index {
+	if ix == nil {
+		return nil
+	}
+	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), Full: ix.Full,
+		asked: slices.Clone(ix.asked)}
+	for i := range c.asked {
+		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
+	}
+	return c
+}
+
+// stored is an Index as a session's state stores it: the hashes packed in
+// base64 (9 bytes an untrusted token, 8 a trusted one), not as JSON
+// numbers.
+type stored struct {
+	Sources   []Source    `json:"sources,omitempty"`
+	Untrusted string      `json:"untrusted,omitempty"`
+	Trusted   string      `json:"trusted,omitempty"`
+	Full      bool        `json:"full,omitempty"`
+	Asked     []storedAsk `json:"asked,omitempty"`
+}
+
+type storedAsk struct {
+	RequestID string `json:"request_id"`
+	Tokens    string `json:"tokens,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (ix Index) MarshalJSON() ([]byte, error) {
+	u := make([]byte, 0, 9*len(ix.untrusted))
+	for _, e := range ix.untrusted {
+		u = binary.BigEndian.AppendUint64(u, e.hash)
+		u = append(u, e.src)
+	}
+	t := make([]byte, 0, 8*len(ix.trusted))
+	for _, h := range ix.trusted {
+		t = binary.BigEndian.AppendUint64(t, h)
+	}
+	out := stored{Sources: ix.Sources, Untrusted: base64.RawStdEncoding.EncodeToString(u),
+		Trusted: base64.RawStdEncoding.EncodeToString(t), Full: ix.Full}
+	for _, a := range ix.asked {
+		b := make([]byte, 0, 8*len(a.hashes))
+		for _, h := range a.hashes {
+			b = binary.BigEndian.AppendUint64(b, h)
+		}
+		out.Asked = append(out.Asked, storedAsk{RequestID: a.requestID, Tokens: base64.RawStdEncoding.EncodeToString(b)})
+	}
+	return json.Marshal(out)
+}
+
+// ErrCorrupt is UnmarshalJSON's error for a stored index that no Index
+// could have written.
+var ErrCorrupt = errors.New("lineage index: corrupt")
+
+// UnmarshalJSON implements json.Unmarshaler. It checks what it reads: the
+// hashes sorted and distinct, within the bounds, each naming a source.
+func (ix *Index) UnmarshalJSON(b []byte) error {
+	var s stored
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if len(s.Sources) > MaxSources {
+		return fmt.Errorf("%w: %d sources", ErrCorrupt, len(s.Sources))
+	}
+	u, err := base64.RawStdEncoding.DecodeString(s.Untrusted)
+	if err != nil || len(u)%9 != 0 || len(u)/9 > MaxUntrusted {
+		return fmt.Errorf("%w: untrusted tokens", ErrCorrupt)
+	}
+	t, err := base64.RawStdEncoding.DecodeString(s.Trusted)
+	if err != nil || len(t)%8 != 0 || len(t)/8 > MaxTrusted {
+		return fmt.Errorf("%w: trusted tokens", ErrCorrupt)
+	}
+	out := Index{Sources: s.Sources, Full: s.Full, untrusted: make([]entry, 0, len(u)/9), trusted: make([]uint64, 0, len(t)/8)}
+	for i := 0; i < len(u); i += 9 {
+		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
+		if int(e.src) >= len(s.Sources) || len(out.untrusted) > 0 && out.untrusted[len(out.untrusted)-1].hash >= e.hash {
+			return fmt.Errorf("%w: untrusted token %d", ErrCorrupt, i/9)
+		}
+		out.untrusted = append(out.untrusted, e)
+	}
+	for i := 0; i < len(t); i += 8 {
+		h := binary.BigEndian.Uint64(t[i:])
+		if len(out.trusted) > 0 && out.trusted[len(out.trusted)-1] >= h {
+			return fmt.Errorf("%w: trusted token %d", ErrCorrupt, i/8)
+		}
+		out.trusted = append(out.trusted, h)
+	}
+	if len(s.Asked) > MaxAsked {
+		return fmt.Errorf("%w: %d asked calls", ErrCorrupt, len(s.Asked))
+	}
+	for _, a := range s.Asked {
+		b, err := base64.RawStdEncoding.DecodeString(a.Tokens)
+		if err != nil || len(b)%8 != 0 || len(b)/8 > MaxAskedTokens || len(a.RequestID) > maxFieldBytes {
+			return fmt.Errorf("%w: asked call", ErrCorrupt)
+		}
+		ask := asked{requestID: a.RequestID, hashes: make([]uint64, 0, len(b)/8)}
+		for i := 0; i < len(b); i += 8 {
+			ask.hashes = append(ask.hashes, binary.BigEndian.Uint64(b[i:]))
+		}
+		if !slices.IsSortedFunc(ask.hashes, cmp.Compare[uint64]) || len(slices.Compact(slices.Clone(ask.hashes))) != len(ask.hashes) {
+			return fmt.Errorf("%w: asked call tokens", ErrCorrupt)
+		}
+		out.asked = append(out.asked, ask)
+	}
+	*ix = out
+	return nil
+}

@@ -1,0 +1,152 @@
+package lineage
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A text is compared with others by its tokens, never scanned whole: each
+// content a session sees is cut into tokens once, when it arrives, and an
+// argument value is cut the same way when a call carries it. Two kinds:
+//
+//   - words: runs of letters and digits, at least minWord characters
+//     ("bill", "december", "2023");
+//   - tokens that matter: the values that name someone or something — an
+//     account number, an e-mail address, a host, a URL, a path, a file
+//     name, a date — at least minMatter characters with a digit, an '@',
+//     a '/' or an inner '.'. A URL also gives its host (with and without
+//     "www.") and its path; an e-mail address only itself (its domain is
+//     shared by strangers).
+//
+// Case and runs of white space never decide (the text is lower-cased),
+// and punctuation around a token is not part of it, so "US1330…," in a
+// sentence and "us1330…" in an argument are one token.
+const (
+	minWord   = 3
+	minMatter = 4
+	// maxToken bounds a token: a longer run (a base64 blob, a minified
+	// script) is cut into pieces of this size, so that no token costs more
+	// than this to hash.
+	maxToken = 256
+)
+
+// connector reports whether r joins the parts of a compound token: URLs,
+// hosts, e-mail addresses, paths, file names, dates and numbers.
+func connector(r rune) bool {
+	switch r {
+	case '@', '.', '/', ':', '-', '_', '+', '~', '%', '#', '?', '=', '&':
+		return true
+	}
+	return false
+}
+
+func tokenRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || connector(r)
+}
+
+// structural splits a URL-like compound into its host, path segments and
+// query parts.
+func structural(r rune) bool {
+	switch r {
+	case '/', ':', '?', '#', '=', '&':
+		return true
+	}
+	return false
+}
+
+// kind of a token.
+type kind uint8
+
+const (
+	word kind = iota + 1
+	matter
+)
+
+// each calls fn with every token of s, in order, duplicates included. s
+// must be lower-cased already (see normal).
+func each(s string, fn func(tok string, k kind)) {
+	for len(s) > 0 {
+		i := strings.IndexFunc(s, tokenRune)
+		if i < 0 {
+			return
+		}
+		s = s[i:]
+		j := strings.IndexFunc(s, func(r rune) bool { return !tokenRune(r) })
+		if j < 0 {
+			j = len(s)
+		}
+		compound(s[:j], fn)
+		s = s[j:]
+	}
+}
+
+// compound emits one run of token characters: itself when it matters, the
+// parts of a URL, and its words.
+func compound(c string, fn func(string, kind)) {
+	c = strings.TrimFunc(c, connector)
+	if c == "" {
+		return
+	}
+	for len(c) > maxToken {
+		cut := maxToken
+		for cut > 0 && !utf8.RuneStart(c[cut]) {
+			cut--
+		}
+		compound(c[:cut], fn)
+		c = c[cut:]
+	}
+	if !strings.ContainsFunc(c, connector) {
+		emitWord(c, fn)
+		return
+	}
+	if matters(c) {
+		fn(c, matter)
+	}
+	if !strings.Contains(c, "@") && strings.ContainsFunc(c, structural) {
+		// A URL or path: its host and each segment stand on their own
+		// ("https://www.evil.com/x" is also "www.evil.com", "evil.com").
+		for part := range strings.FieldsFuncSeq(c, structural) {
+			part = strings.TrimFunc(part, connector)
+			if part == "" || part == c || !matters(part) {
+				continue
+			}
+			fn(part, matter)
+			if host, ok := strings.CutPrefix(part, "www."); ok && matters(host) {
+				fn(host, matter)
+			}
+		}
+	}
+	for w := range strings.FieldsFuncSeq(c, connector) {
+		emitWord(w, fn)
+	}
+}
+
+func emitWord(w string, fn func(string, kind)) {
+	n := utf8.RuneCountInString(w)
+	if n < minWord {
+		return
+	}
+	fn(w, word)
+	// An account number or a long number is a token that matters by
+	// itself.
+	if n >= minMatter && strings.ContainsFunc(w, unicode.IsDigit) {
+		fn(w, matter)
+	}
+}
+
+// matters reports whether a compound names something: long enough, and
+// with a digit, an '@', a '/' or a '.' between two other characters.
+func matters(c string) bool {
+	if utf8.RuneCountInString(c) < minMatter {
+		return false
+	}
+	if strings.ContainsFunc(c, unicode.IsDigit) || strings.ContainsAny(c, "@/") {
+		return true
+	}
+	i := strings.IndexByte(c, '.')
+	return i > 0 && i < len(c)-1
+}
+
+// normal is the form texts and values are tokenised in.
+func normal(s string) string { return strings.ToLower(s) }

@@ -1,0 +1,190 @@
+package rules
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/lineage"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Argument lineage (issue 24): under a rule set whose conditions read the
+// variable lineage, the session indexes what enters it — the user's words
+// as trusted, every content a tool or retrieval brings as untrusted unless
+// the catalog classes the tool trusted_source — and a call's argument
+// values are traced to them (internal/lineage).
+
+// TrustedSourceClass is the catalog class of a tool whose output the
+// session may take as the user's own words: its values are as trusted as
+// what the user typed. Every other tool's output is untrusted content for
+// lineage, whatever its provenance label says (an adapter can label a web
+// page user_input).
+const TrustedSourceClass = "trusted_source"
+
+// LineageView is where one argument value of a call came from (CEL
+// lineage["name"], templates .lineage.name).
+type LineageView struct {
+	// Origin is user, untrusted, model or none (lineage.Origin).
+	Origin string `cel:"origin"`
+	// RequestIDs, Tools and ProvenanceIDs name the untrusted contents the
+	// value came from: the envelopes that brought them, the tools whose
+	// output they were, their provenance ids where they had one.
+	RequestIDs    []string `cel:"request_ids"`
+	Tools         []string `cel:"tools"`
+	ProvenanceIDs []string `cel:"provenance_ids"`
+	// Tokens are up to 4 of the value's tokens found only there.
+	Tokens []string `cel:"tokens"`
+	// Unknown: the session's index was full and the value has a token
+	// seen nowhere, so it counts as untrusted.
+	Unknown bool `cel:"unknown"`
+}
+
+// updateLineage indexes the envelope's content.
+func (e *evalCtx) updateLineage() {
+	switch e.hook {
+	case "userMessage", "toolCallResult", "knowledgeRetrieval", "memoryContextRetrieval", "agentTrigger":
+	default:
+		return
+	}
+	p, _ := e.in.Payload.(map[string]any)
+	if ref, _ := p["request_id_ref"].(string); e.hook == "toolCallResult" && ref != "" && p["exit_status"] == "success" && e.sess.Lineage != nil {
+		// The call ran: if it was answered ask, a human approved it.
+		e.sess.Lineage.Approve(ref)
+	}
+	var texts []string
+	for _, key := range []string{"content", "outputs", "results", "summary", "trigger_source"} {
+		scalars(p[key], &texts)
+	}
+	if len(texts) == 0 {
+		return
+	}
+	if e.sess.Lineage == nil {
+		e.sess.Lineage = &lineage.Index{}
+	}
+	ix := e.sess.Lineage
+	tool := e.toolView()
+	trusted := e.hook == "userMessage" ||
+		e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) ||
+		e.hook == "agentTrigger" && p["trigger_type"] == "user_message"
+	if trusted {
+		for _, t := range texts {
+			ix.AddTrusted(t)
+		}
+		return
+	}
+	src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
+		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes)}
+	if len(e.prov.IDs) > 0 {
+		src.ProvenanceID = e.prov.IDs[0]
+	}
+	for _, t := range texts {
+		ix.AddUntrusted(t, src)
+	}
+}
+
+// scalars appends every string and number under v (a payload member:
+// parts with a value, lists of them, objects), in order.
+func scalars(v any, out *[]string) {
+	switch x := v.(type) {
+	case string:
+		*out = append(*out, x)
+	case json.Number:
+		*out = append(*out, string(x))
+	case float64:
+		*out = append(*out, strconv.FormatFloat(x, 'f', -1, 64))
+	case []any:
+		for _, item := range x {
+			scalars(item, out)
+		}
+	case map[string]any:
+		// A part's value, or an object's members in key order.
+		if val, ok := x["value"]; ok {
+			scalars(val, out)
+			return
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			if k != "provenance" {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			scalars(x[k], out)
+		}
+	}
+}
+
+// lineageViews traces each argument of a toolCallRequest; empty for any
+// other hook, or a session that indexed nothing.
+func (e *evalCtx) lineageViews() map[string]LineageView {
+	if e.lineage != nil {
+		return e.lineage
+	}
+	e.lineage = map[string]LineageView{}
+	if e.hook != "toolCallRequest" {
+		return e.lineage
+	}
+	ix := e.sess.Lineage
+	if ix == nil {
+		ix = &lineage.Index{}
+	}
+	for name, v := range e.toolView().Args {
+		l := ix.Classify(v)
+		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown,
+			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
+		if view.Tokens == nil {
+			view.Tokens = []string{}
+		}
+		for _, i := range l.Sources {
+			s := ix.Sources[i]
+			view.RequestIDs = append(view.RequestIDs, s.RequestID)
+			if s.Tool != "" && !slices.Contains(view.Tools, s.Tool) {
+				view.Tools = append(view.Tools, s.Tool)
+			}
+			if s.ProvenanceID != "" {
+				view.ProvenanceIDs = append(view.ProvenanceIDs, s.ProvenanceID)
+			}
+		}
+		e.lineage[name] = view
+	}
+	return e.lineage
+}
+
+// lineageData is lineageViews for message templates.
+func (e *evalCtx) lineageData() map[string]any {
+	out := map[string]any{}
+	for name, v := range e.lineageViews() {
+		out[name] = map[string]any{"origin": v.Origin, "request_ids": v.RequestIDs, "tools": v.Tools,
+			"provenance_ids": v.ProvenanceIDs, "tokens": v.Tokens, "unknown": v.Unknown}
+	}
+	return out
+}
+
+// Asked remembers a toolCallRequest the decision answered ask, under a
+// rule set whose conditions read lineage: when its result arrives — the
+// human let it run — its argument values are trusted for the rest of the
+// session (updateLineage), so the same value is not asked about again.
+func (s *Set) Asked(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
+	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
+		return
+	}
+	p, _ := payload.(map[string]any)
+	var texts []string
+	if args, ok := p["arguments"].(map[string]any); ok {
+		names := make([]string, 0, len(args))
+		for k := range args {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			scalars(args[k], &texts)
+		}
+	}
+	if sess.Lineage == nil {
+		sess.Lineage = &lineage.Index{}
+	}
+	sess.Lineage.Ask(requestID, texts)
+}
