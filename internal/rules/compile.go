@@ -128,6 +128,9 @@ type toolClass struct {
 	// nil: not a matcher of the entry.
 	args, verbs []string
 	classes     []string
+	// sinks are argument name globs in catalog form; nil: the entry
+	// declares none.
+	sinks []string
 }
 
 // Set is a compiled, checked rule set: one or more files merged.
@@ -145,6 +148,8 @@ type Set struct {
 	// argMatchers: some catalog entry matches argument names, so a call's
 	// argument names are collected.
 	argMatchers bool
+	// sinkEntries: some catalog entry declares sinks.
+	sinkEntries bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
 }
@@ -364,7 +369,7 @@ func (c *compiler) declare(f *File) {
 	}
 	for _, t := range f.Tools {
 		if !t.Match.Set() && !t.Capability.Set() && len(t.Args) == 0 && len(t.Verbs) == 0 {
-			c.errf(f, firstPos(t.Classes), "a tool class entry needs match (a tool name glob), capability (a capability glob), args (argument name globs) or verbs (words of the name)")
+			c.errf(f, firstPos(slices.Concat(t.Classes, t.Sinks)), "a tool class entry needs match (a tool name glob), capability (a capability glob), args (argument name globs) or verbs (words of the name)")
 			continue
 		}
 		// Globs are kept in catalog form (see catalogGlob) and checked in
@@ -384,15 +389,8 @@ func (c *compiler) declare(f *File) {
 				c.errf(f, g.src.Pos, "glob %q is empty", g.src.Value)
 			}
 		}
-		for _, a := range t.Args {
-			g := catalogGlob(a.Value)
-			if _, err := path.Match(g, ""); err != nil {
-				c.errf(f, a.Pos, "argument glob %q: %v", a.Value, err)
-			} else if g == "" {
-				c.errf(f, a.Pos, "argument glob %q is empty", a.Value)
-			}
-			tc.args = append(tc.args, g)
-		}
+		tc.args = c.argGlobs(f, "argument", t.Args)
+		tc.sinks = c.argGlobs(f, "sink", t.Sinks)
 		for _, v := range t.Verbs {
 			w := catalogKey(v.Value)
 			// A verb is compared with one word of a name: a glob or two
@@ -403,8 +401,8 @@ func (c *compiler) declare(f *File) {
 			}
 			tc.verbs = append(tc.verbs, w)
 		}
-		if len(t.Classes) == 0 {
-			c.errf(f, toolEntryPos(t), "a tool class entry needs classes")
+		if len(t.Classes) == 0 && len(t.Sinks) == 0 {
+			c.errf(f, toolEntryPos(t), "a tool class entry needs classes or sinks")
 		}
 		tc.matchPrefix, tc.capPrefix = literalPrefix(tc.match), literalPrefix(tc.capability)
 		for _, cl := range t.Classes {
@@ -412,6 +410,7 @@ func (c *compiler) declare(f *File) {
 		}
 		c.set.tools = append(c.set.tools, tc)
 		c.set.argMatchers = c.set.argMatchers || tc.args != nil
+		c.set.sinkEntries = c.set.sinkEntries || tc.sinks != nil
 	}
 	for _, t := range f.Taints {
 		if !isToken(t.ID.Value) {
@@ -531,6 +530,22 @@ func posOr(s Str, fallback Str) Pos {
 		return s.Pos
 	}
 	return fallback.Pos
+}
+
+// argGlobs checks and converts a catalog entry's argument name globs
+// (args, sinks) to catalog form; nil when there are none.
+func (c *compiler) argGlobs(f *File, what string, src []Str) []string {
+	var globs []string
+	for _, a := range src {
+		g := catalogGlob(a.Value)
+		if _, err := path.Match(g, ""); err != nil {
+			c.errf(f, a.Pos, "%s glob %q: %v", what, a.Value, err)
+		} else if g == "" {
+			c.errf(f, a.Pos, "%s glob %q is empty", what, a.Value)
+		}
+		globs = append(globs, g)
+	}
+	return globs
 }
 
 // toolEntryPos is the position of a catalog entry's first matcher.
