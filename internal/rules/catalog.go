@@ -17,7 +17,7 @@ import (
 // its name, sorted and without duplicates. Names, capabilities and argument
 // names match the catalog's globs in the normal form of catalogKey.
 func (s *Set) ToolClasses(name, capability string, args ...string) []string {
-	classes, _, _ := s.lookup(name, capability, args, false)
+	classes, _, _ := s.lookup(name, capability, args, false, nil)
 	return classes
 }
 
@@ -29,13 +29,16 @@ func (s *Set) ToolClasses(name, capability string, args ...string) []string {
 // call's data goes, so every argument it carries is a sink (fail closed):
 // sinks is args itself. Entries match as for ToolClasses.
 func (s *Set) ToolSinks(name, capability string, args ...string) (sinks []string, known bool) {
-	_, sinks, known = s.lookup(name, capability, args, true)
+	_, sinks, known = s.lookup(name, capability, args, true, nil)
 	return sinks, known
 }
 
 // lookup matches a call against the catalog once, for its classes and,
-// if withSinks, its sinks (see ToolSinks).
-func (s *Set) lookup(name, capability string, args []string, withSinks bool) (classes, sinks []string, known bool) {
+// if withSinks, its sinks (see ToolSinks), appended to dst[:0] when they
+// are known. dst may be args itself (a caller that owns args saves an
+// allocation): the sinks are a subsequence of args, so each is written
+// at or before where it is read.
+func (s *Set) lookup(name, capability string, args []string, withSinks bool, dst []string) (classes, sinks []string, known bool) {
 	classes = []string{}
 	key, capability := catalogKey(name), catalogKey(capability)
 	argKeys, argsDone := []string(nil), false
@@ -96,11 +99,14 @@ func (s *Set) lookup(name, capability string, args []string, withSinks bool) (cl
 	if !known {
 		return classes, args, false
 	}
-	sinks = []string{}
+	sinks = dst[:0]
 	for i, a := range args {
 		if isSink[i] {
 			sinks = append(sinks, a)
 		}
+	}
+	if sinks == nil {
+		sinks = []string{}
 	}
 	return classes, sinks, true
 }

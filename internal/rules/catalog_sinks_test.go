@@ -104,6 +104,8 @@ func TestToolSinksInConditions(t *testing.T) {
 	}{
 		{"known sinks", map[string]any{"tool": map[string]any{"name": "send_email"}, "arguments": args("subject", "s", "recipients", "a@example.com", "cc", "b@example.com")},
 			`tool.sinks == ["cc", "recipients"] && tool.sinks_known`},
+		{"sinks after other arguments", map[string]any{"tool": map[string]any{"name": "send_email"}, "arguments": args("body", "b", "attachments", "f1", "recipients", "a@example.com", "zz", "z")},
+			`tool.sinks == ["attachments", "recipients"] && tool.sinks_known && size(tool.args) == 4`},
 		{"raw_command", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": args("description", "d"), "raw_command": "ls"},
 			`tool.sinks == ["raw_command"] && tool.sinks_known`},
 		{"not carried", map[string]any{"tool": map[string]any{"name": "send_email"}, "arguments": map[string]any{

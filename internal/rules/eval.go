@@ -245,7 +245,7 @@ func (e *evalCtx) toolView() *ToolView {
 	// an argument named raw_command and the payload's are one.
 	slices.Sort(carried)
 	carried = slices.Compact(carried)
-	t.Classes, t.Sinks, t.SinksKnown = e.set.lookup(t.Name, t.Capability, carried, true)
+	t.Classes, t.Sinks, t.SinksKnown = e.set.lookup(t.Name, t.Capability, carried, true, carried)
 	if t.Sinks == nil {
 		t.Sinks = []string{}
 	}
