@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -125,11 +126,16 @@ func TestToolSinksInConditions(t *testing.T) {
     on: [toolCallRequest]
     when: '`+tc.when+`'
     decision: deny
+    message: 'sinks {{.tool.sinks}} known {{.tool.sinks_known}}'
 `)
 			in := step(t, "toolCallRequest", 1, tc.payload)
 			ev := rs.Evaluate(turnstate.New("t", "s"), nil, in)
 			if len(ev.Hits) != 1 || ev.Hits[0].Rule.ID != "SINKS" {
-				t.Errorf("condition %s did not hold: %+v", tc.when, ev.Hits)
+				t.Fatalf("condition %s did not hold: %+v", tc.when, ev.Hits)
+			}
+			// The message template sees what the condition saw.
+			if m := ev.Hits[0].Message; !strings.HasPrefix(m, "sinks [") || !strings.HasSuffix(m, "known "+fmt.Sprint(strings.Contains(tc.when, "&& tool.sinks_known"))) {
+				t.Errorf("message %q", m)
 			}
 		})
 	}
