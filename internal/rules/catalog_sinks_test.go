@@ -21,6 +21,7 @@ tools:
   - {match: "Grep", classes: [read_only]}
   - {match: "Grep", args: [pre], sinks: [pre]}
   - {capability: "network.egress", sinks: ["*_url", url]}
+  - {match: "Read", sinks: []}
 `
 
 // ToolSinks: the arguments of a call that carry data or authority out, by
@@ -57,6 +58,8 @@ func TestToolSinks(t *testing.T) {
 		{"fetch", "network.egress", []string{"callback_url", "url", "headers"}, []string{"callback_url", "url"}, true},
 		{"fetch", "Network.Egress", []string{"URL"}, []string{"URL"}, true},
 		{"fetch", "filesystem.read", []string{"url"}, []string{"url"}, false},
+		// sinks: [] declares that the tool carries nothing out.
+		{"Read", "", []string{"file_path"}, []string{}, true},
 	}
 	for _, tc := range tests {
 		got, known := rs.ToolSinks(tc.name, tc.capability, tc.args...)

@@ -389,7 +389,9 @@ func (c *compiler) declare(f *File) {
 				c.errf(f, g.src.Pos, "glob %q is empty", g.src.Value)
 			}
 		}
-		tc.args = c.argGlobs(f, "argument", t.Args)
+		if tc.args = c.argGlobs(f, "argument", t.Args); len(tc.args) == 0 {
+			tc.args = nil // args: [] is no args matcher, as before
+		}
 		tc.sinks = c.argGlobs(f, "sink", t.Sinks)
 		for _, v := range t.Verbs {
 			w := catalogKey(v.Value)
@@ -401,7 +403,8 @@ func (c *compiler) declare(f *File) {
 			}
 			tc.verbs = append(tc.verbs, w)
 		}
-		if len(t.Classes) == 0 && len(t.Sinks) == 0 {
+		// sinks: [] is a declaration too: the tool carries nothing out.
+		if len(t.Classes) == 0 && t.Sinks == nil {
 			c.errf(f, toolEntryPos(t), "a tool class entry needs classes or sinks")
 		}
 		tc.matchPrefix, tc.capPrefix = literalPrefix(tc.match), literalPrefix(tc.capability)
@@ -533,9 +536,13 @@ func posOr(s Str, fallback Str) Pos {
 }
 
 // argGlobs checks and converts a catalog entry's argument name globs
-// (args, sinks) to catalog form; nil when there are none.
+// (args, sinks) to catalog form; nil when the field is absent, empty when
+// it is an empty list.
 func (c *compiler) argGlobs(f *File, what string, src []Str) []string {
-	var globs []string
+	if src == nil {
+		return nil
+	}
+	globs := make([]string, 0, len(src))
 	for _, a := range src {
 		g := catalogGlob(a.Value)
 		if _, err := path.Match(g, ""); err != nil {
