@@ -145,11 +145,6 @@ type Set struct {
 	Tests    []TestCase
 
 	tools []toolClass
-	// argMatchers: some catalog entry matches argument names, so a call's
-	// argument names are collected.
-	argMatchers bool
-	// sinkEntries: some catalog entry declares sinks.
-	sinkEntries bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
 }
@@ -412,8 +407,6 @@ func (c *compiler) declare(f *File) {
 			tc.classes = append(tc.classes, cl.Value)
 		}
 		c.set.tools = append(c.set.tools, tc)
-		c.set.argMatchers = c.set.argMatchers || tc.args != nil
-		c.set.sinkEntries = c.set.sinkEntries || tc.sinks != nil
 	}
 	for _, t := range f.Taints {
 		if !isToken(t.ID.Value) {
