@@ -7,38 +7,66 @@ import (
 	"unicode"
 )
 
-// The tool catalog: which classes a tool call has, by the globs of the rule
-// files' tools section matched against its name, capability and argument
-// names in one normal form, and by the verbs of its name.
+// The tool catalog: which classes a tool call has, and which of its
+// arguments are sinks, by the globs of the rule files' tools section
+// matched against its name, capability and argument names in one normal
+// form, and by the verbs of its name.
 
 // ToolClasses returns the catalog's classes of a tool call, by name, by
 // capability, by the names of the arguments it carries and by the verbs of
 // its name, sorted and without duplicates. Names, capabilities and argument
 // names match the catalog's globs in the normal form of catalogKey.
 func (s *Set) ToolClasses(name, capability string, args ...string) []string {
-	classes := []string{}
+	classes, _, _ := s.lookup(name, capability, args, false, nil)
+	return classes
+}
+
+// ToolSinks returns the arguments of a tool call, of those it carries
+// (args, as the call spells them), that carry data or authority out of
+// the session: those whose names match a sink glob of a catalog entry
+// that matches the call. known reports whether some matching entry
+// declares sinks. When none does, the catalog does not know where the
+// call's data goes, so every argument it carries is a sink (fail closed):
+// sinks is args itself. Entries match as for ToolClasses.
+func (s *Set) ToolSinks(name, capability string, args ...string) (sinks []string, known bool) {
+	_, sinks, known = s.lookup(name, capability, args, true, nil)
+	return sinks, known
+}
+
+// lookup matches a call against the catalog once, for its classes and,
+// if withSinks, its sinks (see ToolSinks), appended to dst[:0] when they
+// are known. dst may be args itself (a caller that owns args saves an
+// allocation): the sinks are a subsequence of args, so each is written
+// at or before where it is read.
+func (s *Set) lookup(name, capability string, args []string, withSinks bool, dst []string) (classes, sinks []string, known bool) {
+	classes = []string{}
 	key, capability := catalogKey(name), catalogKey(capability)
 	argKeys, argsDone := []string(nil), false
+	keys := func() []string {
+		if !argsDone {
+			argKeys, argsDone = args, true
+			if slices.ContainsFunc(args, func(a string) bool { return !isCatalogKey(a) }) {
+				argKeys = make([]string, 0, len(args))
+				for _, a := range args {
+					argKeys = append(argKeys, catalogKey(a))
+				}
+			}
+		}
+		return argKeys
+	}
 	verbs, verbsDone := []string(nil), false
+	// isSink[i]: args[i] matched a sink glob; set up on the first
+	// matching entry that declares sinks, on the stack for most calls.
+	var isSinkBuf [16]bool
+	var isSink []bool
 	for _, tc := range s.tools {
 		nameOK := tc.match == "" || key != "" && strings.HasPrefix(key, tc.matchPrefix) && globMatch(tc.match, key)
 		capOK := tc.capability == "" || capability != "" && strings.HasPrefix(capability, tc.capPrefix) && globMatch(tc.capability, capability)
 		if !nameOK || !capOK {
 			continue
 		}
-		if tc.args != nil {
-			if !argsDone {
-				argKeys, argsDone = args, true
-				if slices.ContainsFunc(args, func(a string) bool { return !isCatalogKey(a) }) {
-					argKeys = make([]string, 0, len(args))
-					for _, a := range args {
-						argKeys = append(argKeys, catalogKey(a))
-					}
-				}
-			}
-			if !anyArgMatches(tc.args, argKeys) {
-				continue
-			}
+		if tc.args != nil && !anyArgMatches(tc.args, keys()) {
+			continue
 		}
 		if tc.verbs != nil {
 			if !verbsDone {
@@ -49,9 +77,38 @@ func (s *Set) ToolClasses(name, capability string, args ...string) []string {
 			}
 		}
 		classes = append(classes, tc.classes...)
+		if withSinks && tc.sinks != nil {
+			known = true
+			if isSink == nil {
+				if len(args) <= len(isSinkBuf) {
+					isSink = isSinkBuf[:len(args)]
+				} else {
+					isSink = make([]bool, len(args))
+				}
+			}
+			for i, a := range keys() {
+				isSink[i] = isSink[i] || a != "" && slices.ContainsFunc(tc.sinks, func(g string) bool { return globMatch(g, a) })
+			}
+		}
 	}
 	slices.Sort(classes)
-	return slices.Compact(classes)
+	classes = slices.Compact(classes)
+	if !withSinks {
+		return classes, nil, false
+	}
+	if !known {
+		return classes, args, false
+	}
+	sinks = dst[:0]
+	for i, a := range args {
+		if isSink[i] {
+			sinks = append(sinks, a)
+		}
+	}
+	if sinks == nil {
+		sinks = []string{}
+	}
+	return classes, sinks, true
 }
 
 func anyArgMatches(globs, args []string) bool {

@@ -194,6 +194,8 @@ func FuzzToolClasses(f *testing.F) {
 	f.Add("Grep", "process.spawn", "--pre")
 	f.Add("mcp____", "..", "_")
 	f.Add("Read", "FileSystem.Read", "rawCommand")
+	f.Add("Bash", "", "command")
+	f.Add("mcp__mail__send_email", "", "Recipients")
 	f.Add("mcp__x__\u00c9DIT_and_\u0130", "a.\u212a", "\u017fcript")
 	f.Fuzz(func(t *testing.T, name, capability, arg string) {
 		without := rs.ToolClasses(name, capability)
@@ -207,6 +209,11 @@ func FuzzToolClasses(f *testing.F) {
 			if !slices.Contains(with, c) {
 				t.Fatalf("argument %q took class %q away: %v -> %v", arg, c, without, with)
 			}
+		}
+		// Sinks are arguments of the call; without a declaration, all.
+		sinks, known := rs.ToolSinks(name, capability, arg)
+		if len(sinks) > 1 || len(sinks) == 1 && sinks[0] != arg || !known && len(sinks) != 1 {
+			t.Fatalf("ToolSinks(%q, %q, %q) = %q, %v", name, capability, arg, sinks, known)
 		}
 	})
 }

@@ -128,6 +128,9 @@ type toolClass struct {
 	// nil: not a matcher of the entry.
 	args, verbs []string
 	classes     []string
+	// sinks are argument name globs in catalog form; nil: the entry
+	// declares none.
+	sinks []string
 }
 
 // Set is a compiled, checked rule set: one or more files merged.
@@ -142,9 +145,6 @@ type Set struct {
 	Tests    []TestCase
 
 	tools []toolClass
-	// argMatchers: some catalog entry matches argument names, so a call's
-	// argument names are collected.
-	argMatchers bool
 	// usesLineage: some condition reads the variable lineage, so sessions
 	// index what enters them (eval_lineage.go). Without it they keep no
 	// index: no cost, no state.
@@ -368,7 +368,7 @@ func (c *compiler) declare(f *File) {
 	}
 	for _, t := range f.Tools {
 		if !t.Match.Set() && !t.Capability.Set() && len(t.Args) == 0 && len(t.Verbs) == 0 {
-			c.errf(f, firstPos(t.Classes), "a tool class entry needs match (a tool name glob), capability (a capability glob), args (argument name globs) or verbs (words of the name)")
+			c.errf(f, firstPos(slices.Concat(t.Classes, t.Sinks)), "a tool class entry needs match (a tool name glob), capability (a capability glob), args (argument name globs) or verbs (words of the name)")
 			continue
 		}
 		// Globs are kept in catalog form (see catalogGlob) and checked in
@@ -388,15 +388,10 @@ func (c *compiler) declare(f *File) {
 				c.errf(f, g.src.Pos, "glob %q is empty", g.src.Value)
 			}
 		}
-		for _, a := range t.Args {
-			g := catalogGlob(a.Value)
-			if _, err := path.Match(g, ""); err != nil {
-				c.errf(f, a.Pos, "argument glob %q: %v", a.Value, err)
-			} else if g == "" {
-				c.errf(f, a.Pos, "argument glob %q is empty", a.Value)
-			}
-			tc.args = append(tc.args, g)
+		if tc.args = c.argGlobs(f, "argument", t.Args); len(tc.args) == 0 {
+			tc.args = nil // args: [] is no args matcher, as before
 		}
+		tc.sinks = c.argGlobs(f, "sink", t.Sinks)
 		for _, v := range t.Verbs {
 			w := catalogKey(v.Value)
 			// A verb is compared with one word of a name: a glob or two
@@ -407,15 +402,15 @@ func (c *compiler) declare(f *File) {
 			}
 			tc.verbs = append(tc.verbs, w)
 		}
-		if len(t.Classes) == 0 {
-			c.errf(f, toolEntryPos(t), "a tool class entry needs classes")
+		// sinks: [] is a declaration too: the tool carries nothing out.
+		if len(t.Classes) == 0 && t.Sinks == nil {
+			c.errf(f, toolEntryPos(t), "a tool class entry needs classes or sinks")
 		}
 		tc.matchPrefix, tc.capPrefix = literalPrefix(tc.match), literalPrefix(tc.capability)
 		for _, cl := range t.Classes {
 			tc.classes = append(tc.classes, cl.Value)
 		}
 		c.set.tools = append(c.set.tools, tc)
-		c.set.argMatchers = c.set.argMatchers || tc.args != nil
 	}
 	for _, t := range f.Taints {
 		if !isToken(t.ID.Value) {
@@ -535,6 +530,26 @@ func posOr(s Str, fallback Str) Pos {
 		return s.Pos
 	}
 	return fallback.Pos
+}
+
+// argGlobs checks and converts a catalog entry's argument name globs
+// (args, sinks) to catalog form; nil when the field is absent, empty when
+// it is an empty list.
+func (c *compiler) argGlobs(f *File, what string, src []Str) []string {
+	if src == nil {
+		return nil
+	}
+	globs := make([]string, 0, len(src))
+	for _, a := range src {
+		g := catalogGlob(a.Value)
+		if _, err := path.Match(g, ""); err != nil {
+			c.errf(f, a.Pos, "%s glob %q: %v", what, a.Value, err)
+		} else if g == "" {
+			c.errf(f, a.Pos, "%s glob %q is empty", what, a.Value)
+		}
+		globs = append(globs, g)
+	}
+	return globs
 }
 
 // toolEntryPos is the position of a catalog entry's first matcher.

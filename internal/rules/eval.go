@@ -224,17 +224,21 @@ func (e *evalCtx) toolView() *ToolView {
 	t.Capability, _ = p["capability"].(string)
 	t.RawCommand, _ = p["raw_command"].(string)
 	t.ExitStatus, _ = p["exit_status"].(string)
-	// The arguments the call carries, for the catalog's args matchers: a
-	// read-only tool called with an argument that executes (ripgrep's
-	// pre, a command) acts. An argument left null, false or empty is not
-	// carried. raw_command is the command line the tool runs (ACS): it
-	// counts as an argument of that name.
+	// The arguments the call carries, for the catalog's args matchers
+	// and its sinks: a read-only tool called with an argument that
+	// executes (ripgrep's pre, a command) acts, and an argument the
+	// catalog does not know is a sink. An argument left null, false or
+	// empty is not carried. raw_command is the command line the tool runs
+	// (ACS): it counts as an argument of that name.
 	var carried []string
 	if args, ok := p["arguments"].(map[string]any); ok {
 		for k, v := range args {
 			if a, ok := v.(map[string]any); ok {
 				t.Args[k] = plain(a["value"])
-				if e.set.argMatchers && carries(a["value"]) {
+				if carries(a["value"]) {
+					if carried == nil {
+						carried = make([]string, 0, len(args)+1)
+					}
 					carried = append(carried, k)
 				}
 			}
@@ -243,7 +247,14 @@ func (e *evalCtx) toolView() *ToolView {
 	if t.RawCommand != "" {
 		carried = append(carried, "raw_command")
 	}
-	t.Classes = e.set.ToolClasses(t.Name, t.Capability, carried...)
+	// Sorted, so that tool.sinks does not follow the map's random order;
+	// an argument named raw_command and the payload's are one.
+	slices.Sort(carried)
+	carried = slices.Compact(carried)
+	t.Classes, t.Sinks, t.SinksKnown = e.set.lookup(t.Name, t.Capability, carried, true, carried)
+	if t.Sinks == nil {
+		t.Sinks = []string{}
+	}
 	e.tool = t
 	return t
 }
@@ -459,7 +470,8 @@ func (e *evalCtx) render(r *Rule, h Hit) string {
 }
 
 func toolData(t *ToolView) map[string]any {
-	return map[string]any{"name": t.Name, "capability": t.Capability, "operation": t.Operation, "classes": t.Classes, "args": t.Args}
+	return map[string]any{"name": t.Name, "capability": t.Capability, "operation": t.Operation, "classes": t.Classes, "args": t.Args,
+		"sinks": t.Sinks, "sinks_known": t.SinksKnown}
 }
 
 func hitData(h turnstate.TaintHit) map[string]any {

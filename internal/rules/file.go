@@ -44,8 +44,8 @@ type Metadata struct {
 	Owner       string `yaml:"owner"`
 }
 
-// ToolClassDef gives classes to tools by name glob, capability glob,
-// argument name globs and verbs of the name; every matcher given must
+// ToolClassDef gives classes and sinks to tools by name glob, capability
+// glob, argument name globs and verbs of the name; every matcher given must
 // match.
 type ToolClassDef struct {
 	Match      Str `yaml:"match"`
@@ -56,6 +56,10 @@ type ToolClassDef struct {
 	// Verbs: a word in verb position of the tool's name is one of these.
 	Verbs   []Str `yaml:"verbs"`
 	Classes []Str `yaml:"classes"`
+	// Sinks: globs on the names of the arguments of the matched tools
+	// that carry data or authority out of the session (a recipient, a
+	// URL, a command, a path written).
+	Sinks []Str `yaml:"sinks"`
 }
 
 // TaintDef declares a taint label: what sets it, what clears it, and the

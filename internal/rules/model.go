@@ -24,6 +24,13 @@ type ToolView struct {
 	ExitStatus string         `cel:"exit_status"`
 	Classes    []string       `cel:"classes"`
 	Args       map[string]any `cel:"args"`
+	// Sinks are the names, as the call spells them and sorted, of the
+	// arguments the call carries that carry data or authority out of the
+	// session (raw_command for the payload's raw_command). SinksKnown: a
+	// catalog entry matching the call declares sinks; when none does,
+	// every argument carried is a sink (see Set.ToolSinks).
+	Sinks      []string `cel:"sinks"`
+	SinksKnown bool     `cel:"sinks_known"`
 }
 
 // SessionView is the session the envelope belongs to, after the envelope

@@ -179,3 +179,26 @@ func TestAgentTree(t *testing.T) {
 		t.Fatal("no test case of testdata/agenttree.yaml ran")
 	}
 }
+
+// tool.sinks in a rule: the default pack's catalog says which of Bash's
+// arguments are sinks, a file on top adds a tool, and a tool nobody
+// catalogs has every argument as a sink (testdata/sinks.yaml).
+func TestSinks(t *testing.T) {
+	rs, err := rules.LoadFiles("builtin:default", "testdata/sinks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
+		if filepath.Base(r.File) != "sinks.yaml" {
+			continue
+		}
+		n++
+		for _, f := range r.Failures {
+			t.Errorf("%s: %s", r.Name, f)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d test cases of testdata/sinks.yaml ran, want 1", n)
+	}
+}
