@@ -8,10 +8,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/agentdojo"
+	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/ruletest"
 )
 
@@ -215,16 +217,30 @@ func TestLoadRulesErrors(t *testing.T) {
 // mapping, deciding in-process with the default pack and the operator
 // file, scoring. The metric is runs a second, everything included.
 func BenchmarkBench(b *testing.B) {
-	d, rs := inProcess(b), benchRules(b)
-	paths := []string{"testdata/sample.jsonl"}
-	b.ReportAllocs()
-	runs := 0
-	for b.Loop() {
-		rep, err := agentdojo.Bench(context.Background(), d, rs, paths, agentdojo.Options{})
-		if err != nil || len(rep.Runs) != 31 {
-			b.Fatalf("%v, %d runs", err, len(rep.Runs))
-		}
-		runs += len(rep.Runs)
+	d := inProcess(b)
+	lineageRules, err := agentdojo.LoadRules(append(slices.Clone(agentdojo.DefaultRules), filepath.Join("..", "..", "examples", "lineage", "rules.yaml"))...)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(runs)/b.Elapsed().Seconds(), "runs/s")
+	paths := []string{"testdata/sample.jsonl"}
+	// The default pack, and the argument-level taint pack beside it: what
+	// indexing the session's contents and tracing each argument costs.
+	for _, tc := range []struct {
+		name string
+		rs   *rules.Set
+	}{{"default", benchRules(b)}, {"lineage", lineageRules}} {
+		b.Run(tc.name, func(b *testing.B) {
+			d.Rules = tc.rs
+			b.ReportAllocs()
+			runs := 0
+			for b.Loop() {
+				rep, err := agentdojo.Bench(context.Background(), d, tc.rs, paths, agentdojo.Options{})
+				if err != nil || len(rep.Runs) != 31 {
+					b.Fatalf("%v, %d runs", err, len(rep.Runs))
+				}
+				runs += len(rep.Runs)
+			}
+			b.ReportMetric(float64(runs)/b.Elapsed().Seconds(), "runs/s")
+		})
+	}
 }

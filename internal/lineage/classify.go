@@ -135,7 +135,7 @@ type tok struct {
 
 func (ix *Index) classifyText(s string) Lineage {
 	var all []tok
-	each(normal(s), func(t string, k kind) { all = append(all, tok{text: t, hash: hashOf(t), k: k}) })
+	each(normal(s), func(t string, h uint64, k kind) { all = append(all, tok{text: t, hash: h, k: k}) })
 	if len(all) == 0 {
 		return Lineage{Origin: FromNothing}
 	}
@@ -174,27 +174,44 @@ func (ix *Index) classifyText(s string) Lineage {
 	if out.Origin == FromUntrusted {
 		return out
 	}
-	words, trusted, seen := 0, 0, 0
+	// The rest is traced by words (and tokens that matter); the pairs of
+	// consecutive words only say whether a phrase was copied whole.
+	var words, pairs, singles int
+	var trusted, seen, pairsSeen, pairsUntrusted int
 	for _, t := range toks {
+		_, u := ix.untrustedSource(t.hash)
+		tr := ix.isTrusted(t.hash)
+		if t.k == pair {
+			pairs++
+			if tr || u {
+				pairsSeen++
+			}
+			if u && !tr {
+				pairsUntrusted++
+			}
+			continue
+		}
+		singles++
 		if t.k == word {
 			words++
 		}
-		switch _, u := ix.untrustedSource(t.hash); {
-		case ix.isTrusted(t.hash):
+		if tr {
 			trusted++
-			seen++
-		case u:
+		}
+		if tr || u {
 			seen++
 		}
 	}
-	if trusted == len(toks) {
+	if trusted == singles {
 		return Lineage{Origin: FromUser}
 	}
 	// A short value whose every word was seen, one only in untrusted
-	// content: a name, a title, a channel copied from it.
-	if words <= maxShortWords && seen == len(toks) {
+	// content, and — for a phrase — whose every pair of words was seen
+	// too, one pair only there: a name, a title, a channel copied from
+	// it. Common words found apart do not make a phrase.
+	if words <= maxShortWords && seen == singles && pairsSeen == pairs && (pairs == 0 || pairsUntrusted > 0) {
 		for _, t := range toks {
-			if ix.isTrusted(t.hash) {
+			if t.k == pair || ix.isTrusted(t.hash) {
 				continue
 			}
 			src, _ := ix.untrustedSource(t.hash)
@@ -202,7 +219,7 @@ func (ix *Index) classifyText(s string) Lineage {
 		}
 		return out
 	}
-	if ix.Full && seen < len(toks) {
+	if ix.Full && seen < singles {
 		return Lineage{Origin: FromUntrusted, Unknown: true}
 	}
 	return Lineage{Origin: FromModel}

@@ -86,11 +86,15 @@ type entry struct {
 
 // hashOf is the token's 64-bit FNV-1a hash: a collision makes one token
 // pass for another with a chance of about n²/2⁶⁵ for n tokens kept.
-func hashOf(tok string) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	for i := 0; i < len(tok); i++ {
-		h ^= uint64(tok[i])
+func hashOf(tok string) uint64 { return fnvAdd(fnvOffset, tok) }
+
+const fnvOffset = 14695981039346656037
+
+// fnvAdd continues an FNV-1a hash h with the bytes of s.
+func fnvAdd(h uint64, s string) uint64 {
+	const prime = 1099511628211
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
 		h *= prime
 	}
 	return h
@@ -100,7 +104,7 @@ func hashOf(tok string) uint64 {
 // catalog trusts.
 func (ix *Index) AddTrusted(text string) {
 	var hs []uint64
-	each(normal(text), func(tok string, _ kind) { hs = append(hs, hashOf(tok)) })
+	each(normal(text), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
 	slices.Sort(hs)
 	ix.addTrustedHashes(slices.Compact(hs))
 }
@@ -137,7 +141,7 @@ func (ix *Index) addTrustedHashes(hs []uint64) {
 // AddUntrusted indexes the tokens of untrusted content src brought.
 func (ix *Index) AddUntrusted(text string, src Source) {
 	var hs []uint64
-	each(normal(text), func(tok string, _ kind) { hs = append(hs, hashOf(tok)) })
+	each(normal(text), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
 	if len(hs) == 0 {
 		return
 	}
@@ -179,7 +183,7 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 func (ix *Index) Ask(requestID string, texts []string) {
 	var hs []uint64
 	for _, t := range texts {
-		each(normal(t), func(tok string, _ kind) { hs = append(hs, hashOf(tok)) })
+		each(normal(t), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
 	}
 	slices.Sort(hs)
 	hs = slices.Compact(hs)

@@ -10,14 +10,31 @@ import (
 )
 
 func tokensOf(s string) (words, matters []string) {
-	each(normal(s), func(t string, k kind) {
-		if k == word {
+	each(normal(s), func(t string, _ uint64, k kind) {
+		switch k {
+		case word:
 			words = append(words, t)
-		} else {
+		case matter:
 			matters = append(matters, t)
 		}
 	})
 	return words, matters
+}
+
+func TestPairs(t *testing.T) {
+	var pairs []uint64
+	each(normal("Booking a room at the Riverside View-Hotel"), func(_ string, h uint64, k kind) {
+		if k == pair {
+			pairs = append(pairs, h)
+		}
+	})
+	var want []uint64
+	for _, p := range []string{"booking room", "room the", "the riverside", "riverside view", "view hotel"} {
+		want = append(want, hashOf(p))
+	}
+	if !slices.Equal(pairs, want) {
+		t.Errorf("pairs %v, want %v", pairs, want)
+	}
 }
 
 func TestTokens(t *testing.T) {
@@ -74,6 +91,8 @@ func TestClassify(t *testing.T) {
 		{"a small number", json.Number("5"), FromNothing, nil},
 		{"nothing", nil, FromNothing, nil},
 		{"a title mixing the model's word and the page's", "Fred meeting", FromModel, nil},
+		{"the page's words, not as the page has them", "transaction Fred", FromModel, nil},
+		{"a phrase copied from the page", "Invite Fred", FromUntrusted, []int{1}},
 	} {
 		got := ix.Classify(tc.v)
 		if got.Origin != tc.want || !slices.Equal(got.Sources, tc.sources) {
@@ -108,7 +127,7 @@ func TestIndexFull(t *testing.T) {
 	for i := range MaxSources + 3 {
 		ix3.AddUntrusted(fmt.Sprintf("item%d", i), Source{Seq: uint64(i)})
 	}
-	ix3.AddUntrusted("item0 item1", Source{Seq: 99}) // nothing new: no slot
+	ix3.AddUntrusted("item0", Source{Seq: 99}) // nothing new: no slot
 	if len(ix3.Sources) != MaxSources || !ix3.Sources[MaxSources-1].Later || ix3.Sources[MaxSources-1].Seq != MaxSources+2 {
 		t.Errorf("sources %d, last %+v", len(ix3.Sources), ix3.Sources[len(ix3.Sources)-1])
 	}

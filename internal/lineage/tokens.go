@@ -61,11 +61,29 @@ type kind uint8
 const (
 	word kind = iota + 1
 	matter
+	// pair is two words that follow each other ("riverside view"): a
+	// phrase is traced by its pairs, so a title made of common words
+	// found apart is not taken for one copied whole.
+	pair
 )
 
-// each calls fn with every token of s, in order, duplicates included. s
-// must be lower-cased already (see normal).
-func each(s string, fn func(tok string, k kind)) {
+// each calls fn with every token of s, in order, duplicates included, and
+// with each pair of consecutive words. s must be lower-cased already (see
+// normal).
+//
+// fn gets each token's hash (hashOf); a pair comes with its hash only (the
+// hash of the two words joined by a space), its text empty.
+func each(s string, fn func(tok string, h uint64, k kind)) {
+	prev := ""
+	emit := func(t string, k kind) {
+		fn(t, hashOf(t), k)
+		if k == word {
+			if prev != "" {
+				fn("", pairHash(prev, t), pair)
+			}
+			prev = t
+		}
+	}
 	for len(s) > 0 {
 		i := strings.IndexFunc(s, tokenRune)
 		if i < 0 {
@@ -76,9 +94,16 @@ func each(s string, fn func(tok string, k kind)) {
 		if j < 0 {
 			j = len(s)
 		}
-		compound(s[:j], fn)
+		compound(s[:j], emit)
 		s = s[j:]
 	}
+}
+
+// pairHash is hashOf(a + " " + b), without building the string.
+func pairHash(a, b string) uint64 {
+	h := fnvAdd(fnvOffset, a)
+	h = fnvAdd(h, " ")
+	return fnvAdd(h, b)
 }
 
 // compound emits one run of token characters: itself when it matters, the

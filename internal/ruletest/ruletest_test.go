@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/guardian"
@@ -200,5 +201,28 @@ func TestSinks(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d test cases of testdata/sinks.yaml ran, want 1", n)
+	}
+}
+
+// TestLineagePack runs the test cases of the argument-level taint pack
+// (examples/lineage/rules.yaml) next to the default pack, whose
+// TG-TAINT-001/002 it turns off.
+func TestLineagePack(t *testing.T) {
+	rs, err := rules.LoadFiles("builtin:default", filepath.Join("..", "..", "examples", "lineage", "rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
+		if !strings.HasSuffix(filepath.ToSlash(r.File), "examples/lineage/rules.yaml") {
+			continue
+		}
+		n++
+		for _, f := range r.Failures {
+			t.Errorf("%s: %s", r.Name, f)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d test cases of examples/lineage/rules.yaml ran, want 3", n)
 	}
 }
