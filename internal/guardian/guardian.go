@@ -206,6 +206,11 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	if v.decision == acs.Ask && rs != nil {
 		rs.Asked(state, *env.spec, env.req.Params.RequestID, env.payload)
 	}
+	if v.decision != acs.Deny && rs != nil {
+		// A call that may run: its output enters the session whether or
+		// not its result is ever reported.
+		rs.Pend(state, rr)
+	}
 	out.State = state
 	out.Violations = applied.Violations
 	if v.decision != acs.Deny && applied.Spawned != nil {

@@ -25,7 +25,8 @@ const (
 	// FromUntrusted: a token that matters (an account, an address, a URL,
 	// a path) is found only in untrusted content; or the value is short
 	// and each of its words was seen, one of them only in untrusted
-	// content; or the index was full and a token was seen nowhere.
+	// content; or the index was full (or missed content) and a token was
+	// seen nowhere.
 	FromUntrusted Origin = "untrusted"
 )
 
@@ -50,8 +51,9 @@ type Lineage struct {
 	// Tokens are up to 4 of the value's tokens found only in untrusted
 	// content (cut to 64 bytes).
 	Tokens []string
-	// Unknown: the index was full and a token was seen nowhere; the
-	// value counts as untrusted.
+	// Unknown: the index was full, or content entered that it never saw
+	// (Index.Unseen), and a token was seen nowhere; the value counts as
+	// untrusted.
 	Unknown bool
 }
 
@@ -219,7 +221,7 @@ func (ix *Index) classifyText(s string) Lineage {
 		}
 		return out
 	}
-	if ix.Full && seen < singles {
+	if (ix.Full || ix.Unseen) && seen < singles {
 		return Lineage{Origin: FromUntrusted, Unknown: true}
 	}
 	return Lineage{Origin: FromModel}

@@ -59,6 +59,10 @@ type Index struct {
 	trusted   []uint64
 	// Full is set once a token was not kept for want of room.
 	Full bool
+	// Unseen is set once content entered the session that the index never
+	// saw: a call let through whose result was never reported. Like Full,
+	// it makes a value with a token seen nowhere untrusted.
+	Unseen bool
 	// asked are the calls answered ask, newest last: the tokens of their
 	// arguments, trusted once the call runs (Approve).
 	asked []asked
@@ -257,7 +261,7 @@ func (ix *Index) Clone() *Index {
 	if ix == nil {
 		return nil
 	}
-	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), Full: ix.Full,
+	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), Full: ix.Full, Unseen: ix.Unseen,
 		asked: slices.Clone(ix.asked)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
@@ -273,6 +277,7 @@ type stored struct {
 	Untrusted string      `json:"untrusted,omitempty"`
 	Trusted   string      `json:"trusted,omitempty"`
 	Full      bool        `json:"full,omitempty"`
+	Unseen    bool        `json:"unseen,omitempty"`
 	Asked     []storedAsk `json:"asked,omitempty"`
 }
 
@@ -293,7 +298,7 @@ func (ix Index) MarshalJSON() ([]byte, error) {
 		t = binary.BigEndian.AppendUint64(t, h)
 	}
 	out := stored{Sources: ix.Sources, Untrusted: base64.RawStdEncoding.EncodeToString(u),
-		Trusted: base64.RawStdEncoding.EncodeToString(t), Full: ix.Full}
+		Trusted: base64.RawStdEncoding.EncodeToString(t), Full: ix.Full, Unseen: ix.Unseen}
 	for _, a := range ix.asked {
 		b := make([]byte, 0, 8*len(a.hashes))
 		for _, h := range a.hashes {
@@ -326,7 +331,7 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 	if err != nil || len(t)%8 != 0 || len(t)/8 > MaxTrusted {
 		return fmt.Errorf("%w: trusted tokens", ErrCorrupt)
 	}
-	out := Index{Sources: s.Sources, Full: s.Full, untrusted: make([]entry, 0, len(u)/9), trusted: make([]uint64, 0, len(t)/8)}
+	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: make([]uint64, 0, len(t)/8)}
 	for i := 0; i < len(u); i += 9 {
 		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
 		if int(e.src) >= len(s.Sources) || len(out.untrusted) > 0 && out.untrusted[len(out.untrusted)-1].hash >= e.hash {

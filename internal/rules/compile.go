@@ -116,6 +116,8 @@ type TaintLabel struct {
 type taintSource struct {
 	id   string
 	when cel.Program
+	// unanswered: see SourceDef.Unanswered.
+	unanswered bool
 }
 
 type toolClass struct {
@@ -461,7 +463,7 @@ func (c *compiler) compileFile(f *File) {
 				c.errf(f, s.ID.Pos, "taint source id %q: letters, digits, '-' and '_'", s.ID.Value)
 			}
 			if p := c.expr(f, s.When, "when"); p != nil {
-				tl.Sources = append(tl.Sources, taintSource{id: s.ID.Value, when: p})
+				tl.Sources = append(tl.Sources, taintSource{id: s.ID.Value, when: p, unanswered: s.Unanswered})
 			}
 		}
 		if t.ClearWhen.Set() {

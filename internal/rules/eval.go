@@ -48,6 +48,10 @@ type Result struct {
 	// Turn is the index of the turn the envelope belongs to.
 	Turn       int
 	Provenance ProvenanceView
+	// Unanswered are the labels an unanswered source would set for this
+	// call: the caller remembers them (Set.Pend) once the decision lets
+	// the call run.
+	Unanswered []turnstate.UnansweredCall
 }
 
 // Evaluate runs the rule set on one envelope already applied to sess. It

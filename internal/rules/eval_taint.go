@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/lineage"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -13,6 +14,7 @@ import (
 // updateTaints clears the labels whose clearing condition holds, then sets
 // or refreshes the labels whose source matches.
 func (e *evalCtx) updateTaints(res *Result) {
+	e.taintUnanswered()
 	for _, t := range e.set.Taints {
 		if _, set := e.sess.Taints[t.ID]; set && t.clearWhen != nil {
 			ok, err := e.eval(t.clearWhen)
@@ -26,6 +28,10 @@ func (e *evalCtx) updateTaints(res *Result) {
 			ok, err := e.eval(src.when)
 			if err != nil {
 				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " source " + src.id, Err: err})
+				continue
+			}
+			if ok && src.unanswered {
+				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false)})
 				continue
 			}
 			if ok {
@@ -46,18 +52,76 @@ func (e *evalCtx) updateTaints(res *Result) {
 // turn that counted (overlapping or long-open turns), and a window
 // anchored there would start already aged.
 func (e *evalCtx) setTaint(label, source string) {
-	hit := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
-		Turn: max(e.turn, e.sess.TurnsStarted), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source,
-		ProvenanceIDs: bounded(e.prov.UntrustedIDs), Origins: bounded(untrustedOrigins(e.prov.Origins)), SourceIDs: bounded(e.prov.SourceIDs)}
-	if e.sess.Taints == nil {
-		e.sess.Taints = map[string]*turnstate.Taint{}
+	setTaintHit(e.sess, label, e.hit(source, true))
+}
+
+// hit is the envelope's evidence for source; with its provenance lists
+// or without (an unanswered call's, kept until its result: the request's
+// own provenance is not the content that will enter).
+func (e *evalCtx) hit(source string, provenance bool) turnstate.TaintHit {
+	h := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
+		Turn: max(e.turn, e.sess.TurnsStarted), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source}
+	if provenance {
+		h.ProvenanceIDs, h.Origins, h.SourceIDs = bounded(e.prov.UntrustedIDs), bounded(untrustedOrigins(e.prov.Origins)), bounded(e.prov.SourceIDs)
 	}
-	if t, ok := e.sess.Taints[label]; ok {
+	return h
+}
+
+func setTaintHit(sess *turnstate.Session, label string, hit turnstate.TaintHit) {
+	if sess.Taints == nil {
+		sess.Taints = map[string]*turnstate.Taint{}
+	}
+	if t, ok := sess.Taints[label]; ok {
 		t.Last = hit
 		t.Hits++
 		return
 	}
-	e.sess.Taints[label] = &turnstate.Taint{First: hit, Last: hit, Hits: 1}
+	sess.Taints[label] = &turnstate.Taint{First: hit, Last: hit, Hits: 1}
+}
+
+// taintUnanswered settles the calls an unanswered source matched: the
+// envelope that is a call's result answers it (no label: the result's own
+// sources decide), and any other envelope arriving first sets each call's
+// label with the call as evidence — its output entered the session, but
+// the session will not see it (an adapter that sends no results), so the
+// window starts at the call.
+func (e *evalCtx) taintUnanswered() {
+	if len(e.sess.Unanswered) == 0 {
+		return
+	}
+	ref := ""
+	if e.hook == "toolCallResult" {
+		p, _ := e.in.Payload.(map[string]any)
+		ref, _ = p["request_id_ref"].(string)
+	}
+	for _, u := range e.sess.Unanswered {
+		if ref != "" && u.Hit.RequestID == ref {
+			continue
+		}
+		setTaintHit(e.sess, u.Label, u.Hit)
+		if e.set.usesLineage {
+			// Its output entered unseen: lineage cannot tell a value
+			// taken from it from the model's own.
+			if e.sess.Lineage == nil {
+				e.sess.Lineage = &lineage.Index{}
+			}
+			e.sess.Lineage.Unseen = true
+		}
+	}
+	e.sess.Unanswered = nil
+}
+
+// Pend remembers the calls of res.Unanswered, once the decision let the
+// call run. A session holds at most turnstate.MaxUnanswered; past that, a
+// call's label is set at once (fail closed).
+func (s *Set) Pend(sess *turnstate.Session, res Result) {
+	for _, u := range res.Unanswered {
+		if len(sess.Unanswered) >= turnstate.MaxUnanswered {
+			setTaintHit(sess, u.Label, u.Hit)
+			continue
+		}
+		sess.Unanswered = append(sess.Unanswered, u)
+	}
 }
 
 // inheritTaints gives the subagent a subagentStart announces the labels

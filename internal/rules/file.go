@@ -76,6 +76,10 @@ type TaintDef struct {
 type SourceDef struct {
 	ID   Str `yaml:"id"`
 	When Str `yaml:"when"`
+	// Unanswered defers the source: a call it matches, once let through,
+	// sets the label only if another envelope of the session arrives
+	// before the call's result (taintUnanswered).
+	Unanswered bool `yaml:"unanswered"`
 }
 
 // WindowDef bounds a window in turns and/or time; whichever ends first.

@@ -222,7 +222,7 @@ func TestLineagePack(t *testing.T) {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if n != 3 {
-		t.Fatalf("%d test cases of examples/lineage/rules.yaml ran, want 3", n)
+	if n != 4 {
+		t.Fatalf("%d test cases of examples/lineage/rules.yaml ran, want 4", n)
 	}
 }

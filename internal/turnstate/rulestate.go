@@ -29,6 +29,18 @@ type Taint struct {
 	Hits  int      `json:"hits"`
 }
 
+// MaxUnanswered bounds the calls a session remembers waiting for their
+// result (Session.Unanswered).
+const MaxUnanswered = 16
+
+// UnansweredCall is a call a taint source with unanswered set matched and
+// the decision let run: its label is set, with Hit as evidence, if
+// another envelope of the session arrives before the call's result.
+type UnansweredCall struct {
+	Label string   `json:"label"`
+	Hit   TaintHit `json:"hit"`
+}
+
 // TaintHit is the evidence of one envelope that set or refreshed a taint.
 type TaintHit struct {
 	Seq       uint64    `json:"seq"`

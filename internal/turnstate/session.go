@@ -109,6 +109,10 @@ type Session struct {
 	// them; kept only under a rule set whose conditions read lineage
 	// (bounded: lineage.MaxUntrusted, MaxTrusted, MaxSources).
 	Lineage *lineage.Index `json:"lineage,omitempty"`
+	// Unanswered are the calls let run whose result would set a taint
+	// label and has not arrived (rules: taint sources with unanswered),
+	// at most MaxUnanswered.
+	Unanswered []UnansweredCall `json:"unanswered,omitempty"`
 }
 
 // Turn is an open turn.
@@ -231,5 +235,6 @@ func (s *Session) Clone() *Session {
 	c.Decisions = maps.Clone(s.Decisions)
 	cloneRuleState(&c, s)
 	c.Lineage = s.Lineage.Clone()
+	c.Unanswered = slices.Clone(s.Unanswered)
 	return &c
 }

@@ -158,6 +158,11 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 	if u, tr := s.Lineage.Len(); u != lineage.MaxUntrusted || tr != lineage.MaxTrusted {
 		t.Fatalf("the worst lineage index holds %d and %d tokens, want %d and %d", u, tr, lineage.MaxUntrusted, lineage.MaxTrusted)
 	}
+	for range turnstate.MaxUnanswered {
+		// An unanswered call's evidence carries no provenance lists.
+		s.Unanswered = append(s.Unanswered, turnstate.UnansweredCall{Label: strings.Repeat("l", 64), Hit: turnstate.TaintHit{Seq: maxU, RequestID: uuid(),
+			Hook: "toolCallRequest", Tool: strings.Repeat("<", acs.MaxEvidenceBytes), Turn: maxInt, TurnID: id(), Time: at, Source: strings.Repeat("s", 64)}})
+	}
 	s.Provenance = &turnstate.ProvenanceMemory{Seen: true}
 	for range turnstate.MaxKnownProvenance {
 		s.Provenance.Known = append(s.Provenance.Known, turnstate.KnownProvenance{ID: id(), Untrusted: true})
@@ -167,9 +172,9 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 
 // TestWorstCaseStateSize: the largest state the bounds allow under the
 // default rule pack, sealed as the store writes it, stays well below half
-// of the server's 1 MiB max_payload. Measured: 365,233 bytes (356.7
-// KiB; README, Limits), 242,747 of them without the lineage index a rule
-// set reading lineage keeps. A new list or string in the state must be bounded
+// of the server's 1 MiB max_payload. Measured: 373,968 bytes (365.2
+// KiB; README, Limits), 277,194 without the lineage index a rule set
+// reading lineage keeps. A new list or string in the state must be bounded
 // and added here.
 func TestWorstCaseStateSize(t *testing.T) {
 	rs, err := rules.LoadFiles(rulepack.DefaultPath)
@@ -183,6 +188,11 @@ func TestWorstCaseStateSize(t *testing.T) {
 	}
 	sealed := testSealer(t, 1).Seal(turnstate.KindSession, s.Key(), rec)
 	t.Logf("worst-case sealed session state: %d bytes (%.1f KiB); limit %d", len(sealed), float64(len(sealed))/1024, worstStateLimit)
+	noIndex := s.Clone()
+	noIndex.Lineage = nil
+	if rec, err := json.Marshal(noIndex); err == nil {
+		t.Logf("without the lineage index (a rule set that does not read lineage): %d bytes", len(testSealer(t, 1).Seal(turnstate.KindSession, s.Key(), rec)))
+	}
 	if len(sealed) >= worstStateLimit {
 		t.Fatalf("worst-case sealed state is %d bytes; it must stay below %d (half of max_payload)", len(sealed), worstStateLimit)
 	}
