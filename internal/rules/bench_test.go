@@ -67,6 +67,12 @@ func BenchmarkEvaluateDefaultPack(b *testing.B) {
 		applied := sess.Apply(st)
 		in := rules.Input{Spec: spec, Req: &req, Payload: payload, Seq: st.Seq, Time: ts, Violations: applied.Violations}
 		steps = append(steps, step{in: in, state: sess.Clone()})
+		// A turn counts toward the window once a work step in it is let
+		// through (turnstate.Work): record the scenario's decision, as the
+		// guardian records the one it takes.
+		if d := m.Expect.Decision; d != "" {
+			sess.RecordDecision(st, acs.Disposition(d))
+		}
 	}
 	// The rule state (taints, counters, provenance memory) flows from step
 	// to step as in a live session and starts afresh every round.
