@@ -36,8 +36,9 @@ type LineageView struct {
 	ProvenanceIDs []string `cel:"provenance_ids"`
 	// Tokens are up to 4 of the value's tokens found only there.
 	Tokens []string `cel:"tokens"`
-	// Unknown: the session's index was full and the value has a token
-	// seen nowhere, so it counts as untrusted.
+	// Unknown: the session's index was full, or content entered it
+	// unseen (an unanswered call), and the value has a token seen
+	// nowhere, so it counts as untrusted.
 	Unknown bool `cel:"unknown"`
 }
 
