@@ -1,6 +1,7 @@
 package callersig_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"testing"
@@ -112,7 +113,14 @@ func TestSignerCheck(t *testing.T) {
 // them; Caller never panics, and names a user only for a signature that
 // verifies.
 func FuzzCaller(f *testing.F) {
-	kp, alice := newUser(f)
+	// A fixed key: the fuzzing workers run this setup again, in processes
+	// of their own, and must hold the key the seeds were signed with.
+	kp, err := nkeys.CreatePairWithRand(nkeys.PrefixByteUser, bytes.NewReader(bytes.Repeat([]byte{7}, 64)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	alice := callersig.Signer{Key: pub, Sign: kp.Sign}
 	body := []byte(`{"a":1}`)
 	const subject = "acs.hooks.t.s.userMessage"
 	sig, _ := kp.Sign(acs.CallerSigningInput(subject, body))
