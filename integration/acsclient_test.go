@@ -654,6 +654,34 @@ func (s *acsSession) env(method string, payload any) msg {
 	return newEnvelope(method, s.id, s.agent, payload)
 }
 
+// inTurn sets m's metadata turn_id.
+func (m msg) inTurn(turn string) msg { m.meta()["turn_id"] = turn; return m }
+
+// turnStart opens a turn the user's message triggered; the turn id is the
+// envelope's request id.
+func (s *acsSession) turnStart() (msg, string) {
+	m := s.env("steps/turnStart", nil)
+	rid := m.requestID()
+	m.params()["payload"] = map[string]any{"turn_id": rid, "triggered_by": "user_message"}
+	return m.inTurn(rid), rid
+}
+
+// turnEnd closes turn, completed.
+func (s *acsSession) turnEnd(turn string) msg {
+	return s.env("steps/turnEnd", map[string]any{"turn_id": turn, "outcome": "completed"}).inTurn(turn)
+}
+
+// userTurns are n turns, each opened, doing work (a user message) and
+// closed: what ages a taint window when accepted.
+func (s *acsSession) userTurns(n int) []msg {
+	var out []msg
+	for range n {
+		m, turn := s.turnStart()
+		out = append(out, m, s.env("steps/userMessage", map[string]any{"content": []any{map[string]any{"type": "text", "value": "go on"}}}).inTurn(turn), s.turnEnd(turn))
+	}
+	return out
+}
+
 // sign signs m with the session's key when the client has keys.
 func (s *acsSession) sign(m msg) msg {
 	if s.c.keys == nil {
