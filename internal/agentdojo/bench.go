@@ -195,34 +195,5 @@ var DefaultRules = []string{rulepack.DefaultPath, examples.AgentDojoRulesPath}
 // LoadRules reads and compiles rule files like rules.LoadFiles, where
 // builtin:agentdojo also names the embedded AgentDojo operator file.
 func LoadRules(paths ...string) (*rules.Set, error) {
-	var files []*rules.File
-	var diags rules.Diagnostics
-	for _, p := range paths {
-		var src []byte
-		var err error
-		switch p {
-		case rulepack.DefaultPath:
-			src = rulepack.Default()
-		case examples.AgentDojoRulesPath:
-			src = examples.AgentDojoRules()
-		default:
-			if src, err = os.ReadFile(p); err != nil {
-				return nil, fmt.Errorf("read rule file: %w", err)
-			}
-		}
-		f, err := rules.ParseFile(p, src)
-		if err != nil {
-			ds, ok := err.(rules.Diagnostics)
-			if !ok {
-				return nil, err
-			}
-			diags = append(diags, ds...)
-			continue
-		}
-		files = append(files, f)
-	}
-	if len(diags) > 0 {
-		return nil, diags
-	}
-	return rules.Compile(files)
+	return rules.LoadFilesWith(map[string][]byte{examples.AgentDojoRulesPath: examples.AgentDojoRules()}, paths...)
 }

@@ -255,13 +255,20 @@ func Compile(files []*File) (*Set, error) {
 
 // LoadFiles reads and compiles the rule files at paths; the path
 // builtin:default names the embedded default pack.
-func LoadFiles(paths ...string) (*Set, error) {
+func LoadFiles(paths ...string) (*Set, error) { return LoadFilesWith(nil, paths...) }
+
+// LoadFilesWith is LoadFiles where the paths that are keys of builtins
+// name the sources given there (embedded files of other packages).
+func LoadFilesWith(builtins map[string][]byte, paths ...string) (*Set, error) {
 	var files []*File
 	var diags Diagnostics
 	for _, p := range paths {
-		src, err := readRuleFile(p)
-		if err != nil {
-			return nil, err
+		src, ok := builtins[p]
+		var err error
+		if !ok {
+			if src, err = readRuleFile(p); err != nil {
+				return nil, err
+			}
 		}
 		f, err := ParseFile(p, src)
 		if err != nil {
