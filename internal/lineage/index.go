@@ -104,80 +104,77 @@ func fnvAdd(h uint64, s string) uint64 {
 	return h
 }
 
+// tokenHashes returns the hashes of the tokens of texts, sorted and
+// distinct.
+func tokenHashes(texts ...string) []uint64 {
+	var hs []uint64
+	for _, t := range texts {
+		each(normal(t), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
+	}
+	slices.Sort(hs)
+	return slices.Compact(hs)
+}
+
+// mergeNew merges the sorted, distinct hashes hs into set, sorted by
+// hashOf: a hash the set lacks becomes newEntry(hash) while room lasts.
+// It reports whether a hash did not fit.
+func mergeNew[E any](set []E, hs []uint64, room int, hashOf func(E) uint64, newEntry func(uint64) E) ([]E, bool) {
+	merged := make([]E, 0, len(set)+len(hs))
+	full := false
+	i, j := 0, 0
+	for i < len(set) || j < len(hs) {
+		switch {
+		case j == len(hs) || i < len(set) && hashOf(set[i]) < hs[j]:
+			merged = append(merged, set[i])
+			i++
+		case i == len(set) || hs[j] < hashOf(set[i]):
+			if room > 0 {
+				merged = append(merged, newEntry(hs[j]))
+				room--
+			} else {
+				full = true
+			}
+			j++
+		default:
+			merged = append(merged, set[i])
+			i, j = i+1, j+1
+		}
+	}
+	return merged, full
+}
+
 // AddTrusted indexes the tokens of text the user wrote, or a source the
 // catalog trusts.
-func (ix *Index) AddTrusted(text string) {
-	var hs []uint64
-	each(normal(text), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
-	slices.Sort(hs)
-	ix.addTrustedHashes(slices.Compact(hs))
-}
+func (ix *Index) AddTrusted(text string) { ix.addTrustedHashes(tokenHashes(text)) }
 
 // addTrustedHashes merges sorted, distinct hashes into the trusted set.
 func (ix *Index) addTrustedHashes(hs []uint64) {
 	if len(hs) == 0 {
 		return
 	}
-	merged := make([]uint64, 0, len(ix.trusted)+len(hs))
-	i, j := 0, 0
-	room := MaxTrusted - len(ix.trusted)
-	for i < len(ix.trusted) || j < len(hs) {
-		switch {
-		case j == len(hs) || i < len(ix.trusted) && ix.trusted[i] < hs[j]:
-			merged = append(merged, ix.trusted[i])
-			i++
-		case i == len(ix.trusted) || hs[j] < ix.trusted[i]:
-			if room > 0 {
-				merged = append(merged, hs[j])
-				room--
-			} else {
-				ix.Full = true
-			}
-			j++
-		default:
-			merged = append(merged, ix.trusted[i])
-			i, j = i+1, j+1
-		}
-	}
-	ix.trusted = merged
+	same := func(h uint64) uint64 { return h }
+	var full bool
+	ix.trusted, full = mergeNew(ix.trusted, hs, MaxTrusted-len(ix.trusted), same, same)
+	ix.Full = ix.Full || full
 }
 
 // AddUntrusted indexes the tokens of untrusted content src brought.
 func (ix *Index) AddUntrusted(text string, src Source) {
-	var hs []uint64
-	each(normal(text), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
+	hs := tokenHashes(text)
 	if len(hs) == 0 {
 		return
 	}
-	slices.Sort(hs)
-	hs = slices.Compact(hs)
 	// The source takes a slot only when one of its tokens is new.
 	id, slotted := uint8(0), false
-	merged := make([]entry, 0, len(ix.untrusted)+len(hs))
-	i, j := 0, 0
-	room := MaxUntrusted - len(ix.untrusted)
-	for i < len(ix.untrusted) || j < len(hs) {
-		switch {
-		case j == len(hs) || i < len(ix.untrusted) && ix.untrusted[i].hash < hs[j]:
-			merged = append(merged, ix.untrusted[i])
-			i++
-		case i == len(ix.untrusted) || hs[j] < ix.untrusted[i].hash:
-			if room > 0 {
-				if !slotted {
-					id, slotted = ix.source(src), true
-				}
-				merged = append(merged, entry{hash: hs[j], src: id})
-				room--
-			} else {
-				ix.Full = true
+	var full bool
+	ix.untrusted, full = mergeNew(ix.untrusted, hs, MaxUntrusted-len(ix.untrusted), func(e entry) uint64 { return e.hash },
+		func(h uint64) entry {
+			if !slotted {
+				id, slotted = ix.source(src), true
 			}
-			j++
-		default:
-			merged = append(merged, ix.untrusted[i])
-			i, j = i+1, j+1
-		}
-	}
-	ix.untrusted = merged
+			return entry{hash: h, src: id}
+		})
+	ix.Full = ix.Full || full
 }
 
 // Ask remembers the tokens of a call answered ask (its arguments' texts).
@@ -185,12 +182,7 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 // Approve makes those values trusted for the rest of the session, so the
 // same value is not asked about again.
 func (ix *Index) Ask(requestID string, texts []string) {
-	var hs []uint64
-	for _, t := range texts {
-		each(normal(t), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
-	}
-	slices.Sort(hs)
-	hs = slices.Compact(hs)
+	hs := tokenHashes(texts...)
 	if len(hs) > MaxAskedTokens {
 		hs = hs[:MaxAskedTokens]
 	}
