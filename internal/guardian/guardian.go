@@ -203,13 +203,8 @@ func (g *Guardian) Decide(rs *rules.Set, state *turnstate.Session, agent *turnst
 	}
 	v := g.decide(rs, env, state, applied.Violations, rr)
 	state.RecordDecision(env.step, v.decision)
-	if v.decision == acs.Ask && rs != nil {
-		rs.Asked(state, *env.spec, env.req.Params.RequestID, env.payload)
-	}
-	if v.decision != acs.Deny && rs != nil {
-		// A call that may run: its output enters the session whether or
-		// not its result is ever reported.
-		rs.Pend(state, rr)
+	if rs != nil {
+		rs.Decided(state, *env.spec, env.req.Params.RequestID, env.payload, rr, v.decision)
 	}
 	out.State = state
 	out.Violations = applied.Violations

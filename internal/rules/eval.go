@@ -49,7 +49,7 @@ type Result struct {
 	Turn       int
 	Provenance ProvenanceView
 	// Unanswered are the labels an unanswered source would set for this
-	// call: the caller remembers them (Set.Pend) once the decision lets
+	// call: the caller remembers them (Set.Decided) once the decision lets
 	// the call run.
 	Unanswered []turnstate.UnansweredCall
 }

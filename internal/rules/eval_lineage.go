@@ -164,11 +164,11 @@ func (e *evalCtx) lineageData() map[string]any {
 	return out
 }
 
-// Asked remembers a toolCallRequest the decision answered ask, under a
+// asked remembers a toolCallRequest the decision answered ask, under a
 // rule set whose conditions read lineage: when its result arrives — the
 // human let it run — its argument values are trusted for the rest of the
 // session (updateLineage), so the same value is not asked about again.
-func (s *Set) Asked(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
+func (s *Set) asked(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
 	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
 		return
 	}

@@ -111,10 +111,24 @@ func (e *evalCtx) taintUnanswered() {
 	e.sess.Unanswered = nil
 }
 
-// Pend remembers the calls of res.Unanswered, once the decision let the
-// call run. A session holds at most turnstate.MaxUnanswered; past that, a
-// call's label is set at once (fail closed).
-func (s *Set) Pend(sess *turnstate.Session, res Result) {
+// Decided records in the rule state what the decision d on the envelope
+// Evaluate gave res for means: a call that may run (anything but deny)
+// waits for its result, its output entering the session whether or not
+// the result is ever reported (pend); a call answered ask is remembered,
+// for its approval (asked).
+func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any, res Result, d acs.Disposition) {
+	if d == acs.Ask {
+		s.asked(sess, spec, requestID, payload)
+	}
+	if d != acs.Deny {
+		pend(sess, res)
+	}
+}
+
+// pend remembers the calls of res.Unanswered. A session holds at most
+// turnstate.MaxUnanswered; past that, a call's label is set at once (fail
+// closed).
+func pend(sess *turnstate.Session, res Result) {
 	for _, u := range res.Unanswered {
 		if len(sess.Unanswered) >= turnstate.MaxUnanswered {
 			setTaintHit(sess, u.Label, u.Hit)
