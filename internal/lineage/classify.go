@@ -2,10 +2,7 @@ package lineage
 
 import (
 	"cmp"
-	"encoding/json"
-	"fmt"
 	"slices"
-	"strconv"
 )
 
 // Origin is where a value came from.
@@ -57,13 +54,14 @@ type Lineage struct {
 	Unknown bool
 }
 
-// Classify traces a value of a call's argument: a string, a number, a
-// boolean, or a list or object of them (any element untrusted makes the
-// value untrusted; it is the user's when every element with a token is).
-func (ix *Index) Classify(v any) Lineage {
+// Classify traces a value of a call's argument, given as the texts of its
+// scalars (one for a string or a number; one each for the elements of a
+// list or object): any text untrusted makes the value untrusted; it is the
+// user's when every text with a token is.
+func (ix *Index) Classify(texts ...string) Lineage {
 	var out Lineage
 	users, models := 0, 0
-	ix.walk(v, func(s string) {
+	for _, s := range texts {
 		l := ix.classifyText(s)
 		switch l.Origin {
 		case FromUntrusted:
@@ -84,7 +82,7 @@ func (ix *Index) Classify(v any) Lineage {
 		case FromModel:
 			models++
 		}
-	})
+	}
 	switch {
 	case out.Origin == FromUntrusted:
 	case models > 0:
@@ -95,38 +93,6 @@ func (ix *Index) Classify(v any) Lineage {
 		out.Origin = FromNothing
 	}
 	return out
-}
-
-// walk calls fn with each scalar of v as text.
-func (ix *Index) walk(v any, fn func(string)) {
-	switch x := v.(type) {
-	case nil, bool:
-	case string:
-		fn(x)
-	case json.Number:
-		fn(string(x))
-	case float64:
-		fn(strconv.FormatFloat(x, 'f', -1, 64))
-	case int64:
-		fn(strconv.FormatInt(x, 10))
-	case int:
-		fn(strconv.Itoa(x))
-	case []any:
-		for _, e := range x {
-			ix.walk(e, fn)
-		}
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			ix.walk(x[k], fn)
-		}
-	default:
-		fn(fmt.Sprint(x))
-	}
 }
 
 type tok struct {

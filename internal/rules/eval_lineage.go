@@ -118,6 +118,23 @@ func scalars(v any, out *[]string) {
 	}
 }
 
+// argumentTexts is the texts of each argument a toolCallRequest's payload
+// carries: the scalars of its value as sent (a number as written, not as
+// a float reads it back).
+func argumentTexts(payload any) map[string][]string {
+	p, _ := payload.(map[string]any)
+	args, _ := p["arguments"].(map[string]any)
+	out := make(map[string][]string, len(args))
+	for name, v := range args {
+		if a, ok := v.(map[string]any); ok {
+			var texts []string
+			scalars(a["value"], &texts)
+			out[name] = texts
+		}
+	}
+	return out
+}
+
 // lineageViews traces each argument of a toolCallRequest; empty for any
 // other hook, or a session that indexed nothing.
 func (e *evalCtx) lineageViews() map[string]LineageView {
@@ -132,8 +149,8 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	if ix == nil {
 		ix = &lineage.Index{}
 	}
-	for name, v := range e.toolView().Args {
-		l := ix.Classify(v)
+	for name, texts := range argumentTexts(e.in.Payload) {
+		l := ix.Classify(texts...)
 		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown,
 			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
 		if view.Tokens == nil {
@@ -172,17 +189,10 @@ func (s *Set) asked(sess *turnstate.Session, spec acs.MethodSpec, requestID stri
 	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
 		return
 	}
-	p, _ := payload.(map[string]any)
+	args := argumentTexts(payload)
 	var texts []string
-	if args, ok := p["arguments"].(map[string]any); ok {
-		names := make([]string, 0, len(args))
-		for k := range args {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			scalars(args[k], &texts)
-		}
+	for _, name := range sortedKeys(args) {
+		texts = append(texts, args[name]...)
 	}
 	if sess.Lineage == nil {
 		sess.Lineage = &lineage.Index{}
