@@ -3,6 +3,8 @@ package lineage
 import (
 	"cmp"
 	"slices"
+	"strings"
+	"unicode"
 )
 
 // Origin is where a value came from.
@@ -52,6 +54,39 @@ type Lineage struct {
 	// (Index.Unseen), and a token was seen nowhere; the value counts as
 	// untrusted.
 	Unknown bool
+	// Named: every untrusted text of the value is, whole, a field of a
+	// structured untrusted output (fields.go) — a thing that output
+	// listed, not words lifted from inside its text.
+	Named bool
+	// Evidence is the strongest kind of what was traced to untrusted
+	// content (the Evidence constants); empty unless Origin is
+	// FromUntrusted.
+	Evidence Evidence
+}
+
+// Evidence is the kind of what a value shares with untrusted content,
+// from the strongest.
+type Evidence string
+
+const (
+	// Identifier: a token that matters and has letters — an account, an
+	// address, a URL, a host, a path.
+	Identifier Evidence = "identifier"
+	// Phrase: three or more words copied whole, in order.
+	Phrase Evidence = "phrase"
+	// Number: a token that matters made of digits only (with separators):
+	// an amount, a date, a time, a number.
+	Number Evidence = "number"
+	// Words: one or two words found there.
+	Words Evidence = "words"
+	// Unseen: the index was full or missed content, and a token was seen
+	// nowhere (Lineage.Unknown).
+	Unseen Evidence = "unseen"
+)
+
+// rank orders Evidence from the weakest.
+func (e Evidence) rank() int {
+	return slices.Index([]Evidence{"", Words, Number, Phrase, Identifier, Unseen}, e)
 }
 
 // Classify traces a value of a call's argument, given as the texts of its
@@ -60,12 +95,19 @@ type Lineage struct {
 // user's when every text with a token is.
 func (ix *Index) Classify(texts ...string) Lineage {
 	var out Lineage
-	users, models := 0, 0
+	users, models, named, untrusted := 0, 0, 0, 0
 	for _, s := range texts {
 		l := ix.classifyText(s)
 		switch l.Origin {
 		case FromUntrusted:
 			out.Origin = FromUntrusted
+			untrusted++
+			if h, ok := fieldHash(s); ok && !l.Unknown && ix.isField(h) {
+				named++
+			}
+			if l.Evidence.rank() > out.Evidence.rank() {
+				out.Evidence = l.Evidence
+			}
 			out.Unknown = out.Unknown || l.Unknown
 			for _, src := range l.Sources {
 				if len(out.Sources) < maxEvidence && !slices.Contains(out.Sources, src) {
@@ -85,6 +127,7 @@ func (ix *Index) Classify(texts ...string) Lineage {
 	}
 	switch {
 	case out.Origin == FromUntrusted:
+		out.Named = named == untrusted
 	case models > 0:
 		out.Origin = FromModel
 	case users > 0:
@@ -137,6 +180,12 @@ func (ix *Index) classifyText(s string) Lineage {
 		}
 		if src, ok := ix.untrustedSource(t.hash); ok {
 			cite(t, src)
+			if out.Evidence != Identifier {
+				out.Evidence = Number
+				if strings.ContainsFunc(t.text, unicode.IsLetter) {
+					out.Evidence = Identifier
+				}
+			}
 		}
 	}
 	if out.Origin == FromUntrusted {
@@ -185,10 +234,14 @@ func (ix *Index) classifyText(s string) Lineage {
 			src, _ := ix.untrustedSource(t.hash)
 			cite(t, src)
 		}
+		out.Evidence = Words
+		if pairs >= 2 {
+			out.Evidence = Phrase
+		}
 		return out
 	}
 	if (ix.Full || ix.Unseen) && seen < singles {
-		return Lineage{Origin: FromUntrusted, Unknown: true}
+		return Lineage{Origin: FromUntrusted, Unknown: true, Evidence: Unseen}
 	}
 	return Lineage{Origin: FromModel}
 }

@@ -57,6 +57,9 @@ type Index struct {
 	// untrusted entry names its first source.
 	untrusted []entry
 	trusted   []uint64
+	// fields are the hashes of the field values of untrusted structured
+	// outputs (fields.go), sorted, without duplicates.
+	fields []uint64
 	// Full is set once a token was not kept for want of room.
 	Full bool
 	// Unseen is set once content entered the session that the index never
@@ -177,6 +180,37 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 	ix.Full = ix.Full || full
 }
 
+// AddRecords indexes the fields of text when it is a JSON or YAML object
+// or list (fields.go): a tool's records, so that an argument equal to one
+// of them is Named. Its tokens are indexed by AddUntrusted.
+func (ix *Index) AddRecords(text string) { ix.addFieldHashes(structuredFields(text)) }
+
+// AddFields indexes values that are, whole, fields of a tool's records —
+// the scalars and keys of an object or list it returned as such — so that
+// an argument equal to one is Named. Their tokens are indexed by
+// AddUntrusted with the rest of the content.
+func (ix *Index) AddFields(values ...string) {
+	var hs []uint64
+	for _, v := range values {
+		if h, ok := fieldHash(v); ok {
+			hs = append(hs, h)
+		}
+	}
+	slices.Sort(hs)
+	ix.addFieldHashes(slices.Compact(hs))
+}
+
+// addFieldHashes merges sorted, distinct field hashes while room lasts;
+// one that does not fit is simply not Named later (fail closed), so it
+// does not mark the index Full.
+func (ix *Index) addFieldHashes(hs []uint64) {
+	if len(hs) == 0 {
+		return
+	}
+	same := func(h uint64) uint64 { return h }
+	ix.fields, _ = mergeNew(ix.fields, hs, MaxFields-len(ix.fields), same, same)
+}
+
 // Ask remembers the tokens of a call answered ask (its arguments' texts).
 // A human approves a call by letting it run: when its result arrives,
 // Approve makes those values trusted for the rest of the session, so the
@@ -240,6 +274,11 @@ func (ix *Index) untrustedSource(h uint64) (int, bool) {
 	return int(ix.untrusted[i].src), true
 }
 
+func (ix *Index) isField(h uint64) bool {
+	_, ok := slices.BinarySearch(ix.fields, h)
+	return ok
+}
+
 func (ix *Index) isTrusted(h uint64) bool {
 	_, ok := slices.BinarySearch(ix.trusted, h)
 	return ok
@@ -253,8 +292,8 @@ func (ix *Index) Clone() *Index {
 	if ix == nil {
 		return nil
 	}
-	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), Full: ix.Full, Unseen: ix.Unseen,
-		asked: slices.Clone(ix.asked)}
+	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields),
+		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
 	}
@@ -268,6 +307,7 @@ type stored struct {
 	Sources   []Source    `json:"sources,omitempty"`
 	Untrusted string      `json:"untrusted,omitempty"`
 	Trusted   string      `json:"trusted,omitempty"`
+	Fields    string      `json:"fields,omitempty"`
 	Full      bool        `json:"full,omitempty"`
 	Unseen    bool        `json:"unseen,omitempty"`
 	Asked     []storedAsk `json:"asked,omitempty"`
@@ -285,20 +325,40 @@ func (ix Index) MarshalJSON() ([]byte, error) {
 		u = binary.BigEndian.AppendUint64(u, e.hash)
 		u = append(u, e.src)
 	}
-	t := make([]byte, 0, 8*len(ix.trusted))
-	for _, h := range ix.trusted {
-		t = binary.BigEndian.AppendUint64(t, h)
-	}
 	out := stored{Sources: ix.Sources, Untrusted: base64.RawStdEncoding.EncodeToString(u),
-		Trusted: base64.RawStdEncoding.EncodeToString(t), Full: ix.Full, Unseen: ix.Unseen}
+		Trusted: base64.RawStdEncoding.EncodeToString(packHashes(ix.trusted)), Fields: base64.RawStdEncoding.EncodeToString(packHashes(ix.fields)),
+		Full: ix.Full, Unseen: ix.Unseen}
 	for _, a := range ix.asked {
-		b := make([]byte, 0, 8*len(a.hashes))
-		for _, h := range a.hashes {
-			b = binary.BigEndian.AppendUint64(b, h)
-		}
-		out.Asked = append(out.Asked, storedAsk{RequestID: a.requestID, Tokens: base64.RawStdEncoding.EncodeToString(b)})
+		out.Asked = append(out.Asked, storedAsk{RequestID: a.requestID, Tokens: base64.RawStdEncoding.EncodeToString(packHashes(a.hashes))})
 	}
 	return json.Marshal(out)
+}
+
+// packHashes is hs as 8 big-endian bytes each.
+func packHashes(hs []uint64) []byte {
+	b := make([]byte, 0, 8*len(hs))
+	for _, h := range hs {
+		b = binary.BigEndian.AppendUint64(b, h)
+	}
+	return b
+}
+
+// unpackHashes reads what packHashes wrote, at most max hashes, checking
+// they are sorted and distinct.
+func unpackHashes(s string, max int) ([]uint64, bool) {
+	b, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil || len(b)%8 != 0 || len(b)/8 > max {
+		return nil, false
+	}
+	hs := make([]uint64, 0, len(b)/8)
+	for i := 0; i < len(b); i += 8 {
+		h := binary.BigEndian.Uint64(b[i:])
+		if len(hs) > 0 && hs[len(hs)-1] >= h {
+			return nil, false
+		}
+		hs = append(hs, h)
+	}
+	return hs, true
 }
 
 // ErrCorrupt is UnmarshalJSON's error for a stored index that no Index
@@ -319,11 +379,15 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 	if err != nil || len(u)%9 != 0 || len(u)/9 > MaxUntrusted {
 		return fmt.Errorf("%w: untrusted tokens", ErrCorrupt)
 	}
-	t, err := base64.RawStdEncoding.DecodeString(s.Trusted)
-	if err != nil || len(t)%8 != 0 || len(t)/8 > MaxTrusted {
+	trusted, ok := unpackHashes(s.Trusted, MaxTrusted)
+	if !ok {
 		return fmt.Errorf("%w: trusted tokens", ErrCorrupt)
 	}
-	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: make([]uint64, 0, len(t)/8)}
+	fields, ok := unpackHashes(s.Fields, MaxFields)
+	if !ok {
+		return fmt.Errorf("%w: fields", ErrCorrupt)
+	}
+	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: trusted, fields: fields}
 	for i := 0; i < len(u); i += 9 {
 		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
 		if int(e.src) >= len(s.Sources) || len(out.untrusted) > 0 && out.untrusted[len(out.untrusted)-1].hash >= e.hash {
@@ -331,29 +395,15 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 		}
 		out.untrusted = append(out.untrusted, e)
 	}
-	for i := 0; i < len(t); i += 8 {
-		h := binary.BigEndian.Uint64(t[i:])
-		if len(out.trusted) > 0 && out.trusted[len(out.trusted)-1] >= h {
-			return fmt.Errorf("%w: trusted token %d", ErrCorrupt, i/8)
-		}
-		out.trusted = append(out.trusted, h)
-	}
 	if len(s.Asked) > MaxAsked {
 		return fmt.Errorf("%w: %d asked calls", ErrCorrupt, len(s.Asked))
 	}
 	for _, a := range s.Asked {
-		b, err := base64.RawStdEncoding.DecodeString(a.Tokens)
-		if err != nil || len(b)%8 != 0 || len(b)/8 > MaxAskedTokens || len(a.RequestID) > maxFieldBytes {
+		hs, ok := unpackHashes(a.Tokens, MaxAskedTokens)
+		if !ok || len(a.RequestID) > maxFieldBytes {
 			return fmt.Errorf("%w: asked call", ErrCorrupt)
 		}
-		ask := asked{requestID: a.RequestID, hashes: make([]uint64, 0, len(b)/8)}
-		for i := 0; i < len(b); i += 8 {
-			ask.hashes = append(ask.hashes, binary.BigEndian.Uint64(b[i:]))
-		}
-		if !slices.IsSortedFunc(ask.hashes, cmp.Compare[uint64]) || len(slices.Compact(slices.Clone(ask.hashes))) != len(ask.hashes) {
-			return fmt.Errorf("%w: asked call tokens", ErrCorrupt)
-		}
-		out.asked = append(out.asked, ask)
+		out.asked = append(out.asked, asked{requestID: a.RequestID, hashes: hs})
 	}
 	*ix = out
 	return nil

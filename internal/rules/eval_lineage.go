@@ -23,6 +23,14 @@ import (
 // page user_input).
 const TrustedSourceClass = "trusted_source"
 
+// RecordsClass is the catalog class of a tool whose output is records of
+// its own system — a channel list, a mailbox listing, a calendar, a
+// directory — rather than a document someone else wrote (a web page, a
+// file's text): an argument equal, whole, to one of its fields names a
+// thing it listed (LineageView.Named). A tool without it gives no
+// fields, so a page shaped like a record names nothing (fail closed).
+const RecordsClass = "records"
+
 // LineageView is where one argument value of a call came from (CEL
 // lineage["name"], templates .lineage.name).
 type LineageView struct {
@@ -40,6 +48,16 @@ type LineageView struct {
 	// unseen (an unanswered call), and the value has a token seen
 	// nowhere, so it counts as untrusted.
 	Unknown bool `cel:"unknown"`
+	// Named: the value is, whole, a field of a structured output (a
+	// channel of a channel list, a user, an account of record), not
+	// words lifted from inside a text (lineage.Lineage.Named).
+	Named bool `cel:"named"`
+	// Evidence is the strongest kind of what the value shares with
+	// untrusted content: identifier (an account, an address, a URL, a
+	// path), phrase (three or more words in order), number (an amount, a
+	// date, a time), words (one or two), unseen (Unknown); empty unless
+	// the origin is untrusted.
+	Evidence string `cel:"evidence"`
 }
 
 // updateLineage indexes the envelope's content.
@@ -82,6 +100,50 @@ func (e *evalCtx) updateLineage() {
 	}
 	for _, t := range texts {
 		ix.AddUntrusted(t, src)
+	}
+	if e.hook != "toolCallResult" || !slices.Contains(tool.Classes, RecordsClass) {
+		return
+	}
+	// The tool returns records: their fields name things (lineage.Named),
+	// whether the adapter sent them as an object or a list, or as its
+	// JSON or YAML text.
+	var fields []string
+	parts, _ := p["outputs"].([]any)
+	for _, part := range parts {
+		if m, ok := part.(map[string]any); ok {
+			if text, ok := m["value"].(string); ok {
+				ix.AddRecords(text)
+			} else {
+				structuredScalars(m["value"], &fields)
+			}
+		}
+	}
+	ix.AddFields(fields...)
+}
+
+// structuredScalars appends the keys and scalars of v when it is an
+// object or a list, and nothing for a scalar.
+func structuredScalars(v any, out *[]string) {
+	switch v.(type) {
+	case []any, map[string]any:
+		fieldValues(v, out)
+	}
+}
+
+// fieldValues appends every scalar under v and every key of its objects.
+func fieldValues(v any, out *[]string) {
+	switch x := v.(type) {
+	case []any:
+		for _, item := range x {
+			fieldValues(item, out)
+		}
+	case map[string]any:
+		for k, item := range x {
+			*out = append(*out, k)
+			fieldValues(item, out)
+		}
+	default:
+		scalars(x, out)
 	}
 }
 
@@ -151,7 +213,7 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	}
 	for name, texts := range argumentTexts(e.in.Payload) {
 		l := ix.Classify(texts...)
-		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown,
+		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Evidence: string(l.Evidence),
 			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
 		if view.Tokens == nil {
 			view.Tokens = []string{}
@@ -176,7 +238,8 @@ func (e *evalCtx) lineageData() map[string]any {
 	out := map[string]any{}
 	for name, v := range e.lineageViews() {
 		out[name] = map[string]any{"origin": v.Origin, "request_ids": v.RequestIDs, "tools": v.Tools,
-			"provenance_ids": v.ProvenanceIDs, "tokens": v.Tokens, "unknown": v.Unknown}
+			"provenance_ids": v.ProvenanceIDs, "tokens": v.Tokens, "unknown": v.Unknown,
+			"named": v.Named, "evidence": v.Evidence}
 	}
 	return out
 }

@@ -206,23 +206,25 @@ func TestSinks(t *testing.T) {
 
 // TestLineagePack runs the test cases of the argument-level taint pack
 // (examples/lineage/rules.yaml) next to the default pack, whose
-// TG-TAINT-001/002 it turns off.
+// TG-TAINT-001/002 it turns off, and those of a catalog with records
+// tools on top (testdata/lineage-records.yaml).
 func TestLineagePack(t *testing.T) {
-	rs, err := rules.LoadFiles("builtin:default", filepath.Join("..", "..", "examples", "lineage", "rules.yaml"))
+	rs, err := rules.LoadFiles("builtin:default", filepath.Join("..", "..", "examples", "lineage", "rules.yaml"), "testdata/lineage-records.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	ran := map[string]int{}
 	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
-		if !strings.HasSuffix(filepath.ToSlash(r.File), "examples/lineage/rules.yaml") {
+		file := filepath.ToSlash(r.File)
+		if !strings.HasSuffix(file, "examples/lineage/rules.yaml") && !strings.HasSuffix(file, "lineage-records.yaml") {
 			continue
 		}
-		n++
+		ran[filepath.Base(file)]++
 		for _, f := range r.Failures {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if n != 4 {
-		t.Fatalf("%d test cases of examples/lineage/rules.yaml ran, want 4", n)
+	if ran["rules.yaml"] != 4 || ran["lineage-records.yaml"] != 4 {
+		t.Fatalf("test cases ran: %v, want 4 of examples/lineage/rules.yaml and 4 of testdata/lineage-records.yaml", ran)
 	}
 }

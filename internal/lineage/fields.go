@@ -1,0 +1,99 @@
+package lineage
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Fields: an output that is a structure — a JSON or YAML object or list,
+// as most tools and MCP servers return — names things in its fields: a
+// channel in a channel list, a user, an account of record, an event's
+// participants. An argument whose whole value is one such field (not a
+// part of one: an injected instruction lives inside a field's text) is a
+// reference to something the output listed. Lineage still traces it to
+// that output; Lineage.Named says so, and a rule may ask about such a
+// value less readily than about one lifted from the middle of a page.
+const (
+	// MaxFields is the number of distinct field values kept; later ones
+	// are not (a value then is not Named: fail closed).
+	MaxFields = 2048
+	// maxFieldRunes and maxFieldWords bound a field value kept: a name,
+	// an address, an identifier, not a paragraph.
+	maxFieldRunes = 96
+	maxFieldWords = maxShortWords
+	// maxStructuredBytes bounds an output parsed for fields.
+	maxStructuredBytes = 16 << 10
+)
+
+// fieldHash is the hash of a whole value as a field is compared: lower
+// case, runs of white space as one space, without the quotes and
+// punctuation around it. ok is false for a value with nothing to compare
+// or too long to be a field.
+func fieldHash(s string) (uint64, bool) {
+	s = strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) && r != '@' && r != '/' })
+	if s == "" || utf8.RuneCountInString(s) > maxFieldRunes {
+		return 0, false
+	}
+	words := strings.Fields(normal(s))
+	if len(words) > maxFieldWords {
+		return 0, false
+	}
+	return hashOf("\x00field " + strings.Join(words, " ")), true
+}
+
+// structuredFields returns the hashes of the field values of text when it
+// is a JSON or YAML object or list (keys of objects included: a map from
+// a name to its details names that thing), sorted and distinct; nil for
+// any other text.
+func structuredFields(text string) []uint64 {
+	if len(text) > maxStructuredBytes || !looksStructured(text) {
+		return nil
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &root); err != nil || len(root.Content) != 1 {
+		return nil
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode && doc.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var hs []uint64
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if h, ok := fieldHash(n.Value); ok {
+				hs = append(hs, h)
+			}
+		case yaml.MappingNode, yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+	slices.Sort(hs)
+	return slices.Compact(hs)
+}
+
+// looksStructured is a cheap test before a parse: a JSON object or list,
+// or a YAML document whose first line is a key or a list item.
+func looksStructured(text string) bool {
+	t := strings.TrimLeftFunc(text, unicode.IsSpace)
+	if t == "" {
+		return false
+	}
+	if t[0] == '{' || t[0] == '[' {
+		return true
+	}
+	line, _, _ := strings.Cut(t, "\n")
+	if strings.HasPrefix(line, "- ") || line == "-" {
+		return true
+	}
+	key, _, ok := strings.Cut(line, ":")
+	return ok && key != "" && !strings.ContainsAny(key, "\t")
+}
