@@ -29,10 +29,10 @@ func TestBenchAgentDojo(t *testing.T) {
 	if gotLines[0] != wantLines[0] || gotLines[1] != wantLines[1] {
 		t.Errorf("table head\n%s\n%s\nwant\n%s\n%s", gotLines[0], gotLines[1], wantLines[0], wantLines[1])
 	}
-	if !strings.Contains(stdout.String(), "\nall                         all        31    ") {
-		t.Errorf("no overall row of 31 runs:\n%s", stdout.String())
+	if !strings.Contains(stdout.String(), "\nall                         all        32    ") {
+		t.Errorf("no overall row of 32 runs:\n%s", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "31 runs decided in") {
+	if !strings.Contains(stderr.String(), "32 runs decided in") {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 
@@ -61,7 +61,7 @@ func TestBenchAgentDojo(t *testing.T) {
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Rules != "turnguard-default" || len(rep.Runs) != 31 {
+	if rep.Rules != "turnguard-default" || len(rep.Runs) != 32 {
 		t.Fatalf("rules %q, %d runs", rep.Rules, len(rep.Runs))
 	}
 	calls := 0

@@ -112,8 +112,11 @@ func TestReplayCommands(t *testing.T) {
 	stop()
 
 	shadow := filepath.Join(t.TempDir(), "shadow.yaml")
-	pack := strings.Replace(string(rulepack.Default()), "    on: [toolCallRequest]\n    when: $consequential_call\n",
-		"    mode: shadow\n    on: [toolCallRequest]\n    when: $consequential_call\n", 1)
+	const taintWhen = "    on: [toolCallRequest]\n    when: $consequential_call && !$users_own_call\n"
+	pack := strings.Replace(string(rulepack.Default()), taintWhen, "    mode: shadow\n"+taintWhen, 1)
+	if pack == string(rulepack.Default()) {
+		t.Fatal("TG-TAINT-001's condition is not in the default pack as this test expects")
+	}
 	if err := os.WriteFile(shadow, []byte(pack), 0o644); err != nil {
 		t.Fatal(err)
 	}

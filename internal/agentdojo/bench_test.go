@@ -51,8 +51,8 @@ func TestBenchSample(t *testing.T) {
 	if len(rep.Unreadable) != 0 {
 		t.Fatalf("unreadable: %+v", rep.Unreadable)
 	}
-	if got := len(rep.Runs); got != 33 {
-		t.Fatalf("%d runs, want 33 (31 lines of sample.jsonl, 2 files of runs/)", got)
+	if got := len(rep.Runs); got != 34 {
+		t.Fatalf("%d runs, want 34 (32 lines of sample.jsonl, 2 files of runs/)", got)
 	}
 	total := rep.Rows[len(rep.Rows)-1]
 	if total.Model != agentdojo.All || total.Suite != agentdojo.All || total.Refused != 0 {
@@ -235,7 +235,7 @@ func BenchmarkBench(b *testing.B) {
 			runs := 0
 			for b.Loop() {
 				rep, err := agentdojo.Bench(context.Background(), d, tc.rs, paths, agentdojo.Options{})
-				if err != nil || len(rep.Runs) != 31 {
+				if err != nil || len(rep.Runs) != 32 {
 					b.Fatalf("%v, %d runs", err, len(rep.Runs))
 				}
 				runs += len(rep.Runs)

@@ -60,6 +60,9 @@ type Index struct {
 	// fields are the hashes of the field values of untrusted structured
 	// outputs (fields.go), sorted, without duplicates.
 	fields []uint64
+	// typed are the hashes of the spans of the user's words (fields.go),
+	// sorted, without duplicates.
+	typed []uint64
 	// Full is set once a token was not kept for want of room.
 	Full bool
 	// Unseen is set once content entered the session that the index never
@@ -148,7 +151,13 @@ func mergeNew[E any](set []E, hs []uint64, room int, hashOf func(E) uint64, newE
 
 // AddTrusted indexes the tokens of text the user wrote, or a source the
 // catalog trusts.
-func (ix *Index) AddTrusted(text string) { ix.addTrustedHashes(tokenHashes(text)) }
+func (ix *Index) AddTrusted(text string) {
+	ix.addTrustedHashes(tokenHashes(text))
+	if hs := typedSpans(text); len(hs) > 0 {
+		same := func(h uint64) uint64 { return h }
+		ix.typed, _ = mergeNew(ix.typed, hs, MaxTyped-len(ix.typed), same, same)
+	}
+}
 
 // addTrustedHashes merges sorted, distinct hashes into the trusted set.
 func (ix *Index) addTrustedHashes(hs []uint64) {
@@ -274,6 +283,11 @@ func (ix *Index) untrustedSource(h uint64) (int, bool) {
 	return int(ix.untrusted[i].src), true
 }
 
+func (ix *Index) isTyped(h uint64) bool {
+	_, ok := slices.BinarySearch(ix.typed, h)
+	return ok
+}
+
 func (ix *Index) isField(h uint64) bool {
 	_, ok := slices.BinarySearch(ix.fields, h)
 	return ok
@@ -292,7 +306,7 @@ func (ix *Index) Clone() *Index {
 	if ix == nil {
 		return nil
 	}
-	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields),
+	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields), typed: slices.Clone(ix.typed),
 		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
@@ -308,6 +322,7 @@ type stored struct {
 	Untrusted string      `json:"untrusted,omitempty"`
 	Trusted   string      `json:"trusted,omitempty"`
 	Fields    string      `json:"fields,omitempty"`
+	Typed     string      `json:"typed,omitempty"`
 	Full      bool        `json:"full,omitempty"`
 	Unseen    bool        `json:"unseen,omitempty"`
 	Asked     []storedAsk `json:"asked,omitempty"`
@@ -327,7 +342,8 @@ func (ix Index) MarshalJSON() ([]byte, error) {
 	}
 	out := stored{Sources: ix.Sources, Untrusted: base64.RawStdEncoding.EncodeToString(u),
 		Trusted: base64.RawStdEncoding.EncodeToString(packHashes(ix.trusted)), Fields: base64.RawStdEncoding.EncodeToString(packHashes(ix.fields)),
-		Full: ix.Full, Unseen: ix.Unseen}
+		Typed: base64.RawStdEncoding.EncodeToString(packHashes(ix.typed)),
+		Full:  ix.Full, Unseen: ix.Unseen}
 	for _, a := range ix.asked {
 		out.Asked = append(out.Asked, storedAsk{RequestID: a.requestID, Tokens: base64.RawStdEncoding.EncodeToString(packHashes(a.hashes))})
 	}
@@ -387,7 +403,11 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: fields", ErrCorrupt)
 	}
-	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: trusted, fields: fields}
+	typed, ok := unpackHashes(s.Typed, MaxTyped)
+	if !ok {
+		return fmt.Errorf("%w: typed spans", ErrCorrupt)
+	}
+	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: trusted, fields: fields, typed: typed}
 	for i := 0; i < len(u); i += 9 {
 		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
 		if int(e.src) >= len(s.Sources) || len(out.untrusted) > 0 && out.untrusted[len(out.untrusted)-1].hash >= e.hash {

@@ -52,6 +52,10 @@ type LineageView struct {
 	// channel of a channel list, a user, an account of record), not
 	// words lifted from inside a text (lineage.Lineage.Named).
 	Named bool `cel:"named"`
+	// Typed: the value is, as it is, something the user wrote — a line,
+	// a `code` span, a quoted string, a whole message, or one URL, path or
+	// address of theirs (lineage.Lineage.Typed): a command the user typed.
+	Typed bool `cel:"typed"`
 	// Evidence is the strongest kind of what the value shares with
 	// untrusted content: identifier (an account, an address, a URL, a
 	// path), phrase (three or more words in order), number (an amount, a
@@ -213,7 +217,7 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	}
 	for name, texts := range argumentTexts(e.in.Payload) {
 		l := ix.Classify(texts...)
-		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Evidence: string(l.Evidence),
+		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence),
 			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
 		if view.Tokens == nil {
 			view.Tokens = []string{}
@@ -239,7 +243,7 @@ func (e *evalCtx) lineageData() map[string]any {
 	for name, v := range e.lineageViews() {
 		out[name] = map[string]any{"origin": v.Origin, "request_ids": v.RequestIDs, "tools": v.Tools,
 			"provenance_ids": v.ProvenanceIDs, "tokens": v.Tokens, "unknown": v.Unknown,
-			"named": v.Named, "evidence": v.Evidence}
+			"named": v.Named, "typed": v.Typed, "evidence": v.Evidence}
 	}
 	return out
 }
