@@ -51,6 +51,10 @@ var severities = []string{"informational", "low", "medium", "high", "critical"}
 type Window struct {
 	Turns    *int
 	Duration *time.Duration
+	// Steps bounds the window in the session's envelopes: the one that
+	// set the label and the next Steps (a single-turn session's window
+	// is otherwise the rest of it).
+	Steps *int
 }
 
 // Rule is a compiled rule.

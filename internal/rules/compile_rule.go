@@ -221,6 +221,9 @@ func (c *compiler) threshold(f *File, id string, t *ThresholdDef) *Threshold {
 		if w.Turns == nil && w.Duration == nil {
 			c.errf(f, t.Within.pos, "rule %s: threshold.within needs turns or duration", id)
 		}
+		if w.Steps != nil {
+			c.errf(f, t.Within.Steps.Pos, "rule %s: threshold.within counts in turns or a duration, not steps", id)
+		}
 	}
 	if th.Consecutive {
 		scopes++
@@ -235,8 +238,15 @@ func (c *compiler) threshold(f *File, id string, t *ThresholdDef) *Threshold {
 // anchor's turn only).
 func (c *compiler) window(f *File, w *WindowDef, what string) Window {
 	var out Window
-	if w.Turns == nil && w.Duration == nil {
-		c.errf(f, w.pos, "%s needs turns or duration (or leave it out for no bound)", what)
+	if w.Turns == nil && w.Duration == nil && w.Steps == nil {
+		c.errf(f, w.pos, "%s needs turns, steps or duration (or leave it out for no bound)", what)
+	}
+	if w.Steps != nil {
+		if w.Steps.Value < 0 || w.Steps.Value > 100000 {
+			c.errf(f, w.Steps.Pos, "%s.steps %d: want 0 (the envelope that set the label only) to 100000", what, w.Steps.Value)
+		}
+		n := w.Steps.Value
+		out.Steps = &n
 	}
 	if w.Turns != nil {
 		if w.Turns.Value < 0 || w.Turns.Value > 100000 {

@@ -397,7 +397,7 @@ func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
 			return Hit{}, false
 		}
 		w := g.Within
-		if w.Turns == nil && w.Duration == nil {
+		if w.Turns == nil && w.Duration == nil && w.Steps == nil {
 			w = e.set.taint(g.Taint).Window
 		}
 		in, age := e.within(t, w)

@@ -60,7 +60,7 @@ func (e *evalCtx) setTaint(label, source string) {
 // own provenance is not the content that will enter).
 func (e *evalCtx) hit(source string, provenance bool) turnstate.TaintHit {
 	h := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
-		Turn: max(e.turn, e.sess.TurnsStarted), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Source: source}
+		Turn: max(e.turn, e.sess.TurnsStarted), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Step: e.sess.Envelopes, Source: source}
 	if provenance {
 		h.ProvenanceIDs, h.Origins, h.SourceIDs = bounded(e.prov.UntrustedIDs), bounded(untrustedOrigins(e.prov.Origins)), bounded(e.prov.SourceIDs)
 	}
@@ -187,18 +187,33 @@ func bounded(s []string) []string {
 
 // within reports whether the envelope is inside a window anchored at a
 // taint's newest hit: turns: N admits the anchor's turn and the next N
-// turns; duration: D admits envelope times up to anchor time + D. An
-// envelope in an enclosing turn older than the anchor's (nested turns)
-// counts as the anchor's turn.
+// turns; steps: N the anchor's envelope and the session's next N;
+// duration: D admits envelope times up to anchor time + D. An envelope in
+// an enclosing turn older than the anchor's (nested turns) counts as the
+// anchor's turn.
 func (e *evalCtx) within(t *turnstate.Taint, w Window) (bool, int) {
 	age := max(e.turn-t.Last.Turn, 0)
 	if w.Turns != nil && age > *w.Turns {
+		return false, age
+	}
+	if w.Steps != nil && e.ageSteps(t) > int64(*w.Steps) {
 		return false, age
 	}
 	if w.Duration != nil && e.in.Time.Sub(t.Last.Time) > *w.Duration {
 		return false, age
 	}
 	return true, age
+}
+
+// ageSteps is the number of the session's envelopes since the taint's
+// newest hit. A hit recorded before hits counted steps (Step 0, not
+// inherited) is taken as this envelope's: its window is open (fail
+// closed) until a newer hit anchors it.
+func (e *evalCtx) ageSteps(t *turnstate.Taint) int64 {
+	if t.Last.Step == 0 && t.Last.Session == "" {
+		return 0
+	}
+	return max(int64(e.sess.Envelopes)-int64(t.Last.Step), 0)
 }
 
 func (e *evalCtx) taintViews() map[string]TaintView {
@@ -210,7 +225,7 @@ func (e *evalCtx) taintViews() map[string]TaintView {
 			continue
 		}
 		active, age := e.within(t, def.Window)
-		views[def.ID] = TaintView{Set: true, Active: active, AgeTurns: int64(age), Age: e.in.Time.Sub(t.Last.Time),
+		views[def.ID] = TaintView{Set: true, Active: active, AgeTurns: int64(age), AgeSteps: e.ageSteps(t), Age: e.in.Time.Sub(t.Last.Time),
 			SinceTurn: int64(t.First.Turn), Hits: int64(t.Hits), Origins: slices.Clone(t.Last.Origins), SourceIDs: slices.Clone(t.Last.SourceIDs)}
 	}
 	return views

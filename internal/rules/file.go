@@ -86,6 +86,7 @@ type SourceDef struct {
 type WindowDef struct {
 	Turns    *Int `yaml:"turns"`
 	Duration *Dur `yaml:"duration"`
+	Steps    *Int `yaml:"steps"`
 	pos      Pos
 }
 
@@ -219,7 +220,7 @@ func (w *WindowDef) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
 		return &typeError{Pos{n.Line, n.Column}, "want a mapping such as {turns: 2, duration: 30m}"}
 	}
-	if err := checkKeys(n, "turns", "duration"); err != nil {
+	if err := checkKeys(n, "turns", "duration", "steps"); err != nil {
 		return err
 	}
 	var p plain

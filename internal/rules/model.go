@@ -84,9 +84,11 @@ type ViolationView struct {
 type TaintView struct {
 	// Set: the label is on the session; Active: and its default window
 	// (if it has one) has not ended.
-	Set       bool          `cel:"set"`
-	Active    bool          `cel:"active"`
-	AgeTurns  int64         `cel:"age_turns"`
+	Set      bool  `cel:"set"`
+	Active   bool  `cel:"active"`
+	AgeTurns int64 `cel:"age_turns"`
+	// AgeSteps counts the session's envelopes since the newest hit.
+	AgeSteps  int64         `cel:"age_steps"`
 	Age       time.Duration `cel:"age"`
 	SinceTurn int64         `cel:"since_turn"`
 	Hits      int64         `cel:"hits"`

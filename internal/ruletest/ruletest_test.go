@@ -62,6 +62,25 @@ func TestWindowEdges(t *testing.T) {
 	}
 }
 
+// A taint window in steps ends after the session's next N envelopes,
+// within the same turn, and a window in turns still bounds it
+// (testdata/steps.yaml).
+func TestStepWindows(t *testing.T) {
+	rs, err := rules.LoadFiles("testdata/steps.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := ruletest.RunSet(newGuardian(t), rs)
+	if len(results) != 2 {
+		t.Fatalf("%d cases, want 2", len(results))
+	}
+	for _, r := range results {
+		for _, f := range r.Failures {
+			t.Errorf("%s: %s", r.Name, f)
+		}
+	}
+}
+
 // An agent-keyed threshold counts across the agent's sessions.
 func TestAgentThreshold(t *testing.T) {
 	rs, err := rules.LoadFiles("testdata/agent.yaml")

@@ -50,6 +50,10 @@ type TaintHit struct {
 	Turn      int       `json:"turn"`
 	TurnID    string    `json:"turn_id,omitempty"`
 	Time      time.Time `json:"time"`
+	// Step is the session's envelope count (Session.Envelopes) with this
+	// envelope: windows in steps are measured from it. An inherited hit's
+	// is 0, the child's spawn.
+	Step uint64 `json:"step,omitempty"`
 	// Source is the ruleset's id of the source condition that matched.
 	Source string `json:"source"`
 	// ProvenanceIDs, Origins and SourceIDs describe the untrusted data the
@@ -72,7 +76,7 @@ func (h TaintHit) Inherited(parent string) TaintHit {
 	if h.Session == "" {
 		h.Session = parent
 	}
-	h.Turn, h.TurnID = 0, ""
+	h.Turn, h.TurnID, h.Step = 0, "", 0
 	return h
 }
 

@@ -110,7 +110,7 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 	}
 
 	hit := func() turnstate.TaintHit {
-		h := turnstate.TaintHit{Seq: maxU, RequestID: uuid(), Hook: "memoryContextRetrieval",
+		h := turnstate.TaintHit{Seq: maxU, Step: maxU, RequestID: uuid(), Hook: "memoryContextRetrieval",
 			Tool: worstString(t, n, acs.MaxEvidenceBytes), Turn: maxInt, TurnID: id(), Time: at, Source: strings.Repeat("s", 64), Session: uuid()}
 		for range turnstate.MaxTaintEvidence {
 			h.ProvenanceIDs = append(h.ProvenanceIDs, id())
@@ -172,7 +172,7 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 	}
 	for range turnstate.MaxUnanswered {
 		// An unanswered call's evidence carries no provenance lists.
-		s.Unanswered = append(s.Unanswered, turnstate.UnansweredCall{Label: strings.Repeat("l", 64), Hit: turnstate.TaintHit{Seq: maxU, RequestID: uuid(),
+		s.Unanswered = append(s.Unanswered, turnstate.UnansweredCall{Label: strings.Repeat("l", 64), Hit: turnstate.TaintHit{Seq: maxU, Step: maxU, RequestID: uuid(),
 			Hook: "toolCallRequest", Tool: strings.Repeat("<", acs.MaxEvidenceBytes), Turn: maxInt, TurnID: id(), Time: at, Source: strings.Repeat("s", 64)}})
 	}
 	s.Provenance = &turnstate.ProvenanceMemory{Seen: true}
@@ -184,8 +184,8 @@ func worstState(t *testing.T, rs *rules.Set) *turnstate.Session {
 
 // TestWorstCaseStateSize: the largest state the bounds allow under the
 // default rule pack, sealed as the store writes it, stays well below half
-// of the server's 1 MiB max_payload. Measured: 406,760 bytes (397.2
-// KiB; README, Limits), 277,194 without the lineage index the default
+// of the server's 1 MiB max_payload. Measured: 407,264 bytes (397.7
+// KiB; README, Limits), 277,698 without the lineage index the default
 // pack (and any rule set reading lineage) keeps. A new list or string in the state must be bounded
 // and added here.
 func TestWorstCaseStateSize(t *testing.T) {
