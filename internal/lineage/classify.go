@@ -87,11 +87,15 @@ const (
 	// Unseen: the index was full or missed content, and a token was seen
 	// nowhere (Lineage.Unknown).
 	Unseen Evidence = "unseen"
+	// Declared: the adapter's ACS provenance says the value derives from
+	// untrusted content (derived_from), whatever its tokens say; set by
+	// the rules engine, which reads the provenance.
+	Declared Evidence = "declared"
 )
 
 // rank orders Evidence from the weakest.
 func (e Evidence) rank() int {
-	return slices.Index([]Evidence{"", Words, Number, Phrase, Identifier, Unseen}, e)
+	return slices.Index([]Evidence{"", Words, Number, Phrase, Identifier, Unseen, Declared}, e)
 }
 
 // Classify traces a value of a call's argument, given as the texts of its

@@ -215,10 +215,27 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	if ix == nil {
 		ix = &lineage.Index{}
 	}
+	p, _ := e.in.Payload.(map[string]any)
+	args, _ := p["arguments"].(map[string]any)
 	for name, texts := range argumentTexts(e.in.Payload) {
 		l := ix.Classify(texts...)
 		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence),
 			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
+		if ids, untrusted := e.declaredLineage(args[name]); untrusted {
+			// The adapter says the value derives from untrusted content
+			// (its provenance's origin, or derived_from naming such
+			// content or content the session never saw): that stands,
+			// whatever the tokens say (fail closed).
+			if view.Origin != string(lineage.FromUntrusted) {
+				view.Origin, view.Evidence, view.Named = string(lineage.FromUntrusted), string(lineage.Declared), false
+			}
+			view.Typed = false
+			for _, id := range ids {
+				if !slices.Contains(view.ProvenanceIDs, id) {
+					view.ProvenanceIDs = append(view.ProvenanceIDs, id)
+				}
+			}
+		}
 		if view.Tokens == nil {
 			view.Tokens = []string{}
 		}
@@ -235,6 +252,37 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 		e.lineage[name] = view
 	}
 	return e.lineage
+}
+
+// declaredLineage reads the ACS provenance an adapter attached to an
+// argument: untrusted when its origin is, or when it is agent_generated
+// and derived_from names content that was untrusted or that the session
+// never saw (ACS §7.2 monotonicity, as for the envelope's provenance);
+// ids are the untrusted or unknown ids it names.
+func (e *evalCtx) declaredLineage(arg any) (ids []string, untrusted bool) {
+	for _, p := range acs.ProvenanceOf(arg) {
+		if untrustedOrigin(p.Origin) {
+			untrusted = true
+			if p.ProvenanceID != "" {
+				ids = append(ids, p.ProvenanceID)
+			}
+			continue
+		}
+		if p.Origin != "agent_generated" {
+			continue
+		}
+		for _, id := range p.DerivedFrom {
+			u, known := false, false
+			if e.sess.Provenance != nil {
+				u, known = e.sess.Provenance.Lookup(id)
+			}
+			if u || !known {
+				untrusted = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, untrusted
 }
 
 // lineageData is lineageViews for message templates.
