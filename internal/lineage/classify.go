@@ -61,7 +61,7 @@ type Lineage struct {
 	// Typed: every text of the value is, as it is, a span the user wrote
 	// (a line, a `code` span, a quoted string, a whole message) or a
 	// single token that matters the user wrote; and there is at least
-	// one (fields.go).
+	// one (typed.go).
 	Typed bool
 	// Evidence is the strongest kind of what was traced to untrusted
 	// content (the Evidence constants); empty unless Origin is
@@ -147,20 +147,6 @@ func (ix *Index) Classify(texts ...string) Lineage {
 		out.Origin = FromNothing
 	}
 	return out
-}
-
-// typedText reports whether s is a span the user wrote, or one token
-// that matters which the user wrote.
-func (ix *Index) typedText(s string) bool {
-	if h, ok := typedHash(s); ok && ix.isTyped(h) {
-		return true
-	}
-	t := normal(strings.TrimFunc(s, func(r rune) bool { return !tokenRune(r) }))
-	if strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) }) {
-		return false // more than one token
-	}
-	t = strings.TrimFunc(t, connector)
-	return matters(t) && len(t) <= maxToken && ix.isTrusted(hashOf(t))
 }
 
 type tok struct {

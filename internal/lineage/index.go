@@ -60,7 +60,7 @@ type Index struct {
 	// fields are the hashes of the field values of untrusted structured
 	// outputs (fields.go), sorted, without duplicates.
 	fields []uint64
-	// typed are the hashes of the spans of the user's words (fields.go),
+	// typed are the hashes of the spans of the user's words (typed.go),
 	// sorted, without duplicates.
 	typed []uint64
 	// Full is set once a token was not kept for want of room.
@@ -149,14 +149,22 @@ func mergeNew[E any](set []E, hs []uint64, room int, hashOf func(E) uint64, newE
 	return merged, full
 }
 
+// mergeHashes merges sorted, distinct hashes into a set of at most max;
+// it reports whether one did not fit.
+func mergeHashes(set, hs []uint64, max int) ([]uint64, bool) {
+	if len(hs) == 0 {
+		return set, false
+	}
+	same := func(h uint64) uint64 { return h }
+	return mergeNew(set, hs, max-len(set), same, same)
+}
+
 // AddTrusted indexes the tokens of text the user wrote, or a source the
 // catalog trusts.
 func (ix *Index) AddTrusted(text string) {
 	ix.addTrustedHashes(tokenHashes(text))
-	if hs := typedSpans(text); len(hs) > 0 {
-		same := func(h uint64) uint64 { return h }
-		ix.typed, _ = mergeNew(ix.typed, hs, MaxTyped-len(ix.typed), same, same)
-	}
+	// A span not kept makes nothing Typed (fail closed): not Full.
+	ix.typed, _ = mergeHashes(ix.typed, typedSpans(text), MaxTyped)
 }
 
 // addTrustedHashes merges sorted, distinct hashes into the trusted set.
@@ -164,9 +172,8 @@ func (ix *Index) addTrustedHashes(hs []uint64) {
 	if len(hs) == 0 {
 		return
 	}
-	same := func(h uint64) uint64 { return h }
 	var full bool
-	ix.trusted, full = mergeNew(ix.trusted, hs, MaxTrusted-len(ix.trusted), same, same)
+	ix.trusted, full = mergeHashes(ix.trusted, hs, MaxTrusted)
 	ix.Full = ix.Full || full
 }
 
@@ -213,11 +220,7 @@ func (ix *Index) AddFields(values ...string) {
 // one that does not fit is simply not Named later (fail closed), so it
 // does not mark the index Full.
 func (ix *Index) addFieldHashes(hs []uint64) {
-	if len(hs) == 0 {
-		return
-	}
-	same := func(h uint64) uint64 { return h }
-	ix.fields, _ = mergeNew(ix.fields, hs, MaxFields-len(ix.fields), same, same)
+	ix.fields, _ = mergeHashes(ix.fields, hs, MaxFields)
 }
 
 // Ask remembers the tokens of a call answered ask (its arguments' texts).

@@ -152,8 +152,10 @@ func TestIndexFull(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	ix := &Index{}
-	ix.AddTrusted("pay the bill")
+	ix.AddTrusted("pay the bill, then run `make clean`")
 	ix.AddUntrusted("IBAN UK12345678901234567890 from the bill", Source{Seq: 9, RequestID: strings.Repeat("r", 300), Tool: "read_file", ProvenanceID: "p1"})
+	ix.AddUntrusted("- general\n- random\n", Source{Seq: 10})
+	ix.AddRecords("- general\n- random\n")
 	b, err := json.Marshal(ix)
 	if err != nil {
 		t.Fatal(err)
@@ -162,12 +164,13 @@ func TestRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(back.untrusted, ix.untrusted) || !slices.Equal(back.trusted, ix.trusted) || len(back.Sources) != 1 || len(back.Sources[0].RequestID) != maxFieldBytes {
+	if !slices.Equal(back.untrusted, ix.untrusted) || !slices.Equal(back.trusted, ix.trusted) || len(back.Sources) != 2 || len(back.Sources[0].RequestID) != maxFieldBytes ||
+		!slices.Equal(back.fields, ix.fields) || !slices.Equal(back.typed, ix.typed) || !back.Classify("random").Named || !back.Classify("make clean").Typed {
 		t.Fatalf("round trip: %+v", back)
 	}
 	c := ix.Clone()
 	c.AddUntrusted("more", Source{})
-	if len(ix.Sources) != 1 {
+	if len(ix.Sources) != 2 || !c.Classify("random").Named || !c.Classify("make clean").Typed {
 		t.Fatal("Clone shares its sources")
 	}
 	for _, bad := range []string{
@@ -175,6 +178,8 @@ func TestRoundTrip(t *testing.T) {
 		`{"untrusted":"AAAA"}`,
 		`{"untrusted":"AAAAAAAAAAAB"}`,         // a token naming no source
 		`{"trusted":"AAAAAAAAAAEAAAAAAAAAAQ"}`, // not increasing
+		`{"fields":"AAAAAAAAAAEAAAAAAAAAAQ"}`,
+		`{"typed":"AAAAAAAAAAEAAAAAAAAAAQ"}`,
 	} {
 		var ix Index
 		if err := json.Unmarshal([]byte(bad), &ix); !errors.Is(err, ErrCorrupt) {
@@ -417,30 +422,6 @@ func TestFieldsBounded(t *testing.T) {
 	}
 }
 
-func TestRoundTripFields(t *testing.T) {
-	ix := &Index{}
-	ix.AddUntrusted("- general\n- random\n", Source{Seq: 1})
-	ix.AddRecords("- general\n- random\n")
-	b, err := json.Marshal(ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Index
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(back.fields, ix.fields) || !back.Classify("random").Named {
-		t.Fatalf("round trip lost the fields: %s", b)
-	}
-	if len(ix.Clone().fields) != 2 {
-		t.Fatal("Clone lost the fields")
-	}
-	var bad Index
-	if err := json.Unmarshal([]byte(`{"fields":"AAAAAAAAAAEAAAAAAAAAAQ"}`), &bad); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("fields not increasing: %v, want ErrCorrupt", err)
-	}
-}
-
 func FuzzRecords(f *testing.F) {
 	f.Add("- general\n- random\n", "random")
 	f.Add(`{"a": [1, {"b": "c"}], "d": null}`, "c")
@@ -491,18 +472,6 @@ func TestTyped(t *testing.T) {
 		if got := ix.Classify(tc.v...); got.Typed != tc.want {
 			t.Errorf("%q: typed %v, want %v", tc.v, got.Typed, tc.want)
 		}
-	}
-	b, err := json.Marshal(ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Index
-	if err := json.Unmarshal(b, &back); err != nil || !back.Classify("make clean").Typed || !ix.Clone().Classify("make clean").Typed {
-		t.Fatalf("typed spans lost in a round trip or a clone: %v", err)
-	}
-	var bad Index
-	if err := json.Unmarshal([]byte(`{"typed":"AAAAAAAAAAEAAAAAAAAAAQ"}`), &bad); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("typed spans not increasing: %v, want ErrCorrupt", err)
 	}
 }
 

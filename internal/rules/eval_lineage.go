@@ -59,8 +59,9 @@ type LineageView struct {
 	// Evidence is the strongest kind of what the value shares with
 	// untrusted content: identifier (an account, an address, a URL, a
 	// path), phrase (three or more words in order), number (an amount, a
-	// date, a time), words (one or two), unseen (Unknown); empty unless
-	// the origin is untrusted.
+	// date, a time), words (one or two), unseen (Unknown), declared (the
+	// argument's ACS provenance says so); empty unless the origin is
+	// untrusted.
 	Evidence string `cel:"evidence"`
 }
 
@@ -114,24 +115,15 @@ func (e *evalCtx) updateLineage() {
 	var fields []string
 	parts, _ := p["outputs"].([]any)
 	for _, part := range parts {
-		if m, ok := part.(map[string]any); ok {
-			if text, ok := m["value"].(string); ok {
-				ix.AddRecords(text)
-			} else {
-				structuredScalars(m["value"], &fields)
-			}
+		m, _ := part.(map[string]any)
+		switch v := m["value"].(type) {
+		case string:
+			ix.AddRecords(v)
+		case []any, map[string]any:
+			fieldValues(v, &fields)
 		}
 	}
 	ix.AddFields(fields...)
-}
-
-// structuredScalars appends the keys and scalars of v when it is an
-// object or a list, and nothing for a scalar.
-func structuredScalars(v any, out *[]string) {
-	switch v.(type) {
-	case []any, map[string]any:
-		fieldValues(v, out)
-	}
 }
 
 // fieldValues appends every scalar under v and every key of its objects.
