@@ -81,6 +81,10 @@ func (ix *Index) typedText(s string) bool {
 	if strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) }) {
 		return false // more than one token
 	}
-	t = strings.TrimFunc(t, connector)
+	if strings.TrimFunc(t, connector) != t {
+		// "/notes/a.md" or "~/notes/a.md" is not the user's "notes/a.md",
+		// though the token index, which trims those, takes them as one.
+		return false
+	}
 	return matters(t) && len(t) <= maxToken && ix.isTrusted(hashOf(t))
 }
