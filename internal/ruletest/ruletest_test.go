@@ -65,14 +65,19 @@ func TestWindowEdges(t *testing.T) {
 // A taint window in steps ends after the session's next N envelopes,
 // within the same turn, and a window in turns still bounds it
 // (testdata/steps.yaml).
-func TestStepWindows(t *testing.T) {
-	rs, err := rules.LoadFiles("testdata/steps.yaml")
+func TestStepWindows(t *testing.T) { runCases(t, 2, "testdata/steps.yaml") }
+
+// runCases runs the test cases of a rule file and wants them all to pass,
+// and want of them to run.
+func runCases(t *testing.T, want int, file string) {
+	t.Helper()
+	rs, err := rules.LoadFiles(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	results := ruletest.RunSet(newGuardian(t), rs)
-	if len(results) != 2 {
-		t.Fatalf("%d cases, want 2", len(results))
+	if len(results) != want {
+		t.Fatalf("%d cases of %s ran, want %d", len(results), file, want)
 	}
 	for _, r := range results {
 		for _, f := range r.Failures {
@@ -99,21 +104,7 @@ func TestAgentThreshold(t *testing.T) {
 
 // Every threshold scope: per turn, per session, within turns, within a
 // duration, consecutive.
-func TestThresholdScopes(t *testing.T) {
-	rs, err := rules.LoadFiles("testdata/thresholds.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	results := ruletest.RunSet(newGuardian(t), rs)
-	if len(results) != 4 {
-		t.Fatalf("%d cases", len(results))
-	}
-	for _, r := range results {
-		for _, f := range r.Failures {
-			t.Errorf("%s: %s", r.Name, f)
-		}
-	}
-}
+func TestThresholdScopes(t *testing.T) { runCases(t, 4, "testdata/thresholds.yaml") }
 
 // Every untrusted source of the default catalog taints — also in a session
 // that carried a provenance label earlier (the fallback is decided per
