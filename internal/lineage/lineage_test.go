@@ -150,20 +150,27 @@ func TestIndexFull(t *testing.T) {
 	}
 }
 
-func TestRoundTrip(t *testing.T) {
-	ix := &Index{}
-	ix.AddTrusted("pay the bill, then run `make clean`")
-	ix.AddUntrusted("IBAN UK12345678901234567890 from the bill", Source{Seq: 9, RequestID: strings.Repeat("r", 300), Tool: "read_file", ProvenanceID: "p1"})
-	ix.AddUntrusted("- general\n- random\n", Source{Seq: 10})
-	ix.AddRecords("- general\n- random\n")
+// roundTrip writes ix as a session's state stores it and reads it back.
+func roundTrip(t testing.TB, ix *Index) Index {
+	t.Helper()
 	b, err := json.Marshal(ix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var back Index
 	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
+		t.Fatalf("a written index does not read back: %v", err)
 	}
+	return back
+}
+
+func TestRoundTrip(t *testing.T) {
+	ix := &Index{}
+	ix.AddTrusted("pay the bill, then run `make clean`")
+	ix.AddUntrusted("IBAN UK12345678901234567890 from the bill", Source{Seq: 9, RequestID: strings.Repeat("r", 300), Tool: "read_file", ProvenanceID: "p1"})
+	ix.AddUntrusted("- general\n- random\n", Source{Seq: 10})
+	ix.AddRecords("- general\n- random\n")
+	back := roundTrip(t, ix)
 	if !slices.Equal(back.untrusted, ix.untrusted) || !slices.Equal(back.trusted, ix.trusted) || len(back.Sources) != 2 || len(back.Sources[0].RequestID) != maxFieldBytes ||
 		!slices.Equal(back.fields, ix.fields) || !slices.Equal(back.typed, ix.typed) || !back.Classify("random").Named || !back.Classify("make clean").Typed {
 		t.Fatalf("round trip: %+v", back)
@@ -207,14 +214,7 @@ func FuzzIndex(f *testing.F) {
 				t.Fatalf("source %d of %d", s, len(ix.Sources))
 			}
 		}
-		b, err := json.Marshal(ix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back Index
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("a written index does not read back: %v", err)
-		}
+		back := roundTrip(t, ix)
 		if back.Classify(value).Origin != l.Origin {
 			t.Fatal("the index read back classifies otherwise")
 		}
@@ -288,14 +288,7 @@ func TestApprove(t *testing.T) {
 		t.Fatalf("before: %+v", got)
 	}
 	ix.Ask("call-1", []string{"UK12345678901234567890", "98.70"})
-	b, err := json.Marshal(ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Index
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, ix)
 	if back.Approve("call-2") {
 		t.Fatal("approved a call never asked")
 	}
