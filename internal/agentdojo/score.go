@@ -3,6 +3,7 @@ package agentdojo
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -98,7 +99,7 @@ const MinServingLen = 4
 // it. -1 when no call serves it.
 func firstServing(r *Run, s *Session, rs *rules.Set) int {
 	var inj, own strings.Builder
-	for _, k := range sortedKeys(r.Injections) {
+	for _, k := range slices.Sorted(maps.Keys(r.Injections)) {
 		inj.WriteString(normalize(r.Injections[k]))
 		inj.WriteByte('\n')
 	}
@@ -167,7 +168,7 @@ func leaves(v json.RawMessage) []string {
 				walk(e)
 			}
 		case map[string]any:
-			for _, k := range sortedKeys(t) {
+			for _, k := range slices.Sorted(maps.Keys(t)) {
 				walk(t[k])
 			}
 		}
@@ -180,13 +181,4 @@ func leaves(v json.RawMessage) []string {
 // trimming both ends.
 func normalize(s string) string {
 	return strings.Join(strings.FieldsFunc(strings.ToLower(s), unicode.IsSpace), " ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -192,7 +193,7 @@ func summarize(hook string, payload any) (tool, summary string) {
 	case "toolCallRequest":
 		args, _ := p["arguments"].(map[string]any)
 		var parts []string
-		for _, k := range sortedKeys(args) {
+		for _, k := range slices.Sorted(maps.Keys(args)) {
 			v := args[k]
 			if a, ok := v.(map[string]any); ok {
 				v = a["value"]
@@ -233,15 +234,6 @@ func truncate(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // stepDepth nests a step under its turn: a turn's own turnStart and

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -357,7 +358,7 @@ func (c *compiler) declare(f *File) {
 		c.seen[key] = p
 		return false
 	}
-	for _, name := range sortedKeys(f.Lists) {
+	for _, name := range slices.Sorted(maps.Keys(f.Lists)) {
 		p := c.keyPos(f, "lists", name)
 		if !isIdent(name) {
 			c.errf(f, p, "list name %q: use letters, digits and '_'", name)
@@ -366,7 +367,7 @@ func (c *compiler) declare(f *File) {
 			c.lists[name] = f.Lists[name]
 		}
 	}
-	for _, name := range sortedKeys(f.Macros) {
+	for _, name := range slices.Sorted(maps.Keys(f.Macros)) {
 		p := c.keyPos(f, "macros", name)
 		if !isIdent(name) {
 			c.errf(f, p, "macro name %q: use letters, digits and '_'", name)
@@ -482,7 +483,7 @@ func (c *compiler) compileFile(f *File) {
 		}
 		c.set.Taints = append(c.set.Taints, tl)
 	}
-	for _, name := range sortedKeys(f.Macros) {
+	for _, name := range slices.Sorted(maps.Keys(f.Macros)) {
 		// A macro is checked where it is written, so its errors point there.
 		m := f.Macros[name]
 		c.expr(f, m, "macro "+name)
@@ -580,15 +581,6 @@ func firstPos(ss []Str) Pos {
 		return ss[0].Pos
 	}
 	return Pos{1, 1}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func isToken(s string) bool {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -298,7 +299,7 @@ func (s *Set) asked(sess *turnstate.Session, spec acs.MethodSpec, requestID stri
 	}
 	args := argumentTexts(payload)
 	var texts []string
-	for _, name := range sortedKeys(args) {
+	for _, name := range slices.Sorted(maps.Keys(args)) {
 		texts = append(texts, args[name]...)
 	}
 	if sess.Lineage == nil {
