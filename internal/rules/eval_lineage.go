@@ -191,6 +191,12 @@ func argumentTexts(payload any) map[string][]string {
 			out[name] = texts
 		}
 	}
+	// The payload's raw_command is the argument of that name (a sink of
+	// the shells), so lineage["raw_command"] exists wherever tool.sinks
+	// names it.
+	if raw, _ := p["raw_command"].(string); raw != "" {
+		out["raw_command"] = append(out["raw_command"], raw)
+	}
 	return out
 }
 
