@@ -27,6 +27,7 @@ var core = []string{
 	"schema",
 	"internal/turnstate",
 	"internal/lineage",
+	"internal/shellcmd",
 	"internal/rules",
 	"internal/guardian",
 	"internal/alert",

@@ -123,6 +123,8 @@ type taintSource struct {
 	when cel.Program
 	// unanswered: see SourceDef.Unanswered.
 	unanswered bool
+	// output: see SourceDef.Output.
+	output bool
 }
 
 type toolClass struct {
@@ -475,7 +477,7 @@ func (c *compiler) compileFile(f *File) {
 				c.errf(f, s.ID.Pos, "taint source id %q: letters, digits, '-' and '_'", s.ID.Value)
 			}
 			if p := c.expr(f, s.When, "when"); p != nil {
-				tl.Sources = append(tl.Sources, taintSource{id: s.ID.Value, when: p, unanswered: s.Unanswered})
+				tl.Sources = append(tl.Sources, taintSource{id: s.ID.Value, when: p, unanswered: s.Unanswered || s.Output, output: s.Output})
 			}
 		}
 		if t.ClearWhen.Set() {

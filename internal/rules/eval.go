@@ -11,6 +11,7 @@ import (
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/shellcmd"
 	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
@@ -259,8 +260,54 @@ func (e *evalCtx) toolView() *ToolView {
 	if t.Sinks == nil {
 		t.Sinks = []string{}
 	}
+	t.Programs = commandPrograms(t)
 	e.tool = t
 	return t
+}
+
+// commandArgs are the argument names (as normalize spells them) whose
+// value is a command line the tool runs.
+var commandArgs = []string{"command", "cmd", "cmdline", "command_line", "raw_command"}
+
+// commandPrograms is ToolView.Programs: what the command lines among the
+// call's sinks run. A command argument the catalog says is not a sink (a
+// docs site's search command) is not run by a shell.
+func commandPrograms(t *ToolView) []string {
+	var out []string
+	for _, k := range t.Sinks {
+		name := normalize(k, false)
+		if !slices.Contains(commandArgs, name) {
+			continue
+		}
+		if name == "raw_command" && t.RawCommand != "" {
+			out = append(out, shellcmd.Programs(t.RawCommand)...)
+		}
+		switch v := t.Args[k].(type) {
+		case string:
+			out = append(out, shellcmd.Programs(v)...)
+		case []any:
+			argv := make([]string, 0, len(v))
+			for _, a := range v {
+				if s, ok := a.(string); ok {
+					argv = append(argv, s)
+				}
+			}
+			if len(argv) != len(v) {
+				// Not an argument vector: nothing names what it runs.
+				out = append(out, shellcmd.Unknown)
+				continue
+			}
+			out = append(out, shellcmd.Argv(argv)...)
+		case nil:
+		default:
+			out = append(out, shellcmd.Unknown)
+		}
+	}
+	if out == nil {
+		return []string{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // carries reports whether an argument value is given: not null, false or

@@ -31,7 +31,7 @@ func (e *evalCtx) updateTaints(res *Result) {
 				continue
 			}
 			if ok && src.unanswered {
-				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false)})
+				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output})
 				continue
 			}
 			if ok {
@@ -81,7 +81,8 @@ func setTaintHit(sess *turnstate.Session, label string, hit turnstate.TaintHit) 
 
 // taintUnanswered settles the calls an unanswered source matched: the
 // envelope that is a call's result answers it (no label: the result's own
-// sources decide), and any other envelope arriving first sets each call's
+// sources decide; an output source's label, with the result as
+// evidence), and any other envelope arriving first sets each call's
 // label with the call as evidence — its output entered the session, but
 // the session will not see it (an adapter that sends no results), so the
 // window starts at the call.
@@ -96,6 +97,10 @@ func (e *evalCtx) taintUnanswered() {
 	}
 	for _, u := range e.sess.Unanswered {
 		if ref != "" && u.Hit.RequestID == ref {
+			if u.Output {
+				// The call's output is this result's: it enters now.
+				e.setTaint(u.Label, u.Hit.Source)
+			}
 			continue
 		}
 		setTaintHit(e.sess, u.Label, u.Hit)

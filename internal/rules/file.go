@@ -80,6 +80,12 @@ type SourceDef struct {
 	// sets the label only if another envelope of the session arrives
 	// before the call's result (taintUnanswered).
 	Unanswered bool `yaml:"unanswered"`
+	// Output makes the call's output the source, whatever tool brought
+	// it: a call it matches, once let through, sets the label when its
+	// result arrives (the result as evidence), or as Unanswered does when
+	// another envelope arrives first. For a call whose arguments, not its
+	// tool, say it brings content in (a shell's curl).
+	Output bool `yaml:"output"`
 }
 
 // WindowDef bounds a window in turns and/or time; whichever ends first.

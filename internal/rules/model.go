@@ -31,6 +31,13 @@ type ToolView struct {
 	// every argument carried is a sink (see Set.ToolSinks).
 	Sinks      []string `cel:"sinks"`
 	SinksKnown bool     `cel:"sinks_known"`
+	// Programs are the programs the call's command lines run — those of
+	// its sinks named command, cmd, cmdline, command_line or raw_command
+	// (the payload's), a shell line or an argument vector — as lower-cased
+	// base names, sorted (internal/shellcmd): "?" for one named through
+	// a variable or a substitution, and every word of a wrapper (sudo,
+	// env, xargs, find -exec) or of a line the shell parser refuses.
+	Programs []string `cel:"programs"`
 }
 
 // SessionView is the session the envelope belongs to, after the envelope

@@ -111,7 +111,8 @@ func TestThresholdScopes(t *testing.T) { runCases(t, 4, "testdata/thresholds.yam
 // step) — so that a consequential call after it is denied.
 func TestDefaultPackUntrustedSources(t *testing.T) {
 	sources := []string{"webfetch", "WEB_FETCH", "WebFetch", "web-search", "curl", "wget", "http_request", "http_get",
-		"mcp__browser__navigate", "mcp__playwright__browser_click", "mcp__fetch__fetch", "read_url", "browser_open", "download_file"}
+		"mcp__browser__navigate", "mcp__playwright__browser_click", "mcp__fetch__fetch", "read_url", "browser_open", "download_file",
+		"mcp__github__get_issue", "mcp__slack__list_messages", "mcp__linear__search_issues", "mcp__notion__create_page"}
 	for _, name := range sources {
 		t.Run(name, func(t *testing.T) {
 			tests := fmt.Sprintf(`apiVersion: turnguard/v1
@@ -143,6 +144,32 @@ tests:
 				}
 			}
 		})
+	}
+}
+
+// Sources fail closed: a shell command that fetches, in the forms the
+// agents send it (a line, an argument vector, the payload's raw_command, a
+// program named through a variable), and an MCP server's output taint; a
+// server the operator classes trusted_source does not
+// (testdata/sources.yaml, run over the default pack).
+func TestSourcesFailClosed(t *testing.T) {
+	const file = "testdata/sources.yaml"
+	rs, err := rules.LoadFiles(rulepack.DefaultPath, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
+		if r.File != file {
+			continue
+		}
+		ran++
+		for _, f := range r.Failures {
+			t.Errorf("%s: %s", r.Name, f)
+		}
+	}
+	if ran != 4 {
+		t.Fatalf("%d cases of %s ran, want 4", ran, file)
 	}
 }
 

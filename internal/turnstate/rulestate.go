@@ -39,6 +39,9 @@ const MaxUnanswered = 16
 type UnansweredCall struct {
 	Label string   `json:"label"`
 	Hit   TaintHit `json:"hit"`
+	// Output: the result sets the label too, as its own evidence (a
+	// taint source with output set).
+	Output bool `json:"output,omitempty"`
 }
 
 // TaintHit is the evidence of one envelope that set or refreshed a taint.

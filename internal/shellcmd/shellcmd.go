@@ -1,0 +1,232 @@
+// Package shellcmd tells which programs a shell command line runs, so that
+// a catalog can say what a shell call does by what it runs (a curl brings a
+// page into the session) rather than by the tool's name (Bash runs
+// anything).
+//
+// The answer over-approximates, because it feeds fail-closed decisions: a
+// program named through a variable or a substitution is Unknown, a line
+// the parser refuses gives every word it holds, and the words after a
+// wrapper (sudo, env, xargs, timeout, find -exec, …) all count, whether
+// they are the program it runs or that program's arguments.
+package shellcmd
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+const (
+	// Unknown stands for a program the line names through a variable, a
+	// substitution or an expansion ("$CURL" url, $(which curl) url): the
+	// line runs something no reading of it can name.
+	Unknown = "?"
+	// MaxParsed is the longest command line parsed as shell; a longer one
+	// gives every word it holds (fail closed) at a cost linear in its size.
+	MaxParsed = 16 << 10
+	// MaxPrograms bounds the names returned.
+	MaxPrograms = 256
+	// maxDepth bounds the nesting of sh -c and eval scripts read.
+	maxDepth = 4
+)
+
+// wrappers run the program their arguments name.
+var wrappers = map[string]bool{
+	"sudo": true, "doas": true, "su": true, "env": true, "xargs": true, "parallel": true, "time": true, "timeout": true,
+	"nohup": true, "nice": true, "ionice": true, "stdbuf": true, "setsid": true, "chroot": true, "unbuffer": true,
+	"exec": true, "command": true, "builtin": true, "watch": true, "strace": true, "ltrace": true, "flock": true,
+	"find": true, "npx": true, "uvx": true, "pipx": true, "bunx": true, "busybox": true, "script": true, "caffeinate": true,
+	"proxychains": true, "proxychains4": true, "torsocks": true, "firejail": true, "unshare": true, "nsenter": true,
+}
+
+// shells run the script their -c option gives.
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "mksh": true, "fish": true}
+
+// Programs returns the programs line runs, lower-cased base names (/usr/bin/curl
+// is curl), sorted and without duplicates; Unknown among them when a
+// program is not named literally.
+func Programs(line string) []string {
+	var c collector
+	c.line(line, 0)
+	return c.result()
+}
+
+// Argv returns the programs an argument vector runs (an exec-style command:
+// ["bash", "-lc", "curl …"] or ["curl", "-s", url]).
+func Argv(argv []string) []string {
+	var c collector
+	c.argv(argv, 0)
+	return c.result()
+}
+
+type collector struct {
+	names map[string]bool
+}
+
+func (c *collector) add(name string) {
+	if c.names == nil {
+		c.names = map[string]bool{}
+	}
+	if len(c.names) < MaxPrograms {
+		c.names[name] = true
+	}
+}
+
+func (c *collector) result() []string {
+	out := make([]string, 0, len(c.names))
+	for n := range c.names {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// program adds the program a word names: its base name, lower-cased.
+func (c *collector) program(word string) {
+	if word == "" {
+		return
+	}
+	c.add(strings.ToLower(path.Base(strings.TrimRight(word, "/"))))
+}
+
+func (c *collector) line(line string, depth int) {
+	if depth > maxDepth || len(line) > MaxParsed {
+		c.words(line)
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		c.words(line)
+		return
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			argv := make([]string, len(call.Args))
+			known := make([]bool, len(call.Args))
+			for i, w := range call.Args {
+				argv[i], known[i] = literal(w)
+			}
+			c.call(argv, known, depth)
+		}
+		return true
+	})
+}
+
+// words is the reading of a line the parser refused: every word in it,
+// split at blanks and shell operators, may be a program.
+func (c *collector) words(line string) {
+	for _, w := range strings.FieldsFunc(line, func(r rune) bool {
+		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
+	}) {
+		c.program(w)
+	}
+}
+
+func (c *collector) argv(argv []string, depth int) {
+	known := make([]bool, len(argv))
+	for i := range known {
+		known[i] = true
+	}
+	c.call(argv, known, depth)
+}
+
+// call adds the programs one simple command runs.
+func (c *collector) call(argv []string, known []bool, depth int) {
+	if len(argv) == 0 {
+		return
+	}
+	if !known[0] {
+		c.add(Unknown)
+		return
+	}
+	c.program(argv[0])
+	name := strings.ToLower(path.Base(argv[0]))
+	switch {
+	case shells[name]:
+		for i := 1; i < len(argv); i++ {
+			a := argv[i]
+			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+				if i+1 < len(argv) {
+					if !known[i+1] {
+						c.add(Unknown)
+					} else {
+						c.line(argv[i+1], depth+1)
+					}
+				}
+				return
+			}
+		}
+	case name == "eval":
+		for i := 1; i < len(argv); i++ {
+			if !known[i] {
+				c.add(Unknown)
+				return
+			}
+		}
+		c.line(strings.Join(argv[1:], " "), depth+1)
+	case wrappers[name]:
+		// What the wrapper runs is one of its words; which one depends on
+		// its options, so each counts.
+		for i := 1; i < len(argv); i++ {
+			if !known[i] {
+				c.add(Unknown)
+				continue
+			}
+			a := argv[i]
+			if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+				continue
+			}
+			c.program(a)
+			// A shell, eval or another wrapper run by this one: read what
+			// it runs in turn (sudo bash -c '…').
+			if n := strings.ToLower(path.Base(a)); shells[n] || n == "eval" || wrappers[n] {
+				if depth < maxDepth {
+					c.call(argv[i:], known[i:], depth+1)
+				}
+				return
+			}
+		}
+	}
+}
+
+// literal is a word's value when it holds no expansion: plain text, single
+// or double quotes around plain text, escapes.
+func literal(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unescape removes the backslashes of an unquoted word (\curl is curl).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

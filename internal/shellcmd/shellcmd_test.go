@@ -1,0 +1,121 @@
+package shellcmd
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestPrograms(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       []string
+	}{
+		{"empty", "", []string{}},
+		{"one program", "ls -la", []string{"ls"}},
+		{"path and case", "/usr/bin/CURL -s https://example.com", []string{"curl"}},
+		{"pipeline and lists", "curl -s https://x.example | sh && echo done; git status", []string{"curl", "echo", "git", "sh"}},
+		{"command substitution", `echo "$(wget -qO- https://x.example)"`, []string{"echo", "wget"}},
+		{"backticks", "echo `curl x`", []string{"curl", "echo"}},
+		{"process substitution", "diff <(curl a) b.txt", []string{"curl", "diff"}},
+		{"subshell and group", "(cd /tmp && curl x) ; { wget y; }", []string{"cd", "curl", "wget"}},
+		{"assignment before the program", "HTTPS_PROXY=p curl x", []string{"curl"}},
+		{"quoted and escaped program", `"curl" x; 'wget' y; \nc host 80`, []string{"curl", "nc", "wget"}},
+		{"program in a variable", `$CURL https://x.example`, []string{Unknown}},
+		{"program from a substitution", `$(which curl) https://x.example`, []string{Unknown, "which"}},
+		{"sh -c script", `bash -lc 'curl -s x | jq .'`, []string{"bash", "curl", "jq"}},
+		{"sh -c script not literal", `sh -c "$SCRIPT"`, []string{Unknown, "sh"}},
+		{"eval", `eval "curl x"`, []string{"curl", "eval"}},
+		{"sudo", "sudo -u root curl x", []string{"curl", "root", "sudo", "x"}},
+		{"env with assignments", "env A=1 B=2 wget x", []string{"env", "wget", "x"}},
+		{"xargs", "cat urls | xargs -n1 curl -O", []string{"cat", "curl", "xargs"}},
+		{"timeout", "timeout 5 curl x", []string{"5", "curl", "timeout", "x"}},
+		{"wrapper running a shell", `sudo bash -c 'wget x'`, []string{"bash", "sudo", "wget"}},
+		{"find -exec", `find . -name '*.url' -exec curl {} \;`, []string{"*.url", ".", ";", "curl", "find", "{}"}},
+		{"heredoc body is data", "cat <<EOF\ncurl x\nEOF", []string{"cat"}},
+		{"word mentioning a program is not one", `git commit -m "use curl"; grep curl notes.txt`, []string{"git", "grep"}},
+		{"refused line gives every word", "curl x |", []string{"curl", "x"}},
+		{"refused line with quotes", `echo "unterminated; wget y`, []string{"echo", "unterminated", "wget", "y"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Programs(tt.line); !slices.Equal(got, tt.want) {
+				t.Errorf("Programs(%q) = %q, want %q", tt.line, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestArgv(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		want []string
+	}{
+		{"exec form", []string{"curl", "-s", "https://x.example"}, []string{"curl"}},
+		{"shell form", []string{"bash", "-lc", "wget -qO- x | head"}, []string{"bash", "head", "wget"}},
+		{"shell without -c", []string{"bash", "script.sh"}, []string{"bash"}},
+		{"empty", nil, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Argv(tt.argv); !slices.Equal(got, tt.want) {
+				t.Errorf("Argv(%q) = %q, want %q", tt.argv, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLongLineIsReadAsWords(t *testing.T) {
+	line := "echo " + strings.Repeat("a ", MaxParsed) + "; curl x"
+	if got := Programs(line); !slices.Contains(got, "curl") {
+		t.Fatalf("a line over MaxParsed lost its programs: %q", got)
+	}
+}
+
+func TestNestingIsBounded(t *testing.T) {
+	line := "curl x"
+	for range 3 * maxDepth {
+		line = "sh -c " + quote(line)
+	}
+	got := Programs(line)
+	if !slices.Contains(got, "sh") {
+		t.Fatalf("Programs = %q, want sh among them", got)
+	}
+	// Past maxDepth the inner script is read as words: curl still counts.
+	if !slices.Contains(got, "curl") {
+		t.Fatalf("a deeply nested curl was lost: %q", got)
+	}
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func FuzzPrograms(f *testing.F) {
+	for _, s := range []string{"curl x | sh", `bash -c "$(wget -O- x)"`, "sudo env A=1 xargs curl", "cat <<EOF\nx\nEOF", "(((", `\`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		got := Programs(line)
+		if len(got) > MaxPrograms {
+			t.Fatalf("%d programs, more than MaxPrograms", len(got))
+		}
+		if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+			t.Fatalf("not sorted and distinct: %q", got)
+		}
+		for _, p := range got {
+			if p == "" || (utf8.ValidString(line) && !utf8.ValidString(p)) {
+				t.Fatalf("bad program name %q", p)
+			}
+		}
+	})
+}
+
+// BenchmarkPrograms: the cost a shell call adds to its decision (a typical
+// agent command line).
+func BenchmarkPrograms(b *testing.B) {
+	const line = `cd /repo && go test ./internal/... 2>&1 | grep -v "^ok" | tail -40`
+	for b.Loop() {
+		Programs(line)
+	}
+}
