@@ -35,6 +35,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return credsCommand(args[1:], stdout, stderr)
 		case "http-token":
 			return httpTokenCommand(args[1:], stdout, stderr)
+		case "connect":
+			return connectCommand(args[1:], stdout, stderr)
 		case "init":
 			return initCommand(args[1:], stdout, stderr)
 		}

@@ -101,6 +101,8 @@ type Gateway struct {
 	attest     *attestor
 	validator  *schema.Validator
 	handshakes *handshakes
+	// states reads session states for the native hook endpoints.
+	states *sessionStates
 	// anonymous is the caller of every request of an open endpoint.
 	anonymous *Caller
 	stats     Stats
@@ -185,6 +187,7 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}
 	hsAlarm := &handshakeAlarm{js: js, signer: cfg.Receipts, log: log, count: &g.stats.HandshakesInvalid}
 	g.handshakes = newHandshakes(js, sealer, hsAlarm.invalid)
+	g.states = &sessionStates{js: js, sealer: sealer}
 	return g, nil
 }
 

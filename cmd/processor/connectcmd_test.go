@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/turnguard/turnguard/internal/gateway"
+)
+
+// TestConnectClaudeCode: connect claude-code adds a caller whose token it
+// prints once, and merges Claude Code's hooks into the settings file,
+// keeping what was there, without hooking an event twice when run again;
+// a settings file it cannot merge leaves the callers file untouched.
+func TestConnectClaudeCode(t *testing.T) {
+	dir := t.TempDir()
+	callers, settings := filepath.Join(dir, "callers.yaml"), filepath.Join(dir, ".claude", "settings.local.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := `{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}]}}`
+	if err := os.WriteFile(settings, []byte(mine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	connect := func() string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args := []string{"connect", "claude-code", "--tokens", callers, "--settings", settings, "--url", "http://127.0.0.1:8787/"}
+		if code := run(context.Background(), args, &out, &errOut); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	first, second := connect(), connect()
+	cs, err := gateway.LoadCallers(callers)
+	if err != nil || cs.Len() != 2 || first == second {
+		t.Fatalf("callers %v (%v), tokens %q %q", cs, err, first, second)
+	}
+	raw, _ := os.ReadFile(callers)
+	for _, tok := range []string{first, second} {
+		if !strings.HasPrefix(tok, gateway.TokenPrefix) || strings.Contains(string(raw), tok) || !strings.Contains(string(raw), gateway.HashToken(tok)) {
+			t.Fatalf("token %q, callers file:\n%s", tok, raw)
+		}
+	}
+	var doc struct {
+		Model string                      `json:"model"`
+		Hooks map[string][]map[string]any `json:"hooks"`
+	}
+	raw, _ = os.ReadFile(settings)
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Model != "opus" {
+		t.Errorf("the settings' own keys were lost:\n%s", raw)
+	}
+	for _, e := range connectHookEvents {
+		groups := doc.Hooks[e.event]
+		want := 1
+		if e.event == "PreToolUse" {
+			want = 2 // the user's own lint hook, and turnguard's
+		}
+		if len(groups) != want {
+			t.Fatalf("%s has %d hook groups, want %d:\n%s", e.event, len(groups), want, raw)
+		}
+		hook := groups[len(groups)-1]["hooks"].([]any)[0].(map[string]any)
+		if hook["url"] != "http://127.0.0.1:8787/hooks/claude-code" || hook["headers"].(map[string]any)["Authorization"] != "Bearer $TURNGUARD_HOOK_TOKEN" ||
+			(hook["onFailure"] == "block") != e.block || strings.Contains(string(raw), first) {
+			t.Errorf("%s hook %v", e.event, hook)
+		}
+	}
+	if err := os.WriteFile(settings, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"connect", "claude-code", "--tokens", callers, "--settings", settings}, &out, &errOut); code != 1 || out.Len() != 0 {
+		t.Fatalf("unreadable settings: exit %d, stdout %q", code, out.String())
+	}
+	if cs, _ := gateway.LoadCallers(callers); cs.Len() != 2 {
+		t.Fatalf("a failed connect added a caller: %d", cs.Len())
+	}
+	for _, args := range [][]string{{"connect"}, {"connect", "cursor"}, {"connect", "claude-code"}, {"connect", "claude-code", "--tokens", callers, "--url", "ftp://x"}} {
+		if code := run(context.Background(), args, &out, &errOut); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/connlimit"
+	"github.com/turnguard/turnguard/internal/hosthook"
+	"github.com/turnguard/turnguard/internal/statestore"
+	"github.com/turnguard/turnguard/internal/turnstate"
+)
+
+// Native hook endpoints: a host posts its own hook input (Claude Code's
+// http hook) and reads its own answer, with no ACS adapter in between.
+// The endpoint is the adapter: it turns the event into the ACS steps the
+// host's ACS adapter sends (internal/hosthook), has each decided exactly
+// as a POST /acs of it would be — the same caller, session binding,
+// processor, chain, receipts and streams — and answers with the first
+// decision that was not allow. Where the adapter keeps a session's open
+// turn on disk, the endpoint reads the session's state.
+
+// nativeHello is the ClientHello recorded for a session negotiated by a
+// native hook endpoint: no ACS client sent one, and a handshake/hello
+// later in the session must not pass for it (it differs from any real
+// ClientHello).
+func nativeHello(host hosthook.Host) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"turnguard_native_hooks":%q}`, host))
+}
+
+// sessionStates reads session states for the native endpoints, opening
+// the state bucket the first time (the processor creates it).
+type sessionStates struct {
+	js     jetstream.JetStream
+	sealer *turnstate.Sealer
+
+	mu    sync.Mutex
+	store *statestore.Store
+}
+
+func (s *sessionStates) load(ctx context.Context, key string) (*turnstate.Session, error) {
+	s.mu.Lock()
+	store := s.store
+	s.mu.Unlock()
+	if store == nil {
+		kv, err := s.js.KeyValue(ctx, acs.StateBucket)
+		if err != nil {
+			return nil, fmt.Errorf("KV bucket %s: %w", acs.StateBucket, err)
+		}
+		store = statestore.NewStore(kv, s.sealer)
+		s.mu.Lock()
+		s.store = store
+		s.mu.Unlock()
+	}
+	sess, _, _, err := store.Load(ctx, key)
+	return sess, err
+}
+
+// hookView is what a plan needs of a session's state. A state that does
+// not verify counts as a started session with no open turn: the processor
+// decides what its next step meets (fail closed there), and the endpoint
+// does not stall the session on it.
+func hookView(sess *turnstate.Session, err error) hosthook.Session {
+	var integrity *statestore.IntegrityError
+	if errors.As(err, &integrity) {
+		return hosthook.Session{Started: true}
+	}
+	if sess == nil {
+		return hosthook.Session{}
+	}
+	v := hosthook.Session{Started: sess.Started, Closed: sess.Status == turnstate.StatusClosed}
+	if n := len(sess.OpenTurns); n > 0 {
+		v.OpenTurn = sess.OpenTurns[n-1].TurnID
+	}
+	return v
+}
+
+// serveClaudeCode answers Claude Code's http hook: POST
+// /hooks/claude-code with the hook input, authenticated as POST /acs is.
+// The answer is HTTP 200 with Claude Code's JSON output, or an empty body
+// when turnguard has nothing to say; 400 for a body that is no hook input
+// (kept in the dead-letter stream), which Claude Code treats as the hook's
+// failure (a block with onFailure "block").
+func (g *Gateway) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
+	who, why := g.authenticate(r)
+	if who == nil {
+		g.unauthenticated(w, r, why)
+		return
+	}
+	connlimit.Authenticated(r.Context())
+	if r.URL.Query().Has(accessTokenParam) {
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	ctx := r.Context()
+	from := origin{caller: who, remote: r.RemoteAddr, dl: &dlBudget{left: g.cfg.MaxDeadLetters}}
+	defer g.summariseDeadLetters(ctx, from)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	tooLarge := errors.As(err, &mbe)
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		ref := &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonContentType,
+			Message: fmt.Sprintf("Content-Type %q: POST /hooks/claude-code takes application/json", ct)}
+		g.deadLetter(ctx, from, incoming{raw: body}, ref, tooLarge)
+		writeJSONError(w, http.StatusUnsupportedMediaType, ref.Message)
+		return
+	}
+	if err != nil {
+		ref := &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", g.cfg.MaxBodyBytes)}
+		if !tooLarge {
+			ref = &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: "cannot read the request body: " + err.Error()}
+		}
+		g.deadLetter(ctx, from, incoming{raw: body}, ref, tooLarge)
+		writeJSONError(w, http.StatusBadRequest, ref.Message)
+		return
+	}
+	ev, err := hosthook.Parse(body)
+	if err != nil {
+		ref := &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
+		g.deadLetter(ctx, from, incoming{raw: body}, ref, false)
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	out, failClosed, rep := g.decideHook(ctx, from, ev, r.TLS != nil)
+	if out.Failed || out.Decision != "allow" {
+		g.log.Info().Str("caller", who.Name).Str("session_id", ev.Session).Str("event", ev.String()).
+			Str("decision", out.Decision).Bool("failed", out.Failed).Str("reason", out.Reason).Msg("claude-code hook")
+	}
+	answer := ev.Answer(out, failClosed)
+	w.Header().Set("Content-Type", "application/json")
+	if rep.receipt != "" {
+		w.Header().Set(acs.HdrReceipt, rep.receipt)
+		w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
+		if rep.seq != 0 {
+			w.Header().Set(acs.HdrStreamSeq, fmt.Sprint(rep.seq))
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(answer)
+}
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	raw, _ := json.Marshal(map[string]string{"error": msg})
+	_, _ = w.Write(raw)
+}
+
+// decideHook sends the event's steps in order and returns what they got:
+// the first decision that was not allow, or allow; whether a failure to
+// decide fails closed (always, but for a decision that did not come in
+// time under --on-decision-failure proceed); and the reply that decided.
+func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Event, tls bool) (hosthook.Outcome, bool, reply) {
+	who := from.caller
+	if g.cfg.RequireSignatures {
+		return hosthook.Outcome{Failed: true, Reason: "this processor requires signed envelopes (--require-signatures), and a host's own hook cannot sign: " +
+			"use the ACS adapter, or a processor without --require-signatures for native hooks"}, true, reply{}
+	}
+	key := acs.SessionKey(who.Tenant, ev.Session)
+	agentID := who.AgentID
+	if g.cfg.Handshake == HandshakeRequired {
+		n, err := g.nativeNegotiation(ctx, who, key, ev)
+		if err != nil {
+			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
+		}
+		if agentID == "" {
+			agentID = n.AgentID
+		}
+	}
+	if agentID == "" {
+		agentID = ev.AgentID()
+	}
+	view := hookView(g.states.load(ctx, key))
+	steps := ev.Plan(view, uuid.NewString)
+	out := hosthook.Outcome{Decision: "allow"}
+	var last reply
+	for _, st := range steps {
+		raw, err := st.Envelope(ev.Session, agentID, time.Now().UTC().Format(hosthook.TimestampFormat))
+		if err != nil {
+			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
+		}
+		rep := g.one(ctx, from, raw, tls)
+		decision, reason, timeout, failure := readReply(rep)
+		if failure != "" {
+			return hosthook.Outcome{Failed: true, Reason: st.Method + ": " + failure}, !(timeout && g.cfg.OnDecisionFailure == "proceed"), rep
+		}
+		last = rep
+		if decision != "allow" {
+			return hosthook.Outcome{Decision: decision, Reason: reason}, true, rep
+		}
+	}
+	return out, true, last
+}
+
+// nativeNegotiation returns the session's negotiation, recording one for
+// the native endpoint when the session has none (or is only bound to its
+// caller): the caller, the agent and the methods the host's events use. A
+// session another caller negotiated or bound is refused.
+func (g *Gateway) nativeNegotiation(ctx context.Context, who *Caller, key string, ev *hosthook.Event) (*negotiation, error) {
+	n, err := g.handshakes.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	agentID := who.AgentID
+	if agentID == "" {
+		agentID = ev.AgentID()
+	}
+	native := &negotiation{ClientHello: nativeHello(hosthook.ClaudeCode), AgentID: agentID, Caller: who.Name,
+		ServerHello: map[string]any{"turnguard_native_hooks": string(hosthook.ClaudeCode)}, Methods: hosthook.Methods, At: time.Now().UTC()}
+	switch {
+	case n == nil:
+		n, err = g.handshakes.put(ctx, key, native)
+	case n.Caller != who.Name:
+		return nil, fmt.Errorf("session %s belongs to another caller", ev.Session)
+	case !n.negotiated():
+		n, err = g.handshakes.upgrade(ctx, key, n, native)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n.Caller != who.Name {
+		// Another caller's negotiation won a race to the record.
+		return nil, fmt.Errorf("session %s belongs to another caller", ev.Session)
+	}
+	return n, nil
+}
+
+// readReply reads a step's answer: its decision and reasoning, or why
+// there is none (failure), and whether that is a decision not had in time.
+func readReply(rep reply) (decision, reason string, timeout bool, failure string) {
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		return "", "", false, err.Error()
+	}
+	var doc struct {
+		Result *struct {
+			Decision  string `json:"decision"`
+			Reasoning string `json:"reasoning"`
+		} `json:"result"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    struct {
+				Reason string `json:"reason"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return "", "", false, "unreadable answer: " + err.Error()
+	}
+	switch {
+	case doc.Error != nil:
+		return "", "", doc.Error.Data.Reason == "decision_timeout", fmt.Sprintf("refused %d: %s", doc.Error.Code, doc.Error.Message)
+	case doc.Result == nil || doc.Result.Decision == "":
+		return "", "", false, "an answer without a decision"
+	}
+	return doc.Result.Decision, doc.Result.Reasoning, false, ""
+}

@@ -1,0 +1,494 @@
+// Package hosthook speaks the hook protocols of agent hosts — Claude
+// Code's today — so that a host can call turnguard with its own hook
+// payloads and read its own answers, with no ACS adapter installed: a
+// host's event becomes the ACS steps the host's ACS adapter
+// (GenAI-Security-Project/agent-control-standard, adapters/) maps it to,
+// and the decision on them becomes the answer the host acts on.
+//
+// The package reads no clock, randomness or network: the caller gives it
+// what the session's state says and fresh request ids, and sends the
+// steps.
+package hosthook
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Host names a host protocol (the path segment of its endpoint).
+type Host string
+
+// ClaudeCode is Claude Code's hook protocol (command and http hooks).
+const ClaudeCode Host = "claude-code"
+
+// Claude Code's hook events (hook_event_name).
+const (
+	SessionStart       = "SessionStart"
+	UserPromptSubmit   = "UserPromptSubmit"
+	PreToolUse         = "PreToolUse"
+	PostToolUse        = "PostToolUse"
+	PostToolUseFailure = "PostToolUseFailure"
+	Stop               = "Stop"
+	SubagentStop       = "SubagentStop"
+	SessionEnd         = "SessionEnd"
+	PreCompact         = "PreCompact"
+	Notification       = "Notification"
+)
+
+// Methods are the ACS methods the steps of Claude Code's events use: what
+// a session using the native endpoint negotiates.
+var Methods = []string{
+	"steps/sessionStart", "steps/sessionEnd", "steps/turnStart", "steps/turnEnd", "steps/userMessage",
+	"steps/toolCallRequest", "steps/toolCallResult", "steps/agentResponse",
+}
+
+// MaxOutputBytes bounds a tool's output as a toolCallResult carries it:
+// a longer one (a Read of a large file) is cut to its first MaxOutputBytes
+// as JSON text, so that its result is still decided — the tool's class
+// taints as it would — rather than refused for its size and blocked.
+// Arguments are never cut: a call too large to send is refused (fail
+// closed).
+const MaxOutputBytes = 128 << 10
+
+// MaxIDBytes bounds the ids an event carries (session_id, tool_use_id),
+// and MaxNameBytes its event and tool names.
+const (
+	MaxIDBytes   = 256
+	MaxNameBytes = 256
+)
+
+// Event is one Claude Code hook invocation, as read from its JSON input.
+type Event struct {
+	Name string // hook_event_name
+	// SessionID is Claude Code's session_id, and Session the ACS session
+	// id it stands for: the same when it is a UUID (it is, in Claude
+	// Code), else a UUID derived from it.
+	SessionID string
+	Session   string
+	Cwd       string
+	Tool      string
+	ToolInput map[string]any
+	ToolUseID string
+	// Response is the tool's output (tool_response), Error a failed
+	// call's error.
+	Response    any
+	HasResponse bool
+	Error       string
+	Prompt      string
+	Message     string
+	Source      string
+	Model       string
+	Reason      string
+	DurationMS  *int64
+}
+
+// ErrNotAnEvent is wrapped by every error of Parse.
+var ErrNotAnEvent = errors.New("not a Claude Code hook event")
+
+// Parse reads a Claude Code hook input.
+func Parse(body []byte) (*Event, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotAnEvent, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: more than one JSON value", ErrNotAnEvent)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrNotAnEvent)
+	}
+	str := func(key string, limit int) (string, error) {
+		v, ok := m[key]
+		if !ok || v == nil {
+			return "", nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("%w: %s is not a string", ErrNotAnEvent, key)
+		}
+		if limit > 0 && len(s) > limit {
+			return "", fmt.Errorf("%w: %s is longer than %d bytes", ErrNotAnEvent, key, limit)
+		}
+		return s, nil
+	}
+	e := &Event{}
+	var err error
+	fields := []struct {
+		key   string
+		limit int
+		to    *string
+	}{
+		{"hook_event_name", MaxNameBytes, &e.Name}, {"session_id", MaxIDBytes, &e.SessionID}, {"cwd", 0, &e.Cwd},
+		{"tool_name", MaxNameBytes, &e.Tool}, {"tool_use_id", MaxIDBytes, &e.ToolUseID}, {"prompt", 0, &e.Prompt},
+		{"message", 0, &e.Message}, {"source", MaxNameBytes, &e.Source}, {"reason", MaxNameBytes, &e.Reason},
+	}
+	for _, f := range fields {
+		if *f.to, err = str(f.key, f.limit); err != nil {
+			return nil, err
+		}
+	}
+	// model is a string in older versions and an object in newer ones.
+	switch v := m["model"].(type) {
+	case string:
+		e.Model = v
+	case map[string]any:
+		e.Model, _ = v["id"].(string)
+	}
+	if e.Name == "" {
+		return nil, fmt.Errorf("%w: no hook_event_name", ErrNotAnEvent)
+	}
+	if e.SessionID == "" {
+		return nil, fmt.Errorf("%w: no session_id", ErrNotAnEvent)
+	}
+	e.Session = sessionUUID(e.SessionID)
+	if v, ok := m["tool_input"]; ok && v != nil {
+		in, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: tool_input is not an object", ErrNotAnEvent)
+		}
+		e.ToolInput = in
+	}
+	if v, ok := m["tool_response"]; ok {
+		e.Response, e.HasResponse = v, true
+	} else if v, ok := m["tool_output"]; ok {
+		e.Response, e.HasResponse = v, true
+	}
+	switch v := m["error"].(type) {
+	case string:
+		e.Error = v
+	case nil:
+	default:
+		raw, _ := json.Marshal(v)
+		e.Error = string(raw)
+	}
+	if n, ok := m["duration_ms"].(json.Number); ok {
+		if d, err := n.Int64(); err == nil && d >= 0 {
+			e.DurationMS = &d
+		} else if f, err := n.Float64(); err == nil && f >= 0 && f < 1e15 {
+			d := int64(f)
+			e.DurationMS = &d
+		}
+	}
+	if (e.Name == PreToolUse || e.Name == PostToolUse || e.Name == PostToolUseFailure) && e.Tool == "" {
+		return nil, fmt.Errorf("%w: %s without tool_name", ErrNotAnEvent, e.Name)
+	}
+	return e, nil
+}
+
+// sessionUUID is the ACS session id of a Claude Code session id: itself
+// when it is a UUID, else one derived from it.
+func sessionUUID(id string) string {
+	if u, err := uuid.Parse(id); err == nil && len(id) == 36 {
+		return u.String()
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("claude-code:session:"+id)).String()
+}
+
+// AgentID is the agent id the ACS Claude Code adapter derives when
+// ACS_AGENT_ID is unset: claude-code:<the first 8 hex digits of
+// SHA-256(cwd)>.
+func (e *Event) AgentID() string {
+	if e.Cwd == "" {
+		return "claude-code:unknown"
+	}
+	sum := sha256.Sum256([]byte(e.Cwd))
+	return "claude-code:" + hex.EncodeToString(sum[:])[:8]
+}
+
+// Session is what a plan needs to know of the session's state.
+type Session struct {
+	// Started: sessionStart was applied; Closed: sessionEnd was.
+	Started, Closed bool
+	// OpenTurn is the id of the newest open turn, "" when none is open.
+	OpenTurn string
+}
+
+// Step is one ACS step to send.
+type Step struct {
+	Method    string
+	RequestID string
+	// TurnID is the step's metadata.turn_id; "" for session-level steps.
+	TurnID  string
+	Payload map[string]any
+	// Hook is what the step is for, for logs and errors.
+	Hook string
+}
+
+// Plan returns the ACS steps an event stands for, in order, as the ACS
+// Claude Code adapter maps them: a prompt opens a turn (turnStart, then
+// userMessage), Stop ends it, a tool call is a toolCallRequest and its
+// result a toolCallResult (request ids derived from tool_use_id, so the
+// result names its request). Where the adapter keeps state on disk, a plan
+// reads the session's state instead: a session not yet started gets its
+// sessionStart first, a call outside any turn (a host configured without
+// UserPromptSubmit) opens one, and a prompt while a turn is still open (a
+// Stop never reported) ends that turn first. newID returns a fresh UUID.
+//
+// Not sent, as the adapter does not send them: SubagentStop (the
+// subagent's calls arrive in its parent's session: the parent's taint
+// covers them), PreCompact (ACS preCompact needs the entries compacted,
+// which the event does not carry), and events the adapter does not know.
+// A session that ended gets nothing more.
+func (e *Event) Plan(s Session, newID func() string) []Step {
+	if s.Closed {
+		return nil
+	}
+	var steps []Step
+	start := func() {
+		if !s.Started {
+			steps = append(steps, Step{Method: "steps/sessionStart", RequestID: newID(), Payload: e.sessionStartPayload(), Hook: e.Name})
+			s.Started = true
+		}
+	}
+	openTurn := func() {
+		id := newID()
+		steps = append(steps, Step{Method: "steps/turnStart", RequestID: id, TurnID: id,
+			Payload: map[string]any{"turn_id": id, "triggered_by": "user_message"}, Hook: e.Name})
+		s.OpenTurn = id
+	}
+	inTurn := func() {
+		start()
+		if s.OpenTurn == "" {
+			openTurn()
+		}
+	}
+	switch e.Name {
+	case SessionStart:
+		start()
+	case UserPromptSubmit:
+		start()
+		if s.OpenTurn != "" {
+			steps = append(steps, turnEnd(s.OpenTurn, newID(), e.Name))
+		}
+		openTurn()
+		steps = append(steps, Step{Method: "steps/userMessage", RequestID: newID(), TurnID: s.OpenTurn,
+			Payload: map[string]any{"content": []any{map[string]any{"type": "text", "value": e.Prompt}}}, Hook: e.Name})
+	case PreToolUse:
+		inTurn()
+		steps = append(steps, Step{Method: "steps/toolCallRequest", RequestID: e.callID("tool_use", newID), TurnID: s.OpenTurn,
+			Payload: map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)}, Hook: e.Name})
+	case PostToolUse, PostToolUseFailure:
+		inTurn()
+		p := map[string]any{"tool": map[string]any{"name": e.Tool}}
+		if e.ToolUseID != "" {
+			p["request_id_ref"] = e.callID("tool_use", newID)
+		}
+		outputs := []any{}
+		status := "success"
+		if e.Name == PostToolUseFailure {
+			status = "failure"
+			if e.Error != "" {
+				outputs = append(outputs, map[string]any{"value": bounded(e.Error)})
+			}
+		}
+		if e.HasResponse && e.Response != nil {
+			if r, ok := e.Response.(map[string]any); ok && r["interrupted"] == true {
+				status = "failure"
+			}
+			outputs = append(outputs, map[string]any{"value": bounded(e.Response)})
+		}
+		p["exit_status"], p["outputs"] = status, outputs
+		if e.DurationMS != nil {
+			p["duration_ms"] = *e.DurationMS
+		}
+		steps = append(steps, Step{Method: "steps/toolCallResult", RequestID: e.callID("tool_result", newID), TurnID: s.OpenTurn, Payload: p, Hook: e.Name})
+	case Stop:
+		if s.Started && s.OpenTurn != "" {
+			steps = append(steps, turnEnd(s.OpenTurn, newID(), e.Name))
+		}
+	case SessionEnd:
+		if s.Started {
+			if s.OpenTurn != "" {
+				steps = append(steps, turnEnd(s.OpenTurn, newID(), e.Name))
+			}
+			steps = append(steps, Step{Method: "steps/sessionEnd", RequestID: newID(), Payload: map[string]any{"reason": endReason(e.Reason)}, Hook: e.Name})
+		}
+	case Notification:
+		if s.Started && e.Message != "" {
+			steps = append(steps, Step{Method: "steps/agentResponse", RequestID: newID(), TurnID: s.OpenTurn,
+				Payload: map[string]any{"content": []any{map[string]any{"type": "text", "value": e.Message}}}, Hook: e.Name})
+		}
+	}
+	return steps
+}
+
+// TimestampFormat is the envelopes' params.timestamp: RFC 3339 UTC with
+// milliseconds, as the ACS adapters write it.
+const TimestampFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Envelope is the step as an ACS JSON-RPC request of the session, sent for
+// agentID at timestamp; the JSON-RPC id is the request id.
+func (s Step) Envelope(session, agentID, timestamp string) ([]byte, error) {
+	md := map[string]any{"agent_id": agentID, "session_id": session, "platform": string(ClaudeCode)}
+	if s.TurnID != "" {
+		md["turn_id"] = s.TurnID
+	}
+	return json.Marshal(map[string]any{"jsonrpc": "2.0", "method": s.Method, "id": s.RequestID, "params": map[string]any{
+		"acs_version": "0.1.0", "request_id": s.RequestID, "timestamp": timestamp, "metadata": md, "payload": s.Payload,
+	}})
+}
+
+func turnEnd(turn, id, hook string) Step {
+	return Step{Method: "steps/turnEnd", RequestID: id, TurnID: turn, Payload: map[string]any{"turn_id": turn, "outcome": "completed"}, Hook: hook}
+}
+
+// callID is the request id of a tool call's request ("tool_use") or
+// result ("tool_result"): derived from tool_use_id, as the adapter derives
+// the request's, so that the result can name it and a call reported twice
+// is a replay; a fresh one without tool_use_id.
+func (e *Event) callID(kind string, newID func() string) string {
+	if e.ToolUseID == "" {
+		return newID()
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("claude-code:"+kind+":"+e.ToolUseID)).String()
+}
+
+func (e *Event) sessionStartPayload() map[string]any {
+	ctx := map[string]any{}
+	if e.Source != "" {
+		ctx["source"] = e.Source
+	}
+	if e.Model != "" {
+		ctx["model"] = e.Model
+	}
+	if len(ctx) == 0 {
+		return map[string]any{}
+	}
+	return map[string]any{"platform_context": ctx}
+}
+
+// bounded is an output within MaxOutputBytes: itself, or the start of its
+// JSON text (a string as it is) with how much was cut.
+func bounded(v any) any {
+	var text string
+	if s, ok := v.(string); ok {
+		if len(s) <= MaxOutputBytes {
+			return v
+		}
+		text = s
+	} else {
+		raw, err := json.Marshal(v)
+		if err != nil || len(raw) <= MaxOutputBytes {
+			return v
+		}
+		text = string(raw)
+	}
+	cut := MaxOutputBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + fmt.Sprintf(" …[turnguard: cut at %d of %d bytes]", cut, len(text))
+}
+
+// wrap gives each tool input its ACS argument form, {value}: no
+// provenance, as the adapter sends them (the model wrote them).
+func wrap(in map[string]any) map[string]any {
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = map[string]any{"value": v}
+	}
+	return out
+}
+
+// endReason maps SessionEnd's reason as the adapter does.
+func endReason(r string) string {
+	switch r {
+	case "logout", "prompt_input_exit":
+		return "abandoned"
+	default:
+		return "completed"
+	}
+}
+
+// Outcome is what the event's steps got.
+type Outcome struct {
+	// Decision is the first decision that was not allow (deny, ask,
+	// modify, defer), or allow when every step was allowed.
+	Decision string
+	// Reason is that decision's reasoning, or why there is none.
+	Reason string
+	// Failed: no decision was had (the processor refused a step, or did
+	// not answer in time); Reason says why.
+	Failed bool
+}
+
+// Answer is Claude Code's answer to the event: nil when it has nothing to
+// say (Claude Code then proceeds as it would without the hook).
+//
+// Unlike the ACS adapter, an allowed tool call gets no answer rather than
+// permissionDecision allow, which would skip Claude Code's own permission
+// prompt: turnguard denies or asks, it does not grant. Only PreToolUse,
+// UserPromptSubmit, PostToolUse and PostToolUseFailure can be blocked; a
+// block on Stop means "keep going" to Claude Code, so none is sent there.
+// failClosed says what a Failed outcome gets: a deny (true), or nothing.
+func (e *Event) Answer(o Outcome, failClosed bool) []byte {
+	decision := o.Decision
+	if o.Failed {
+		if !failClosed {
+			return nil
+		}
+		decision = "deny"
+	}
+	reason := "turnguard: " + o.Reason
+	if o.Failed {
+		reason = "turnguard could not decide, and fails closed: " + o.Reason
+	}
+	var out map[string]any
+	switch e.Name {
+	case PreToolUse:
+		var permission string
+		switch decision {
+		case "allow", "":
+			return nil
+		case "ask":
+			permission = "ask"
+		default:
+			// deny; and modify or defer, which Claude Code's answer
+			// cannot carry: refused rather than let through.
+			permission = "deny"
+		}
+		out = map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": PreToolUse,
+			"permissionDecision": permission, "permissionDecisionReason": reason}}
+	case UserPromptSubmit, PostToolUse, PostToolUseFailure:
+		if decision == "allow" || decision == "" {
+			return nil
+		}
+		out = map[string]any{"decision": "block", "reason": reason}
+	default:
+		return nil
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		// Maps of strings: cannot fail.
+		panic(err)
+	}
+	return raw
+}
+
+// Blocks reports whether the event's answer can stop something: whether a
+// failure to decide it matters.
+func (e *Event) Blocks() bool {
+	switch e.Name {
+	case PreToolUse, UserPromptSubmit, PostToolUse, PostToolUseFailure:
+		return true
+	}
+	return false
+}
+
+// String is the event as logs name it.
+func (e *Event) String() string {
+	if e.Tool != "" {
+		return e.Name + " " + strings.TrimSpace(e.Tool)
+	}
+	return e.Name
+}

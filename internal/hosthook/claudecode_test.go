@@ -1,0 +1,246 @@
+package hosthook
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/turnguard/turnguard/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// ids returns a newID giving deterministic UUIDs.
+func ids() func() string {
+	n := 0
+	return func() string {
+		n++
+		return uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "id-%d", n)).String()
+	}
+}
+
+func readEvent(t *testing.T, name string) *Event {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "claude-code", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Parse(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return ev
+}
+
+// TestPlanGolden plans every documented Claude Code event (testdata/
+// claude-code, the hooks reference's inputs) against a new session, one
+// started with a turn open, and one that ended, and checks each step is a
+// valid ACS request (the embedded schemas) and matches the golden file.
+func TestPlanGolden(t *testing.T) {
+	v, err := schema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := "7d1f0d7e-6c1a-4f51-9b0e-3f6f1f4c2a10"
+	sessions := []struct {
+		name string
+		s    Session
+	}{
+		{"new session", Session{}},
+		{"started, a turn open", Session{Started: true, OpenTurn: open}},
+		{"ended", Session{Started: true, Closed: true}},
+	}
+	events := []string{"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
+		"stop", "subagent-stop", "notification", "pre-compact", "session-end"}
+	var b strings.Builder
+	for _, name := range events {
+		ev := readEvent(t, name)
+		for _, s := range sessions {
+			fmt.Fprintf(&b, "== %s (%s), %s\n", name, ev.Name, s.name)
+			for _, st := range ev.Plan(s.s, ids()) {
+				raw, err := st.Envelope(ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var doc any
+				if err := json.Unmarshal(raw, &doc); err != nil {
+					t.Fatal(err)
+				}
+				if err := v.ValidateRequest(doc); err != nil {
+					t.Errorf("%s, %s: %s is not a valid request: %v\n%s", name, s.name, st.Method, err, raw)
+				}
+				if err := v.ValidatePayload(st.Method, st.Payload); err != nil {
+					t.Errorf("%s, %s: %s payload: %v", name, s.name, st.Method, err)
+				}
+				payload, _ := json.Marshal(st.Payload)
+				fmt.Fprintf(&b, "%s request=%s turn=%s %s\n", st.Method, st.RequestID, st.TurnID, payload)
+			}
+		}
+	}
+	golden := filepath.Join("testdata", "claude-code.plan.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("plans differ from %s (go test -update rewrites it):\n%s", golden, got)
+	}
+}
+
+// A tool call's request id is derived from tool_use_id as the ACS adapter
+// derives it, and its result names it.
+func TestToolCallIDs(t *testing.T) {
+	pre := readEvent(t, "pre-tool-use").Plan(Session{Started: true, OpenTurn: "t"}, ids())
+	post := readEvent(t, "post-tool-use").Plan(Session{Started: true, OpenTurn: "t"}, ids())
+	want := uuid.NewSHA1(uuid.NameSpaceURL, []byte("claude-code:tool_use:toolu_01ABC123")).String()
+	if len(pre) != 1 || pre[0].RequestID != want {
+		t.Fatalf("PreToolUse request id %v, want %s", pre, want)
+	}
+	if len(post) != 1 || post[0].Payload["request_id_ref"] != want || post[0].RequestID == want {
+		t.Fatalf("PostToolUse %+v: want request_id_ref %s and a request id of its own", post, want)
+	}
+}
+
+func TestAnswer(t *testing.T) {
+	tests := []struct {
+		event      string
+		out        Outcome
+		failClosed bool
+		want       string
+	}{
+		{"pre-tool-use", Outcome{Decision: "allow"}, true, ""},
+		{"pre-tool-use", Outcome{Decision: "deny", Reason: "Blocked Bash"}, true,
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: Blocked Bash"}}`},
+		{"pre-tool-use", Outcome{Decision: "ask", Reason: "url from a page"}, true,
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"turnguard: url from a page"}}`},
+		{"pre-tool-use", Outcome{Decision: "modify", Reason: "m"}, true,
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: m"}}`},
+		{"pre-tool-use", Outcome{Failed: true, Reason: "timeout"}, true,
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard could not decide, and fails closed: timeout"}}`},
+		{"pre-tool-use", Outcome{Failed: true, Reason: "timeout"}, false, ""},
+		{"user-prompt-submit", Outcome{Decision: "deny", Reason: "r"}, true, `{"decision":"block","reason":"turnguard: r"}`},
+		{"user-prompt-submit", Outcome{Decision: "allow"}, true, ""},
+		{"post-tool-use", Outcome{Decision: "ask", Reason: "r"}, true, `{"decision":"block","reason":"turnguard: r"}`},
+		{"post-tool-use-failure", Outcome{Decision: "deny", Reason: "r"}, true, `{"decision":"block","reason":"turnguard: r"}`},
+		// A block on Stop means "keep going": never sent.
+		{"stop", Outcome{Decision: "deny", Reason: "r"}, true, ""},
+		{"session-start", Outcome{Failed: true, Reason: "r"}, true, ""},
+		{"notification", Outcome{Decision: "deny", Reason: "r"}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %+v", tt.event, tt.out), func(t *testing.T) {
+			if got := string(readEvent(t, tt.event).Answer(tt.out, tt.failClosed)); got != tt.want {
+				t.Errorf("answer %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"not JSON", `{`},
+		{"not an object", `[1]`},
+		{"null", `null`},
+		{"two values", `{"hook_event_name":"Stop","session_id":"s"} {}`},
+		{"no event", `{"session_id":"s"}`},
+		{"no session", `{"hook_event_name":"Stop"}`},
+		{"event not a string", `{"hook_event_name":7,"session_id":"s"}`},
+		{"tool call without a tool", `{"hook_event_name":"PreToolUse","session_id":"s","tool_input":{}}`},
+		{"tool_input not an object", `{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"Bash","tool_input":"ls"}`},
+		{"session id too long", `{"hook_event_name":"Stop","session_id":"` + strings.Repeat("s", MaxIDBytes+1) + `"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse([]byte(tt.body)); err == nil {
+				t.Fatalf("Parse(%s) took it", tt.body)
+			}
+		})
+	}
+}
+
+// A session id that is not a UUID gets a stable UUID of its own.
+func TestSessionIDs(t *testing.T) {
+	ev, err := Parse([]byte(`{"hook_event_name":"Stop","session_id":"not-a-uuid"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Parse([]byte(`{"hook_event_name":"Stop","session_id":"not-a-uuid"}`))
+	if _, err := uuid.Parse(ev.Session); err != nil || ev.Session != again.Session {
+		t.Fatalf("session %q, again %q", ev.Session, again.Session)
+	}
+	if ev := readEvent(t, "stop"); ev.Session != "00893aaf-19fa-41d2-8238-13269b9b3ca0" {
+		t.Fatalf("a UUID session id became %q", ev.Session)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	entries, _ := os.ReadDir(filepath.Join("testdata", "claude-code"))
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join("testdata", "claude-code", e.Name()))
+		if err == nil {
+			f.Add(raw)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ev, err := Parse(body)
+		if err != nil {
+			return
+		}
+		if _, err := uuid.Parse(ev.Session); err != nil {
+			t.Fatalf("session %q is not a UUID", ev.Session)
+		}
+		for _, s := range []Session{{}, {Started: true, OpenTurn: "t"}} {
+			for _, st := range ev.Plan(s, ids()) {
+				if _, err := st.Envelope(ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z"); err != nil {
+					t.Fatalf("%s: %v", st.Method, err)
+				}
+				if !slices.Contains(Methods, st.Method) {
+					t.Fatalf("%s is not among Methods", st.Method)
+				}
+			}
+		}
+		out := ev.Answer(Outcome{Decision: "deny", Reason: "r"}, true)
+		if out != nil && !json.Valid(out) {
+			t.Fatalf("answer %q is not JSON", out)
+		}
+	})
+}
+
+// A tool output over MaxOutputBytes is cut, at a character boundary, and
+// says so; a smaller one is sent as it is.
+func TestOutputIsBounded(t *testing.T) {
+	big := strings.Repeat("€", MaxOutputBytes) // 3 bytes each
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{
+		{"a string", big},
+		{"an object", map[string]any{"file": map[string]any{"content": big}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &Event{Name: PostToolUse, Tool: "Read", Session: "s", Response: tc.v, HasResponse: true}
+			steps := ev.Plan(Session{Started: true, OpenTurn: "t"}, ids())
+			out := steps[0].Payload["outputs"].([]any)[0].(map[string]any)["value"].(string)
+			if len(out) > MaxOutputBytes+100 || !utf8.ValidString(out) || !strings.Contains(out, "[turnguard: cut at") {
+				t.Fatalf("output of %d bytes, valid %v: …%s", len(out), utf8.ValidString(out), out[len(out)-60:])
+			}
+		})
+	}
+	ev := &Event{Name: PostToolUse, Tool: "Read", Session: "s", Response: map[string]any{"ok": true}, HasResponse: true}
+	if v := ev.Plan(Session{Started: true, OpenTurn: "t"}, ids())[0].Payload["outputs"].([]any)[0].(map[string]any)["value"]; v.(map[string]any)["ok"] != true {
+		t.Fatalf("a small output changed: %v", v)
+	}
+}
