@@ -41,7 +41,7 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bin = dir
-	for _, pkg := range []string{"github.com/turnguard/turnguard/cmd/processor", "github.com/turnguard/turnguard/cmd/replay", "github.com/turnguard/turnguard/cmd/loadgen", "github.com/nats-io/nats-server/v2"} {
+	for _, pkg := range []string{"github.com/turnguard/turnguard/cmd/processor", "github.com/turnguard/turnguard/cmd/replay", "github.com/turnguard/turnguard/cmd/loadgen", "github.com/turnguard/turnguard/cmd/turnguard", "github.com/nats-io/nats-server/v2"} {
 		name := filepath.Base(pkg)
 		if name == "v2" {
 			name = "nats-server"

@@ -17,60 +17,114 @@ import (
 
 const connectUsage = `Usage:
   processor connect claude-code --tokens FILE [--url URL] [--settings FILE] [--tenant T] [--name N]
+  processor connect codex --tokens FILE [--url URL] [--settings FILE] [--hook-command CMD] [--tenant T] [--name N]
 
-Connects Claude Code to turnguard with no adapter to install: adds a caller
+Connects an agent host to turnguard with no adapter to install: adds a caller
 with a fresh bearer token to the callers file given to --http-tokens (as
-processor http-token add does), and merges into a Claude Code settings file
-an http hook for each of its events, posting to URL/hooks/claude-code with
-"Authorization: Bearer $TURNGUARD_HOOK_TOKEN". The token is printed once, on
-standard output, so that
+processor http-token add does), and merges the host's hooks into its settings
+file, keeping what is there:
+
+  claude-code  an http hook for each Claude Code event, posting to
+               URL/hooks/claude-code with "Authorization: Bearer
+               $TURNGUARD_HOOK_TOKEN" (.claude/settings.local.json)
+  codex        a command hook on PreToolUse and PostToolUse running
+               "turnguard hook codex --url URL" (.codex/hooks.json), which
+               posts to URL/hooks/codex and fails closed
+
+The token is printed once, on standard output, so that
 
   export TURNGUARD_HOOK_TOKEN=$(processor connect claude-code --tokens callers.yaml)
 
-sets it for the claude started from that shell; the settings file holds no
-secret. The hooks that can stop something (PreToolUse, UserPromptSubmit,
-PostToolUse, PostToolUseFailure) have onFailure "block" (Claude Code 2.1.295
-or later): an unreachable processor blocks them instead of letting them
-through. The processor reads the callers file at start: (re)start it with
---http and --http-tokens FILE afterwards.
+sets it for the agent started from that shell; the settings hold no secret.
+Hooks that can stop something fail closed when the processor cannot be
+reached (Claude Code: onFailure "block", 2.1.295 or later; Codex: the
+turnguard command denies). The processor reads the callers file at start:
+(re)start it with --http and --http-tokens FILE afterwards.
 
 Flags:
 `
 
-// connectHookEvents are the Claude Code events the settings hook, and
-// whether a failure of the hook blocks (Claude Code's onFailure).
-var connectHookEvents = []struct {
-	event string
-	block bool
-}{
-	{"SessionStart", false}, {"UserPromptSubmit", true}, {"PreToolUse", true}, {"PostToolUse", true},
-	{"PostToolUseFailure", true}, {"Notification", false}, {"Stop", false}, {"SessionEnd", false},
+// tokenEnvVar is the variable the hooks read the token from.
+const tokenEnvVar = "TURNGUARD_HOOK_TOKEN"
+
+// hostHooks is how one host's settings file hooks turnguard.
+type hostHooks struct {
+	settings string
+	// events are the host's events hooked, and whether a failure of the
+	// hook blocks (Claude Code's onFailure).
+	events []hookEvent
+	// hook is turnguard's hook of an event; ours tells turnguard's hooks
+	// already in the file.
+	hook func(c connectConfig, block bool) map[string]any
+	ours func(c connectConfig, h map[string]any) bool
 }
 
-// tokenEnvVar is the variable the hooks' Authorization header reads.
-const tokenEnvVar = "TURNGUARD_HOOK_TOKEN"
+type hookEvent struct {
+	event string
+	block bool
+}
+
+type connectConfig struct {
+	url, command string
+}
+
+var connectHosts = map[string]hostHooks{
+	"claude-code": {
+		settings: filepath.Join(".claude", "settings.local.json"),
+		events: []hookEvent{{"SessionStart", false}, {"UserPromptSubmit", true}, {"PreToolUse", true}, {"PostToolUse", true},
+			{"PostToolUseFailure", true}, {"Notification", false}, {"Stop", false}, {"SessionEnd", false}},
+		hook: func(c connectConfig, block bool) map[string]any {
+			h := map[string]any{"type": "http", "url": c.url + "/hooks/claude-code", "headers": map[string]any{"Authorization": "Bearer $" + tokenEnvVar},
+				"allowedEnvVars": []any{tokenEnvVar}, "timeout": 10}
+			if block {
+				h["onFailure"] = "block"
+			}
+			return h
+		},
+		ours: func(c connectConfig, h map[string]any) bool {
+			return h["type"] == "http" && h["url"] == c.url+"/hooks/claude-code"
+		},
+	},
+	"codex": {
+		settings: filepath.Join(".codex", "hooks.json"),
+		events:   []hookEvent{{"PreToolUse", true}, {"PostToolUse", true}},
+		hook: func(c connectConfig, _ bool) map[string]any {
+			return map[string]any{"type": "command", "command": c.command + " hook codex --url " + c.url, "timeout": 30,
+				"statusMessage": "Checking with turnguard"}
+		},
+		ours: func(c connectConfig, h map[string]any) bool {
+			cmd, _ := h["command"].(string)
+			return h["type"] == "command" && strings.Contains(cmd, " hook codex ")
+		},
+	},
+}
 
 // connectCommand runs "processor connect …" and returns the exit code.
 func connectCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "claude-code" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, connectUsage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return 0
-		}
 		if len(args) > 0 {
-			fmt.Fprintf(stderr, "processor: connect: unknown host %q (claude-code)\n", args[0])
+			return 0
 		}
 		return 2
 	}
-	var tokens, url, settings string
+	host, ok := connectHosts[args[0]]
+	if !ok {
+		fmt.Fprint(stderr, connectUsage)
+		fmt.Fprintf(stderr, "processor: connect: unknown host %q (claude-code, codex)\n", args[0])
+		return 2
+	}
+	var tokens, settings string
+	var cc connectConfig
 	var c gateway.Caller
-	fs := flag.NewFlagSet("connect claude-code", flag.ContinueOnError)
+	fs := flag.NewFlagSet("connect "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&tokens, "tokens", "", "the callers file of the processor's --http-tokens (default $"+cliflag.EnvName("http-tokens")+")")
-	fs.StringVar(&url, "url", "http://127.0.0.1:8787", "the processor's HTTP endpoint (--http) as Claude Code reaches it")
-	fs.StringVar(&settings, "settings", filepath.Join(".claude", "settings.local.json"), "the Claude Code settings file to merge the hooks into (created when missing; .claude/settings.local.json is the project's, kept out of git)")
-	fs.StringVar(&c.Tenant, "tenant", "default", "the tenant of the sessions Claude Code sends")
-	fs.StringVar(&c.Name, "name", "", "the caller's name, unique in the callers file (default claude-code-<8 hex digits of the token's hash>)")
+	fs.StringVar(&cc.url, "url", "http://127.0.0.1:8787", "the processor's HTTP endpoint (--http) as the host reaches it")
+	fs.StringVar(&settings, "settings", host.settings, "the host's settings file to merge the hooks into (created when missing)")
+	fs.StringVar(&cc.command, "hook-command", "turnguard", "codex: the turnguard command the hook runs (an absolute path when it is not on the host's PATH)")
+	fs.StringVar(&c.Tenant, "tenant", "default", "the tenant of the sessions the host sends")
+	fs.StringVar(&c.Name, "name", "", "the caller's name, unique in the callers file (default <host>-<8 hex digits of the token's hash>)")
 	fs.Usage = cliflag.Usage(fs, connectUsage, "")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,12 +136,12 @@ func connectCommand(args []string, stdout, stderr io.Writer) int {
 		tokens = os.Getenv(cliflag.EnvName("http-tokens"))
 	}
 	if tokens == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "processor: connect claude-code needs --tokens (see --help)")
+		fmt.Fprintf(stderr, "processor: connect %s needs --tokens (see --help)\n", args[0])
 		return 2
 	}
-	hookURL := strings.TrimRight(url, "/") + "/hooks/claude-code"
-	if !strings.HasPrefix(hookURL, "http://") && !strings.HasPrefix(hookURL, "https://") {
-		fmt.Fprintf(stderr, "processor: --url %q: want http:// or https://\n", url)
+	cc.url = strings.TrimRight(cc.url, "/")
+	if !strings.HasPrefix(cc.url, "http://") && !strings.HasPrefix(cc.url, "https://") {
+		fmt.Fprintf(stderr, "processor: --url %q: want http:// or https://\n", cc.url)
 		return 2
 	}
 	token, sum, err := gateway.NewToken()
@@ -97,11 +151,11 @@ func connectCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	c.TokenSHA256 = sum
 	if c.Name == "" {
-		c.Name = "claude-code-" + sum[:8]
+		c.Name = args[0] + "-" + sum[:8]
 	}
 	// The settings first: a file that cannot be merged leaves the callers
 	// file untouched.
-	if err := mergeClaudeSettings(settings, hookURL); err != nil {
+	if err := mergeHooks(settings, host, cc); err != nil {
 		fmt.Fprintln(stderr, "processor:", err)
 		return 1
 	}
@@ -109,28 +163,17 @@ func connectCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "processor:", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "added caller %q (tenant %s) to %s and Claude Code's hooks posting to %s to %s\n"+
-		"its bearer token, shown this once, is on standard output: Claude Code reads it from $%s\n",
-		c.Name, c.Tenant, tokens, hookURL, settings, tokenEnvVar)
+	fmt.Fprintf(stderr, "added caller %q (tenant %s) to %s, and %s's hooks to %s (endpoint %s)\n"+
+		"its bearer token, shown this once, is on standard output: the hooks read it from $%s\n",
+		c.Name, c.Tenant, tokens, args[0], settings, cc.url, tokenEnvVar)
 	fmt.Fprintln(stdout, token)
 	return 0
 }
 
-// claudeHook is one http hook of Claude Code's settings.
-func claudeHook(url string, block bool) map[string]any {
-	h := map[string]any{"type": "http", "url": url, "headers": map[string]any{"Authorization": "Bearer $" + tokenEnvVar},
-		"allowedEnvVars": []any{tokenEnvVar}, "timeout": 10}
-	if block {
-		h["onFailure"] = "block"
-	}
-	return h
-}
-
-// mergeClaudeSettings adds turnguard's hooks to a Claude Code settings
-// file, keeping everything else in it; hooks posting to url that are
-// already there are replaced, so that connecting again does not hook an
-// event twice.
-func mergeClaudeSettings(path, url string) error {
+// mergeHooks adds turnguard's hooks to a host's settings file, keeping
+// everything else in it; turnguard's hooks already there are replaced, so
+// that connecting again does not hook an event twice.
+func mergeHooks(path string, host hostHooks, cc connectConfig) error {
 	doc := map[string]any{}
 	raw, err := os.ReadFile(path)
 	switch {
@@ -148,7 +191,7 @@ func mergeClaudeSettings(path, url string) error {
 			return fmt.Errorf("%s: hooks is not an object", path)
 		}
 	}
-	for _, e := range connectHookEvents {
+	for _, e := range host.events {
 		var groups []any
 		if v, ok := hooks[e.event]; ok {
 			if groups, ok = v.([]any); !ok {
@@ -157,11 +200,11 @@ func mergeClaudeSettings(path, url string) error {
 		}
 		kept := groups[:0]
 		for _, g := range groups {
-			if !postsTo(g, url) {
+			if !holdsOurs(g, host, cc) {
 				kept = append(kept, g)
 			}
 		}
-		hooks[e.event] = append(kept, map[string]any{"hooks": []any{claudeHook(url, e.block)}})
+		hooks[e.event] = append(kept, map[string]any{"hooks": []any{host.hook(cc, e.block)}})
 	}
 	doc["hooks"] = hooks
 	out, err := json.MarshalIndent(doc, "", "  ")
@@ -176,12 +219,12 @@ func mergeClaudeSettings(path, url string) error {
 	return os.WriteFile(path, append(out, '\n'), 0o600)
 }
 
-// postsTo reports whether a hook group holds an http hook posting to url.
-func postsTo(group any, url string) bool {
+// holdsOurs reports whether a hook group holds one of turnguard's hooks.
+func holdsOurs(group any, host hostHooks, cc connectConfig) bool {
 	g, _ := group.(map[string]any)
 	hs, _ := g["hooks"].([]any)
 	for _, h := range hs {
-		if m, _ := h.(map[string]any); m["type"] == "http" && m["url"] == url {
+		if m, ok := h.(map[string]any); ok && host.ours(cc, m) {
 			return true
 		}
 	}

@@ -57,7 +57,7 @@ func TestConnectClaudeCode(t *testing.T) {
 	if doc.Model != "opus" {
 		t.Errorf("the settings' own keys were lost:\n%s", raw)
 	}
-	for _, e := range connectHookEvents {
+	for _, e := range connectHosts["claude-code"].events {
 		groups := doc.Hooks[e.event]
 		want := 1
 		if e.event == "PreToolUse" {
@@ -86,5 +86,37 @@ func TestConnectClaudeCode(t *testing.T) {
 		if code := run(context.Background(), args, &out, &errOut); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestConnectCodex: connect codex hooks PreToolUse and PostToolUse with the
+// turnguard command, once however often it runs.
+func TestConnectCodex(t *testing.T) {
+	dir := t.TempDir()
+	callers, settings := filepath.Join(dir, "callers.yaml"), filepath.Join(dir, ".codex", "hooks.json")
+	for range 2 {
+		var out, errOut bytes.Buffer
+		args := []string{"connect", "codex", "--tokens", callers, "--settings", settings, "--hook-command", "/opt/turnguard/bin/turnguard"}
+		if code := run(context.Background(), args, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), gateway.TokenPrefix) {
+			t.Fatalf("exit %d, stdout %q: %s", code, out.String(), errOut.String())
+		}
+	}
+	var doc struct {
+		Hooks map[string][]struct {
+			Hooks []map[string]any `json:"hooks"`
+		} `json:"hooks"`
+	}
+	raw, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, event := range []string{"PreToolUse", "PostToolUse"} {
+		groups := doc.Hooks[event]
+		if len(groups) != 1 || groups[0].Hooks[0]["command"] != "/opt/turnguard/bin/turnguard hook codex --url http://127.0.0.1:8787" {
+			t.Errorf("%s: %+v", event, groups)
+		}
+	}
+	if len(doc.Hooks) != 2 {
+		t.Errorf("hooks %v, want PreToolUse and PostToolUse only", doc.Hooks)
 	}
 }

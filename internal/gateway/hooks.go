@@ -84,13 +84,19 @@ func hookView(sess *turnstate.Session, err error) hosthook.Session {
 	return v
 }
 
-// serveClaudeCode answers Claude Code's http hook: POST
-// /hooks/claude-code with the hook input, authenticated as POST /acs is.
-// The answer is HTTP 200 with Claude Code's JSON output, or an empty body
-// when turnguard has nothing to say; 400 for a body that is no hook input
-// (kept in the dead-letter stream), which Claude Code treats as the hook's
-// failure (a block with onFailure "block").
-func (g *Gateway) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
+// serveHook answers a host's hook: POST /hooks/<host> with the host's
+// hook input (Claude Code's http hook; Codex's and Claude Code's command
+// hooks through turnguard-hook), authenticated as POST /acs is. The answer
+// is HTTP 200 with the host's JSON output, or an empty body when turnguard
+// has nothing to say; 400 for a body that is no hook input (kept in the
+// dead-letter stream), which Claude Code treats as the hook's failure (a
+// block with onFailure "block"); 404 for a host it does not speak.
+func (g *Gateway) serveHook(w http.ResponseWriter, r *http.Request) {
+	host, ok := hosthook.ParseHost(r.PathValue("host"))
+	if !ok {
+		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("no hook endpoint for host %q (claude-code, codex)", r.PathValue("host")))
+		return
+	}
 	who, why := g.authenticate(r)
 	if who == nil {
 		g.unauthenticated(w, r, why)
@@ -108,7 +114,7 @@ func (g *Gateway) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
 	tooLarge := errors.As(err, &mbe)
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		ref := &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonContentType,
-			Message: fmt.Sprintf("Content-Type %q: POST /hooks/claude-code takes application/json", ct)}
+			Message: fmt.Sprintf("Content-Type %q: POST /hooks/%s takes application/json", ct, host)}
 		g.deadLetter(ctx, from, incoming{raw: body}, ref, tooLarge)
 		writeJSONError(w, http.StatusUnsupportedMediaType, ref.Message)
 		return
@@ -122,7 +128,7 @@ func (g *Gateway) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, ref.Message)
 		return
 	}
-	ev, err := hosthook.Parse(body)
+	ev, err := hosthook.Parse(host, body)
 	if err != nil {
 		ref := &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
 		g.deadLetter(ctx, from, incoming{raw: body}, ref, false)
@@ -132,7 +138,7 @@ func (g *Gateway) serveClaudeCode(w http.ResponseWriter, r *http.Request) {
 	out, failClosed, rep := g.decideHook(ctx, from, ev, r.TLS != nil)
 	if out.Failed || out.Decision != "allow" {
 		g.log.Info().Str("caller", who.Name).Str("session_id", ev.Session).Str("event", ev.String()).
-			Str("decision", out.Decision).Bool("failed", out.Failed).Str("reason", out.Reason).Msg("claude-code hook")
+			Str("decision", out.Decision).Bool("failed", out.Failed).Str("reason", out.Reason).Msg(string(host) + " hook")
 	}
 	answer := ev.Answer(out, failClosed)
 	w.Header().Set("Content-Type", "application/json")
@@ -183,7 +189,7 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	out := hosthook.Outcome{Decision: "allow"}
 	var last reply
 	for _, st := range steps {
-		raw, err := st.Envelope(ev.Session, agentID, time.Now().UTC().Format(hosthook.TimestampFormat))
+		raw, err := st.Envelope(ev.Host, ev.Session, agentID, time.Now().UTC().Format(hosthook.TimestampFormat))
 		if err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
@@ -213,8 +219,8 @@ func (g *Gateway) nativeNegotiation(ctx context.Context, who *Caller, key string
 	if agentID == "" {
 		agentID = ev.AgentID()
 	}
-	native := &negotiation{ClientHello: nativeHello(hosthook.ClaudeCode), AgentID: agentID, Caller: who.Name,
-		ServerHello: map[string]any{"turnguard_native_hooks": string(hosthook.ClaudeCode)}, Methods: hosthook.Methods, At: time.Now().UTC()}
+	native := &negotiation{ClientHello: nativeHello(ev.Host), AgentID: agentID, Caller: who.Name,
+		ServerHello: map[string]any{"turnguard_native_hooks": string(ev.Host)}, Methods: hosthook.Methods(ev.Host), At: time.Now().UTC()}
 	switch {
 	case n == nil:
 		n, err = g.handshakes.put(ctx, key, native)

@@ -14,12 +14,12 @@ import (
 	"github.com/turnguard/turnguard/internal/connlimit"
 )
 
-// Handler routes POST /acs, POST /hooks/claude-code, GET /healthz, GET
-// /readyz and GET /receipt-key.
+// Handler routes POST /acs, POST /hooks/{claude-code,codex}, GET
+// /healthz, GET /readyz and GET /receipt-key.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /acs", g.serveACS)
-	mux.HandleFunc("POST /hooks/claude-code", g.serveClaudeCode)
+	mux.HandleFunc("POST /hooks/{host}", g.serveHook)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok\n") })
 	mux.HandleFunc("GET /readyz", g.serveReady)
 	mux.HandleFunc("GET /receipt-key", g.serveReceiptKey)

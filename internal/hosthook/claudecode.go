@@ -26,8 +26,23 @@ import (
 // Host names a host protocol (the path segment of its endpoint).
 type Host string
 
-// ClaudeCode is Claude Code's hook protocol (command and http hooks).
-const ClaudeCode Host = "claude-code"
+// The hosts whose hook protocols are spoken.
+const (
+	// ClaudeCode is Claude Code's hook protocol (command and http hooks).
+	ClaudeCode Host = "claude-code"
+	// Codex is the Codex CLI's hook protocol (command hooks), which
+	// follows Claude Code's.
+	Codex Host = "codex"
+)
+
+// ParseHost returns the host a name (an endpoint's path segment) names.
+func ParseHost(name string) (Host, bool) {
+	switch h := Host(name); h {
+	case ClaudeCode, Codex:
+		return h, true
+	}
+	return "", false
+}
 
 // Claude Code's hook events (hook_event_name).
 const (
@@ -43,11 +58,16 @@ const (
 	Notification       = "Notification"
 )
 
-// Methods are the ACS methods the steps of Claude Code's events use: what
-// a session using the native endpoint negotiates.
-var Methods = []string{
-	"steps/sessionStart", "steps/sessionEnd", "steps/turnStart", "steps/turnEnd", "steps/userMessage",
-	"steps/toolCallRequest", "steps/toolCallResult", "steps/agentResponse",
+// Methods are the ACS methods the steps of a host's events use: what a
+// session using its native endpoint negotiates.
+func Methods(h Host) []string {
+	if h == Codex {
+		return []string{"steps/toolCallRequest", "steps/toolCallResult"}
+	}
+	return []string{
+		"steps/sessionStart", "steps/sessionEnd", "steps/turnStart", "steps/turnEnd", "steps/userMessage",
+		"steps/toolCallRequest", "steps/toolCallResult", "steps/agentResponse",
+	}
 }
 
 // MaxOutputBytes bounds a tool's output as a toolCallResult carries it:
@@ -65,8 +85,9 @@ const (
 	MaxNameBytes = 256
 )
 
-// Event is one Claude Code hook invocation, as read from its JSON input.
+// Event is one hook invocation, as read from its JSON input.
 type Event struct {
+	Host Host
 	Name string // hook_event_name
 	// SessionID is Claude Code's session_id, and Session the ACS session
 	// id it stands for: the same when it is a UUID (it is, in Claude
@@ -77,6 +98,8 @@ type Event struct {
 	Tool      string
 	ToolInput map[string]any
 	ToolUseID string
+	// TurnID is the host's own turn id (Codex's turn_id).
+	TurnID string
 	// Response is the tool's output (tool_response), Error a failed
 	// call's error.
 	Response    any
@@ -91,10 +114,10 @@ type Event struct {
 }
 
 // ErrNotAnEvent is wrapped by every error of Parse.
-var ErrNotAnEvent = errors.New("not a Claude Code hook event")
+var ErrNotAnEvent = errors.New("not a hook event")
 
-// Parse reads a Claude Code hook input.
-func Parse(body []byte) (*Event, error) {
+// Parse reads a host's hook input.
+func Parse(host Host, body []byte) (*Event, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var m map[string]any
@@ -121,7 +144,7 @@ func Parse(body []byte) (*Event, error) {
 		}
 		return s, nil
 	}
-	e := &Event{}
+	e := &Event{Host: host}
 	var err error
 	fields := []struct {
 		key   string
@@ -131,6 +154,7 @@ func Parse(body []byte) (*Event, error) {
 		{"hook_event_name", MaxNameBytes, &e.Name}, {"session_id", MaxIDBytes, &e.SessionID}, {"cwd", 0, &e.Cwd},
 		{"tool_name", MaxNameBytes, &e.Tool}, {"tool_use_id", MaxIDBytes, &e.ToolUseID}, {"prompt", 0, &e.Prompt},
 		{"message", 0, &e.Message}, {"source", MaxNameBytes, &e.Source}, {"reason", MaxNameBytes, &e.Reason},
+		{"turn_id", MaxIDBytes, &e.TurnID},
 	}
 	for _, f := range fields {
 		if *f.to, err = str(f.key, f.limit); err != nil {
@@ -150,7 +174,7 @@ func Parse(body []byte) (*Event, error) {
 	if e.SessionID == "" {
 		return nil, fmt.Errorf("%w: no session_id", ErrNotAnEvent)
 	}
-	e.Session = sessionUUID(e.SessionID)
+	e.Session = sessionUUID(host, e.SessionID)
 	if v, ok := m["tool_input"]; ok && v != nil {
 		in, ok := v.(map[string]any)
 		if !ok {
@@ -182,27 +206,30 @@ func Parse(body []byte) (*Event, error) {
 	if (e.Name == PreToolUse || e.Name == PostToolUse || e.Name == PostToolUseFailure) && e.Tool == "" {
 		return nil, fmt.Errorf("%w: %s without tool_name", ErrNotAnEvent, e.Name)
 	}
+	if host == Codex && (e.Name == PreToolUse || e.Name == PostToolUse) && (e.TurnID == "" || e.ToolUseID == "") {
+		// As the ACS Codex adapter: no identity is invented.
+		return nil, fmt.Errorf("%w: Codex %s without turn_id or tool_use_id", ErrNotAnEvent, e.Name)
+	}
 	return e, nil
 }
 
-// sessionUUID is the ACS session id of a Claude Code session id: itself
-// when it is a UUID, else one derived from it.
-func sessionUUID(id string) string {
+// sessionUUID is the ACS session id of a host's session id: itself when
+// it is a UUID, else one derived from it.
+func sessionUUID(host Host, id string) string {
 	if u, err := uuid.Parse(id); err == nil && len(id) == 36 {
 		return u.String()
 	}
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("claude-code:session:"+id)).String()
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(string(host)+":session:"+id)).String()
 }
 
-// AgentID is the agent id the ACS Claude Code adapter derives when
-// ACS_AGENT_ID is unset: claude-code:<the first 8 hex digits of
-// SHA-256(cwd)>.
+// AgentID is the agent id the host's ACS adapter derives when ACS_AGENT_ID
+// is unset: <host>:<the first 8 hex digits of SHA-256(cwd)>.
 func (e *Event) AgentID() string {
 	if e.Cwd == "" {
-		return "claude-code:unknown"
+		return string(e.Host) + ":unknown"
 	}
 	sum := sha256.Sum256([]byte(e.Cwd))
-	return "claude-code:" + hex.EncodeToString(sum[:])[:8]
+	return string(e.Host) + ":" + hex.EncodeToString(sum[:])[:8]
 }
 
 // Session is what a plan needs to know of the session's state.
@@ -242,6 +269,9 @@ type Step struct {
 func (e *Event) Plan(s Session, newID func() string) []Step {
 	if s.Closed {
 		return nil
+	}
+	if e.Host == Codex {
+		return e.codexPlan()
 	}
 	var steps []Step
 	start := func() {
@@ -328,8 +358,8 @@ const TimestampFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Envelope is the step as an ACS JSON-RPC request of the session, sent for
 // agentID at timestamp; the JSON-RPC id is the request id.
-func (s Step) Envelope(session, agentID, timestamp string) ([]byte, error) {
-	md := map[string]any{"agent_id": agentID, "session_id": session, "platform": string(ClaudeCode)}
+func (s Step) Envelope(host Host, session, agentID, timestamp string) ([]byte, error) {
+	md := map[string]any{"agent_id": agentID, "session_id": session, "platform": string(host)}
 	if s.TurnID != "" {
 		md["turn_id"] = s.TurnID
 	}
@@ -452,6 +482,11 @@ func (e *Event) Answer(o Outcome, failClosed bool) []byte {
 			return nil
 		case "ask":
 			permission = "ask"
+			if e.Host == Codex {
+				// Codex does not support ask: it reports a hook error
+				// and runs the call (the ACS Codex adapter's finding).
+				permission = "deny"
+			}
 		default:
 			// deny; and modify or defer, which Claude Code's answer
 			// cannot carry: refused rather than let through.

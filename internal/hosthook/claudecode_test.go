@@ -27,24 +27,37 @@ func ids() func() string {
 	}
 }
 
-func readEvent(t *testing.T, name string) *Event {
+func readEvent(t *testing.T, name string) *Event { return readHostEvent(t, ClaudeCode, name) }
+
+func readHostEvent(t *testing.T, host Host, name string) *Event {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "claude-code", name+".json"))
+	raw, err := os.ReadFile(filepath.Join("testdata", string(host), name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := Parse(raw)
+	ev, err := Parse(host, raw)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return ev
 }
 
-// TestPlanGolden plans every documented Claude Code event (testdata/
-// claude-code, the hooks reference's inputs) against a new session, one
+// TestPlanGolden plans every documented event of each host (testdata/
+// <host>, the hooks references' inputs) against a new session, one
 // started with a turn open, and one that ended, and checks each step is a
 // valid ACS request (the embedded schemas) and matches the golden file.
 func TestPlanGolden(t *testing.T) {
+	hosts := map[Host][]string{
+		ClaudeCode: {"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
+			"stop", "subagent-stop", "notification", "pre-compact", "session-end"},
+		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit"},
+	}
+	for host, events := range hosts {
+		t.Run(string(host), func(t *testing.T) { planGolden(t, host, events) })
+	}
+}
+
+func planGolden(t *testing.T, host Host, events []string) {
 	v, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
@@ -58,15 +71,13 @@ func TestPlanGolden(t *testing.T) {
 		{"started, a turn open", Session{Started: true, OpenTurn: open}},
 		{"ended", Session{Started: true, Closed: true}},
 	}
-	events := []string{"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
-		"stop", "subagent-stop", "notification", "pre-compact", "session-end"}
 	var b strings.Builder
 	for _, name := range events {
-		ev := readEvent(t, name)
+		ev := readHostEvent(t, host, name)
 		for _, s := range sessions {
 			fmt.Fprintf(&b, "== %s (%s), %s\n", name, ev.Name, s.name)
 			for _, st := range ev.Plan(s.s, ids()) {
-				raw, err := st.Envelope(ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z")
+				raw, err := st.Envelope(ev.Host, ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,7 +96,7 @@ func TestPlanGolden(t *testing.T) {
 			}
 		}
 	}
-	golden := filepath.Join("testdata", "claude-code.plan.golden")
+	golden := filepath.Join("testdata", string(host)+".plan.golden")
 	if *update {
 		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -140,6 +151,11 @@ func TestAnswer(t *testing.T) {
 		{"session-start", Outcome{Failed: true, Reason: "r"}, true, ""},
 		{"notification", Outcome{Decision: "deny", Reason: "r"}, true, ""},
 	}
+	// Codex does not support ask (a hook error, and the call runs): deny.
+	codexAsk := readHostEvent(t, Codex, "pre-tool-use").Answer(Outcome{Decision: "ask", Reason: "r"}, true)
+	if want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r"}}`; string(codexAsk) != want {
+		t.Errorf("Codex ask: %s, want %s", codexAsk, want)
+	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s %+v", tt.event, tt.out), func(t *testing.T) {
 			if got := string(readEvent(t, tt.event).Answer(tt.out, tt.failClosed)); got != tt.want {
@@ -164,7 +180,7 @@ func TestParseRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Parse([]byte(tt.body)); err == nil {
+			if _, err := Parse(ClaudeCode, []byte(tt.body)); err == nil {
 				t.Fatalf("Parse(%s) took it", tt.body)
 			}
 		})
@@ -173,11 +189,11 @@ func TestParseRefuses(t *testing.T) {
 
 // A session id that is not a UUID gets a stable UUID of its own.
 func TestSessionIDs(t *testing.T) {
-	ev, err := Parse([]byte(`{"hook_event_name":"Stop","session_id":"not-a-uuid"}`))
+	ev, err := Parse(ClaudeCode, []byte(`{"hook_event_name":"Stop","session_id":"not-a-uuid"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := Parse([]byte(`{"hook_event_name":"Stop","session_id":"not-a-uuid"}`))
+	again, _ := Parse(ClaudeCode, []byte(`{"hook_event_name":"Stop","session_id":"not-a-uuid"}`))
 	if _, err := uuid.Parse(ev.Session); err != nil || ev.Session != again.Session {
 		t.Fatalf("session %q, again %q", ev.Session, again.Session)
 	}
@@ -187,15 +203,21 @@ func TestSessionIDs(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	entries, _ := os.ReadDir(filepath.Join("testdata", "claude-code"))
-	for _, e := range entries {
-		raw, err := os.ReadFile(filepath.Join("testdata", "claude-code", e.Name()))
-		if err == nil {
-			f.Add(raw)
+	for _, host := range []Host{ClaudeCode, Codex} {
+		entries, _ := os.ReadDir(filepath.Join("testdata", string(host)))
+		for _, e := range entries {
+			raw, err := os.ReadFile(filepath.Join("testdata", string(host), e.Name()))
+			if err == nil {
+				f.Add(raw)
+			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ev, err := Parse(body)
+		host := ClaudeCode
+		if len(body) > 0 && body[0]&1 == 1 {
+			host = Codex
+		}
+		ev, err := Parse(host, body)
 		if err != nil {
 			return
 		}
@@ -204,10 +226,10 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, s := range []Session{{}, {Started: true, OpenTurn: "t"}} {
 			for _, st := range ev.Plan(s, ids()) {
-				if _, err := st.Envelope(ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z"); err != nil {
+				if _, err := st.Envelope(ev.Host, ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z"); err != nil {
 					t.Fatalf("%s: %v", st.Method, err)
 				}
-				if !slices.Contains(Methods, st.Method) {
+				if !slices.Contains(Methods(ev.Host), st.Method) {
 					t.Fatalf("%s is not among Methods", st.Method)
 				}
 			}
