@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -165,6 +166,25 @@ func TestClaudeCodeHooks(t *testing.T) {
 			{input: claudeEvent(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_32", "tool_input", map[string]any{"command": "git push --force origin main"}),
 				want: "deny", reason: "mcp__github__get_issue"},
 		})
+	})
+
+	t.Run("parallel tool calls opening a session are all decided", func(t *testing.T) {
+		s := newUUID()
+		const n = 6
+		answers := make(chan string, n)
+		for i := range n {
+			go func() {
+				body, _ := json.Marshal(claudeEvent(s, "PreToolUse", "tool_name", "Read", "tool_use_id", fmt.Sprintf("toolu_p%d", i),
+					"tool_input", map[string]any{"file_path": fmt.Sprintf("/home/dev/app/f%d.go", i)}))
+				status, out := postHook(t, g.ep, g.ep.token, "application/json", body)
+				answers <- fmt.Sprintf("%d %s", status, out)
+			}()
+		}
+		for range n {
+			if a := <-answers; a != "200 " {
+				t.Errorf("a parallel Read: %q, want 200 with no answer", a)
+			}
+		}
 	})
 
 	t.Run("refusals", func(t *testing.T) {

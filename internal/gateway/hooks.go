@@ -45,6 +45,40 @@ type sessionStates struct {
 
 	mu    sync.Mutex
 	store *statestore.Store
+	// held serialises the events of a session: a host running tool calls
+	// in parallel would otherwise have two events read the same state and
+	// both open the session, or a turn. An entry lives while its session
+	// has an event in flight.
+	held map[string]*sessionLock
+}
+
+type sessionLock struct {
+	sync.Mutex
+	waiters int
+}
+
+// lock holds the session's lock until the returned func is called.
+func (s *sessionStates) lock(key string) func() {
+	s.mu.Lock()
+	if s.held == nil {
+		s.held = map[string]*sessionLock{}
+	}
+	l := s.held[key]
+	if l == nil {
+		l = &sessionLock{}
+		s.held[key] = l
+	}
+	l.waiters++
+	s.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		s.mu.Lock()
+		if l.waiters--; l.waiters == 0 {
+			delete(s.held, key)
+		}
+		s.mu.Unlock()
+	}
 }
 
 func (s *sessionStates) load(ctx context.Context, key string) (*turnstate.Session, error) {
@@ -184,6 +218,7 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	if agentID == "" {
 		agentID = ev.AgentID()
 	}
+	defer g.states.lock(key)()
 	view := hookView(g.states.load(ctx, key))
 	steps := ev.Plan(view, uuid.NewString)
 	out := hosthook.Outcome{Decision: "allow"}
