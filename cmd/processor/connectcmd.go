@@ -17,7 +17,7 @@ import (
 
 const connectUsage = `Usage:
   processor connect claude-code --tokens FILE [--url URL] [--settings FILE] [--tenant T] [--name N]
-  processor connect codex --tokens FILE [--url URL] [--settings FILE] [--hook-command CMD] [--tenant T] [--name N]
+  processor connect codex|cursor --tokens FILE [--url URL] [--settings FILE] [--hook-command CMD] [--tenant T] [--name N]
 
 Connects an agent host to turnguard with no adapter to install: adds a caller
 with a fresh bearer token to the callers file given to --http-tokens (as
@@ -30,6 +30,9 @@ file, keeping what is there:
   codex        a command hook on PreToolUse and PostToolUse running
                "turnguard hook codex --url URL" (.codex/hooks.json), which
                posts to URL/hooks/codex and fails closed
+  cursor       a command hook on Cursor's agent events running "turnguard
+               hook cursor --url URL" (.cursor/hooks.json), failClosed on
+               preToolUse and beforeSubmitPrompt
 
 The token is printed once, on standard output, so that
 
@@ -37,8 +40,8 @@ The token is printed once, on standard output, so that
 
 sets it for the agent started from that shell; the settings hold no secret.
 Hooks that can stop something fail closed when the processor cannot be
-reached (Claude Code: onFailure "block", 2.1.295 or later; Codex: the
-turnguard command denies). The processor reads the callers file at start:
+reached (Claude Code: onFailure "block", 2.1.295 or later; Codex and
+Cursor: the turnguard command denies; Cursor: failClosed too). The processor reads the callers file at start:
 (re)start it with --http and --http-tokens FILE afterwards.
 
 Flags:
@@ -57,6 +60,11 @@ type hostHooks struct {
 	// already in the file.
 	hook func(c connectConfig, block bool) map[string]any
 	ours func(c connectConfig, h map[string]any) bool
+	// flat: an event lists its hooks (Cursor), rather than groups of them
+	// with a matcher (Claude Code, Codex); version is the file's
+	// "version" when it has none.
+	flat    bool
+	version int
 }
 
 type hookEvent struct {
@@ -97,6 +105,24 @@ var connectHosts = map[string]hostHooks{
 			return h["type"] == "command" && strings.Contains(cmd, " hook codex ")
 		},
 	},
+	"cursor": {
+		settings: filepath.Join(".cursor", "hooks.json"),
+		events: []hookEvent{{"sessionStart", false}, {"beforeSubmitPrompt", true}, {"preToolUse", true}, {"postToolUse", false},
+			{"postToolUseFailure", false}, {"afterMCPExecution", false}, {"stop", false}, {"sessionEnd", false}},
+		hook: func(c connectConfig, block bool) map[string]any {
+			h := map[string]any{"command": c.command + " hook cursor --url " + c.url}
+			if block {
+				h["failClosed"] = true
+			}
+			return h
+		},
+		ours: func(c connectConfig, h map[string]any) bool {
+			cmd, _ := h["command"].(string)
+			return strings.Contains(cmd, " hook cursor ")
+		},
+		flat:    true,
+		version: 1,
+	},
 }
 
 // connectCommand runs "processor connect …" and returns the exit code.
@@ -111,7 +137,7 @@ func connectCommand(args []string, stdout, stderr io.Writer) int {
 	host, ok := connectHosts[args[0]]
 	if !ok {
 		fmt.Fprint(stderr, connectUsage)
-		fmt.Fprintf(stderr, "processor: connect: unknown host %q (claude-code, codex)\n", args[0])
+		fmt.Fprintf(stderr, "processor: connect: unknown host %q (claude-code, codex, cursor)\n", args[0])
 		return 2
 	}
 	var tokens, settings string
@@ -122,7 +148,7 @@ func connectCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&tokens, "tokens", "", "the callers file of the processor's --http-tokens (default $"+cliflag.EnvName("http-tokens")+")")
 	fs.StringVar(&cc.url, "url", "http://127.0.0.1:8787", "the processor's HTTP endpoint (--http) as the host reaches it")
 	fs.StringVar(&settings, "settings", host.settings, "the host's settings file to merge the hooks into (created when missing)")
-	fs.StringVar(&cc.command, "hook-command", "turnguard", "codex: the turnguard command the hook runs (an absolute path when it is not on the host's PATH)")
+	fs.StringVar(&cc.command, "hook-command", "turnguard", "codex, cursor: the turnguard command the hooks run (an absolute path when it is not on the host's PATH)")
 	fs.StringVar(&c.Tenant, "tenant", "default", "the tenant of the sessions the host sends")
 	fs.StringVar(&c.Name, "name", "", "the caller's name, unique in the callers file (default <host>-<8 hex digits of the token's hash>)")
 	fs.Usage = cliflag.Usage(fs, connectUsage, "")
@@ -204,9 +230,16 @@ func mergeHooks(path string, host hostHooks, cc connectConfig) error {
 				kept = append(kept, g)
 			}
 		}
-		hooks[e.event] = append(kept, map[string]any{"hooks": []any{host.hook(cc, e.block)}})
+		if host.flat {
+			hooks[e.event] = append(kept, host.hook(cc, e.block))
+		} else {
+			hooks[e.event] = append(kept, map[string]any{"hooks": []any{host.hook(cc, e.block)}})
+		}
 	}
 	doc["hooks"] = hooks
+	if _, ok := doc["version"]; !ok && host.version != 0 {
+		doc["version"] = host.version
+	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
@@ -219,9 +252,13 @@ func mergeHooks(path string, host hostHooks, cc connectConfig) error {
 	return os.WriteFile(path, append(out, '\n'), 0o600)
 }
 
-// holdsOurs reports whether a hook group holds one of turnguard's hooks.
+// holdsOurs reports whether a hook group holds one of turnguard's hooks
+// (or, in a flat list, is one).
 func holdsOurs(group any, host hostHooks, cc connectConfig) bool {
 	g, _ := group.(map[string]any)
+	if host.flat {
+		return g != nil && host.ours(cc, g)
+	}
 	hs, _ := g["hooks"].([]any)
 	for _, h := range hs {
 		if m, ok := h.(map[string]any); ok && host.ours(cc, m) {

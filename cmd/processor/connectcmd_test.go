@@ -82,7 +82,7 @@ func TestConnectClaudeCode(t *testing.T) {
 	if cs, _ := gateway.LoadCallers(callers); cs.Len() != 2 {
 		t.Fatalf("a failed connect added a caller: %d", cs.Len())
 	}
-	for _, args := range [][]string{{"connect"}, {"connect", "cursor"}, {"connect", "claude-code"}, {"connect", "claude-code", "--tokens", callers, "--url", "ftp://x"}} {
+	for _, args := range [][]string{{"connect"}, {"connect", "windsurf"}, {"connect", "claude-code"}, {"connect", "claude-code", "--tokens", callers, "--url", "ftp://x"}} {
 		if code := run(context.Background(), args, &out, &errOut); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
@@ -118,5 +118,44 @@ func TestConnectCodex(t *testing.T) {
 	}
 	if len(doc.Hooks) != 2 {
 		t.Errorf("hooks %v, want PreToolUse and PostToolUse only", doc.Hooks)
+	}
+}
+
+// TestConnectCursor: connect cursor writes Cursor's flat hooks.json
+// (version 1, a list of hooks per event), failClosed where a hook can
+// stop something, keeping the user's own hooks, once however often it runs.
+func TestConnectCursor(t *testing.T) {
+	dir := t.TempDir()
+	callers, settings := filepath.Join(dir, "callers.yaml"), filepath.Join(dir, ".cursor", "hooks.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := `{"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}], "preToolUse": [{"command": "./audit.sh", "matcher": "Shell"}]}}`
+	if err := os.WriteFile(settings, []byte(mine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"connect", "cursor", "--tokens", callers, "--settings", settings}, &out, &errOut); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	}
+	var doc struct {
+		Version int                         `json:"version"`
+		Hooks   map[string][]map[string]any `json:"hooks"`
+	}
+	raw, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 1 || len(doc.Hooks["afterFileEdit"]) != 1 || len(doc.Hooks["preToolUse"]) != 2 {
+		t.Fatalf("the user's hooks or the version were not kept, or turnguard's doubled:\n%s", raw)
+	}
+	for _, e := range connectHosts["cursor"].events {
+		hooks := doc.Hooks[e.event]
+		h := hooks[len(hooks)-1]
+		if h["command"] != "turnguard hook cursor --url http://127.0.0.1:8787" || (h["failClosed"] == true) != e.block {
+			t.Errorf("%s: %v", e.event, h)
+		}
 	}
 }

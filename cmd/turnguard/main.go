@@ -1,14 +1,14 @@
 // Command turnguard is what an agent host runs as a command hook:
 //
-//	turnguard hook claude-code|codex
+//	turnguard hook claude-code|codex|cursor
 //
 // reads the host's hook input on standard input, posts it to the
 // processor's native hook endpoint (POST <url>/hooks/<host>) with the
 // caller's bearer token, and prints the host's answer. When the processor
 // cannot be reached, answers with an error, or takes too long, it fails
 // closed: the answer denies (or blocks) whatever the event could stop, so a
-// host that only runs commands — Codex — is guarded as Claude Code's http
-// hook with onFailure "block" is.
+// host that only runs commands — Codex, Cursor — is guarded as Claude
+// Code's http hook with onFailure "block" is.
 package main
 
 import (
@@ -34,7 +34,7 @@ import (
 const maxInput = 1 << 20
 
 const usage = `Usage:
-  turnguard hook claude-code|codex [--url URL] [--timeout D] [--ca-file FILE]
+  turnguard hook claude-code|codex|cursor [--url URL] [--timeout D] [--ca-file FILE]
   turnguard version
 
 turnguard hook reads a host's hook input on standard input, asks the
@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	host, ok := hosthook.ParseHost(args[1])
 	if !ok {
-		fmt.Fprintf(stderr, "turnguard: hook: unknown host %q (claude-code, codex)\n", args[1])
+		fmt.Fprintf(stderr, "turnguard: hook: unknown host %q (claude-code, codex, cursor)\n", args[1])
 		return 2
 	}
 	var url, caFile string

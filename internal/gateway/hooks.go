@@ -119,8 +119,9 @@ func hookView(sess *turnstate.Session, err error) hosthook.Session {
 }
 
 // serveHook answers a host's hook: POST /hooks/<host> with the host's
-// hook input (Claude Code's http hook; Codex's and Claude Code's command
-// hooks through turnguard-hook), authenticated as POST /acs is. The answer
+// hook input (Claude Code's http hook; the command hooks of Codex, Cursor
+// and Claude Code through the turnguard command), authenticated as POST
+// /acs is. The answer
 // is HTTP 200 with the host's JSON output, or an empty body when turnguard
 // has nothing to say; 400 for a body that is no hook input (kept in the
 // dead-letter stream), which Claude Code treats as the hook's failure (a
@@ -128,7 +129,7 @@ func hookView(sess *turnstate.Session, err error) hosthook.Session {
 func (g *Gateway) serveHook(w http.ResponseWriter, r *http.Request) {
 	host, ok := hosthook.ParseHost(r.PathValue("host"))
 	if !ok {
-		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("no hook endpoint for host %q (claude-code, codex)", r.PathValue("host")))
+		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("no hook endpoint for host %q (claude-code, codex, cursor)", r.PathValue("host")))
 		return
 	}
 	who, why := g.authenticate(r)

@@ -14,7 +14,7 @@ import (
 	"github.com/turnguard/turnguard/internal/connlimit"
 )
 
-// Handler routes POST /acs, POST /hooks/{claude-code,codex}, GET
+// Handler routes POST /acs, POST /hooks/{claude-code,codex,cursor}, GET
 // /healthz, GET /readyz and GET /receipt-key.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()

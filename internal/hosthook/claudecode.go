@@ -1,5 +1,5 @@
 // Package hosthook speaks the hook protocols of agent hosts — Claude
-// Code's today — so that a host can call turnguard with its own hook
+// Code's, Codex's and Cursor's — so that a host can call turnguard with its own hook
 // payloads and read its own answers, with no ACS adapter installed: a
 // host's event becomes the ACS steps the host's ACS adapter
 // (GenAI-Security-Project/agent-control-standard, adapters/) maps it to,
@@ -33,12 +33,14 @@ const (
 	// Codex is the Codex CLI's hook protocol (command hooks), which
 	// follows Claude Code's.
 	Codex Host = "codex"
+	// Cursor is Cursor's hook protocol (command hooks, .cursor/hooks.json).
+	Cursor Host = "cursor"
 )
 
 // ParseHost returns the host a name (an endpoint's path segment) names.
 func ParseHost(name string) (Host, bool) {
 	switch h := Host(name); h {
-	case ClaudeCode, Codex:
+	case ClaudeCode, Codex, Cursor:
 		return h, true
 	}
 	return "", false
@@ -111,6 +113,9 @@ type Event struct {
 	Model       string
 	Reason      string
 	DurationMS  *int64
+	// fields is the whole input, for what a host's own events carry
+	// (Cursor's).
+	fields map[string]any
 }
 
 // ErrNotAnEvent is wrapped by every error of Parse.
@@ -144,7 +149,7 @@ func Parse(host Host, body []byte) (*Event, error) {
 		}
 		return s, nil
 	}
-	e := &Event{Host: host}
+	e := &Event{Host: host, fields: m}
 	var err error
 	fields := []struct {
 		key   string
@@ -171,16 +176,33 @@ func Parse(host Host, body []byte) (*Event, error) {
 	if e.Name == "" {
 		return nil, fmt.Errorf("%w: no hook_event_name", ErrNotAnEvent)
 	}
+	if e.SessionID == "" && host == Cursor {
+		// Cursor names its sessions conversation_id.
+		if e.SessionID, err = str("conversation_id", MaxIDBytes); err != nil {
+			return nil, err
+		}
+	}
 	if e.SessionID == "" {
 		return nil, fmt.Errorf("%w: no session_id", ErrNotAnEvent)
+	}
+	if e.Cwd == "" {
+		// Cursor's workspace_roots: the first is the workspace.
+		if roots, ok := m["workspace_roots"].([]any); ok && len(roots) > 0 {
+			e.Cwd, _ = roots[0].(string)
+		}
 	}
 	e.Session = sessionUUID(host, e.SessionID)
 	if v, ok := m["tool_input"]; ok && v != nil {
 		in, ok := v.(map[string]any)
-		if !ok {
+		_, text := v.(string)
+		switch {
+		case ok:
+			e.ToolInput = in
+		case host == Cursor && text:
+			// Cursor's MCP hooks send their parameters as JSON text.
+		default:
 			return nil, fmt.Errorf("%w: tool_input is not an object", ErrNotAnEvent)
 		}
-		e.ToolInput = in
 	}
 	if v, ok := m["tool_response"]; ok {
 		e.Response, e.HasResponse = v, true
@@ -203,7 +225,12 @@ func Parse(host Host, body []byte) (*Event, error) {
 			e.DurationMS = &d
 		}
 	}
-	if (e.Name == PreToolUse || e.Name == PostToolUse || e.Name == PostToolUseFailure) && e.Tool == "" {
+	toolEvent := e.Name == PreToolUse || e.Name == PostToolUse || e.Name == PostToolUseFailure
+	if host == Cursor {
+		toolEvent = e.Name == CursorPreToolUse || e.Name == CursorPostToolUse || e.Name == CursorPostToolUseFailure ||
+			e.Name == CursorBeforeMCPExecution || e.Name == CursorAfterMCPExecution
+	}
+	if toolEvent && e.Tool == "" {
 		return nil, fmt.Errorf("%w: %s without tool_name", ErrNotAnEvent, e.Name)
 	}
 	if host == Codex && (e.Name == PreToolUse || e.Name == PostToolUse) && (e.TurnID == "" || e.ToolUseID == "") {
@@ -270,48 +297,26 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 	if s.Closed {
 		return nil
 	}
-	if e.Host == Codex {
+	switch e.Host {
+	case Codex:
 		return e.codexPlan()
+	case Cursor:
+		return e.cursorPlan(s, newID)
 	}
-	var steps []Step
-	start := func() {
-		if !s.Started {
-			steps = append(steps, Step{Method: "steps/sessionStart", RequestID: newID(), Payload: e.sessionStartPayload(), Hook: e.Name})
-			s.Started = true
-		}
-	}
-	openTurn := func() {
-		id := newID()
-		steps = append(steps, Step{Method: "steps/turnStart", RequestID: id, TurnID: id,
-			Payload: map[string]any{"turn_id": id, "triggered_by": "user_message"}, Hook: e.Name})
-		s.OpenTurn = id
-	}
-	inTurn := func() {
-		start()
-		if s.OpenTurn == "" {
-			openTurn()
-		}
-	}
+	p := &planner{e: e, s: s, newID: newID}
 	switch e.Name {
 	case SessionStart:
-		start()
+		p.start(e.sessionStartPayload())
 	case UserPromptSubmit:
-		start()
-		if s.OpenTurn != "" {
-			steps = append(steps, turnEnd(s.OpenTurn, newID(), e.Name))
-		}
-		openTurn()
-		steps = append(steps, Step{Method: "steps/userMessage", RequestID: newID(), TurnID: s.OpenTurn,
-			Payload: map[string]any{"content": []any{map[string]any{"type": "text", "value": e.Prompt}}}, Hook: e.Name})
+		p.prompt(e.Prompt)
 	case PreToolUse:
-		inTurn()
-		steps = append(steps, Step{Method: "steps/toolCallRequest", RequestID: e.callID("tool_use", newID), TurnID: s.OpenTurn,
-			Payload: map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)}, Hook: e.Name})
+		p.inTurn()
+		p.add("steps/toolCallRequest", e.callID("tool_use", newID), map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)})
 	case PostToolUse, PostToolUseFailure:
-		inTurn()
-		p := map[string]any{"tool": map[string]any{"name": e.Tool}}
+		p.inTurn()
+		payload := map[string]any{"tool": map[string]any{"name": e.Tool}}
 		if e.ToolUseID != "" {
-			p["request_id_ref"] = e.callID("tool_use", newID)
+			payload["request_id_ref"] = e.callID("tool_use", newID)
 		}
 		outputs := []any{}
 		status := "success"
@@ -327,29 +332,87 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 			}
 			outputs = append(outputs, map[string]any{"value": bounded(e.Response)})
 		}
-		p["exit_status"], p["outputs"] = status, outputs
+		payload["exit_status"], payload["outputs"] = status, outputs
 		if e.DurationMS != nil {
-			p["duration_ms"] = *e.DurationMS
+			payload["duration_ms"] = *e.DurationMS
 		}
-		steps = append(steps, Step{Method: "steps/toolCallResult", RequestID: e.callID("tool_result", newID), TurnID: s.OpenTurn, Payload: p, Hook: e.Name})
+		p.add("steps/toolCallResult", e.callID("tool_result", newID), payload)
 	case Stop:
-		if s.Started && s.OpenTurn != "" {
-			steps = append(steps, turnEnd(s.OpenTurn, newID(), e.Name))
-		}
+		p.endTurn("completed")
 	case SessionEnd:
-		if s.Started {
-			if s.OpenTurn != "" {
-				steps = append(steps, turnEnd(s.OpenTurn, newID(), e.Name))
-			}
-			steps = append(steps, Step{Method: "steps/sessionEnd", RequestID: newID(), Payload: map[string]any{"reason": endReason(e.Reason)}, Hook: e.Name})
-		}
+		p.end(endReason(e.Reason))
 	case Notification:
-		if s.Started && e.Message != "" {
-			steps = append(steps, Step{Method: "steps/agentResponse", RequestID: newID(), TurnID: s.OpenTurn,
-				Payload: map[string]any{"content": []any{map[string]any{"type": "text", "value": e.Message}}}, Hook: e.Name})
-		}
+		p.respond(e.Message)
 	}
-	return steps
+	return p.steps
+}
+
+// planner builds an event's steps over what the session's state says,
+// keeping it up to date as the steps start the session or open a turn.
+type planner struct {
+	e     *Event
+	s     Session
+	newID func() string
+	steps []Step
+}
+
+// add appends an in-turn step (or a session-level one outside any turn).
+func (p *planner) add(method, id string, payload map[string]any) {
+	p.steps = append(p.steps, Step{Method: method, RequestID: id, TurnID: p.s.OpenTurn, Payload: payload, Hook: p.e.Name})
+}
+
+// start starts the session unless it started.
+func (p *planner) start(payload map[string]any) {
+	if !p.s.Started {
+		p.steps = append(p.steps, Step{Method: "steps/sessionStart", RequestID: p.newID(), Payload: payload, Hook: p.e.Name})
+		p.s.Started = true
+	}
+}
+
+func (p *planner) openTurn() {
+	id := p.newID()
+	p.steps = append(p.steps, Step{Method: "steps/turnStart", RequestID: id, TurnID: id,
+		Payload: map[string]any{"turn_id": id, "triggered_by": "user_message"}, Hook: p.e.Name})
+	p.s.OpenTurn = id
+}
+
+// inTurn makes sure the session started and a turn is open.
+func (p *planner) inTurn() {
+	p.start(p.e.sessionStartPayload())
+	if p.s.OpenTurn == "" {
+		p.openTurn()
+	}
+}
+
+// prompt opens a turn with the user's prompt, ending one still open.
+func (p *planner) prompt(text string) {
+	p.start(p.e.sessionStartPayload())
+	p.endTurn("completed")
+	p.openTurn()
+	p.add("steps/userMessage", p.newID(), map[string]any{"content": []any{map[string]any{"type": "text", "value": text}}})
+}
+
+// endTurn ends the open turn, if any.
+func (p *planner) endTurn(outcome string) {
+	if p.s.Started && p.s.OpenTurn != "" {
+		p.add("steps/turnEnd", p.newID(), map[string]any{"turn_id": p.s.OpenTurn, "outcome": outcome})
+		p.s.OpenTurn = ""
+	}
+}
+
+// end ends the session, and a turn still open.
+func (p *planner) end(reason string) {
+	if p.s.Started {
+		p.endTurn("completed")
+		p.add("steps/sessionEnd", p.newID(), map[string]any{"reason": reason})
+	}
+}
+
+// respond records what the agent said.
+func (p *planner) respond(text string) {
+	if p.s.Started && text != "" {
+		p.add("steps/agentResponse", p.newID(), map[string]any{"content": []any{map[string]any{"type": "text", "value": text}}})
+	}
 }
 
 // TimestampFormat is the envelopes' params.timestamp: RFC 3339 UTC with
@@ -368,10 +431,6 @@ func (s Step) Envelope(host Host, session, agentID, timestamp string) ([]byte, e
 	}})
 }
 
-func turnEnd(turn, id, hook string) Step {
-	return Step{Method: "steps/turnEnd", RequestID: id, TurnID: turn, Payload: map[string]any{"turn_id": turn, "outcome": "completed"}, Hook: hook}
-}
-
 // callID is the request id of a tool call's request ("tool_use") or
 // result ("tool_result"): derived from tool_use_id, as the adapter derives
 // the request's, so that the result can name it and a call reported twice
@@ -385,6 +444,14 @@ func (e *Event) callID(kind string, newID func() string) string {
 
 func (e *Event) sessionStartPayload() map[string]any {
 	ctx := map[string]any{}
+	if e.Host == Cursor {
+		// What the ACS Cursor adapter carries.
+		for _, k := range []string{"workspace_roots", "composer_mode", "is_background_agent", "cursor_version"} {
+			if v, ok := e.fields[k]; ok && v != nil {
+				ctx[k] = v
+			}
+		}
+	}
 	if e.Source != "" {
 		ctx["source"] = e.Source
 	}
@@ -473,6 +540,9 @@ func (e *Event) Answer(o Outcome, failClosed bool) []byte {
 	if o.Failed {
 		reason = "turnguard could not decide, and fails closed: " + o.Reason
 	}
+	if e.Host == Cursor {
+		return marshal(e.cursorAnswer(decision, reason))
+	}
 	var out map[string]any
 	switch e.Name {
 	case PreToolUse:
@@ -502,22 +572,20 @@ func (e *Event) Answer(o Outcome, failClosed bool) []byte {
 	default:
 		return nil
 	}
+	return marshal(out)
+}
+
+// marshal is an answer's JSON; nil for none.
+func marshal(out map[string]any) []byte {
+	if out == nil {
+		return nil
+	}
 	raw, err := json.Marshal(out)
 	if err != nil {
-		// Maps of strings: cannot fail.
+		// Maps of strings and booleans: cannot fail.
 		panic(err)
 	}
 	return raw
-}
-
-// Blocks reports whether the event's answer can stop something: whether a
-// failure to decide it matters.
-func (e *Event) Blocks() bool {
-	switch e.Name {
-	case PreToolUse, UserPromptSubmit, PostToolUse, PostToolUseFailure:
-		return true
-	}
-	return false
 }
 
 // String is the event as logs name it.

@@ -51,6 +51,9 @@ func TestPlanGolden(t *testing.T) {
 		ClaudeCode: {"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit"},
+		Cursor: {"session-start", "before-submit-prompt", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
+			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit",
+			"after-agent-response", "stop", "subagent-stop", "session-end"},
 	}
 	for host, events := range hosts {
 		t.Run(string(host), func(t *testing.T) { planGolden(t, host, events) })
@@ -151,6 +154,26 @@ func TestAnswer(t *testing.T) {
 		{"session-start", Outcome{Failed: true, Reason: "r"}, true, ""},
 		{"notification", Outcome{Decision: "deny", Reason: "r"}, true, ""},
 	}
+	cursor := []struct {
+		event string
+		out   Outcome
+		want  string
+	}{
+		{"pre-tool-use", Outcome{Decision: "allow"}, `{"permission":"allow"}`},
+		{"pre-tool-use", Outcome{Decision: "deny", Reason: "r"}, `{"agent_message":"turnguard: r","permission":"deny","user_message":"turnguard: r"}`},
+		{"before-shell-execution", Outcome{Decision: "ask", Reason: "r"}, `{"agent_message":"turnguard: r","permission":"ask","user_message":"turnguard: r"}`},
+		{"before-mcp-execution", Outcome{Failed: true, Reason: "down"}, `{"agent_message":"turnguard could not decide, and fails closed: down","permission":"deny","user_message":"turnguard could not decide, and fails closed: down"}`},
+		{"before-submit-prompt", Outcome{Decision: "allow"}, `{"continue":true}`},
+		{"before-submit-prompt", Outcome{Decision: "deny", Reason: "r"}, `{"continue":false,"user_message":"turnguard: r"}`},
+		{"post-tool-use", Outcome{Decision: "allow"}, ``},
+		{"post-tool-use", Outcome{Decision: "deny", Reason: "r"}, `{"additional_context":"turnguard did not allow this result: turnguard: r"}`},
+		{"stop", Outcome{Decision: "deny", Reason: "r"}, ``},
+	}
+	for _, tt := range cursor {
+		if got := string(readHostEvent(t, Cursor, tt.event).Answer(tt.out, true)); got != tt.want {
+			t.Errorf("Cursor %s %+v: %s, want %s", tt.event, tt.out, got, tt.want)
+		}
+	}
 	// Codex does not support ask (a hook error, and the call runs): deny.
 	codexAsk := readHostEvent(t, Codex, "pre-tool-use").Answer(Outcome{Decision: "ask", Reason: "r"}, true)
 	if want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r"}}`; string(codexAsk) != want {
@@ -203,7 +226,7 @@ func TestSessionIDs(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, host := range []Host{ClaudeCode, Codex} {
+	for _, host := range []Host{ClaudeCode, Codex, Cursor} {
 		entries, _ := os.ReadDir(filepath.Join("testdata", string(host)))
 		for _, e := range entries {
 			raw, err := os.ReadFile(filepath.Join("testdata", string(host), e.Name()))
@@ -214,8 +237,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		host := ClaudeCode
-		if len(body) > 0 && body[0]&1 == 1 {
-			host = Codex
+		if len(body) > 0 {
+			host = []Host{ClaudeCode, Codex, Cursor}[int(body[len(body)-1])%3]
 		}
 		ev, err := Parse(host, body)
 		if err != nil {

@@ -1,0 +1,230 @@
+package hosthook
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Cursor's hook events (hook_event_name), as the ACS Cursor adapter maps
+// them (adapters/cursor/mapping.md, checked there against Cursor's hooks
+// documentation).
+const (
+	CursorSessionStart         = "sessionStart"
+	CursorSessionEnd           = "sessionEnd"
+	CursorStop                 = "stop"
+	CursorBeforeSubmitPrompt   = "beforeSubmitPrompt"
+	CursorPreToolUse           = "preToolUse"
+	CursorPostToolUse          = "postToolUse"
+	CursorPostToolUseFailure   = "postToolUseFailure"
+	CursorBeforeShellExecution = "beforeShellExecution"
+	CursorAfterShellExecution  = "afterShellExecution"
+	CursorBeforeMCPExecution   = "beforeMCPExecution"
+	CursorAfterMCPExecution    = "afterMCPExecution"
+	CursorAfterFileEdit        = "afterFileEdit"
+	CursorAfterTabFileEdit     = "afterTabFileEdit"
+	CursorAfterAgentResponse   = "afterAgentResponse"
+	CursorAfterAgentThought    = "afterAgentThought"
+)
+
+// cursorPlan maps a Cursor event as the ACS Cursor adapter does, reading
+// the session's state where the adapter keeps a file: a prompt opens a
+// turn and stop ends it; preToolUse, beforeShellExecution and
+// beforeMCPExecution are toolCallRequests, and their after-events
+// toolCallResults. Not sent, as the adapter does not send them or cannot
+// honestly: subagentStart (the Task tool's preToolUse is the call, and the
+// subagent's steps arrive in this conversation), subagentStop, preCompact
+// (no entry list), the read gates, workspaceOpen.
+func (e *Event) cursorPlan(s Session, newID func() string) []Step {
+	f := e.fields
+	p := &planner{e: e, s: s, newID: newID}
+	str := func(key string) string { v, _ := f[key].(string); return v }
+	result := func(tool string, status string, outputs []any, ref string) {
+		payload := map[string]any{"tool": map[string]any{"name": tool}, "exit_status": status, "outputs": outputs}
+		if d, ok := f["duration"].(json.Number); ok {
+			if ms, err := d.Float64(); err == nil && ms >= 0 && ms < 1e15 {
+				payload["duration_ms"] = int64(ms)
+			}
+		}
+		if ref != "" {
+			payload["request_id_ref"] = ref
+		}
+		p.inTurn()
+		p.add("steps/toolCallResult", newID(), payload)
+	}
+	switch e.Name {
+	case CursorSessionStart:
+		p.start(e.sessionStartPayload())
+	case CursorSessionEnd:
+		reason := map[string]string{"aborted": "cancelled", "error": "error",
+			"window_close": "abandoned", "user_close": "abandoned"}[strings.ToLower(str("reason"))]
+		if reason == "" {
+			reason = "completed"
+		}
+		p.end(reason)
+	case CursorStop:
+		outcome := map[string]string{"aborted": "interrupted", "error": "error"}[strings.ToLower(str("status"))]
+		if outcome == "" {
+			outcome = "completed"
+		}
+		p.endTurn(outcome)
+	case CursorBeforeSubmitPrompt:
+		p.prompt(e.Prompt)
+	case CursorPreToolUse:
+		p.inTurn()
+		p.add("steps/toolCallRequest", e.cursorCallID(newID), map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(objectOf(f["tool_input"]))})
+	case CursorBeforeShellExecution:
+		p.inTurn()
+		p.add("steps/toolCallRequest", newID(), map[string]any{"tool": map[string]any{"name": "Shell"}, "arguments": wrap(map[string]any{"command": str("command")})})
+	case CursorBeforeMCPExecution:
+		p.inTurn()
+		tool := map[string]any{"name": e.Tool}
+		if provider := firstNonEmpty(str("url"), str("command")); provider != "" {
+			tool["provider"] = provider
+		}
+		p.add("steps/toolCallRequest", newID(), map[string]any{"tool": tool, "arguments": wrap(objectOf(f["tool_input"]))})
+	case CursorPostToolUse:
+		parsed := parseJSONText(f["tool_output"])
+		status := "success"
+		if m, ok := parsed.(map[string]any); ok {
+			if code, ok := m["exitCode"].(json.Number); ok && code.String() != "0" {
+				status = "failure"
+			}
+		}
+		result(e.Tool, status, outputsOf(parsed), e.cursorRef())
+	case CursorPostToolUseFailure:
+		status := map[string]string{"timeout": "timeout", "permission_denied": "blocked"}[strings.ToLower(str("failure_type"))]
+		if status == "" {
+			status = "failure"
+		}
+		result(e.Tool, status, outputsOf(firstNonEmpty(str("error_message"), "(no error message)")), e.cursorRef())
+	case CursorAfterShellExecution:
+		result("Shell", "success", outputsOf(f["output"]), "")
+	case CursorAfterMCPExecution:
+		// An MCP server's answer is what others wrote, and Cursor names
+		// its tools bare (get_issue, not mcp__github__get_issue, which
+		// the catalog classes): its outputs say so themselves — ACS
+		// provenance origin tool_output, untrusted (§7.2).
+		outputs := outputsOf(parseJSONText(f["result_json"]))
+		for _, o := range outputs {
+			o.(map[string]any)["provenance"] = map[string]any{"provenance_id": newID(), "origin": "tool_output", "source_id": e.Tool}
+		}
+		result(e.Tool, "success", outputs, "")
+	case CursorAfterFileEdit, CursorAfterTabFileEdit:
+		out := map[string]any{"file_path": str("file_path")}
+		if edits, ok := f["edits"].([]any); ok && len(edits) > 0 {
+			out["edits"] = edits
+		}
+		result("Edit", "success", outputsOf(out), "")
+	case CursorAfterAgentResponse, CursorAfterAgentThought:
+		p.respond(str("text"))
+	}
+	return p.steps
+}
+
+// cursorCallID is a preToolUse's request id: uuid5 of its tool_use_id, as
+// the adapter derives it, so that postToolUse can name it.
+func (e *Event) cursorCallID(newID func() string) string {
+	if ref := e.cursorRef(); ref != "" {
+		return ref
+	}
+	return newID()
+}
+
+func (e *Event) cursorRef() string {
+	id := e.ToolUseID
+	if id == "" {
+		id, _ = e.fields["tool_call_id"].(string)
+	}
+	if id == "" || len(id) > MaxIDBytes {
+		return ""
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("cursor:tool_use:"+id)).String()
+}
+
+// cursorAnswer is Cursor's answer to a decision: permission on the gates,
+// continue on the prompt, additional_context on postToolUse, nothing on
+// the rest. An allowed gate says allow, as the adapter answers: Cursor's
+// permission hooks expect one.
+func (e *Event) cursorAnswer(decision, reason string) map[string]any {
+	switch e.Name {
+	case CursorPreToolUse, CursorBeforeShellExecution, CursorBeforeMCPExecution:
+		switch decision {
+		case "allow", "":
+			return map[string]any{"permission": "allow"}
+		case "ask", "defer":
+			return map[string]any{"permission": "ask", "user_message": reason, "agent_message": reason}
+		default:
+			return map[string]any{"permission": "deny", "user_message": reason, "agent_message": reason}
+		}
+	case CursorBeforeSubmitPrompt:
+		if decision == "allow" || decision == "" {
+			return map[string]any{"continue": true}
+		}
+		return map[string]any{"continue": false, "user_message": reason}
+	case CursorPostToolUse:
+		if decision == "allow" || decision == "" {
+			return nil
+		}
+		return map[string]any{"additional_context": "turnguard did not allow this result: " + reason}
+	}
+	return nil
+}
+
+// objectOf is a tool input as an object: itself, or its JSON text parsed
+// (Cursor's MCP hooks send it stringified); anything else is one argument,
+// raw_params, so that it is not dropped.
+func objectOf(v any) map[string]any {
+	switch x := parseJSONText(v).(type) {
+	case map[string]any:
+		return x
+	case nil:
+		return map[string]any{}
+	default:
+		return map[string]any{"raw_params": x}
+	}
+}
+
+// parseJSONText parses a JSON-stringified value; a string that is not
+// JSON, and anything else, is returned as it is.
+func parseJSONText(v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	// Numbers as json.Number, as in the rest of the event; one value only.
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil || dec.More() {
+		return s
+	}
+	return out
+}
+
+// outputsOf is a result's outputs: none for nil, each item of a list, or
+// the one value, each within MaxOutputBytes.
+func outputsOf(v any) []any {
+	switch x := v.(type) {
+	case nil:
+		return []any{}
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, item := range x {
+			out = append(out, map[string]any{"value": bounded(item)})
+		}
+		return out
+	default:
+		return []any{map[string]any{"value": bounded(x)}}
+	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
