@@ -29,10 +29,33 @@ func ApplyEnv(fs *flag.FlagSet) error {
 		if v, ok := os.LookupEnv(name); ok {
 			if err := fs.Set(f.Name, v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+				return
+			}
+			if l, ok := f.Value.(*List); ok {
+				// The command line replaces a list the environment set,
+				// as it replaces any other value: TURNGUARD_RULES=a.yaml
+				// with --rules b.yaml is b.yaml alone.
+				f.Value = &envList{l: l}
 			}
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// envList is a List the environment set: its first value from the
+// command line replaces it, later ones add to that.
+type envList struct {
+	l        *List
+	replaced bool
+}
+
+func (e *envList) String() string { return e.l.String() }
+
+func (e *envList) Set(v string) error {
+	if !e.replaced {
+		*e.l, e.replaced = nil, true
+	}
+	return e.l.Set(v)
 }
 
 // List is a repeatable flag; each value may also hold several

@@ -63,3 +63,39 @@ func TestList(t *testing.T) {
 		t.Fatalf("String() = %q", l.String())
 	}
 }
+
+// A list the environment set is replaced by the command line's, not added
+// to (TURNGUARD_RULES=a.yaml processor --rules b.yaml loads b.yaml alone);
+// without the flag the environment's stands.
+func TestEnvListIsReplacedByFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		env  string
+		args []string
+		want []string
+	}{
+		{"environment only", "a.yaml,b.yaml", nil, []string{"a.yaml", "b.yaml"}},
+		{"command line replaces it", "a.yaml", []string{"--rules", "b.yaml"}, []string{"b.yaml"}},
+		{"repeated on the command line", "a.yaml", []string{"--rules", "b.yaml", "--rules", "c.yaml"}, []string{"b.yaml", "c.yaml"}},
+		{"command line only", "", []string{"--rules", "b.yaml"}, []string{"b.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("TURNGUARD_RULES", tt.env)
+			}
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			var rules cliflag.List
+			fs.Var(&rules, "rules", "")
+			if err := cliflag.ApplyEnv(fs); err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rules, tt.want) {
+				t.Fatalf("rules %v, want %v", rules, tt.want)
+			}
+		})
+	}
+}
