@@ -134,8 +134,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.stateKey, "state-key", "", "secret key (at least 32 bytes) authenticating every value written to the ACS_TURNSTATE bucket; every processor sharing the partitions must use the same file; default <data-dir>/state-key, created with 32 random bytes on first start")
 	fs.StringVar(&c.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", logging.FormatAuto, "auto (console on a terminal, else json), json or console")
-	fs.Usage = cliflag.Usage(fs, fmt.Sprintf("Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor connect claude-code --tokens FILE [--url URL] [--settings FILE]\n       processor init --dir DIR\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL); a flag on the command line wins.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix),
+	fs.String(cliflag.ConfigFlag, "", "config file (YAML): flag names and their values (skew-window: 5m), lists for repeatable flags; the environment and the command line override it; replay run and verify read the same file (processor config check checks it)")
+	fs.Usage = cliflag.Usage(fs, fmt.Sprintf("Usage: processor [flags]\n       processor rules check|test [FILE...]\n       processor creds add|init|server-config|permissions [flags]\n       processor http-token add --tokens FILE --name NAME --tenant TENANT\n       processor connect claude-code|codex|cursor --tokens FILE [--url URL] [--settings FILE]\n       processor config check [--config FILE] [flags]\n       processor init --dir DIR\n       processor version\n\nRuns the turnguard ACS Guardian. Every flag can also be set as %s<FLAG_NAME>\n(e.g. --nats-url as %sNATS_URL) or in the --config file; the command line wins\nover the environment, the environment over the file.\n\nFlags:\n", cliflag.EnvPrefix, cliflag.EnvPrefix),
 		natsconn.Help(natsconn.Options{}, "the embedded server: started in-process on --data-dir, --listen"))
+	if err := cliflag.ApplyConfig(fs, cliflag.ConfigPath(args), nil); err != nil {
+		return c, err
+	}
 	if err := cliflag.ApplyEnv(fs); err != nil {
 		return c, err
 	}

@@ -37,6 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return httpTokenCommand(args[1:], stdout, stderr)
 		case "connect":
 			return connectCommand(args[1:], stdout, stderr)
+		case "config":
+			return configCommand(args[1:], stdout, stderr)
 		case "init":
 			return initCommand(args[1:], stdout, stderr)
 		}

@@ -144,6 +144,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	rf.register(fs)
 	core.Register(fs)
 	fs.Var(&ruleFiles, "rules", "rule files to re-decide with; repeat or separate with commas (builtin:default is the embedded pack)")
+	registerConfig(fs)
 	registerTenant(fs, &tenant, "only this tenant's envelopes")
 	fs.StringVar(&session, "session", "", "only this session")
 	fs.BoolVar(&diff, "diff", false, "list every envelope whose decision or alerts change, with its evidence")
@@ -279,6 +280,7 @@ func parseVerifyFlags(args []string, stderr io.Writer) (*verifyFlags, error) {
 	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
 	fs.BoolVar(&f.systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>; --all without --tenant always does)")
 	fs.IntVar(&f.maxRejected, "max-rejected", 10000, "with --all, list at most this many rejected messages and count the rest (0: list all)")
+	registerConfig(fs)
 	fs.StringVar(&f.format, "format", "table", "table or json")
 	if err := parse(fs, args); err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -171,8 +173,29 @@ func newFlagSet(name, synopsis string, stderr interface{ Write([]byte) (int, err
 	return fs
 }
 
-// parse applies the environment, then the command line.
+// registerConfig adds --config to a command that reads the processor's
+// config file.
+func registerConfig(fs *flag.FlagSet) {
+	fs.String(cliflag.ConfigFlag, "", "the processor's config file: its rules, keys and intake settings ("+strings.Join(configSettings, ", ")+
+		"), so that replay decides and verifies as the processor did; the environment and the command line override it")
+}
+
+// configSettings are what replay takes from the processor's config file:
+// what decides and verifies as the processor did, and where its data is.
+// Not its NATS credential (the processor's own, where replay reads with
+// the security role's) nor anything else of the processor's.
+var configSettings = []string{"rules", "keys", "require-signatures", "require-caller-signatures", "max-envelope-bytes", "on-rule-error",
+	"skew-window", "receipt-key", "nats-url", "nats-ca", "data-dir"}
+
+// parse applies the config file (where the command reads one), the
+// environment, then the command line.
 func parse(fs *flag.FlagSet, args []string) error {
+	if fs.Lookup(cliflag.ConfigFlag) != nil {
+		only := func(name string) bool { return slices.Contains(configSettings, name) && fs.Lookup(name) != nil }
+		if err := cliflag.ApplyConfig(fs, cliflag.ConfigPath(args), only); err != nil {
+			return err
+		}
+	}
 	if err := cliflag.ApplyEnv(fs); err != nil {
 		return err
 	}

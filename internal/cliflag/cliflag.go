@@ -31,19 +31,17 @@ func ApplyEnv(fs *flag.FlagSet) error {
 				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
 				return
 			}
-			if l, ok := f.Value.(*List); ok {
-				// The command line replaces a list the environment set,
-				// as it replaces any other value: TURNGUARD_RULES=a.yaml
-				// with --rules b.yaml is b.yaml alone.
-				f.Value = &envList{l: l}
-			}
+			// The command line replaces a list the environment set, as
+			// it replaces any other value: TURNGUARD_RULES=a.yaml with
+			// --rules b.yaml is b.yaml alone.
+			replaceable(f)
 		}
 	})
 	return errors.Join(errs...)
 }
 
-// envList is a List the environment set: its first value from the
-// command line replaces it, later ones add to that.
+// envList is a List the config file or the environment set: the next
+// source's first value replaces it, its later ones add to that.
 type envList struct {
 	l        *List
 	replaced bool
