@@ -1,4 +1,4 @@
-// Package examples embeds the example sessions of the README walkthrough
+// Package examples embeds the example sessions of the walkthrough (docs/WALKTHROUGH.md)
 // (session/*.json, taint/*.json), so that tests and benchmarks publish
 // exactly the files a user publishes with the nats CLI.
 package examples

@@ -2,10 +2,10 @@
 
 package integration
 
-// TestREADMEWalkthrough runs the README's walkthrough and compares what its
-// commands print with the samples the README shows. The README marks the
-// blocks it means with an HTML comment (invisible on GitHub) on the line
-// just before a fenced block:
+// TestREADMEWalkthrough runs the walkthrough (docs/WALKTHROUGH.md) and
+// compares what its commands print with the samples it shows. The page
+// marks the blocks it means with an HTML comment (invisible on GitHub) on
+// the line just before a fenced block:
 //
 //	<!-- walkthrough: run -->            the block is shell, run in the
 //	                                     walkthrough's shell (one bash for the
@@ -96,6 +96,12 @@ import (
 	"github.com/turnguard/turnguard/internal/testwait"
 )
 
+// walkthroughFiles are the pages whose marked blocks the walkthrough test
+// runs, in this order, in one shell (the README's walkthrough until the
+// README became the front door; the metrics demo now lives with the
+// operating guide).
+var walkthroughFiles = []string{"docs/WALKTHROUGH.md", "docs/OPERATING.md"}
+
 var updateREADME = flag.Bool("update", false, "rewrite the README's walkthrough samples from the real output")
 
 // readmePorts are the loopback ports the README names; the test runs on
@@ -108,6 +114,7 @@ type wtStep struct {
 	name    string // background and output: the background's name
 	opts    map[string]string
 	section string // the heading above it, for messages
+	file    string // the page it is on
 	line    int    // 1-based line of the marker
 	// start and end are the indices (0-based, into the README's lines) of
 	// the block's content: lines[start:end], fences excluded.
@@ -115,7 +122,7 @@ type wtStep struct {
 	body       string
 }
 
-func (s wtStep) where() string { return fmt.Sprintf("README.md:%d (%s)", s.line, s.section) }
+func (s wtStep) where() string { return fmt.Sprintf("%s:%d (%s)", s.file, s.line, s.section) }
 
 var (
 	markerRE = regexp.MustCompile(`^<!-- walkthrough: (\w+)(.*?) -->$`)
@@ -123,7 +130,7 @@ var (
 )
 
 // parseWalkthrough finds the marked blocks of a README.
-func parseWalkthrough(lines []string) ([]wtStep, error) {
+func parseWalkthrough(file string, lines []string) ([]wtStep, error) {
 	var steps []wtStep
 	section := ""
 	for i := 0; i < len(lines); i++ {
@@ -134,14 +141,14 @@ func parseWalkthrough(lines []string) ([]wtStep, error) {
 		if m == nil {
 			continue
 		}
-		s := wtStep{kind: m[1], opts: map[string]string{}, section: section, line: i + 1}
+		s := wtStep{kind: m[1], opts: map[string]string{}, section: section, file: file, line: i + 1}
 		rest := m[2]
 		for _, o := range optRE.FindAllStringSubmatch(rest, -1) {
 			switch {
 			case o[2] == "" && (s.kind == "background" || s.kind == "output") && s.name == "" && len(s.opts) == 0 && !knownOpt(o[1]):
 				s.name = o[1]
 			case !knownOpt(o[1]):
-				return nil, fmt.Errorf("README.md:%d: unknown option %q", i+1, o[1])
+				return nil, fmt.Errorf("%s:%d: unknown option %q", file, i+1, o[1])
 			case o[3] != "":
 				s.opts[o[1]] = o[3]
 			default:
@@ -152,13 +159,13 @@ func parseWalkthrough(lines []string) ([]wtStep, error) {
 		case "run", "output", "transcript":
 		case "background":
 			if s.name == "" {
-				return nil, fmt.Errorf("README.md:%d: a background needs a name", i+1)
+				return nil, fmt.Errorf("%s:%d: a background needs a name", file, i+1)
 			}
 		default:
-			return nil, fmt.Errorf("README.md:%d: unknown walkthrough marker %q", i+1, s.kind)
+			return nil, fmt.Errorf("%s:%d: unknown walkthrough marker %q", file, i+1, s.kind)
 		}
 		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
-			return nil, fmt.Errorf("README.md:%d: a walkthrough marker must be followed by a fenced block", i+1)
+			return nil, fmt.Errorf("%s:%d: a walkthrough marker must be followed by a fenced block", file, i+1)
 		}
 		s.start = i + 2
 		s.end = s.start
@@ -166,7 +173,7 @@ func parseWalkthrough(lines []string) ([]wtStep, error) {
 			s.end++
 		}
 		if s.end == len(lines) {
-			return nil, fmt.Errorf("README.md:%d: unterminated block", i+1)
+			return nil, fmt.Errorf("%s:%d: unterminated block", file, i+1)
 		}
 		s.body = strings.Join(lines[s.start:s.end], "\n")
 		steps = append(steps, s)
@@ -750,6 +757,7 @@ func (w *walkthrough) compare(s wtStep, what, sample, real string) string {
 
 // wtEdit replaces lines[start:end] of the README.
 type wtEdit struct {
+	file       string
 	start, end int
 	text       string
 }
@@ -760,7 +768,7 @@ func (w *walkthrough) run(steps []wtStep) []wtEdit {
 	var edits []wtEdit
 	edit := func(s wtStep, text string) {
 		if text != s.body {
-			edits = append(edits, wtEdit{s.start, s.end, text})
+			edits = append(edits, wtEdit{s.file, s.start, s.end, text})
 		}
 	}
 	var last struct {
@@ -960,17 +968,22 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(readme), "\n")
-	steps, err := parseWalkthrough(lines)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(steps) == 0 {
-		t.Fatal("README.md marks no walkthrough blocks")
+	pages := map[string][]string{}
+	var steps []wtStep
+	for _, file := range walkthroughFiles {
+		raw, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[file] = strings.Split(string(raw), "\n")
+		s, err := parseWalkthrough(file, pages[file])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s) == 0 {
+			t.Fatalf("%s marks no walkthrough blocks", file)
+		}
+		steps = append(steps, s...)
 	}
 
 	edits := newWalkthrough(t, root, nats, update).run(steps)
@@ -979,10 +992,12 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	// From the bottom up, so that earlier indices stay valid.
 	for _, e := range slices.Backward(edits) {
-		lines = slices.Replace(lines, e.start, e.end, strings.Split(e.text, "\n")...)
+		pages[e.file] = slices.Replace(pages[e.file], e.start, e.end, strings.Split(e.text, "\n")...)
 	}
-	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-		t.Fatal(err)
+	for _, file := range walkthroughFiles {
+		if err := os.WriteFile(filepath.Join(root, file), []byte(strings.Join(pages[file], "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Logf("rewrote %d README sample(s)", len(edits))
 }
@@ -993,7 +1008,7 @@ func TestREADMEWalkthroughHelpers(t *testing.T) {
 	t.Run("markers", func(t *testing.T) {
 		readme := strings.Split("## A\n<!-- walkthrough: background subs ready=\"Subscribing on\" -->\n```sh\nnats sub x\n```\n"+
 			"<!-- walkthrough: output subs from=\"[#2] \" until=\"[#3] \" fold=100 elide -->\n```\nout\nmore\n```\n", "\n")
-		steps, err := parseWalkthrough(readme)
+		steps, err := parseWalkthrough("test.md", readme)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1003,7 +1018,7 @@ func TestREADMEWalkthroughHelpers(t *testing.T) {
 			t.Fatalf("parsed %+v", steps)
 		}
 		for _, bad := range []string{"<!-- walkthrough: teleport -->\n```\n```", "<!-- walkthrough: run -->\ntext", "<!-- walkthrough: run colour=red -->\n```\n```"} {
-			if _, err := parseWalkthrough(strings.Split(bad, "\n")); err == nil {
+			if _, err := parseWalkthrough("test.md", strings.Split(bad, "\n")); err == nil {
 				t.Errorf("%q parsed", bad)
 			}
 		}

@@ -236,7 +236,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 }
 
 // retentionFlags adds the --<stream>-max-age and --<stream>-max-bytes flags
-// of the four streams (README "Limits"). They apply to existing streams too.
+// of the four streams (docs/OPERATING.md "Limits"). They apply to existing streams too.
 func retentionFlags(fs *flag.FlagSet, t *topology.Topology) {
 	for _, r := range []struct {
 		flag, stream, age, reached string

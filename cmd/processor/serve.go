@@ -94,7 +94,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	}
 	defer closeNATS()
 	// The security role creates its consumers through the processors
-	// (README "Roles"); stopped before the connection drains.
+	// (docs/SECURITY-MODEL.md "Roles"); stopped before the connection drains.
 	stopSecgate, err := secgate.Start(nc, log)
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func parseTailFlags(args []string, stderr io.Writer) (*tailFlags, error) {
 	fs.BoolVar(&f.decisionsOnly, "decisions-only", false, "follow ACS_DECISIONS only")
 	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM, as <data-dir>/receipt-key.pub) to check receipts with; default <data-dir>/receipt-key.pub when opening --data-dir; without one every line says \"not checked\"")
 	fs.StringVar(&f.color, "color", "auto", "auto (colour on a terminal only), always or never")
-	fs.BoolVar(&f.asJSON, "json", false, "one JSON object per line instead of text (field names in the README)")
+	fs.BoolVar(&f.asJSON, "json", false, "one JSON object per line instead of text (field names in docs/REPLAY.md)")
 	fs.IntVar(&f.count, "count", 0, "stop after this many lines (0: until Ctrl-C)")
 	if err := parse(fs, args); err != nil {
 		return nil, err

@@ -2,7 +2,7 @@ package acs
 
 import "fmt"
 
-// Names of turnguard's JetStream assets (README "External contract"). They
+// Names of turnguard's JetStream assets (docs/CONFORMANCE.md "External contract"). They
 // are part of the wire contract as much as the subjects are, and live here
 // rather than with the processor (internal/stream) so that everything that
 // reads or writes them — replay, the gateway, the Go client, loadgen — can

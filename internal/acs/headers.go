@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 )
 
-// Headers turnguard sets on the messages it publishes (README "External
+// Headers turnguard sets on the messages it publishes (docs/CONFORMANCE.md "External
 // contract").
 const (
 	HdrMsgID          = "Nats-Msg-Id"

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Subject layout of turnguard's external contract (README "External
+// Subject layout of turnguard's external contract (docs/CONFORMANCE.md "External
 // contract"). Inbound envelopes are published to
 // acs.hooks.<tenant>.<session_id>.<hook>; the ACS_HOOKS stream rewrites that
 // on ingest to acs.part.<partition>.<tenant>.<session_id>.<hook> so that one

@@ -17,7 +17,7 @@ import (
 	"slices"
 )
 
-// Bounds on what an Index remembers (README, Limits). A session that sees
+// Bounds on what an Index remembers (docs/OPERATING.md, Limits). A session that sees
 // more stops adding and is marked Full: from then on a value with a token
 // seen nowhere may have come from content that was not kept, so it counts
 // as untrusted (fail closed).

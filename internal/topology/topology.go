@@ -91,7 +91,7 @@ type Topology struct {
 	// then is the bucket used, and a processor deciding only NATS
 	// envelopes neither creates it nor fails readiness over it.
 	HandshakeTTL time.Duration
-	// Retention of each stream (README "Limits"). Unlike the rest of the
+	// Retention of each stream (docs/OPERATING.md "Limits"). Unlike the rest of the
 	// topology, Ensure applies it to streams that exist.
 	HooksRetention     Retention
 	DecisionsRetention Retention
