@@ -2,9 +2,14 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/ruletest"
@@ -13,11 +18,17 @@ import (
 )
 
 const rulesUsage = `Usage:
-  processor rules check [FILE...]   check rule files; exit 1 with file:line:col messages
-  processor rules test [FILE...]    run the test cases the files carry; exit 1 on a failure
+  processor rules check [FILE...]              check rule files, and their test cases' envelopes
+                                               against the ACS schemas; exit 1 with file:line messages
+  processor rules test [--only FILE] [FILE...] run the test cases the files carry; exit 1 on a failure
 
 The files are merged into one rule set, as --rules merges them. Without a
-FILE, the embedded default pack (builtin:default) is used.
+FILE, the embedded default pack (builtin:default) is used. --only (repeatable)
+runs only the cases of that file, against the whole merged set: your file's
+cases next to the default pack, without the pack's own.
+
+A failing case prints what the step got: its decision's reason codes and
+reasoning, the turn-state violations, or the refusal.
 `
 
 // rulesCommand runs "processor rules …" and returns the exit code.
@@ -29,7 +40,20 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	files := args[1:]
+	var only cliflag.List
+	fs := flag.NewFlagSet("rules "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if args[0] == "test" {
+		fs.Var(&only, "only", "run only this file's test cases (repeatable), against the whole merged set")
+	}
+	fs.Usage = func() { fmt.Fprint(stderr, rulesUsage) }
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	files := fs.Args()
 	if len(files) == 0 {
 		files = []string{rulepack.DefaultPath}
 	}
@@ -37,6 +61,18 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		rs, err := loadRules(files, stderr)
 		if err != nil {
+			return 1
+		}
+		v, err := schema.New()
+		if err != nil {
+			fmt.Fprintln(stderr, "processor:", err)
+			return 1
+		}
+		if problems := ruletest.CheckPayloads(v, rs); len(problems) > 0 {
+			for _, p := range problems {
+				fmt.Fprintln(stderr, p)
+			}
+			fmt.Fprintf(stderr, "%d test step(s) that the core would refuse or answer payload_invalid; a case that means to test bad input expects it (code, dead_letter, or reason_codes [payload_invalid])\n", len(problems))
 			return 1
 		}
 		fmt.Fprintf(stdout, "ok: %s (%s): %d rules, %d taint labels, %d test cases in %d file(s)\n",
@@ -53,6 +89,15 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		results := ruletest.RunSet(guardian.New(v, guardian.Config{}), rs)
+		if len(only) > 0 {
+			kept := results[:0]
+			for _, r := range results {
+				if slices.ContainsFunc(only, func(f string) bool { return sameFile(f, r.File) }) {
+					kept = append(kept, r)
+				}
+			}
+			results = kept
+		}
 		failed := 0
 		for _, r := range results {
 			status := "PASS"
@@ -67,6 +112,10 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%d passed, %d failed\n", len(results)-failed, failed)
 		if len(results) == 0 {
+			if len(only) > 0 {
+				fmt.Fprintf(stderr, "processor: %s carries no test cases (or is not among the files)\n", strings.Join(only, ", "))
+				return 1
+			}
 			fmt.Fprintln(stderr, "processor: the rule files carry no test cases")
 			return 1
 		}
@@ -77,6 +126,16 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "processor: unknown rules command %q\n%s", args[0], rulesUsage)
 	return 2
+}
+
+// sameFile reports whether two spellings name one rule file.
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, errA := filepath.Abs(a)
+	fb, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && fa == fb
 }
 
 // loadRules loads rule files, printing every diagnostic on a line of its

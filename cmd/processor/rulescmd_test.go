@@ -25,6 +25,13 @@ func TestRulesCommand(t *testing.T) {
 		{"test the window edge cases", []string{"rules", "test", "../../internal/ruletest/testdata/windows.yaml"}, 0, []string{"PASS", "10 passed, 0 failed"}, nil},
 		{"a failing case", []string{"rules", "test", "testdata/failing-test.yaml"}, 1,
 			[]string{"PASS testdata/failing-test.yaml:12: shell is denied", "FAIL testdata/failing-test.yaml:15: this expectation is wrong on purpose", "decision deny, want allow", "1 passed, 1 failed"}, nil},
+		{"a failing case says what it got", []string{"rules", "test", "testdata/failing-test.yaml"}, 1,
+			[]string{`got: reason_codes session_start_missing`, `reasoning "No shell"`, "violation session_start_missing: "}, nil},
+		{"check finds a test payload the schema refuses, and leaves one that means it", []string{"rules", "check", "builtin:default", "testdata/string-argument.yaml"}, 1, nil,
+			[]string{`string-argument.yaml:6: test "an argument given as a bare string", step 3 (toolCallRequest)`, "/params/payload/arguments/command: got string, want object", "1 test step(s)"}},
+		{"a payload_invalid failure shows its cause", []string{"rules", "test", "--only", "testdata/string-argument.yaml", "builtin:default", "testdata/string-argument.yaml"}, 1,
+			[]string{"FAIL testdata/string-argument.yaml:6", "/params/payload/arguments/command: got string, want object", "1 passed, 1 failed"}, nil},
+		{"--only a file with no cases", []string{"rules", "test", "--only", "nope.yaml", "builtin:default"}, 1, nil, []string{"nope.yaml carries no test cases"}},
 		{"a missing file", []string{"rules", "check", "nope.yaml"}, 1, nil, []string{"nope.yaml"}},
 		{"an unknown subcommand", []string{"rules", "lint"}, 2, nil, []string{`unknown rules command "lint"`}},
 	}

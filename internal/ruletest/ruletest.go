@@ -6,12 +6,15 @@ package ruletest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/scenario"
+	"github.com/turnguard/turnguard/schema"
 )
 
 // Result is the outcome of one test case.
@@ -53,7 +56,7 @@ func Run(g *guardian.Guardian, rs *rules.Set, sc *scenario.Scenario) Result {
 		out := Decide(g, rs, mem, msg)
 		res.Outcomes = append(res.Outcomes, out)
 		if err := m.Expect.Check(Observe(out)); err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("step %d (%s): %v", i+1, hookOf(m.Subject), err))
+			res.Failures = append(res.Failures, fmt.Sprintf("step %d (%s): %v%s", i+1, hookOf(m.Subject), err, explain(out)))
 		}
 	}
 	for _, want := range built.States {
@@ -106,6 +109,89 @@ func Observe(out guardian.Outcome) scenario.Observed {
 		o.Decision, o.ReasonCodes, o.Cited = string(r.Result.Decision), r.Result.ReasonCodes, r.Result.CitedProvenanceIDs
 	}
 	return o
+}
+
+// explain is what a failing step got, as a rule author needs it: the
+// decision's reasoning, reason codes, violations and rule errors, or the
+// refusal.
+func explain(out guardian.Outcome) string {
+	var parts []string
+	if out.Refusal != nil {
+		parts = append(parts, fmt.Sprintf("refused %d %s: %s", out.Refusal.Code, out.Refusal.Reason, out.Refusal.Message))
+		for _, v := range out.Refusal.Violations {
+			parts = append(parts, fmt.Sprintf("  %s: %s", v.Pointer, v.Message))
+		}
+	}
+	if r := out.Response; r != nil && r.Error != nil {
+		parts = append(parts, fmt.Sprintf("error %d: %s", r.Error.Code, r.Error.Message))
+	} else if r != nil && r.Result != nil {
+		if len(r.Result.ReasonCodes) > 0 {
+			parts = append(parts, "reason_codes "+strings.Join(r.Result.ReasonCodes, ", "))
+		}
+		if r.Result.Reasoning != "" {
+			parts = append(parts, fmt.Sprintf("reasoning %q", r.Result.Reasoning))
+		}
+	}
+	for _, v := range out.Violations {
+		parts = append(parts, fmt.Sprintf("violation %s: %s", v.Name, v.Message))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "\n        got: " + strings.Join(parts, "\n             ")
+}
+
+// Problem is a test case's step whose envelope or payload does not match
+// the ACS schemas: the core would refuse it or answer payload_invalid,
+// which is seldom what the case means to test.
+type Problem struct {
+	File string
+	Pos  rules.Pos
+	Case string
+	Step int
+	Hook string
+	Err  error
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s:%d: test %q, step %d (%s): %v", p.File, p.Pos.Line, p.Case, p.Step, p.Hook, p.Err)
+}
+
+// CheckPayloads validates every step of the set's test cases against the
+// ACS schemas, as the core will: a case that means to test bad input says
+// so by expecting it (a refusal code, a dead letter, an error, or the
+// reason code payload_invalid or envelope_invalid) and is not checked.
+func CheckPayloads(v *schema.Validator, rs *rules.Set) []Problem {
+	var out []Problem
+	for _, tc := range rs.Tests {
+		built, err := tc.Spec.Build()
+		if err != nil {
+			out = append(out, Problem{File: tc.File, Pos: tc.Pos, Case: tc.Spec.Name, Err: err})
+			continue
+		}
+		for i, m := range built.Messages {
+			e := m.Expect
+			if e.Code != 0 || e.DeadLetter || e.Decision == "error" || e.Decision == "none" ||
+				slices.Contains(e.ReasonCodes, acs.ReasonPayloadInvalid) || slices.Contains(e.ReasonCodes, acs.ReasonEnvelopeInvalid) {
+				continue
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(m.Data, &doc); err != nil {
+				out = append(out, Problem{tc.File, tc.Pos, tc.Spec.Name, i + 1, hookOf(m.Subject), err})
+				continue
+			}
+			if err := v.ValidateRequest(doc); err != nil {
+				out = append(out, Problem{tc.File, tc.Pos, tc.Spec.Name, i + 1, hookOf(m.Subject), err})
+				continue
+			}
+			method, _ := doc["method"].(string)
+			params, _ := doc["params"].(map[string]any)
+			if err := v.ValidatePayload(method, params["payload"]); err != nil {
+				out = append(out, Problem{tc.File, tc.Pos, tc.Spec.Name, i + 1, hookOf(m.Subject), err})
+			}
+		}
+	}
+	return out
 }
 
 func hookOf(subject string) string {
