@@ -39,6 +39,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return connectCommand(args[1:], stdout, stderr)
 		case "config":
 			return configCommand(args[1:], stdout, stderr)
+		case "help":
+			// As --help: the usage, every flag, and the subcommands.
+			args = []string{"--help"}
 		case "init":
 			return initCommand(args[1:], stdout, stderr)
 		}

@@ -31,7 +31,7 @@ func (c *Core) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.KeysFile, "keys", "", "HMAC keys file: verify request signatures, sign responses")
 	fs.BoolVar(&c.RequireSignatures, "require-signatures", false, "refuse unsigned requests (-32004); needs --keys")
 	fs.BoolVar(&c.RequireCallerSignatures, "require-caller-signatures", false, "refuse envelopes published on NATS without their publisher's credential signature (pkg/client signs; the nats CLI does not): every session then belongs to one credential or HTTP caller (-32000 caller_not_bound)")
-	fs.DurationVar(&c.SkewWindow, "skew-window", guardian.DefaultSkewWindow, "refuse signed requests whose timestamp is further than this from their arrival (-32006); 0 disables")
+	fs.DurationVar(&c.SkewWindow, "skew-window", guardian.DefaultSkewWindow, "refuse requests, signed or not, whose timestamp is further than this from their arrival (-32006); 0 disables")
 }
 
 // Validate checks the values parsed.
