@@ -32,6 +32,9 @@ func tailCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if opts.ReceiptKey == nil && !f.asJSON {
 		fmt.Fprintln(stderr, "replay tail: no --receipt-key: receipts are not checked, every line says \"not checked\"")
 	}
+	// A tail that has nothing to show yet says nothing: say it is
+	// connected and waiting, on stderr (stdout stays the lines).
+	fmt.Fprintln(stderr, "replay tail: connected; waiting for decisions and alerts (Ctrl-C stops)")
 	err = printTail(ctx, src, opts, stdout, f.asJSON, paint, f.count)
 	// Ctrl-C (the ctx of main) ends a tail as intended: exit 0.
 	if err != nil && !errors.Is(err, replay.ErrTailDone) {

@@ -21,6 +21,9 @@ func TestTailCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	if !strings.Contains(stderr, "replay tail: connected; waiting for decisions and alerts") || strings.Contains(out, "waiting") {
+		t.Errorf("tail does not say on stderr (and only there) that it is connected and waiting:\nstdout %s\nstderr %s", out, stderr)
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.Contains(out, "ALERT") || !strings.Contains(out, "deny") || !strings.Contains(out, "toolCallRequest Bash") || strings.Contains(out, "NOT VERIFIED") {
 		t.Fatalf("tail:\n%s", out)
