@@ -401,6 +401,15 @@ func TestDataDirIsExclusiveAndReplayable(t *testing.T) {
 	if code := live.wait(t, 30*time.Second); code != 0 || !strings.Contains(live.out.String(), "steps   8 envelopes, 8 chain entries") || !strings.Contains(live.out.String(), "chain   intact") {
 		t.Fatalf("replay against the running processor: exit %d\n%s", code, live.out)
 	}
+	// Connected to the running processor's NATS, replay verify checks the
+	// receipts with the key in the processor's data dir on this host,
+	// without being told, and says which key it used.
+	liveVerify := start(t, "replay", "verify", "--nats-url", "nats://"+listen, "--nats-creds", filepath.Join(data, "creds", "admin.creds"),
+		"--data-dir", data, "--session", exampleSession, "--skew-window", "0")
+	if code := liveVerify.wait(t, 30*time.Second); code != 0 || !strings.Contains(liveVerify.out.String(), "result     verified") ||
+		!strings.Contains(liveVerify.out.String(), "checking receipts with "+filepath.Join(data, "receipt-key.pub")) {
+		t.Fatalf("replay verify against the running processor, its data dir on this host: exit %d\n%s", code, liveVerify.out)
+	}
 	nc.Close()
 	p.stop(t)
 

@@ -93,7 +93,7 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if err := checkTenant(tenant); err != nil {
 		return exitError, err
 	}
-	pub, err := trustedReceiptKey(c, receiptKey)
+	pub, err := trustedReceiptKey(c, receiptKey, stderr)
 	if err != nil {
 		return exitError, err
 	}
@@ -217,7 +217,7 @@ func verifyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return exitError, err
 	}
-	pub, err := trustedReceiptKey(f.c, f.receiptKey)
+	pub, err := trustedReceiptKey(f.c, f.receiptKey, stderr)
 	if err != nil {
 		return exitError, err
 	}
@@ -277,7 +277,7 @@ func parseVerifyFlags(args []string, stderr io.Writer) (*verifyFlags, error) {
 	registerTenant(fs, &f.tenant, "with --all only this tenant's messages (\"*\" includes turnguard's own _system alerts); with --session the session's tenant")
 	fs.StringVar(&f.session, "session", "", "session id (required unless --all or --system-alerts)")
 	fs.BoolVar(&f.all, "all", false, "audit every message of ACS_DECISIONS and ACS_ALERTS stored in range (--since, --from, --to), of every tenant or --tenant: report each that is not a verified answer; no hash chains are recomputed (that is --session's); exit 1 unless something was checked, everything was, and nothing was rejected")
-	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) when opening --data-dir")
+	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM: the public key as <data-dir>/receipt-key.pub holds it and GET /receipt-key serves it, or the processor's private key) to check receipts with; default <data-dir>/receipt-key.pub (or .pem) where it exists: the store's own when opening --data-dir, the processor's data dir on this host when connecting to its NATS")
 	fs.BoolVar(&f.systemAlerts, "system-alerts", false, "also check the receipts of turnguard's own operational alerts (acs.alerts._system.>; --all without --tenant always does)")
 	fs.IntVar(&f.maxRejected, "max-rejected", 10000, "with --all, list at most this many rejected messages and count the rest (0: list all)")
 	registerConfig(fs)
@@ -401,18 +401,24 @@ func tenantText(tenant string) string {
 }
 
 // trustedReceiptKey loads the receipt key a command trusts: flag (a PEM
-// file, or "none"), else the data dir's key when the command opens the
-// data dir and the processor wrote one (the public key, or the private key
-// of a processor from before public keys were written), else none (nil).
-func trustedReceiptKey(c conn, flag string) (ed25519.PublicKey, error) {
+// file, or "none"), else the data dir's key where the processor wrote one
+// (the public key, or the private key of a processor from before public
+// keys were written) — named on stderr, since it was not — else none (nil).
+func trustedReceiptKey(c conn, flag string, stderr io.Writer) (ed25519.PublicKey, error) {
 	switch {
 	case flag == "none":
 		return nil, nil
 	case flag != "":
 		return receipt.LoadPublic(flag)
-	case c.embedded():
+	case c.dataDir != "":
+		// The store's own key when opening it; connected to a processor's
+		// NATS, its data dir on this host (--data-dir, ./data by default)
+		// when it is there: receipts are then checked without naming it.
 		for _, name := range []string{"receipt-key.pub", "receipt-key.pem"} {
 			if p := filepath.Join(c.dataDir, name); fileExists(p) {
+				if !c.embedded() {
+					fmt.Fprintf(stderr, "replay: checking receipts with %s (--receipt-key names another)\n", p)
+				}
 				return receipt.LoadPublic(p)
 			}
 		}

@@ -19,7 +19,7 @@ func tailCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return exitError, err
 	}
-	opts, err := f.options()
+	opts, err := f.options(stderr)
 	if err != nil {
 		return exitError, err
 	}
@@ -71,7 +71,7 @@ func parseTailFlags(args []string, stderr io.Writer) (*tailFlags, error) {
 	fs.StringVar(&f.rule, "rule", "", "only decisions and alerts naming this rule id")
 	fs.BoolVar(&f.alertsOnly, "alerts-only", false, "follow ACS_ALERTS only")
 	fs.BoolVar(&f.decisionsOnly, "decisions-only", false, "follow ACS_DECISIONS only")
-	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM, as <data-dir>/receipt-key.pub) to check receipts with; default <data-dir>/receipt-key.pub when opening --data-dir; without one every line says \"not checked\"")
+	fs.StringVar(&f.receiptKey, "receipt-key", "", "Ed25519 key (PEM, as <data-dir>/receipt-key.pub) to check receipts with; default <data-dir>/receipt-key.pub where it exists (the store's own when opening --data-dir, the processor's data dir on this host when connecting to its NATS); without one every line says \"not checked\"")
 	fs.StringVar(&f.color, "color", "auto", "auto (colour on a terminal only), always or never")
 	fs.BoolVar(&f.asJSON, "json", false, "one JSON object per line instead of text (field names in docs/REPLAY.md)")
 	fs.IntVar(&f.count, "count", 0, "stop after this many lines (0: until Ctrl-C)")
@@ -108,7 +108,7 @@ func parseTailFlags(args []string, stderr io.Writer) (*tailFlags, error) {
 
 // options turns the flags into what Source.Tail follows and checks
 // with, reading the start time and the keys they name.
-func (f *tailFlags) options() (replay.TailOptions, error) {
+func (f *tailFlags) options(stderr io.Writer) (replay.TailOptions, error) {
 	opts := replay.TailOptions{Tenant: f.tenant, SessionID: f.session, Decision: f.decision, Rule: f.rule, Decisions: !f.alertsOnly, Alerts: !f.decisionsOnly}
 	if opts.Tenant == "*" {
 		opts.Tenant = ""
@@ -124,7 +124,7 @@ func (f *tailFlags) options() (replay.TailOptions, error) {
 		opts.From = t
 	}
 	var err error
-	if opts.ReceiptKey, err = trustedReceiptKey(f.c, f.receiptKey); err != nil {
+	if opts.ReceiptKey, err = trustedReceiptKey(f.c, f.receiptKey, stderr); err != nil {
 		return opts, err
 	}
 	if f.keysFile != "" {
