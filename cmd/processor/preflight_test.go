@@ -31,6 +31,7 @@ func TestMistakesStopBeforeAnythingStarts(t *testing.T) {
 	}{
 		{"an --http address without a port", []string{"--auth", "none", "--http", "127.0.0.1"}, 2, `--http "127.0.0.1"`},
 		{"an --http address in use", []string{"--auth", "none", "--http", busy.Addr().String()}, 1, "--http " + busy.Addr().String()},
+		{"the embedded server's --listen address in use", []string{"--listen", busy.Addr().String()}, 1, "--listen " + busy.Addr().String()},
 		{"a missing rules file", []string{"--rules", "/nonexistent/rules.yaml"}, 1, "/nonexistent/rules.yaml"},
 		{"a rules file that does not compile", []string{"--rules", badRules}, 1, "bad.yaml"},
 		{"a missing keys file", []string{"--keys", "/nonexistent/keys.yaml"}, 1, "/nonexistent/keys.yaml"},

@@ -62,6 +62,16 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		}
 		defer httpListener.Close()
 	}
+	if cfg.target.URL == "" && cfg.listen != "" {
+		// The embedded server binds its client port itself, after the
+		// keys, credentials and store are written: try the address first,
+		// so that a port in use leaves the data dir untouched.
+		l, err := net.Listen("tcp", cfg.listen)
+		if err != nil {
+			return fmt.Errorf("--listen %s: %w (choose another --listen, or --listen none)", cfg.listen, err)
+		}
+		l.Close()
+	}
 	var mx *metrics.Metrics
 	if cfg.metricsAddr != "" {
 		l, err := listenMetrics(cfg.metricsAddr, log)
