@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/connlimit"
 	"github.com/turnguard/turnguard/internal/hosthook"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/turnstate"
@@ -132,14 +131,9 @@ func (g *Gateway) serveHook(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("no hook endpoint for host %q (claude-code, codex, cursor)", r.PathValue("host")))
 		return
 	}
-	who, why := g.authenticate(r)
+	who := g.caller(w, r)
 	if who == nil {
-		g.unauthenticated(w, r, why)
 		return
-	}
-	connlimit.Authenticated(r.Context())
-	if r.URL.Query().Has(accessTokenParam) {
-		w.Header().Set("Cache-Control", "no-store")
 	}
 	ctx := r.Context()
 	from := origin{caller: who, remote: r.RemoteAddr, dl: &dlBudget{left: g.cfg.MaxDeadLetters}}
@@ -177,13 +171,8 @@ func (g *Gateway) serveHook(w http.ResponseWriter, r *http.Request) {
 	}
 	answer := ev.Answer(out, failClosed)
 	w.Header().Set("Content-Type", "application/json")
-	if rep.receipt != "" {
-		w.Header().Set(acs.HdrReceipt, rep.receipt)
-		w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
-		if rep.seq != 0 {
-			w.Header().Set(acs.HdrStreamSeq, fmt.Sprint(rep.seq))
-		}
-	}
+	// The receipt of the decision that answered, for an auditor.
+	receiptHeaders(w, rep)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(answer)
 }

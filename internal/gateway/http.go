@@ -62,18 +62,9 @@ func writeText(w http.ResponseWriter, status int, s string) {
 // "simple request" — a form post or text/plain, which needs no CORS
 // preflight — never reaches the Guardian.
 func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
-	who, why := g.authenticate(r)
+	who := g.caller(w, r)
 	if who == nil {
-		g.unauthenticated(w, r, why)
 		return
-	}
-	// The connection has shown a credential: it leaves the budget and the
-	// short deadlines of connections that have not.
-	connlimit.Authenticated(r.Context())
-	if r.URL.Query().Has(accessTokenParam) {
-		// RFC 6750 §2.3: a response to a request with the token in its
-		// URL must not be cached, lest the URL be replayed from a cache.
-		w.Header().Set("Cache-Control", "no-store")
 	}
 	ctx := r.Context()
 	from := origin{caller: who, remote: r.RemoteAddr, dl: &dlBudget{left: g.cfg.MaxDeadLetters}}
@@ -105,6 +96,25 @@ func (g *Gateway) serveACS(w http.ResponseWriter, r *http.Request) {
 	g.write(w, http.StatusOK, rep)
 }
 
+// caller authenticates a request: its caller, or nil once it was answered
+// 401.
+func (g *Gateway) caller(w http.ResponseWriter, r *http.Request) *Caller {
+	who, why := g.authenticate(r)
+	if who == nil {
+		g.unauthenticated(w, r, why)
+		return nil
+	}
+	// The connection has shown a credential: it leaves the budget and the
+	// short deadlines of connections that have not.
+	connlimit.Authenticated(r.Context())
+	if r.URL.Query().Has(accessTokenParam) {
+		// RFC 6750 §2.3: a response to a request with the token in its
+		// URL must not be cached, lest the URL be replayed from a cache.
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	return who
+}
+
 // write sends a reply with its receipt headers.
 func (g *Gateway) write(w http.ResponseWriter, status int, rep reply) {
 	out := rep.raw
@@ -115,16 +125,22 @@ func (g *Gateway) write(w http.ResponseWriter, status int, rep reply) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if rep.receipt != "" {
-		w.Header().Set(acs.HdrReceipt, rep.receipt)
-		w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
-		if rep.seq != 0 {
-			// What the receipt is bound to, for clients verifying it.
-			w.Header().Set(acs.HdrStreamSeq, strconv.FormatUint(rep.seq, 10))
-		}
-	}
+	receiptHeaders(w, rep)
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
+}
+
+// receiptHeaders sets a reply's receipt headers, when it has a receipt.
+func receiptHeaders(w http.ResponseWriter, rep reply) {
+	if rep.receipt == "" {
+		return
+	}
+	w.Header().Set(acs.HdrReceipt, rep.receipt)
+	w.Header().Set(acs.HdrReceiptKey, rep.receiptKey)
+	if rep.seq != 0 {
+		// What the receipt is bound to, for clients verifying it.
+		w.Header().Set(acs.HdrStreamSeq, strconv.FormatUint(rep.seq, 10))
+	}
 }
 
 // isJSON reports whether a Content-Type is application/json, parameters
