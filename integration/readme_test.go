@@ -97,10 +97,10 @@ import (
 )
 
 // walkthroughFiles are the pages whose marked blocks the walkthrough test
-// runs, in this order, in one shell (the README's walkthrough until the
-// README became the front door; the metrics demo now lives with the
-// operating guide).
-var walkthroughFiles = []string{"docs/WALKTHROUGH.md", "docs/OPERATING.md"}
+// runs, in this order, in one shell: the walkthrough (the README's until
+// the README became the front door), the metrics demo of the operating
+// guide, and the README's own "guard your agent" steps.
+var walkthroughFiles = []string{"docs/WALKTHROUGH.md", "docs/OPERATING.md", "README.md"}
 
 var updateREADME = flag.Bool("update", false, "rewrite the README's walkthrough samples from the real output")
 
