@@ -12,7 +12,7 @@ import (
 )
 
 // loadgen finds an authenticated server through a context of the nats
-// CLI named by TURNGUARD_NATS_CONTEXT, with an admin credential, and its
+// CLI named by TURNGUARD_LOADGEN_NATS_CONTEXT (its own: TURNGUARD_NATS_CONTEXT is the processor's), with an admin credential, and its
 // run against the processor there reconciles.
 func TestRunThroughNATSContext(t *testing.T) {
 	// No skew window, as loadgen's synthetic timestamps need.
@@ -22,7 +22,7 @@ func TestRunThroughNATSContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rig.WriteContext(t, "tg-admin")
-	t.Setenv("TURNGUARD_NATS_CONTEXT", "tg-admin")
+	t.Setenv("TURNGUARD_LOADGEN_NATS_CONTEXT", "tg-admin")
 	var out, errOut bytes.Buffer
 	args := []string{"run", "--baseline=false", "--duration", "5s", "--sessions", "20", "--max-envelopes", "400", "--settle", "30s", "--json"}
 	if code := run(ctx, args, &out, &errOut); code != 0 {

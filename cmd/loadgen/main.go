@@ -46,7 +46,9 @@ Run "loadgen run -h" or "loadgen sync -h" for their flags.
 // parseFlags applies the TURNGUARD_* variables, then the command line, as
 // every turnguard command does.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := cliflag.ApplyEnv(fs); err != nil {
+	// Its credential is an admin's, not the processor's: variables of its
+	// own (TURNGUARD_LOADGEN_NATS_CREDS, _NATS_CONTEXT).
+	if err := cliflag.ApplyEnvAs(fs, natsconn.EnvRenames(loadgenEnvPrefix)); err != nil {
 		return err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -91,4 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // loadgenNATSHelp ends every loadgen --help.
-var loadgenNATSHelp = natsconn.Help(natsconn.Options{}, "an embedded server with in-process processors")
+var loadgenNATSHelp = natsconn.Help(natsconn.Options{EnvPrefix: loadgenEnvPrefix}, "an embedded server with in-process processors")
+
+// loadgenEnvPrefix names the variables of loadgen's credential.
+const loadgenEnvPrefix = "TURNGUARD_LOADGEN_"

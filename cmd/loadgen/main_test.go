@@ -42,7 +42,7 @@ func TestUsage(t *testing.T) {
 			t.Fatalf("%v: exit %d", args, code)
 		}
 		help := out.String() + errOut.String()
-		if !strings.Contains(help, "NATS connection") || !strings.Contains(help, "TURNGUARD_NATS_CONTEXT") ||
+		if !strings.Contains(help, "NATS connection") || !strings.Contains(help, "TURNGUARD_LOADGEN_NATS_CONTEXT") ||
 			(len(args) > 1 && (!strings.Contains(help, "\n  --nats-context name") || strings.Contains(help, "\n  -nats"))) {
 			t.Fatalf("%v: help\n%s", args, help)
 		}

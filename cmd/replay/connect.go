@@ -168,7 +168,7 @@ func (r *rangeFlags) bounds(now time.Time) (replay.Bounds, error) {
 func newFlagSet(name, synopsis string, stderr interface{ Write([]byte) (int, error) }) *flag.FlagSet {
 	fs := flag.NewFlagSet("replay "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = cliflag.Usage(fs, fmt.Sprintf("Usage: replay %s %s\n\nFlags (each can also be set as %s<FLAG_NAME>):\n", name, synopsis, cliflag.EnvPrefix),
+	fs.Usage = cliflag.Usage(fs, fmt.Sprintf("Usage: replay %s %s\n\nFlags (each can also be set as %s<FLAG_NAME>; replay's credential and receipt key\nas %sNATS_CREDS, %sNATS_CONTEXT, %sRECEIPT_KEY):\n", name, synopsis, cliflag.EnvPrefix, replayEnvPrefix, replayEnvPrefix, replayEnvPrefix),
 		replayNATSHelp)
 	return fs
 }
@@ -196,7 +196,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 			return err
 		}
 	}
-	if err := cliflag.ApplyEnv(fs); err != nil {
+	if err := cliflag.ApplyEnvAs(fs, replayEnv); err != nil {
 		return err
 	}
 	if err := fs.Parse(args); err != nil {
@@ -208,5 +208,18 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// replayEnvPrefix names the variables of replay's own credential and
+// receipt key: TURNGUARD_NATS_CREDS and TURNGUARD_RECEIPT_KEY are the
+// processor's (its credential, its private key), and a shell that sets
+// them for one must not hand them to the other.
+const replayEnvPrefix = "TURNGUARD_REPLAY_"
+
+// replayEnv is what replay reads from variables of its own names.
+var replayEnv = func() map[string]string {
+	m := natsconn.EnvRenames(replayEnvPrefix)
+	m["receipt-key"] = replayEnvPrefix + "RECEIPT_KEY"
+	return m
+}()
+
 // replayNATSHelp ends every replay --help.
-var replayNATSHelp = natsconn.Help(natsconn.Options{}, "the store under --data-dir, opened with an embedded server")
+var replayNATSHelp = natsconn.Help(natsconn.Options{EnvPrefix: replayEnvPrefix}, "the store under --data-dir, opened with an embedded server")

@@ -16,7 +16,7 @@ import (
 )
 
 // replay finds an authenticated server through a context of the nats CLI
-// (--nats-context, or TURNGUARD_NATS_CONTEXT), as `nats context add`
+// (--nats-context, or TURNGUARD_REPLAY_NATS_CONTEXT), as `nats context add`
 // writes it, with an admin credential.
 func TestReplayThroughNATSContext(t *testing.T) {
 	rig := processortest.Start(t, stream.DefaultConfig())
@@ -42,10 +42,10 @@ func TestReplayThroughNATSContext(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, examples.SessionID) {
 		t.Fatalf("--nats-context: exit %d\n%s%s", code, stdout, stderr)
 	}
-	t.Setenv("TURNGUARD_NATS_CONTEXT", "tg-admin")
+	t.Setenv("TURNGUARD_REPLAY_NATS_CONTEXT", "tg-admin")
 	code, stdout, stderr = runReplay(t, "sessions", "--data-dir", rig.DataDir)
 	if code != exitOK || !strings.Contains(stdout, examples.SessionID) {
-		t.Fatalf("TURNGUARD_NATS_CONTEXT: exit %d\n%s%s", code, stdout, stderr)
+		t.Fatalf("TURNGUARD_REPLAY_NATS_CONTEXT: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// --nats-creds wins over the context's credential.
 	code, _, stderr = runReplay(t, "sessions", "--nats-creds", "none", "--data-dir", rig.DataDir)
@@ -59,7 +59,7 @@ func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"sessions", "--help"}, {"verify", "--help"}} {
 		code, stdout, stderr := runReplay(t, args...)
 		help := stdout + stderr
-		if code != exitOK || !strings.Contains(help, "NATS connection") || !strings.Contains(help, "TURNGUARD_NATS_CONTEXT") ||
+		if code != exitOK || !strings.Contains(help, "NATS connection") || !strings.Contains(help, "TURNGUARD_REPLAY_NATS_CONTEXT") ||
 			(len(args) > 1 && (!strings.Contains(help, "\n  --nats-context name") || strings.Contains(help, "\n  -nats"))) {
 			t.Fatalf("%v: exit %d, help\n%s", args, code, help)
 		}

@@ -51,10 +51,14 @@ func main() {
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each decision")
 	session := fs.String("session", "", "session id (default: a new one each run)")
 	receiptKey := fs.String("receipt-key", "data/receipt-key.pub", "the processor's receipt public key (PEM); \"none\" for a processor run with --receipt-key none")
-	connOpts := natsconn.Options{Implicit: true, DefaultURL: nats.DefaultURL, DefaultCreds: defaultCreds}
-	fs.Usage = cliflag.Usage(fs, "Usage: client [flags]\n\nSends the taint example session to a running processor through pkg/client.\nEvery flag can also be set as "+cliflag.EnvPrefix+"<FLAG_NAME>.\n\nFlags:\n",
+	// An agent's credential: variables of its own (TURNGUARD_CLIENT_…),
+	// as TURNGUARD_NATS_CREDS is the processor's.
+	connOpts := natsconn.Options{Implicit: true, DefaultURL: nats.DefaultURL, DefaultCreds: defaultCreds, EnvPrefix: "TURNGUARD_CLIENT_"}
+	fs.Usage = cliflag.Usage(fs, "Usage: client [flags]\n\nSends the taint example session to a running processor through pkg/client.\nEvery flag can also be set as "+cliflag.EnvPrefix+"<FLAG_NAME>; the credential and the receipt key\nas TURNGUARD_CLIENT_NATS_CREDS, _NATS_CONTEXT, _RECEIPT_KEY.\n\nFlags:\n",
 		natsconn.Help(connOpts, nats.DefaultURL+" with the credentials "+defaultCreds+" (unless another source gives some)"))
-	if err := cliflag.ApplyEnv(fs); err != nil {
+	renames := natsconn.EnvRenames(connOpts.EnvPrefix)
+	renames["receipt-key"] = connOpts.EnvPrefix + "RECEIPT_KEY"
+	if err := cliflag.ApplyEnvAs(fs, renames); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		os.Exit(2)
 	}

@@ -22,10 +22,20 @@ func EnvName(flagName string) string {
 
 // ApplyEnv sets every flag of fs that has a TURNGUARD_* variable. Call it
 // before fs.Parse so that the command line overrides the environment.
-func ApplyEnv(fs *flag.FlagSet) error {
+func ApplyEnv(fs *flag.FlagSet) error { return ApplyEnvAs(fs, nil) }
+
+// ApplyEnvAs is ApplyEnv with some flags read from variables of other
+// names (renames: flag name → variable): a command whose credential is
+// not the processor's reads it from a variable of its own, so that one
+// variable never names two credentials (TURNGUARD_NATS_CREDS is the
+// processor's; replay's is TURNGUARD_REPLAY_NATS_CREDS).
+func ApplyEnvAs(fs *flag.FlagSet, renames map[string]string) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := EnvName(f.Name)
+		if r, ok := renames[f.Name]; ok {
+			name = r
+		}
 		if v, ok := os.LookupEnv(name); ok {
 			if err := fs.Set(f.Name, v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))

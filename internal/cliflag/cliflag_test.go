@@ -99,3 +99,20 @@ func TestEnvListIsReplacedByFlags(t *testing.T) {
 		})
 	}
 }
+
+// A command reads some flags from variables of its own names: the renamed
+// variable sets the flag, the default name no longer does.
+func TestApplyEnvAs(t *testing.T) {
+	t.Setenv("TURNGUARD_NATS_CREDS", "processor.creds")
+	t.Setenv("TURNGUARD_REPLAY_NATS_CREDS", "admin.creds")
+	t.Setenv("TURNGUARD_NATS_URL", "nats://a:4222")
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	creds := fs.String("nats-creds", "", "")
+	url := fs.String("nats-url", "", "")
+	if err := cliflag.ApplyEnvAs(fs, map[string]string{"nats-creds": "TURNGUARD_REPLAY_NATS_CREDS"}); err != nil {
+		t.Fatal(err)
+	}
+	if *creds != "admin.creds" || *url != "nats://a:4222" {
+		t.Fatalf("creds %q url %q", *creds, *url)
+	}
+}

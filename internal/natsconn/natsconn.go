@@ -21,10 +21,14 @@ import (
 // none of them names a server. Every command prints it in its --help, so
 // that the README and the binaries describe one precedence.
 func Help(o Options, otherwise string) string {
+	prefix := o.EnvPrefix
+	if prefix == "" {
+		prefix = "TURNGUARD_"
+	}
 	var b strings.Builder
 	b.WriteString(`NATS connection. The server is the first of:
   1. --nats-url (or TURNGUARD_NATS_URL; a flag wins over its variable)
-  2. --nats-context NAME (or TURNGUARD_NATS_CONTEXT): a context of the nats CLI,
+  2. --nats-context NAME (or ` + prefix + `NATS_CONTEXT): a context of the nats CLI,
      $XDG_CONFIG_HOME/nats/context/NAME.json (default ~/.config/nats/context/...):
      its url (default nats://127.0.0.1:4222), creds, nkey, user and password,
      token, cert and key, ca, inbox_prefix and tls_first
@@ -42,10 +46,17 @@ func Help(o Options, otherwise string) string {
 		// whatever a shell's NATS_URL or selected context names.
 		b.WriteString("  (NATS_URL and the nats CLI's selected context are not used)\n")
 	}
-	b.WriteString(`Credentials: --nats-creds FILE (TURNGUARD_NATS_CREDS; "none": none), else
+	b.WriteString(`Credentials: --nats-creds FILE (` + prefix + `NATS_CREDS; "none": none), else
 the context's; TLS roots: --nats-ca FILE (TURNGUARD_NATS_CA), else the context's.
 `)
 	return b.String()
+}
+
+// EnvRenames are the variables a command with its own credential reads
+// the credential flags from: prefix + NATS_CREDS and NATS_CONTEXT (for
+// --context too), for cliflag.ApplyEnvAs.
+func EnvRenames(prefix string) map[string]string {
+	return map[string]string{"nats-creds": prefix + "NATS_CREDS", "nats-context": prefix + "NATS_CONTEXT", "context": prefix + "NATS_CONTEXT"}
 }
 
 // NoCreds as --nats-creds connects without credentials, whatever a context
@@ -74,6 +85,11 @@ func (f *Flags) Register(fs *flag.FlagSet, creds string) {
 
 // Options say how a command resolves what its flags leave open.
 type Options struct {
+	// EnvPrefix is the prefix of the variables of the command's
+	// credential (NATS_CREDS, NATS_CONTEXT): TURNGUARD_ for the processor,
+	// a prefix of its own for a command whose credential is another
+	// (EnvRenames).
+	EnvPrefix string
 	// Implicit lets NATS_URL and the nats CLI's selected context
 	// (NATS_CONTEXT, context.txt) name the server. Only for commands
 	// without an embedded server: see HelpImplicit.
