@@ -80,7 +80,8 @@ func timelineCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.Var(&ruleFiles, "rules", "rules whose taint labels and windows to show, and to re-decide with (default builtin:default, the processor's default)")
 	fs.StringVar(&format, "format", "table", "table, json (JSON Lines: one object per step) or html (one self-contained file)")
 	fs.StringVar(&output, "output", "", "write to this file instead of standard output")
-	fs.StringVar(&receiptKey, "receipt-key", "", "show only decisions and alerts whose receipts verify with this key (PEM, as <data-dir>/receipt-key.pub); default <data-dir>/receipt-key.pub when opening --data-dir, else \"none\": the first message per step is shown")
+	fs.StringVar(&receiptKey, "receipt-key", "", "show only decisions and alerts whose receipts verify with this key (PEM, as <data-dir>/receipt-key.pub); default <data-dir>/receipt-key.pub where it exists (the store's own when opening --data-dir, the processor's data dir on this host when connecting to its NATS), else \"none\": the first message per step is shown")
+	registerConfig(fs)
 	if err := parse(fs, args); err != nil {
 		return exitError, err
 	}

@@ -21,7 +21,7 @@ func TestHelpReference(t *testing.T) {
 	}
 	page := clidoc.Reference("replay", "What `--help` prints, generated from the flag definitions (`go test ./cmd/replay -run TestHelpReference -update`);\n"+
 		"the test fails when the two differ. Every flag is also a `TURNGUARD_<FLAG_NAME>` variable, but replay's credential and\n"+
-		"receipt key, which are `TURNGUARD_REPLAY_NATS_CREDS`, `_NATS_CONTEXT` and `_RECEIPT_KEY`; `run` and `verify` read\n"+
+		"receipt key, which are `TURNGUARD_REPLAY_NATS_CREDS`, `_NATS_CONTEXT` and `_RECEIPT_KEY`; `run`, `timeline` and `verify` read\n"+
 		"the processor's `--config` file ([OPERATING.md](../OPERATING.md#configuration)).", commands, func(args []string) string {
 		var out bytes.Buffer
 		run(context.Background(), args, &out, &out)

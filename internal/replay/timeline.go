@@ -24,7 +24,12 @@ type Timeline struct {
 	Agent     string `json:"agent"`
 	// Ruleset is the rule set the taint events were computed with.
 	Ruleset string `json:"ruleset"`
-	Steps   []Step `json:"steps"`
+	// DecidedBy are the rule sets the recorded decisions name
+	// (policy_data.turnguard.ruleset), "name revision", in order of first
+	// use: a step's "(now …)" is what Ruleset decides, which differs
+	// from what decided when these are others.
+	DecidedBy []string `json:"decided_by,omitempty"`
+	Steps     []Step   `json:"steps"`
 	// ChainOK is set when every recorded chain_hash matched; FirstBreak
 	// is the stream sequence where it first did not.
 	ChainOK    bool   `json:"chain_ok"`
@@ -140,6 +145,11 @@ func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *r
 			slices.Sort(st.Tainted)
 		}
 		joinRecorded(&st, out, rec, e.Seq)
+		if d, ok := rec.Decisions[e.Seq]; ok && d.Response.Result != nil {
+			if by := rulesetOf(d.Response.Result.PolicyData); by != "" && !slices.Contains(tl.DecidedBy, by) {
+				tl.DecidedBy = append(tl.DecidedBy, by)
+			}
+		}
 		if st.Chain == "broken" && tl.ChainOK {
 			tl.ChainOK, tl.FirstBreak = false, e.Seq
 		}
@@ -153,6 +163,19 @@ func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *r
 		return nil
 	})
 	return tl, err
+}
+
+// rulesetOf is the rule set a recorded decision names in its
+// policy_data: "name revision", or "".
+func rulesetOf(pd map[string]any) string {
+	tg, _ := pd["turnguard"].(map[string]any)
+	rs, _ := tg["ruleset"].(map[string]any)
+	name, _ := rs["name"].(string)
+	rev, _ := rs["revision"].(string)
+	if name == "" && rev == "" {
+		return ""
+	}
+	return name + " " + rev
 }
 
 func cloneTaints(s *turnstate.Session) map[string]turnstate.Taint {
@@ -365,6 +388,12 @@ func chainHashOf(r *acs.Response) string {
 // WriteTable prints a timeline for a terminal.
 func WriteTable(w io.Writer, tl *Timeline) error {
 	fmt.Fprintf(w, "session %s  tenant %s  agent %s\nrules   %s\n", tl.SessionID, tl.Tenant, tl.Agent, tl.Ruleset)
+	if others := slices.DeleteFunc(slices.Clone(tl.DecidedBy), func(by string) bool { return by == tl.Ruleset }); len(others) > 0 {
+		// Say it plainly: the "(now …)" marks compare with other rules
+		// than the ones that decided.
+		fmt.Fprintf(w, "decided %s — not the rules above: \"(now …)\" is what they decide; --rules (or --config) with the files that decided re-decides with those\n",
+			strings.Join(others, ", "))
+	}
 	// The counts use the words of the session state and of replay verify:
 	// a step per envelope, a chain entry per chained decision, turns as
 	// turns_started counts them.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -123,5 +124,53 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// A timeline re-decided with other rules than the ones that decided says
+// so plainly, naming the rule set that decided: its "(now …)" marks are
+// the other rules' decisions, not a change of the session.
+func TestTimelineSaysWhichRulesDecided(t *testing.T) {
+	sc, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
+	live := defaultRules(t)
+	rec := newRecorder(t, live)
+	rec.publishStepwise(built.Messages)
+	rec.finish()
+	f, err := rules.ParseFile("other.yaml", []byte("apiVersion: turnguard/v1\nkind: RuleSet\nmetadata: {name: other}\nrules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := rules.Compile([]*rules.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := rec.source()
+	for _, tc := range []struct {
+		name    string
+		rs      *rules.Set
+		notice  bool
+		changed bool
+	}{
+		{"the rules that decided", live, false, false},
+		{"other rules", other, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl, err := replay.BuildTimeline(context.Background(), src, rec.guardian(), tc.rs, wholeRange(t, src), sc.Tenant, sc.SessionID("main"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var table bytes.Buffer
+			if err := replay.WriteTable(&table, tl); err != nil {
+				t.Fatal(err)
+			}
+			out := table.String()
+			want := "decided " + live.Name + " " + live.Revision + " — not the rules above"
+			if strings.Contains(out, want) != tc.notice || strings.Contains(out, "(now ") != tc.changed {
+				t.Fatalf("notice %v (want %v), changes %v (want %v):\n%s", strings.Contains(out, want), tc.notice, strings.Contains(out, "(now "), tc.changed, out)
+			}
+			if len(tl.DecidedBy) != 1 || tl.DecidedBy[0] != live.Name+" "+live.Revision {
+				t.Fatalf("decided_by %q", tl.DecidedBy)
+			}
+		})
 	}
 }
