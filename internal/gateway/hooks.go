@@ -110,7 +110,7 @@ func hookView(sess *turnstate.Session, err error) hosthook.Session {
 	if sess == nil {
 		return hosthook.Session{}
 	}
-	v := hosthook.Session{Started: sess.Started, Closed: sess.Status == turnstate.StatusClosed}
+	v := hosthook.Session{Started: sess.Started}
 	if n := len(sess.OpenTurns); n > 0 {
 		v.OpenTurn = sess.OpenTurns[n-1].TurnID
 	}

@@ -261,8 +261,9 @@ func (e *Event) AgentID() string {
 
 // Session is what a plan needs to know of the session's state.
 type Session struct {
-	// Started: sessionStart was applied; Closed: sessionEnd was.
-	Started, Closed bool
+	// Started: sessionStart was applied (an ended session too: its
+	// further steps are refused session_closed by the core).
+	Started bool
 	// OpenTurn is the id of the newest open turn, "" when none is open.
 	OpenTurn string
 }
@@ -292,11 +293,11 @@ type Step struct {
 // subagent's calls arrive in its parent's session: the parent's taint
 // covers them), PreCompact (ACS preCompact needs the entries compacted,
 // which the event does not carry), and events the adapter does not know.
-// A session that ended gets nothing more.
 func (e *Event) Plan(s Session, newID func() string) []Step {
-	if s.Closed {
-		return nil
-	}
+	// A session that ended is not skipped: its further events are sent
+	// and refused (session_closed), so a tool call in it is denied. A
+	// host resuming an ended conversation under the same id would
+	// otherwise run unguarded, with what tainted it still in context.
 	switch e.Host {
 	case Codex:
 		return e.codexPlan()
