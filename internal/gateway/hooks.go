@@ -209,7 +209,14 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		agentID = ev.AgentID()
 	}
 	defer g.states.lock(key)()
-	view := hookView(g.states.load(ctx, key))
+	sess, err := g.states.load(ctx, key)
+	var integrity *statestore.IntegrityError
+	if err != nil && !errors.As(err, &integrity) {
+		// Without the state the plan cannot know the session's turn: no
+		// decision rather than a guess (fail closed).
+		return hosthook.Outcome{Failed: true, Reason: "the session's state cannot be read: " + err.Error()}, true, reply{}
+	}
+	view := hookView(sess, err)
 	steps := ev.Plan(view, uuid.NewString)
 	out := hosthook.Outcome{Decision: "allow"}
 	var last reply
