@@ -117,16 +117,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // of their own, so that no variable means one thing to the processor and
 // another here.
 func applyHookEnv(fs *flag.FlagSet) error {
-	var errs []error
+	renames := map[string]string{}
 	fs.VisitAll(func(f *flag.Flag) {
-		name := "TURNGUARD_HOOK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
-			}
-		}
+		renames[f.Name] = "TURNGUARD_HOOK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 	})
-	return errors.Join(errs...)
+	return cliflag.ApplyEnvAs(fs, renames)
 }
 
 // ask posts the hook input and returns the endpoint's answer.
