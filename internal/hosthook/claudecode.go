@@ -185,6 +185,11 @@ func Parse(host Host, body []byte) (*Event, error) {
 	if e.SessionID == "" {
 		return nil, fmt.Errorf("%w: no session_id", ErrNotAnEvent)
 	}
+	if id, ok := m["tool_call_id"].(string); host == Cursor && e.ToolUseID == "" && ok && len(id) <= MaxIDBytes {
+		// Cursor names some calls by tool_call_id; one too long to be an
+		// id names nothing.
+		e.ToolUseID = id
+	}
 	if e.Cwd == "" {
 		// Cursor's workspace_roots: the first is the workspace.
 		if roots, ok := m["workspace_roots"].([]any); ok && len(roots) > 0 {
@@ -316,8 +321,8 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 	case PostToolUse, PostToolUseFailure:
 		p.inTurn()
 		payload := map[string]any{"tool": map[string]any{"name": e.Tool}}
-		if e.ToolUseID != "" {
-			payload["request_id_ref"] = e.callID("tool_use", newID)
+		if ref := e.toolUseRef(); ref != "" {
+			payload["request_id_ref"] = ref
 		}
 		outputs := []any{}
 		status := "success"
@@ -440,7 +445,16 @@ func (e *Event) callID(kind string, newID func() string) string {
 	if e.ToolUseID == "" {
 		return newID()
 	}
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("claude-code:"+kind+":"+e.ToolUseID)).String()
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(string(e.Host)+":"+kind+":"+e.ToolUseID)).String()
+}
+
+// toolUseRef is the request_id_ref of a call's result: its request's id,
+// "" without tool_use_id.
+func (e *Event) toolUseRef() string {
+	if e.ToolUseID == "" {
+		return ""
+	}
+	return e.callID("tool_use", nil)
 }
 
 func (e *Event) sessionStartPayload() map[string]any {

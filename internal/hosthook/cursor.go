@@ -1,10 +1,9 @@
 package hosthook
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // Cursor's hook events (hook_event_name), as the ACS Cursor adapter maps
@@ -73,14 +72,14 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 		p.prompt(e.Prompt)
 	case CursorPreToolUse:
 		p.inTurn()
-		p.add("steps/toolCallRequest", e.cursorCallID(newID), map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(objectOf(f["tool_input"]))})
+		p.add("steps/toolCallRequest", e.callID("tool_use", newID), map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(objectOf(f["tool_input"]))})
 	case CursorBeforeShellExecution:
 		p.inTurn()
 		p.add("steps/toolCallRequest", newID(), map[string]any{"tool": map[string]any{"name": "Shell"}, "arguments": wrap(map[string]any{"command": str("command")})})
 	case CursorBeforeMCPExecution:
 		p.inTurn()
 		tool := map[string]any{"name": e.Tool}
-		if provider := firstNonEmpty(str("url"), str("command")); provider != "" {
+		if provider := cmp.Or(str("url"), str("command")); provider != "" {
 			tool["provider"] = provider
 		}
 		p.add("steps/toolCallRequest", newID(), map[string]any{"tool": tool, "arguments": wrap(objectOf(f["tool_input"]))})
@@ -92,13 +91,13 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 				status = "failure"
 			}
 		}
-		result(e.Tool, status, outputsOf(parsed), e.cursorRef())
+		result(e.Tool, status, outputsOf(parsed), e.toolUseRef())
 	case CursorPostToolUseFailure:
 		status := map[string]string{"timeout": "timeout", "permission_denied": "blocked"}[strings.ToLower(str("failure_type"))]
 		if status == "" {
 			status = "failure"
 		}
-		result(e.Tool, status, outputsOf(firstNonEmpty(str("error_message"), "(no error message)")), e.cursorRef())
+		result(e.Tool, status, outputsOf(cmp.Or(str("error_message"), "(no error message)")), e.toolUseRef())
 	case CursorAfterShellExecution:
 		result("Shell", "success", outputsOf(f["output"]), "")
 	case CursorAfterMCPExecution:
@@ -121,26 +120,6 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 		p.respond(str("text"))
 	}
 	return p.steps
-}
-
-// cursorCallID is a preToolUse's request id: uuid5 of its tool_use_id, as
-// the adapter derives it, so that postToolUse can name it.
-func (e *Event) cursorCallID(newID func() string) string {
-	if ref := e.cursorRef(); ref != "" {
-		return ref
-	}
-	return newID()
-}
-
-func (e *Event) cursorRef() string {
-	id := e.ToolUseID
-	if id == "" {
-		id, _ = e.fields["tool_call_id"].(string)
-	}
-	if id == "" || len(id) > MaxIDBytes {
-		return ""
-	}
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("cursor:tool_use:"+id)).String()
 }
 
 // cursorAnswer is Cursor's answer to a decision: permission on the gates,
@@ -218,13 +197,4 @@ func outputsOf(v any) []any {
 	default:
 		return []any{map[string]any{"value": bounded(x)}}
 	}
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
