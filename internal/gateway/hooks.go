@@ -98,15 +98,8 @@ func (s *sessionStates) load(ctx context.Context, key string) (*turnstate.Sessio
 	return sess, err
 }
 
-// hookView is what a plan needs of a session's state. A state that does
-// not verify counts as a started session with no open turn: the processor
-// decides what its next step meets (fail closed there), and the endpoint
-// does not stall the session on it.
-func hookView(sess *turnstate.Session, err error) hosthook.Session {
-	var integrity *statestore.IntegrityError
-	if errors.As(err, &integrity) {
-		return hosthook.Session{Started: true}
-	}
+// hookView is what a plan needs of a session's state (nil: none yet).
+func hookView(sess *turnstate.Session) hosthook.Session {
 	if sess == nil {
 		return hosthook.Session{}
 	}
@@ -211,12 +204,20 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	defer g.states.lock(key)()
 	sess, err := g.states.load(ctx, key)
 	var integrity *statestore.IntegrityError
-	if err != nil && !errors.As(err, &integrity) {
+	var view hosthook.Session
+	switch {
+	case errors.As(err, &integrity):
+		// A state that does not verify counts as a started session with
+		// no open turn: the processor decides what its next step meets
+		// (fail closed there), and the endpoint does not stall on it.
+		view = hosthook.Session{Started: true}
+	case err != nil:
 		// Without the state the plan cannot know the session's turn: no
 		// decision rather than a guess (fail closed).
 		return hosthook.Outcome{Failed: true, Reason: "the session's state cannot be read: " + err.Error()}, true, reply{}
+	default:
+		view = hookView(sess)
 	}
-	view := hookView(sess, err)
 	steps := ev.Plan(view, uuid.NewString)
 	out := hosthook.Outcome{Decision: "allow"}
 	var last reply
