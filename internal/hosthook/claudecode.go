@@ -123,15 +123,11 @@ var ErrNotAnEvent = errors.New("not a hook event")
 
 // Parse reads a host's hook input.
 func Parse(host Host, body []byte) (*Event, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
+	v, err := decodeOne(body)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotAnEvent, err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: more than one JSON value", ErrNotAnEvent)
-	}
+	m, _ := v.(map[string]any)
 	if m == nil {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrNotAnEvent)
 	}
@@ -150,7 +146,6 @@ func Parse(host Host, body []byte) (*Event, error) {
 		return s, nil
 	}
 	e := &Event{Host: host, fields: m}
-	var err error
 	fields := []struct {
 		key   string
 		limit int
@@ -243,6 +238,21 @@ func Parse(host Host, body []byte) (*Event, error) {
 		return nil, fmt.Errorf("%w: Codex %s without turn_id or tool_use_id", ErrNotAnEvent, e.Name)
 	}
 	return e, nil
+}
+
+// decodeOne decodes exactly one JSON value, its numbers as json.Number
+// (an id or a duration keeps its digits).
+func decodeOne(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
 }
 
 // sessionUUID is the ACS session id of a host's session id: itself when

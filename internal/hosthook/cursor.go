@@ -172,11 +172,8 @@ func parseJSONText(v any) any {
 	if !ok {
 		return v
 	}
-	// Numbers as json.Number, as in the rest of the event; one value only.
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil || dec.More() {
+	out, err := decodeOne([]byte(s))
+	if err != nil {
 		return s
 	}
 	return out
