@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // SessionID and TaintSessionID are the session ids the example files of

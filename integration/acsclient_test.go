@@ -6,7 +6,7 @@ package integration
 // form of the envelope without its signature), posted to a running
 // processor's POST /acs, and responses whose signatures are recomputed here,
 // independently of the processor's own signing code. Only the RFC 8785
-// canonicaliser is the repo's (internal/acs), and TestConformanceClientKnownAnswers
+// canonicaliser is the repo's (internal/core/acs), and TestConformanceClientKnownAnswers
 // holds this file's HKDF/HMAC code and uuid5 to known answers first.
 
 import (
@@ -32,8 +32,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 // ---------------------------------------------------------------------------
@@ -124,7 +124,7 @@ func pythonAdapterKeys() *testKeys {
 }
 
 // ---------------------------------------------------------------------------
-// ACS §10 signatures, written from the spec (not internal/acs's Keyring).
+// ACS §10 signatures, written from the spec (not internal/core/acs's Keyring).
 
 // sessionKey is HKDF-SHA256(ikm, salt none, info = session id, 32 bytes).
 func sessionKey(ikm []byte, sessionID string) []byte {
@@ -854,11 +854,11 @@ func awaitReady(t *testing.T, ep endpoint) {
 // Known answers for the helpers above.
 
 // TestConformanceClientKnownAnswers holds this file's signing code to the
-// ACS Go reference's known-answer vector (internal/acs/testdata) and its
+// ACS Go reference's known-answer vector (internal/core/acs/testdata) and its
 // uuid5 to Python's uuid.uuid5, so that a signature check failing in the
 // conformance tests is the processor's failure, not the client's.
 func TestConformanceClientKnownAnswers(t *testing.T) {
-	raw, err := os.ReadFile("../internal/acs/testdata/envelope-vectors.json")
+	raw, err := os.ReadFile("../internal/core/acs/testdata/envelope-vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}

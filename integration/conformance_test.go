@@ -21,8 +21,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // expect is what a row's response must be.

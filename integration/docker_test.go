@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 // This file holds what tests running Docker share: whether an engine

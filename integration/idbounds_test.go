@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // longTurnEnvelope is a schema-valid turnStart or turnEnd of session sid

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // TestReplayedMemberRecordOnLoopback is issue 23's liveness probe against

@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/callersig"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 

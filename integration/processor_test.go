@@ -22,9 +22,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/testwait"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 const exampleSession = examples.SessionID

@@ -93,7 +93,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 // walkthroughFiles are the pages whose marked blocks the walkthrough test

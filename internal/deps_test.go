@@ -23,15 +23,15 @@ const module = "github.com/turnguard/turnguard/"
 
 // core lists the packages of the pure decision core.
 var core = []string{
-	"internal/acs",
+	"internal/core/acs",
 	"schema",
-	"internal/turnstate",
-	"internal/lineage",
-	"internal/shellcmd",
-	"internal/rules",
-	"internal/guardian",
-	"internal/alert",
-	"internal/receipt",
+	"internal/core/turnstate",
+	"internal/core/lineage",
+	"internal/core/shellcmd",
+	"internal/core/policy",
+	"internal/core/guardian",
+	"internal/core/alert",
+	"internal/core/receipt",
 }
 
 // forbidden reports whether the core may not depend on the package at

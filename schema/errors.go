@@ -1,6 +1,6 @@
 package schema
 
-import "github.com/turnguard/turnguard/internal/acs"
+import "github.com/turnguard/turnguard/internal/core/acs"
 
 // The Validate methods fail with an *Error. Its type lives in the internal
 // wire model, which callers outside this module cannot import; these

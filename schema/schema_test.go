@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/schema"
 )
 

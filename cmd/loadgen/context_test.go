@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/processortest"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testkit/processortest"
 )
 
 // loadgen finds an authenticated server through a context of the nats

@@ -13,11 +13,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/embedded"
-	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/natsconn"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -127,7 +127,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 	if err != nil {
 		return err
 	}
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 		cfg.Topology.Partitions = o.Partitions
 		cfg.InstanceID = fmt.Sprintf("loadgen-%d", i+1)
 		cfg.SingleReceipts = o.SingleReceipts
-		p, err := stream.New(nc, g, rules.NewSource(rs), cfg, zerolog.Nop())
+		p, err := stream.New(nc, g, policy.NewSource(rs), cfg, zerolog.Nop())
 		if err != nil {
 			nc.Close()
 			return err

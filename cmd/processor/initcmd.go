@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/cliflag"
+	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natsauth"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 const initUsage = `Usage: processor init --dir DIR [--http-names NAMES] [--http-tenant T]

@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/natsauth"
-	"github.com/turnguard/turnguard/internal/receipt"
 )
 
 // TestInit: processor init lays out everything a separate deployment

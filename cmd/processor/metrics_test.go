@@ -19,8 +19,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 const waitFor = 20 * time.Second

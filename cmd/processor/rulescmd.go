@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/turnguard/turnguard/internal/cliflag"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/ruletest"
 	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
@@ -140,10 +140,10 @@ func sameFile(a, b string) bool {
 
 // loadRules loads rule files, printing every diagnostic on a line of its
 // own.
-func loadRules(files []string, stderr io.Writer) (*rules.Set, error) {
-	rs, err := rules.LoadFiles(files...)
+func loadRules(files []string, stderr io.Writer) (*policy.Set, error) {
+	rs, err := policy.LoadFiles(files...)
 	if err != nil {
-		var ds rules.Diagnostics
+		var ds policy.Diagnostics
 		if errors.As(err, &ds) {
 			for _, d := range ds {
 				fmt.Fprintln(stderr, d)

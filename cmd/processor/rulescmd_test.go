@@ -17,9 +17,9 @@ func TestRulesCommand(t *testing.T) {
 		out, error []string
 	}{
 		{"check the default pack", []string{"rules", "check"}, 0, []string{"ok: turnguard-default (sha256:", "9 rules"}, nil},
-		{"check a broken file", []string{"rules", "check", "../../internal/rules/testdata/broken/cel-type-error.yaml"}, 1, nil,
+		{"check a broken file", []string{"rules", "check", "../../internal/core/policy/testdata/broken/cel-type-error.yaml"}, 1, nil,
 			[]string{"cel-type-error.yaml:9:22: when: found no matching overload for '_==_' applied to '(string, int)'", "1 problem(s)"}},
-		{"check several broken files at once", []string{"rules", "check", "../../internal/rules/testdata/broken/unknown-hook.yaml", "../../internal/rules/testdata/broken/bad-enums.yaml"}, 1, nil,
+		{"check several broken files at once", []string{"rules", "check", "../../internal/core/policy/testdata/broken/unknown-hook.yaml", "../../internal/core/policy/testdata/broken/bad-enums.yaml"}, 1, nil,
 			[]string{"unknown-hook.yaml:8:27:", `bad-enums.yaml:5:9: rule "R1" is declared twice`, "bad-enums.yaml:7:15:", "5 problem(s)"}},
 		{"test the default pack", []string{"rules", "test"}, 0, []string{"PASS builtin:default:", " passed, 0 failed"}, nil},
 		{"test the window edge cases", []string{"rules", "test", "../../internal/ruletest/testdata/windows.yaml"}, 0, []string{"PASS", "10 passed, 0 failed"}, nil},

@@ -21,21 +21,21 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/alert"
 	"github.com/turnguard/turnguard/internal/connlimit"
+	"github.com/turnguard/turnguard/internal/core/alert"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/gateway"
-	"github.com/turnguard/turnguard/internal/guardian"
 	"github.com/turnguard/turnguard/internal/logging"
 	"github.com/turnguard/turnguard/internal/metrics"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/opsalert"
-	"github.com/turnguard/turnguard/internal/receipt"
 	"github.com/turnguard/turnguard/internal/reload"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/secgate"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/internal/version"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -95,7 +95,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	// all have this file.
 	log.Info().Str("file", cfg.stateKey).Bool("created", created).Msg("state values are authenticated with this key")
 	g := guardian.New(pre.validator, pre.guardian)
-	source := rules.NewSource(pre.rules)
+	source := policy.NewSource(pre.rules)
 	log.Info().Str("ruleset", pre.rules.Name).Str("revision", pre.rules.Revision).Int("rules", len(pre.rules.Rules)).Strs("files", pre.rules.Files).Msg("rules loaded")
 
 	nc, where, closeNATS, err := connectNATS(cfg, log)
@@ -152,7 +152,7 @@ type checked struct {
 	guardian  guardian.Config
 	callers   *gateway.Callers
 	tls       *tls.Config
-	rules     *rules.Set
+	rules     *policy.Set
 }
 
 // preflight checks everything that can be checked before anything is
@@ -172,7 +172,7 @@ func preflight(cfg config, log zerolog.Logger) (checked, error) {
 	if c.callers, c.tls, err = httpSecurity(cfg, log); err != nil {
 		return c, err
 	}
-	if c.rules, err = rules.LoadFiles(cfg.rules...); err != nil {
+	if c.rules, err = policy.LoadFiles(cfg.rules...); err != nil {
 		return c, fmt.Errorf("rules:\n%w", err)
 	}
 	return c, checkFiles(cfg)
@@ -300,7 +300,7 @@ func startGateway(ctx context.Context, cfg config, pre checked, l net.Listener, 
 // startReload reloads the rules on SIGHUP and file changes until ctx ends,
 // reporting failures as alerts (and metrics); it returns what stops
 // listening for SIGHUP.
-func startReload(ctx context.Context, cfg config, source *rules.Source, nc *nats.Conn, signer *receipt.Signer, mx *metrics.Metrics, log zerolog.Logger) func() {
+func startReload(ctx context.Context, cfg config, source *policy.Source, nc *nats.Conn, signer *receipt.Signer, mx *metrics.Metrics, log zerolog.Logger) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	rcfg := reload.Config{Paths: cfg.rules, Source: source, Signals: hup, Log: log,
@@ -310,7 +310,7 @@ func startReload(ctx context.Context, cfg config, source *rules.Source, nc *nats
 			mx.ReloadResult(err)
 			reportReloadFailure(nc, signer, cfg.rules, err, log)
 		}
-		rcfg.Loaded = func(*rules.Set) { mx.ReloadResult(nil) }
+		rcfg.Loaded = func(*policy.Set) { mx.ReloadResult(nil) }
 	}
 	go func() {
 		if err := reload.Run(ctx, rcfg); err != nil {

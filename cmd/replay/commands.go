@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/cliflag"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/rules"
 	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -446,7 +446,7 @@ func newGuardian(core cliflag.Core) (*guardian.Guardian, guardian.Config, error)
 
 // guardianAndRules builds the core and loads the rule files, the embedded
 // default pack when none.
-func guardianAndRules(core cliflag.Core, files []string) (*guardian.Guardian, *rules.Set, error) {
+func guardianAndRules(core cliflag.Core, files []string) (*guardian.Guardian, *policy.Set, error) {
 	g, _, err := newGuardian(core)
 	if err != nil {
 		return nil, nil, err
@@ -454,7 +454,7 @@ func guardianAndRules(core cliflag.Core, files []string) (*guardian.Guardian, *r
 	if len(files) == 0 {
 		files = []string{rulepack.DefaultPath}
 	}
-	rs, err := rules.LoadFiles(files...)
+	rs, err := policy.LoadFiles(files...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rules:\n%w", err)
 	}

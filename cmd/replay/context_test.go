@@ -9,10 +9,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/processortest"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/processortest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 // replay finds an authenticated server through a context of the nats CLI

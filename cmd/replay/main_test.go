@@ -14,13 +14,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/embedded"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -47,7 +47,7 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 		t.Fatal(err)
 	}
 	cfg := stream.DefaultConfig()
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: signer}), rules.NewSource(rs), cfg, zerolog.Nop())
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: signer}), policy.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

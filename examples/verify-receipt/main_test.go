@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 )
 
 // TestAgreesWithTheSigner: this verifier, written from the documentation

@@ -13,8 +13,8 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/turnguard/turnguard/examples"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/rules"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
 
@@ -70,7 +70,7 @@ type Report struct {
 // decides with) and tabulates the scores. A run that cannot be read or
 // mapped is listed in Report.Unreadable; a file that cannot be read, a
 // decider's failure, or ctx ending stops the benchmark with an error.
-func Bench(ctx context.Context, d Decider, rs *rules.Set, paths []string, opts Options) (*Report, error) {
+func Bench(ctx context.Context, d Decider, rs *policy.Set, paths []string, opts Options) (*Report, error) {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -163,7 +163,7 @@ func Bench(ctx context.Context, d Decider, rs *rules.Set, paths []string, opts O
 // One parses, decides and scores one run. A run that cannot be read or
 // mapped is bad (an error for Report.Unreadable); err is the decider's
 // failure, which ends a benchmark.
-func One(ctx context.Context, d Decider, rs *rules.Set, it Item) (res *RunResult, bad, err error) {
+func One(ctx context.Context, d Decider, rs *policy.Set, it Item) (res *RunResult, bad, err error) {
 	run, perr := ParseRun(it.Source, it.Data)
 	if perr != nil {
 		return nil, perr, nil
@@ -192,8 +192,8 @@ func One(ctx context.Context, d Decider, rs *rules.Set, it Item) (res *RunResult
 // the default pack and the AgentDojo operator file.
 var DefaultRules = []string{rulepack.DefaultPath, examples.AgentDojoRulesPath}
 
-// LoadRules reads and compiles rule files like rules.LoadFiles, where
+// LoadRules reads and compiles rule files like policy.LoadFiles, where
 // builtin:agentdojo also names the embedded AgentDojo operator file.
-func LoadRules(paths ...string) (*rules.Set, error) {
-	return rules.LoadFilesWith(map[string][]byte{examples.AgentDojoRulesPath: examples.AgentDojoRules()}, paths...)
+func LoadRules(paths ...string) (*policy.Set, error) {
+	return policy.LoadFilesWith(map[string][]byte{examples.AgentDojoRulesPath: examples.AgentDojoRules()}, paths...)
 }

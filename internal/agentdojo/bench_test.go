@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/agentdojo"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/ruletest"
 )
 
@@ -227,7 +227,7 @@ func BenchmarkBench(b *testing.B) {
 	// indexing the session's contents and tracing each argument costs.
 	for _, tc := range []struct {
 		name string
-		rs   *rules.Set
+		rs   *policy.Set
 	}{{"default", benchRules(b)}, {"lineage", lineageRules}} {
 		b.Run(tc.name, func(b *testing.B) {
 			d.Rules = tc.rs

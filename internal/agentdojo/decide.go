@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/rules"
 )
 
 // Decision is what the Guardian answered to one envelope.
@@ -51,7 +51,7 @@ type Decider interface {
 // per session.
 type InProcess struct {
 	Guardian *guardian.Guardian
-	Rules    *rules.Set
+	Rules    *policy.Set
 }
 
 // DecideRun builds the run's session (Build) and decides it.
@@ -65,7 +65,7 @@ func (p InProcess) DecideRun(_ context.Context, r *Run) (*Session, Decided, erro
 
 // Decide decides every envelope of a session in order with the core and
 // the rule set, in a fresh state.
-func Decide(g *guardian.Guardian, rs *rules.Set, s *Session) Decided {
+func Decide(g *guardian.Guardian, rs *policy.Set, s *Session) Decided {
 	e := replay.NewEngine(g, rs)
 	var d decisions
 	d.init(s)

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/agentdojo"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -19,7 +19,7 @@ func newGuardian(t testing.TB) *guardian.Guardian {
 	return guardian.New(v, guardian.Config{})
 }
 
-func benchRules(t testing.TB) *rules.Set {
+func benchRules(t testing.TB) *policy.Set {
 	t.Helper()
 	rs, err := agentdojo.LoadRules(agentdojo.DefaultRules...)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Live decides runs with a running processor over its HTTP endpoint

@@ -13,21 +13,21 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/agentdojo"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/gateway"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
 // startEndpoint runs a processor deciding with rs on an embedded server,
 // and its HTTP endpoint (open, handshake required), as `processor --http
 // --auth none` does. It returns the endpoint's URL.
-func startEndpoint(t *testing.T, rs *rules.Set) string {
+func startEndpoint(t *testing.T, rs *policy.Set) string {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	v, err := schema.New()
@@ -44,7 +44,7 @@ func startEndpoint(t *testing.T, rs *rules.Set) string {
 	pcfg.Topology.Partitions = 2
 	pcfg.StateKey = key
 	pcfg.Topology.HandshakeTTL = time.Hour
-	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, guardian.Config{Receipts: signer}), rules.NewSource(rs), pcfg, zerolog.Nop())
+	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, guardian.Config{Receipts: signer}), policy.NewSource(rs), pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

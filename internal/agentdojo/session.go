@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Tenant and AgentID are what the sessions are sent as: one tenant and one

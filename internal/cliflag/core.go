@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
 )
 
 // Core is the decision core's settings. The processor and replay register

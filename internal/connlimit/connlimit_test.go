@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/connlimit"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 // serve runs a server on a loopback listener within cfg whose handler

@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // dispatch answers a body: one request, or a batch in declared order.

@@ -20,14 +20,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/gateway"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -102,7 +102,7 @@ func startEnv(t testing.TB, cfg gateway.Config, log zerolog.Logger, opts ...func
 // it is ready: its assets exist.
 func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config, opts ...func(*stream.Config)) func() {
 	t.Helper()
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg gua
 	for _, o := range opts {
 		o(&pcfg)
 	}
-	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), rules.NewSource(rs), pcfg, zerolog.Nop())
+	p, err := stream.New(natstest.Connect(t, srv), guardian.New(v, cfg), policy.NewSource(rs), pcfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

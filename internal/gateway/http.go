@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/connlimit"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Handler routes POST /acs, POST /hooks/{claude-code,codex,cursor}, GET

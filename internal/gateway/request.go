@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // origin is who sent a request: the authenticated caller (the anonymous

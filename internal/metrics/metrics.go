@@ -31,8 +31,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/gateway"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
@@ -53,7 +53,7 @@ type Source interface {
 // Options are what Attach watches besides the processor.
 type Options struct {
 	// Rules holds the rule set in force (nil: no turnguard_rules_info).
-	Rules *rules.Source
+	Rules *policy.Source
 	// Connected reports whether the NATS connection is up (nil: not
 	// checked). Readiness needs it, as the HTTP endpoint's does.
 	Connected func() bool

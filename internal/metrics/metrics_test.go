@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
@@ -133,7 +133,7 @@ turnguard_partitions_owned 0
 `, []string{"turnguard_ready", "turnguard_partitions_owned", "turnguard_consumer_pending_messages"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs := rules.NewSource(&rules.Set{Name: "test", Revision: "sha256:0123456789abcdef"})
+			rs := policy.NewSource(&policy.Set{Name: "test", Revision: "sha256:0123456789abcdef"})
 			c := newCollector(tc.src, Options{Rules: rs, Connected: func() bool { return tc.connected }, BacklogTimeout: time.Second})
 			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), tc.names...); err != nil {
 				t.Fatal(err)
@@ -146,7 +146,7 @@ turnguard_partitions_owned 0
 // Prometheus' conventions (promlint).
 func TestMetricNames(t *testing.T) {
 	m := New()
-	rs := rules.NewSource(&rules.Set{Name: "test", Revision: "sha256:0123456789abcdef"})
+	rs := policy.NewSource(&policy.Set{Name: "test", Revision: "sha256:0123456789abcdef"})
 	if err := m.Attach(healthy(), Options{Rules: rs, Connected: func() bool { return true }}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/stream"
 )
 
@@ -43,7 +43,7 @@ var (
 		acs.ReasonSubjectMismatch, acs.ReasonBadSubject, acs.ReasonUnauthenticated, acs.ReasonCallerNotBound,
 		acs.ReasonContentType, acs.ReasonBatchTooLarge, acs.ReasonDeadLetterLimit,
 		stream.ReasonStateTooLarge, stream.ReasonUnappliable, stream.ReasonStateUnverifiable,
-		// The guardian core's own (internal/guardian).
+		// The guardian core's own (internal/core/guardian).
 		"validation_failed", "chain_failed",
 	}
 )

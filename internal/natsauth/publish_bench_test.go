@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/natsauth"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Role is what a credential may do.

@@ -14,7 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/policy"
 )
 
 // debounce lets an editor finish writing (truncate, write, rename) before
@@ -26,7 +26,7 @@ type Config struct {
 	// Paths are the rule files as given on the command line;
 	// builtin:default is not watched.
 	Paths  []string
-	Source *rules.Source
+	Source *policy.Source
 	// Signals delivers SIGHUP (or anything else that should trigger a
 	// reload); nil disables it.
 	Signals <-chan os.Signal
@@ -34,7 +34,7 @@ type Config struct {
 	Failed func(error)
 	// Loaded is called with a rule set that loaded and is now in force
 	// (nil: nobody is told).
-	Loaded func(*rules.Set)
+	Loaded func(*policy.Set)
 	Log    zerolog.Logger
 }
 
@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func load(cfg Config) {
-	rs, err := rules.LoadFiles(cfg.Paths...)
+	rs, err := policy.LoadFiles(cfg.Paths...)
 	if err != nil {
 		cfg.Log.Error().Err(err).Str("keeping", cfg.Source.Current().Revision).Msg("rule set refused; the last good one keeps running")
 		if cfg.Failed != nil {

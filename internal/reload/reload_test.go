@@ -10,14 +10,14 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // TestResults: a reload that loads is reported to Loaded and swapped in, one
 // that does not to Failed, and the last good set keeps running.
 func TestResults(t *testing.T) {
-	first, err := rules.LoadFiles(rulepack.DefaultPath)
+	first, err := policy.LoadFiles(rulepack.DefaultPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestResults(t *testing.T) {
 		loaded bool
 	}{{"good", []string{rulepack.DefaultPath}, true}, {"bad", []string{bad}, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := rules.NewSource(first)
+			src := policy.NewSource(first)
 			results := make(chan error, 1)
 			hup := make(chan os.Signal, 1)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -39,7 +39,7 @@ func TestResults(t *testing.T) {
 			go func() {
 				done <- Run(ctx, Config{Paths: tc.paths, Source: src, Signals: hup, Log: zerolog.Nop(),
 					Failed: func(err error) { results <- err },
-					Loaded: func(*rules.Set) { results <- nil }})
+					Loaded: func(*policy.Set) { results <- nil }})
 			}()
 			defer func() {
 				cancel()
@@ -68,7 +68,7 @@ func TestResults(t *testing.T) {
 // reloads as the revision the processor started with, so its decisions'
 // policy_version does not change — and an edit gives another.
 func TestReloadRevision(t *testing.T) {
-	start, err := rules.LoadFiles(rulepack.DefaultPath)
+	start, err := policy.LoadFiles(rulepack.DefaultPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,15 +86,15 @@ func TestReloadRevision(t *testing.T) {
 		same bool
 	}{{"a copy elsewhere", same, true}, {"an edited copy", edited, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := rules.NewSource(start)
-			loaded := make(chan *rules.Set, 1)
+			src := policy.NewSource(start)
+			loaded := make(chan *policy.Set, 1)
 			hup := make(chan os.Signal, 1)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
 				done <- Run(ctx, Config{Paths: []string{tc.path}, Source: src, Signals: hup, Log: zerolog.Nop(),
 					Failed: func(err error) { t.Errorf("reload failed: %v", err) },
-					Loaded: func(rs *rules.Set) { loaded <- rs }})
+					Loaded: func(rs *policy.Set) { loaded <- rs }})
 			}()
 			defer func() {
 				cancel()

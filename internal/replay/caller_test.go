@@ -6,9 +6,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/callersig"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // Replay binds sessions as the processor did: the HTTP caller an

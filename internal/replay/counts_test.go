@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // TestCountsAgree records every scenario — denied turnStarts (turn-ids),

@@ -9,11 +9,11 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/nats-io/nats.go"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/callersig"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // Engine runs recorded envelopes through the pure core the way the
@@ -24,12 +24,12 @@ import (
 // compares decisions and publishes none, does no signing work.
 type Engine struct {
 	Guardian *guardian.Guardian
-	Rules    *rules.Set
+	Rules    *policy.Set
 	Memory   *guardian.Memory
 }
 
 // NewEngine returns an engine with empty state.
-func NewEngine(g *guardian.Guardian, rs *rules.Set) *Engine {
+func NewEngine(g *guardian.Guardian, rs *policy.Set) *Engine {
 	return &Engine{Guardian: g, Rules: rs, Memory: guardian.NewMemory()}
 }
 

@@ -13,15 +13,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -52,7 +52,7 @@ func testKeys(t testing.TB) (*acs.Keyring, *receipt.Signer) {
 	return kr, receipt.NewSigner(ed25519.NewKeyFromSeed(seed))
 }
 
-func newRecorder(t testing.TB, rs *rules.Set) *recorder {
+func newRecorder(t testing.TB, rs *policy.Set) *recorder {
 	t.Helper()
 	kr, signer := testKeys(t)
 	r := &recorder{t: t, srv: natstest.RunServer(t), cfg: guardian.Config{Keys: kr, Receipts: signer}}
@@ -68,7 +68,7 @@ func newRecorder(t testing.TB, rs *rules.Set) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.proc, err = stream.New(pnc, guardian.New(v, r.cfg), rules.NewSource(rs), cfg, zerolog.Nop())
+	r.proc, err = stream.New(pnc, guardian.New(v, r.cfg), policy.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +169,9 @@ func wholeRange(t testing.TB, src *replay.Source) replay.Range {
 	return r
 }
 
-func defaultRules(t testing.TB) *rules.Set {
+func defaultRules(t testing.TB) *policy.Set {
 	t.Helper()
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		t.Fatal(err)
 	}

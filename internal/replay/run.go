@@ -16,9 +16,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
 )
 
 // Selection narrows a back-test: a tenant ("*": every tenant), and
@@ -118,7 +118,7 @@ type Options struct {
 // order, each session rebuilt from its first envelope, and compares the
 // outcome with what was recorded. On interruption it returns the partial
 // report with ctx's error.
-func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.Set, r Range, sel Selection, opts Options) (rep *Report, err error) {
+func BackTest(ctx context.Context, src *Source, g *guardian.Guardian, rs *policy.Set, r Range, sel Selection, opts Options) (rep *Report, err error) {
 	rep = newReport(r)
 	rep.Tenant, rep.SessionID = sel.Tenant, sel.SessionID
 	if rs != nil {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/rules"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
 
@@ -62,7 +62,7 @@ func recordHistory(t testing.TB, n int) *recordedHistory {
 }
 
 // stricterRules is the default pack with a 4-turn taint window instead of 2.
-func stricterRules(t testing.TB) *rules.Set {
+func stricterRules(t testing.TB) *policy.Set {
 	t.Helper()
 	raw := rulepack.Default()
 	const from, to = "within: {turns: 2, duration: 30m}", "within: {turns: 4, duration: 30m}"
@@ -73,7 +73,7 @@ func stricterRules(t testing.TB) *rules.Set {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(raw), from, to, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := rules.LoadFiles(path)
+	rs, err := policy.LoadFiles(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestBackTest(t *testing.T) {
 	mid := h.order[len(h.order)/2]
 	cases := []struct {
 		name  string
-		rules *rules.Set
+		rules *policy.Set
 		r     replay.Range
 		sel   replay.Selection
 		want  []uint64

@@ -14,11 +14,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/alert"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/receipt"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/alert"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // forgery is a forged message and what its rejection must say.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Verdicts of a tailed message. Only a message whose receipt verified is

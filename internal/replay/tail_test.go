@@ -16,9 +16,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 // tailing runs Tail in the background and hands over its events.

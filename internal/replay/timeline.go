@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // Timeline is one session laid out step by step, as a person reads it.
@@ -103,7 +103,7 @@ type TaintEvent struct {
 
 // BuildTimeline replays one session (all of its envelopes up to the end of
 // r) with rs, joining the recorded decisions and alerts.
-func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *rules.Set, r Range, tenant, sessionID string) (*Timeline, error) {
+func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *policy.Set, r Range, tenant, sessionID string) (*Timeline, error) {
 	rec, err := src.ReadRecorded(ctx, tenant, sessionID, time.Time{}, DecodeBodies)
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func stepDepth(depth map[string]int, out guardian.Outcome, hook string, s *turns
 }
 
 // taintEvents compares a session's taint labels before and after a step.
-func taintEvents(rs *rules.Set, before map[string]turnstate.Taint, after map[string]*turnstate.Taint) []TaintEvent {
+func taintEvents(rs *policy.Set, before map[string]turnstate.Taint, after map[string]*turnstate.Taint) []TaintEvent {
 	var evs []TaintEvent
 	for _, label := range sortedTaintKeys(before, after) {
 		b, had := before[label]

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/replay"
-	"github.com/turnguard/turnguard/internal/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -136,18 +136,18 @@ func TestTimelineSaysWhichRulesDecided(t *testing.T) {
 	rec := newRecorder(t, live)
 	rec.publishStepwise(built.Messages)
 	rec.finish()
-	f, err := rules.ParseFile("other.yaml", []byte("apiVersion: turnguard/v1\nkind: RuleSet\nmetadata: {name: other}\nrules: []\n"))
+	f, err := policy.ParseFile("other.yaml", []byte("apiVersion: turnguard/v1\nkind: RuleSet\nmetadata: {name: other}\nrules: []\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := rules.Compile([]*rules.File{f})
+	other, err := policy.Compile([]*policy.File{f})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := rec.source()
 	for _, tc := range []struct {
 		name    string
-		rs      *rules.Set
+		rs      *policy.Set
 		notice  bool
 		changed bool
 	}{

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -20,7 +20,7 @@ import (
 // Result is the outcome of one test case.
 type Result struct {
 	File     string
-	Pos      rules.Pos
+	Pos      policy.Pos
 	Name     string
 	Failures []string
 	// Outcomes are the core's outcomes, one per step.
@@ -31,7 +31,7 @@ type Result struct {
 func (r Result) Passed() bool { return len(r.Failures) == 0 }
 
 // RunSet runs every test case a rule set's files carry against that set.
-func RunSet(g *guardian.Guardian, rs *rules.Set) []Result {
+func RunSet(g *guardian.Guardian, rs *policy.Set) []Result {
 	var out []Result
 	for _, tc := range rs.Tests {
 		r := Run(g, rs, tc.Spec)
@@ -43,7 +43,7 @@ func RunSet(g *guardian.Guardian, rs *rules.Set) []Result {
 
 // Run runs one scenario: stream sequence = position in the scenario, the
 // states kept the way the KV bucket keeps them.
-func Run(g *guardian.Guardian, rs *rules.Set, sc *scenario.Scenario) Result {
+func Run(g *guardian.Guardian, rs *policy.Set, sc *scenario.Scenario) Result {
 	res := Result{Name: sc.Name}
 	built, err := sc.Build()
 	if err != nil {
@@ -74,7 +74,7 @@ func Run(g *guardian.Guardian, rs *rules.Set, sc *scenario.Scenario) Result {
 }
 
 // Decide routes a message the way the stream and a partition worker do.
-func Decide(g *guardian.Guardian, rs *rules.Set, mem *guardian.Memory, msg guardian.Message) guardian.Outcome {
+func Decide(g *guardian.Guardian, rs *policy.Set, mem *guardian.Memory, msg guardian.Message) guardian.Outcome {
 	route, err := acs.ParseInbound(msg.Subject)
 	if err != nil {
 		return g.Unroutable(err)
@@ -92,7 +92,7 @@ func Observe(out guardian.Outcome) scenario.Observed {
 		o.Violations = append(o.Violations, v.Name)
 	}
 	for _, h := range out.Hits {
-		if h.Rule.Mode == rules.Shadow {
+		if h.Rule.Mode == policy.Shadow {
 			o.Shadow = append(o.Shadow, h.Rule.ID)
 		} else {
 			o.Rules = append(o.Rules, h.Rule.ID)
@@ -146,7 +146,7 @@ func explain(out guardian.Outcome) string {
 // which is seldom what the case means to test.
 type Problem struct {
 	File string
-	Pos  rules.Pos
+	Pos  policy.Pos
 	Case string
 	Step int
 	Hook string
@@ -161,7 +161,7 @@ func (p Problem) String() string {
 // ACS schemas, as the core will: a case that means to test bad input says
 // so by expecting it (a refusal code, a dead letter, an error, or the
 // reason code payload_invalid or envelope_invalid) and is not checked.
-func CheckPayloads(v *schema.Validator, rs *rules.Set) []Problem {
+func CheckPayloads(v *schema.Validator, rs *policy.Set) []Problem {
 	var out []Problem
 	for _, tc := range rs.Tests {
 		built, err := tc.Spec.Build()

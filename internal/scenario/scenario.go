@@ -20,7 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Scenario is one file.

@@ -1,6 +1,6 @@
 // Package statestore keeps session and agent states in the JetStream KV
 // bucket ACS_TURNSTATE: sealed values, compare-and-set on the revision, and
-// the outbox a state write carries. It is the I/O side of internal/turnstate:
+// the outbox a state write carries. It is the I/O side of internal/core/turnstate:
 // the states and their transitions stay pure there (no NATS, so that the
 // decision core, replay and the rule tests never link a client), and the
 // sealing (turnstate.Sealer) stays there too, since it is plain crypto that
@@ -21,8 +21,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // ErrConflict is returned by Store.Save when the session's KV revision moved

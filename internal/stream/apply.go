@@ -9,13 +9,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/msghdr"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
-	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // pending is a state touched by the batch being applied.
@@ -40,7 +40,7 @@ type batch struct {
 	ins []inbound
 	// rules is one rule set for the whole batch, even if a reload lands
 	// meanwhile; byAgent says whether any of its rules counts per agent.
-	rules    *rules.Set
+	rules    *policy.Set
 	byAgent  bool
 	sessions map[string]*pending[turnstate.Session]
 	agents   map[string]*pending[turnstate.Agent]

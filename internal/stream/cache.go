@@ -3,7 +3,7 @@ package stream
 import (
 	"container/list"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/statestore"
 )
 

@@ -7,9 +7,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/callersig"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // callerOf takes an HTTP caller's name only with the endpoint's valid

@@ -14,12 +14,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/statestore"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/schema"
 )
@@ -89,13 +89,13 @@ func fenceRig(t *testing.T) *fenceTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
 	cfg.Topology.Partitions = 1
-	p, err := New(nc, guardian.New(v, guardian.Config{}), rules.NewSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	p, err := New(nc, guardian.New(v, guardian.Config{}), policy.NewSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@ package stream
 import (
 	"github.com/nats-io/nats.go"
 
-	"github.com/turnguard/turnguard/internal/acs"
 	"github.com/turnguard/turnguard/internal/callersig"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // hdrPinID is set by the server on deliveries to a consumer's pinned client.

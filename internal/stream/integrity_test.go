@@ -15,14 +15,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/alert"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/alert"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // integrityRig is an embedded server and a processor with a known state
@@ -41,7 +41,7 @@ type integrityRig struct {
 	ops *opsWatcher
 }
 
-func newIntegrityRig(t *testing.T, rs *rules.Set) *integrityRig {
+func newIntegrityRig(t *testing.T, rs *policy.Set) *integrityRig {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
@@ -359,7 +359,7 @@ func TestTamperedStateWithoutHistoryIsRefused(t *testing.T) {
 // TestTamperedAgentStateIsReset: an agent-keyed count whose stored value
 // does not verify is reset, written over the forged revision, and alerted.
 func TestTamperedAgentStateIsReset(t *testing.T) {
-	rs, err := rules.LoadFiles("../ruletest/testdata/agent.yaml")
+	rs, err := policy.LoadFiles("../ruletest/testdata/agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/opsalert"
-	"github.com/turnguard/turnguard/internal/rules"
-	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // Reasons of the refusals the processor makes for envelopes it cannot
@@ -68,7 +68,7 @@ func (w *worker) maxValue() int {
 }
 
 // decide is Guardian.Decide with a fault in it turned into an error.
-func (w *worker) decide(rs *rules.Set, s *turnstate.Session, a *turnstate.Agent, in *inbound, msg guardian.Message) (out guardian.Outcome, err error) {
+func (w *worker) decide(rs *policy.Set, s *turnstate.Session, a *turnstate.Agent, in *inbound, msg guardian.Message) (out guardian.Outcome, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			w.log.Error().Uint64("seq", in.msg.Seq).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).Msg("deciding an envelope panicked")

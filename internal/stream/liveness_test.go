@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 // TestReplayedMemberRecordExpires is issue 23's probe of liveness: an

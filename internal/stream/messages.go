@@ -6,10 +6,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/msghdr"
-	"github.com/turnguard/turnguard/internal/receipt"
 )
 
 // DecisionMsgID is the Nats-Msg-Id of the decision on the envelope at stream

@@ -3,9 +3,9 @@ package stream
 import (
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
 )
 
 // Observer is told what the partition workers made durable, for metrics
@@ -83,7 +83,7 @@ func (w *worker) noteDecision(in *inbound, out *guardian.Outcome) {
 		decision = string(r.Decision)
 		if r.Decision == acs.Deny {
 			for i := range out.Hits {
-				if rr := out.Hits[i].Rule; rr != nil && rr.Mode == rules.Enforce && rr.Decision == rules.DecideDeny {
+				if rr := out.Hits[i].Rule; rr != nil && rr.Mode == policy.Enforce && rr.Decision == policy.DecideDeny {
 					w.notes = append(w.notes, noted{kind: noteDenied, a: rr.ID})
 				}
 			}

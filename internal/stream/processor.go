@@ -17,15 +17,15 @@ import (
 	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/membership"
 	"github.com/turnguard/turnguard/internal/opsalert"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/topology"
-	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // Config configures a Processor.
@@ -144,7 +144,7 @@ type Processor struct {
 	js       jetstream.JetStream
 	sealer   *turnstate.Sealer
 	guardian *guardian.Guardian
-	rules    *rules.Source
+	rules    *policy.Source
 	cfg      Config
 	log      zerolog.Logger
 	stats    Stats
@@ -175,7 +175,7 @@ func (p *Processor) owned() []*worker {
 
 // New returns a Processor publishing through nc and deciding with the rule
 // set rules holds.
-func New(nc *nats.Conn, g *guardian.Guardian, rules *rules.Source, cfg Config, log zerolog.Logger) (*Processor, error) {
+func New(nc *nats.Conn, g *guardian.Guardian, rules *policy.Source, cfg Config, log zerolog.Logger) (*Processor, error) {
 	if cfg.BatchSize < 1 || cfg.CacheSize < 1 {
 		return nil, fmt.Errorf("batch size and cache size must be positive (got %d, %d)", cfg.BatchSize, cfg.CacheSize)
 	}

@@ -18,16 +18,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
-	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -58,7 +58,7 @@ func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *runnin
 
 // startProcessorWith starts a processor with rules rs on its own connection
 // to via: a server, or a natstest.Link to one.
-func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream.Config, rs *rules.Set) *running {
+func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream.Config, rs *policy.Set) *running {
 	t.Helper()
 	v, err := schema.New()
 	if err != nil {
@@ -68,7 +68,7 @@ func startProcessorWith(t testing.TB, via nats.InProcessConnProvider, cfg stream
 }
 
 // startProcessorOf starts a processor deciding with g (keys, receipts).
-func startProcessorOf(t testing.TB, via nats.InProcessConnProvider, cfg stream.Config, rs *rules.Set, g *guardian.Guardian) *running {
+func startProcessorOf(t testing.TB, via nats.InProcessConnProvider, cfg stream.Config, rs *policy.Set, g *guardian.Guardian) *running {
 	t.Helper()
 	nc, err := nats.Connect("", nats.InProcessServer(via))
 	if err != nil {
@@ -78,7 +78,7 @@ func startProcessorOf(t testing.TB, via nats.InProcessConnProvider, cfg stream.C
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	p, err := stream.New(nc, g, rules.NewSource(rs), cfg, log)
+	p, err := stream.New(nc, g, policy.NewSource(rs), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,9 +418,9 @@ func pureGuardian(t testing.TB) *guardian.Guardian {
 	return guardian.New(v, guardian.Config{})
 }
 
-func defaultRules(t testing.TB) *rules.Set {
+func defaultRules(t testing.TB) *policy.Set {
 	t.Helper()
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -797,7 +797,7 @@ func checkStates(t *testing.T, js jetstream.JetStream, states []scenario.Expecte
 // agent's sessions although their envelopes are decided by different
 // partition workers; the count lives in KV under the agent's key.
 func TestAgentThresholdAcrossPartitions(t *testing.T) {
-	rs, err := rules.LoadFiles("../ruletest/testdata/agent.yaml")
+	rs, err := policy.LoadFiles("../ruletest/testdata/agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

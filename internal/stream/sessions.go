@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/statestore"
-	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // session returns the committed state of in's session, from the cache or
@@ -252,7 +252,7 @@ func load[T any](ctx context.Context, cache *stateCache[T], key string, fromKV f
 // every envelope of the child stored before the stop (freshChild); until
 // then the stop waits, within the worker's wait budget, and past it the
 // child reads as unknown — never as the older state.
-func (w *worker) subagent(ctx context.Context, rs *rules.Set, in *inbound, parent *turnstate.Session, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
+func (w *worker) subagent(ctx context.Context, rs *policy.Set, in *inbound, parent *turnstate.Session, id string, batch map[string]*pending[turnstate.Session]) (*turnstate.Session, error) {
 	key := acs.SessionKey(in.route.Tenant, id)
 	if p, ok := batch[key]; ok && p.touched && p.state != nil {
 		return p.state, nil
@@ -276,7 +276,7 @@ func (w *worker) subagent(ctx context.Context, rs *rules.Set, in *inbound, paren
 // created its state, so with envelopes of it in ACS_HOOKS the state was
 // purged through the stream API (or expired): what it read cannot be told,
 // and it counts as carrying every taint. Without envelopes it did nothing.
-func (w *worker) missingChild(ctx context.Context, rs *rules.Set, in *inbound, id string) (*turnstate.Session, error) {
+func (w *worker) missingChild(ctx context.Context, rs *policy.Set, in *inbound, id string) (*turnstate.Session, error) {
 	if !subjectToken(id) {
 		return nil, nil // no subject names it: it has no envelopes
 	}
@@ -301,7 +301,7 @@ func (w *worker) missingChild(ctx context.Context, rs *rules.Set, in *inbound, i
 // stored, and s is read again. A worker acknowledges only what it stored.
 // The newest envelope may come after the stop (the child published on):
 // waiting for it asks for more than needed, never for less.
-func (w *worker) freshChild(ctx context.Context, rs *rules.Set, in *inbound, id string, s *turnstate.Session) (*turnstate.Session, error) {
+func (w *worker) freshChild(ctx context.Context, rs *policy.Set, in *inbound, id string, s *turnstate.Session) (*turnstate.Session, error) {
 	if !subjectToken(id) {
 		// No subject names this session: it has no envelopes.
 		return s, nil
@@ -367,7 +367,7 @@ func (w *worker) ackFloor(ctx context.Context, p int) (uint64, bool) {
 
 // unknownChild stands for a subagent whose state cannot be known: one
 // spawned by this session that carries every taint label of the rules.
-func unknownChild(rs *rules.Set, route acs.Route, id string) *turnstate.Session {
+func unknownChild(rs *policy.Set, route acs.Route, id string) *turnstate.Session {
 	s := turnstate.New(route.Tenant, id)
 	s.Parent = &turnstate.ParentLink{SessionID: route.SessionID}
 	s.Taints = map[string]*turnstate.Taint{}

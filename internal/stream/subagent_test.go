@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/natstest"
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/scenario"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // probeScenario is issue 23's probe of finding 3: a parent spawns a child

@@ -12,12 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/msghdr"
-	"github.com/turnguard/turnguard/internal/rules"
 	"github.com/turnguard/turnguard/internal/statestore"
-	"github.com/turnguard/turnguard/internal/turnstate"
 )
 
 // attemptTimeout bounds one attempt at making a batch's effects durable.
@@ -83,7 +83,7 @@ type worker struct {
 	js        jetstream.JetStream
 	store     *statestore.Store
 	guardian  *guardian.Guardian
-	rules     *rules.Source
+	rules     *policy.Source
 	cache     *stateCache[turnstate.Session]
 	agents    *stateCache[turnstate.Agent]
 	stats     *Stats

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/turnstate"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // State is what a session's stored state (turnstate.Session in

@@ -23,7 +23,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/turnguard/turnguard/internal/acs"
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Rule ids of the default pack that generated traffic triggers on purpose.

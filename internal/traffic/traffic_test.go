@@ -5,11 +5,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/traffic"
-	"github.com/turnguard/turnguard/internal/turnstate"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -26,7 +26,7 @@ func newGenerator(t testing.TB, seed uint64, tenant string) *traffic.Generator {
 // rule pack, as one partition of the processor would.
 type decider struct {
 	g   *guardian.Guardian
-	rs  *rules.Set
+	rs  *policy.Set
 	seq uint64
 }
 
@@ -36,7 +36,7 @@ func newDecider(t testing.TB) *decider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		t.Fatal(err)
 	}

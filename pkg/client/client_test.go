@@ -20,13 +20,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/acs"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/natstest"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
-	"github.com/turnguard/turnguard/internal/testwait"
+	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
@@ -44,14 +44,14 @@ func runProcessorB(t testing.TB, srv *server.Server) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
 	nc := natstest.Connect(t, srv)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: testSigner}), rules.NewSource(rs), cfg, zerolog.Nop())
+	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: testSigner}), policy.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/examples"
-	"github.com/turnguard/turnguard/internal/guardian"
-	"github.com/turnguard/turnguard/internal/receipt"
-	"github.com/turnguard/turnguard/internal/rules"
+	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/pkg/client"
 	"github.com/turnguard/turnguard/schema"
@@ -81,7 +81,7 @@ func startTurnguard() (*nats.Conn, ed25519.PublicKey, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rs, err := rules.Default()
+	rs, err := policy.Default()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func startTurnguard() (*nats.Conn, ed25519.PublicKey, func()) {
 	}
 	signer := receipt.NewSigner(priv)
 	pnc := connect()
-	p, err := stream.New(pnc, guardian.New(v, guardian.Config{Receipts: signer}), rules.NewSource(rs), stream.DefaultConfig(), zerolog.Nop())
+	p, err := stream.New(pnc, guardian.New(v, guardian.Config{Receipts: signer}), policy.NewSource(rs), stream.DefaultConfig(), zerolog.Nop())
 	if err != nil {
 		log.Fatal(err)
 	}

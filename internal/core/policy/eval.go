@@ -1,0 +1,531 @@
+package policy
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/shellcmd"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
+)
+
+// Hit is one rule that matched an envelope.
+type Hit struct {
+	Rule    *Rule
+	Message string
+	// Taint and TaintLabel are the label behind a guard's hit; AgeTurns is
+	// how many turns ago the window's anchor was set.
+	TaintLabel string
+	Taint      *turnstate.Taint
+	AgeTurns   int
+	// Count is a threshold rule's count including this event.
+	Count int
+}
+
+// EvalError is a condition that failed to evaluate. The caller applies
+// its evaluation-error posture: a rule set never fails open silently.
+type EvalError struct {
+	// Rule is the rule whose condition failed, nil for a taint condition.
+	Rule  *Rule
+	Where string
+	Err   error
+}
+
+func (e EvalError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
+
+// Result is what the rules concluded about one envelope.
+type Result struct {
+	Hits   []Hit
+	Errors []EvalError
+	// AgentChanged is set when an agent-keyed threshold counted the
+	// envelope: the agent's state must be saved.
+	AgentChanged bool
+	// Turn is the index of the turn the envelope belongs to.
+	Turn       int
+	Provenance ProvenanceView
+	// Unanswered are the labels an unanswered source would set for this
+	// call: the caller remembers them (Set.Decided) once the decision lets
+	// the call run.
+	Unanswered []turnstate.UnansweredCall
+}
+
+// Evaluate runs the rule set on one envelope already applied to sess. It
+// updates the session's rule state — provenance memory, taint labels,
+// threshold counters — in this order: taints are cleared and set first, so
+// a guard sees the taint its own envelope carries; then every rule of the
+// envelope's hook is evaluated. agent is the envelope's agent's shared
+// state, needed only when AgentKeyed. It reads nothing but its arguments.
+func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input) Result {
+	e := &evalCtx{set: s, sess: sess, agent: agent, in: in, hook: ruleHook(*in.Spec)}
+	e.turn = sess.CurrentTurn(in.Req.Params.Metadata.TurnID)
+	res := Result{Turn: e.turn}
+	e.prov = e.provenance()
+	res.Provenance = e.prov
+	e.updateTaints(&res)
+	if s.usesLineage {
+		e.updateLineage()
+	}
+	e.taintsReady = true
+	e.inheritTaints()
+	for _, r := range s.byHook[e.hook] {
+		if r.Mode == Off {
+			continue
+		}
+		if h, ok := e.rule(r, &res); ok {
+			res.Hits = append(res.Hits, h)
+			if sess.RuleHits == nil {
+				sess.RuleHits = map[string]uint64{}
+			}
+			sess.RuleHits[r.ID]++
+		}
+	}
+	e.pruneCounters()
+	if e.agentCounted {
+		if agent.Applied == nil {
+			agent.Applied = map[string]uint64{}
+		}
+		agent.Applied[strconv.Itoa(in.Partition)] = in.Seq
+		res.AgentChanged = true
+	}
+	return res
+}
+
+type evalCtx struct {
+	set   *Set
+	sess  *turnstate.Session
+	agent *turnstate.Agent
+	in    Input
+	// agentCounted is set once an agent-keyed counter took the envelope.
+	agentCounted bool
+	hook         string
+	turn         int
+	prov         ProvenanceView
+
+	// taints is built on first use once the labels are final (most
+	// conditions never read it); before that, while taint conditions run,
+	// it reads as nil.
+	taints      map[string]TaintView
+	taintsReady bool
+	tool        *ToolView
+	payload     map[string]any
+	content     *string
+	lineage     map[string]LineageView
+
+	// The interface forms of the variables that cannot change during one
+	// Evaluate, kept once built: CEL resolves a name on every evaluation
+	// that reads it, and boxing a string or a view struct anew each time
+	// was an allocation per condition.
+	hookVal, toolVal, provVal, violationsVal any
+}
+
+// ResolveName gives CEL the envelope's variables, computing each on first
+// use.
+func (e *evalCtx) ResolveName(name string) (any, bool) {
+	switch name {
+	case "hook":
+		if e.hookVal == nil {
+			e.hookVal = e.hook
+		}
+		return e.hookVal, true
+	case "method":
+		return e.in.Spec.Method, true
+	case "tool":
+		if e.toolVal == nil {
+			e.toolVal = *e.toolView()
+		}
+		return e.toolVal, true
+	case "session":
+		return e.sessionView(), true
+	case "turn":
+		return e.turnView(), true
+	case "provenance":
+		if e.provVal == nil {
+			e.provVal = e.prov
+		}
+		return e.provVal, true
+	case "violations":
+		if e.violationsVal == nil {
+			vs := make([]ViolationView, len(e.in.Violations))
+			for i, v := range e.in.Violations {
+				vs[i] = ViolationView{Name: v.Name, Severity: string(v.Severity), Message: v.Message}
+			}
+			e.violationsVal = vs
+		}
+		return e.violationsVal, true
+	case "taints":
+		if e.taintsReady && e.taints == nil {
+			e.taints = e.taintViews()
+		}
+		return e.taints, true
+	case "payload":
+		return e.payloadMap(), true
+	case "content":
+		if e.content == nil {
+			c := contentText(e.in.Payload)
+			e.content = &c
+		}
+		return *e.content, true
+	case "time":
+		return e.in.Time, true
+	case "subagent":
+		return e.subagentView(), true
+	case "lineage":
+		return e.lineageViews(), true
+	}
+	return nil, false
+}
+
+// subagentView describes Input.Subagent, but only on a subagentStop and
+// only for a session this one spawned: a subagentStop naming someone
+// else's session must not import (or hide) that session's taint.
+func (e *evalCtx) subagentView() SubagentView {
+	v := SubagentView{Taints: []string{}}
+	c := e.in.Subagent
+	if e.hook != "subagentStop" || !e.sess.Spawned(c) {
+		return v
+	}
+	v.Present, v.SessionID = true, c.SessionID
+	for label := range c.Taints {
+		v.Taints = append(v.Taints, label)
+	}
+	slices.Sort(v.Taints)
+	return v
+}
+
+// Parent implements interpreter.Activation.
+func (e *evalCtx) Parent() interpreter.Activation { return nil }
+
+func (e *evalCtx) payloadMap() map[string]any {
+	if e.payload == nil {
+		e.payload, _ = plain(e.in.Payload).(map[string]any)
+		if e.payload == nil {
+			e.payload = map[string]any{}
+		}
+	}
+	return e.payload
+}
+
+func (e *evalCtx) toolView() *ToolView {
+	if e.tool != nil {
+		return e.tool
+	}
+	t := &ToolView{Classes: []string{}, Args: map[string]any{}}
+	// The raw payload, not payloadMap: only the argument values need
+	// plain's conversion, and converting the whole payload for them was a
+	// large share of a decision's allocations.
+	p, _ := e.in.Payload.(map[string]any)
+	if tool, ok := p["tool"].(map[string]any); ok {
+		t.Name, _ = tool["name"].(string)
+		t.Version, _ = tool["version"].(string)
+		t.Provider, _ = tool["provider"].(string)
+	}
+	t.Operation, _ = p["operation"].(string)
+	t.Capability, _ = p["capability"].(string)
+	t.RawCommand, _ = p["raw_command"].(string)
+	t.ExitStatus, _ = p["exit_status"].(string)
+	// The arguments the call carries, for the catalog's args matchers
+	// and its sinks: a read-only tool called with an argument that
+	// executes (ripgrep's pre, a command) acts, and an argument the
+	// catalog does not know is a sink. An argument left null, false or
+	// empty is not carried. raw_command is the command line the tool runs
+	// (ACS): it counts as an argument of that name.
+	var carried []string
+	if args, ok := p["arguments"].(map[string]any); ok {
+		for k, v := range args {
+			if a, ok := v.(map[string]any); ok {
+				t.Args[k] = plain(a["value"])
+				if carries(a["value"]) {
+					if carried == nil {
+						carried = make([]string, 0, len(args)+1)
+					}
+					carried = append(carried, k)
+				}
+			}
+		}
+	}
+	if t.RawCommand != "" {
+		carried = append(carried, "raw_command")
+	}
+	// Sorted, so that tool.sinks does not follow the map's random order;
+	// an argument named raw_command and the payload's are one.
+	slices.Sort(carried)
+	carried = slices.Compact(carried)
+	t.Classes, t.Sinks, t.SinksKnown = e.set.lookup(t.Name, t.Capability, carried, true, carried)
+	if t.Sinks == nil {
+		t.Sinks = []string{}
+	}
+	t.Programs = commandPrograms(t)
+	e.tool = t
+	return t
+}
+
+// commandArgs are the argument names (as normalize spells them) whose
+// value is a command line the tool runs.
+var commandArgs = []string{"command", "cmd", "cmdline", "command_line", "raw_command"}
+
+// commandPrograms is ToolView.Programs: what the command lines among the
+// call's sinks run. A command argument the catalog says is not a sink (a
+// docs site's search command) is not run by a shell.
+func commandPrograms(t *ToolView) []string {
+	var out []string
+	for _, k := range t.Sinks {
+		name := normalize(k, false)
+		if !slices.Contains(commandArgs, name) {
+			continue
+		}
+		if name == "raw_command" && t.RawCommand != "" {
+			out = append(out, shellcmd.Programs(t.RawCommand)...)
+		}
+		switch v := t.Args[k].(type) {
+		case string:
+			out = append(out, shellcmd.Programs(v)...)
+		case []any:
+			argv := make([]string, 0, len(v))
+			for _, a := range v {
+				if s, ok := a.(string); ok {
+					argv = append(argv, s)
+				}
+			}
+			if len(argv) != len(v) {
+				// Not an argument vector: nothing names what it runs.
+				out = append(out, shellcmd.Unknown)
+				continue
+			}
+			out = append(out, shellcmd.Argv(argv)...)
+		case nil:
+		default:
+			out = append(out, shellcmd.Unknown)
+		}
+	}
+	if out == nil {
+		return []string{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// carries reports whether an argument value is given: not null, false or
+// the empty string.
+func carries(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case string:
+		return v != ""
+	}
+	return true
+}
+
+func (e *evalCtx) sessionView() SessionView {
+	s := e.sess
+	return SessionView{ID: s.SessionID, Tenant: s.Tenant, AgentID: s.AgentID, Started: s.Started,
+		Envelopes: int64(s.Envelopes), TurnsStarted: int64(s.TurnsStarted), OpenTurns: int64(len(s.OpenTurns)),
+		ProvenanceSeen: s.Provenance != nil && s.Provenance.Seen}
+}
+
+func (e *evalCtx) turnView() TurnView {
+	tv := TurnView{Index: int64(e.turn)}
+	id := e.in.Req.Params.Metadata.TurnID
+	t := e.sess.OpenTurn(id)
+	if t == nil && e.sess.LastClosedTurn != nil && e.sess.LastClosedTurn.TurnID == id && id != "" {
+		lc := e.sess.LastClosedTurn
+		return TurnView{ID: lc.TurnID, Index: int64(lc.Index), Steps: int64(lc.Steps), ToolCalls: int64(lc.ToolCalls), Implicit: lc.Implicit}
+	}
+	if t == nil {
+		return tv
+	}
+	depth := int64(0)
+	for p := t.ParentTurnID; p != ""; {
+		pt := e.sess.OpenTurn(p)
+		if pt == nil || depth > turnstate.MaxOpenTurns {
+			break
+		}
+		depth++
+		p = pt.ParentTurnID
+	}
+	return TurnView{ID: t.TurnID, Index: int64(t.Index), ParentID: t.ParentTurnID, TriggeredBy: t.TriggeredBy,
+		Steps: int64(t.Steps), ToolCalls: int64(t.ToolCalls), Depth: depth, Denied: t.Denied, Implicit: t.Implicit}
+}
+
+// provenance derives the trust of every provenance object the envelope
+// carries (ACS §7.2: agent_generated takes the minimum trust of its
+// lineage; lineage turnguard cannot resolve counts as untrusted) and
+// remembers it for later lineage lookups.
+func (e *evalCtx) provenance() ProvenanceView {
+	v := ProvenanceView{Origins: []string{}, IDs: []string{}, UntrustedIDs: []string{}, SourceIDs: []string{}}
+	ps := e.in.Provenance
+	if ps == nil {
+		ps = acs.ProvenanceOf(e.in.Payload)
+	}
+	if len(ps) == 0 {
+		return v
+	}
+	if e.sess.Provenance == nil {
+		e.sess.Provenance = &turnstate.ProvenanceMemory{}
+	}
+	mem := e.sess.Provenance
+	mem.Seen = true
+	v.Present = true
+	local := map[string]bool{}
+	for _, p := range ps {
+		if p.Origin != "agent_generated" {
+			local[p.ProvenanceID] = untrustedOrigin(p.Origin)
+		}
+	}
+	for _, p := range ps {
+		untrusted := untrustedOrigin(p.Origin)
+		if p.Origin == "agent_generated" {
+			for _, id := range p.DerivedFrom {
+				u, ok := local[id]
+				if !ok {
+					u, ok = mem.Lookup(id)
+				}
+				untrusted = untrusted || u || !ok
+			}
+		}
+		if !slices.Contains(v.Origins, p.Origin) {
+			v.Origins = append(v.Origins, p.Origin)
+		}
+		if p.ProvenanceID != "" {
+			v.IDs = append(v.IDs, p.ProvenanceID)
+			mem.Remember(p.ProvenanceID, untrusted)
+		}
+		if untrusted {
+			v.Untrusted = true
+			if p.ProvenanceID != "" {
+				v.UntrustedIDs = append(v.UntrustedIDs, p.ProvenanceID)
+			}
+			if p.SourceID != "" && !slices.Contains(v.SourceIDs, p.SourceID) {
+				v.SourceIDs = append(v.SourceIDs, p.SourceID)
+			}
+		}
+	}
+	slices.Sort(v.Origins)
+	return v
+}
+
+// rule evaluates one rule; it reports a hit and whether there was one.
+func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
+	ok, err := e.eval(r.when)
+	if err != nil {
+		res.Errors = append(res.Errors, EvalError{Rule: r, Where: "rule " + r.ID + " when", Err: err})
+		return Hit{}, false
+	}
+	if r.Threshold != nil && r.Threshold.Consecutive && !ok {
+		if c := e.sess.Counters[r.ID]; c != nil {
+			c.Count = 0
+		}
+	}
+	if !ok {
+		return Hit{}, false
+	}
+	for _, ex := range r.exceptions {
+		hit, err := e.eval(ex.when)
+		if err != nil {
+			res.Errors = append(res.Errors, EvalError{Rule: r, Where: "rule " + r.ID + " exception " + ex.name, Err: err})
+			continue
+		}
+		if hit {
+			return Hit{}, false
+		}
+	}
+	h := Hit{Rule: r}
+	if g := r.After; g != nil {
+		t, set := e.sess.Taints[g.Taint]
+		if !set {
+			return Hit{}, false
+		}
+		w := g.Within
+		if w.Turns == nil && w.Duration == nil && w.Steps == nil {
+			w = e.set.taint(g.Taint).Window
+		}
+		in, age := e.within(t, w)
+		if !in {
+			return Hit{}, false
+		}
+		cp := *t
+		h.TaintLabel, h.Taint, h.AgeTurns = g.Taint, &cp, age
+	}
+	if th := r.Threshold; th != nil {
+		if th.ByAgent {
+			if e.agent == nil {
+				res.Errors = append(res.Errors, EvalError{Rule: r, Where: "rule " + r.ID + " threshold", Err: errNoAgent})
+				return Hit{}, false
+			}
+			h.Count = e.countAgent(r.ID, th)
+		} else {
+			h.Count = e.count(r.ID, th)
+		}
+		if h.Count <= th.Max {
+			return Hit{}, false
+		}
+	}
+	h.Message = e.render(r, h)
+	return h, true
+}
+
+func (e *evalCtx) eval(p cel.Program) (bool, error) {
+	out, _, err := p.Eval(e)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("condition returned %s, not bool", out.Type())
+	}
+	return bool(b), nil
+}
+
+// render fills a rule's message template; without one, the title.
+func (e *evalCtx) render(r *Rule, h Hit) string {
+	if r.message == nil {
+		return r.Title
+	}
+	data := map[string]any{
+		"rule":    map[string]any{"id": r.ID, "title": r.Title, "severity": r.Severity},
+		"hook":    e.hook,
+		"tool":    toolData(e.toolView()),
+		"session": map[string]any{"id": e.sess.SessionID, "tenant": e.sess.Tenant, "agent_id": e.sess.AgentID},
+		"turn":    map[string]any{"id": e.in.Req.Params.Metadata.TurnID, "index": e.turn},
+		"count":   h.Count,
+	}
+	if r.Threshold != nil {
+		data["max"] = r.Threshold.Max
+	}
+	if h.Taint != nil {
+		data["taint"] = map[string]any{"label": h.TaintLabel, "age_turns": h.AgeTurns, "hits": h.Taint.Hits,
+			"lookback_turns": max(e.turn-h.Taint.First.Turn, 0),
+			"first":          hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
+	}
+	if e.set.usesLineage {
+		data["lineage"] = e.lineageData()
+	}
+	var names []string
+	for _, v := range e.in.Violations {
+		names = append(names, v.Name)
+	}
+	data["violations"] = names
+	var b bytes.Buffer
+	if err := r.message.Execute(&b, data); err != nil {
+		return fmt.Sprintf("%s (message template failed: %v)", r.Title, err)
+	}
+	return b.String()
+}
+
+func toolData(t *ToolView) map[string]any {
+	return map[string]any{"name": t.Name, "capability": t.Capability, "operation": t.Operation, "classes": t.Classes, "args": t.Args,
+		"sinks": t.Sinks, "sinks_known": t.SinksKnown}
+}
+
+func hitData(h turnstate.TaintHit) map[string]any {
+	return map[string]any{"request_id": h.RequestID, "hook": h.Hook, "tool": h.Tool, "turn": h.Turn, "seq": h.Seq,
+		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source, "session": h.Session}
+}

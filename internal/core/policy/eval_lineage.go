@@ -1,0 +1,315 @@
+package policy
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/lineage"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
+)
+
+// Argument lineage (issue 24): under a rule set whose conditions read the
+// variable lineage, the session indexes what enters it — the user's words
+// as trusted, every content a tool or retrieval brings as untrusted unless
+// the catalog classes the tool trusted_source — and a call's argument
+// values are traced to them (internal/core/lineage).
+
+// TrustedSourceClass is the catalog class of a tool whose output the
+// session may take as the user's own words: its values are as trusted as
+// what the user typed. Every other tool's output is untrusted content for
+// lineage, whatever its provenance label says (an adapter can label a web
+// page user_input).
+const TrustedSourceClass = "trusted_source"
+
+// RecordsClass is the catalog class of a tool whose output is records of
+// its own system — a channel list, a mailbox listing, a calendar, a
+// directory — rather than a document someone else wrote (a web page, a
+// file's text): an argument equal, whole, to one of its fields names a
+// thing it listed (LineageView.Named). A tool without it gives no
+// fields, so a page shaped like a record names nothing (fail closed).
+const RecordsClass = "records"
+
+// LineageView is where one argument value of a call came from (CEL
+// lineage["name"], templates .lineage.name).
+type LineageView struct {
+	// Origin is user, untrusted, model or none (lineage.Origin).
+	Origin string `cel:"origin"`
+	// RequestIDs, Tools and ProvenanceIDs name the untrusted contents the
+	// value came from: the envelopes that brought them, the tools whose
+	// output they were, their provenance ids where they had one.
+	RequestIDs    []string `cel:"request_ids"`
+	Tools         []string `cel:"tools"`
+	ProvenanceIDs []string `cel:"provenance_ids"`
+	// Tokens are up to 4 of the value's tokens found only there.
+	Tokens []string `cel:"tokens"`
+	// Unknown: the session's index was full, or content entered it
+	// unseen (an unanswered call), and the value has a token seen
+	// nowhere, so it counts as untrusted.
+	Unknown bool `cel:"unknown"`
+	// Named: the value is, whole, a field of a structured output (a
+	// channel of a channel list, a user, an account of record), not
+	// words lifted from inside a text (lineage.Lineage.Named).
+	Named bool `cel:"named"`
+	// Typed: the value is, as it is, something the user wrote — a line,
+	// a `code` span, a quoted string, a whole message, or one URL, path or
+	// address of theirs (lineage.Lineage.Typed): a command the user typed.
+	Typed bool `cel:"typed"`
+	// Evidence is the strongest kind of what the value shares with
+	// untrusted content: identifier (an account, an address, a URL, a
+	// path), phrase (three or more words in order), number (an amount, a
+	// date, a time), words (one or two), unseen (Unknown), declared (the
+	// argument's ACS provenance says so); empty unless the origin is
+	// untrusted.
+	Evidence string `cel:"evidence"`
+}
+
+// updateLineage indexes the envelope's content.
+func (e *evalCtx) updateLineage() {
+	switch e.hook {
+	case "userMessage", "toolCallResult", "knowledgeRetrieval", "memoryContextRetrieval", "agentTrigger":
+	default:
+		return
+	}
+	p, _ := e.in.Payload.(map[string]any)
+	if ref, _ := p["request_id_ref"].(string); e.hook == "toolCallResult" && ref != "" && p["exit_status"] == "success" && e.sess.Lineage != nil {
+		// The call ran: if it was answered ask, a human approved it.
+		e.sess.Lineage.Approve(ref)
+	}
+	var texts []string
+	for _, key := range []string{"content", "outputs", "results", "summary", "trigger_source"} {
+		scalars(p[key], &texts)
+	}
+	if len(texts) == 0 {
+		return
+	}
+	if e.sess.Lineage == nil {
+		e.sess.Lineage = &lineage.Index{}
+	}
+	ix := e.sess.Lineage
+	tool := e.toolView()
+	trusted := e.hook == "userMessage" ||
+		e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) ||
+		e.hook == "agentTrigger" && p["trigger_type"] == "user_message"
+	if trusted {
+		for _, t := range texts {
+			ix.AddTrusted(t)
+		}
+		return
+	}
+	src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
+		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes)}
+	if len(e.prov.IDs) > 0 {
+		src.ProvenanceID = e.prov.IDs[0]
+	}
+	for _, t := range texts {
+		ix.AddUntrusted(t, src)
+	}
+	if e.hook != "toolCallResult" || !slices.Contains(tool.Classes, RecordsClass) {
+		return
+	}
+	// The tool returns records: their fields name things (lineage.Named),
+	// whether the adapter sent them as an object or a list, or as its
+	// JSON or YAML text.
+	var fields []string
+	parts, _ := p["outputs"].([]any)
+	for _, part := range parts {
+		m, _ := part.(map[string]any)
+		switch v := m["value"].(type) {
+		case string:
+			ix.AddRecords(v)
+		case []any, map[string]any:
+			fieldValues(v, &fields)
+		}
+	}
+	ix.AddFields(fields...)
+}
+
+// fieldValues appends every scalar under v and every key of its objects.
+func fieldValues(v any, out *[]string) {
+	switch x := v.(type) {
+	case []any:
+		for _, item := range x {
+			fieldValues(item, out)
+		}
+	case map[string]any:
+		for k, item := range x {
+			*out = append(*out, k)
+			fieldValues(item, out)
+		}
+	default:
+		scalars(x, out)
+	}
+}
+
+// scalars appends every string and number under v (a payload member:
+// parts with a value, lists of them, objects), in order.
+func scalars(v any, out *[]string) {
+	switch x := v.(type) {
+	case string:
+		*out = append(*out, x)
+	case json.Number:
+		*out = append(*out, string(x))
+	case float64:
+		*out = append(*out, strconv.FormatFloat(x, 'f', -1, 64))
+	case []any:
+		for _, item := range x {
+			scalars(item, out)
+		}
+	case map[string]any:
+		// A part's value, or an object's members in key order.
+		if val, ok := x["value"]; ok {
+			scalars(val, out)
+			return
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			if k != "provenance" {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			scalars(x[k], out)
+		}
+	}
+}
+
+// argumentTexts is the texts of each argument a toolCallRequest's payload
+// carries: the scalars of its value as sent (a number as written, not as
+// a float reads it back).
+func argumentTexts(payload any) map[string][]string {
+	p, _ := payload.(map[string]any)
+	args, _ := p["arguments"].(map[string]any)
+	out := make(map[string][]string, len(args))
+	for name, v := range args {
+		if a, ok := v.(map[string]any); ok {
+			var texts []string
+			scalars(a["value"], &texts)
+			out[name] = texts
+		}
+	}
+	// The payload's raw_command is the argument of that name (a sink of
+	// the shells), so lineage["raw_command"] exists wherever tool.sinks
+	// names it.
+	if raw, _ := p["raw_command"].(string); raw != "" {
+		out["raw_command"] = append(out["raw_command"], raw)
+	}
+	return out
+}
+
+// lineageViews traces each argument of a toolCallRequest; empty for any
+// other hook, or a session that indexed nothing.
+func (e *evalCtx) lineageViews() map[string]LineageView {
+	if e.lineage != nil {
+		return e.lineage
+	}
+	e.lineage = map[string]LineageView{}
+	if e.hook != "toolCallRequest" {
+		return e.lineage
+	}
+	ix := e.sess.Lineage
+	if ix == nil {
+		ix = &lineage.Index{}
+	}
+	p, _ := e.in.Payload.(map[string]any)
+	args, _ := p["arguments"].(map[string]any)
+	for name, texts := range argumentTexts(e.in.Payload) {
+		l := ix.Classify(texts...)
+		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence),
+			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
+		if ids, untrusted := e.declaredLineage(args[name]); untrusted {
+			// The adapter says the value derives from untrusted content
+			// (its provenance's origin, or derived_from naming such
+			// content or content the session never saw): that stands,
+			// whatever the tokens say (fail closed).
+			if view.Origin != string(lineage.FromUntrusted) {
+				view.Origin, view.Evidence, view.Named = string(lineage.FromUntrusted), string(lineage.Declared), false
+			}
+			view.Typed = false
+			for _, id := range ids {
+				if !slices.Contains(view.ProvenanceIDs, id) {
+					view.ProvenanceIDs = append(view.ProvenanceIDs, id)
+				}
+			}
+		}
+		if view.Tokens == nil {
+			view.Tokens = []string{}
+		}
+		for _, i := range l.Sources {
+			s := ix.Sources[i]
+			view.RequestIDs = append(view.RequestIDs, s.RequestID)
+			if s.Tool != "" && !slices.Contains(view.Tools, s.Tool) {
+				view.Tools = append(view.Tools, s.Tool)
+			}
+			if s.ProvenanceID != "" {
+				view.ProvenanceIDs = append(view.ProvenanceIDs, s.ProvenanceID)
+			}
+		}
+		e.lineage[name] = view
+	}
+	return e.lineage
+}
+
+// declaredLineage reads the ACS provenance an adapter attached to an
+// argument: untrusted when its origin is, or when it is agent_generated
+// and derived_from names content that was untrusted or that the session
+// never saw (ACS §7.2 monotonicity, as for the envelope's provenance);
+// ids are the untrusted or unknown ids it names.
+func (e *evalCtx) declaredLineage(arg any) (ids []string, untrusted bool) {
+	for _, p := range acs.ProvenanceOf(arg) {
+		if untrustedOrigin(p.Origin) {
+			untrusted = true
+			if p.ProvenanceID != "" {
+				ids = append(ids, p.ProvenanceID)
+			}
+			continue
+		}
+		if p.Origin != "agent_generated" {
+			continue
+		}
+		for _, id := range p.DerivedFrom {
+			u, known := false, false
+			if e.sess.Provenance != nil {
+				u, known = e.sess.Provenance.Lookup(id)
+			}
+			if u || !known {
+				untrusted = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, untrusted
+}
+
+// lineageData is lineageViews for message templates.
+func (e *evalCtx) lineageData() map[string]any {
+	out := map[string]any{}
+	for name, v := range e.lineageViews() {
+		out[name] = map[string]any{"origin": v.Origin, "request_ids": v.RequestIDs, "tools": v.Tools,
+			"provenance_ids": v.ProvenanceIDs, "tokens": v.Tokens, "unknown": v.Unknown,
+			"named": v.Named, "typed": v.Typed, "evidence": v.Evidence}
+	}
+	return out
+}
+
+// asked remembers a toolCallRequest the decision answered ask, under a
+// rule set whose conditions read lineage: when its result arrives — the
+// human let it run — its argument values are trusted for the rest of the
+// session (updateLineage), so the same value is not asked about again.
+func (s *Set) asked(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
+	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
+		return
+	}
+	args := argumentTexts(payload)
+	var texts []string
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		texts = append(texts, args[name]...)
+	}
+	if sess.Lineage == nil {
+		sess.Lineage = &lineage.Index{}
+	}
+	sess.Lineage.Ask(requestID, texts)
+}

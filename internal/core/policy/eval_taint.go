@@ -1,0 +1,246 @@
+package policy
+
+import (
+	"slices"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/lineage"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
+)
+
+// Taint labels during evaluation: setting and clearing them on the
+// session, their windows, and the views conditions read.
+
+// updateTaints clears the labels whose clearing condition holds, then sets
+// or refreshes the labels whose source matches.
+func (e *evalCtx) updateTaints(res *Result) {
+	e.taintUnanswered()
+	for _, t := range e.set.Taints {
+		if _, set := e.sess.Taints[t.ID]; set && t.clearWhen != nil {
+			ok, err := e.eval(t.clearWhen)
+			if err != nil {
+				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " clear_when", Err: err})
+			} else if ok {
+				delete(e.sess.Taints, t.ID)
+			}
+		}
+		for _, src := range t.Sources {
+			ok, err := e.eval(src.when)
+			if err != nil {
+				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " source " + src.id, Err: err})
+				continue
+			}
+			if ok && src.unanswered {
+				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output})
+				continue
+			}
+			if ok {
+				e.setTaint(t.ID, src.id)
+				break
+			}
+		}
+	}
+}
+
+// setTaint records the envelope's evidence. The ids in it are bounded by
+// intake (acs.MaxIDBytes) and their lists by turnstate.MaxTaintEvidence;
+// the tool name, which no rule reads back from a taint, is evidence only and
+// truncated to acs.MaxEvidenceBytes instead of refused.
+//
+// A hit is anchored at its turn's index, or at the session's turn count
+// when that is newer: a step may name an open turn older than the newest
+// turn that counted (overlapping or long-open turns), and a window
+// anchored there would start already aged.
+func (e *evalCtx) setTaint(label, source string) {
+	setTaintHit(e.sess, label, e.hit(source, true))
+}
+
+// hit is the envelope's evidence for source; with its provenance lists
+// or without (an unanswered call's, kept until its result: the request's
+// own provenance is not the content that will enter).
+func (e *evalCtx) hit(source string, provenance bool) turnstate.TaintHit {
+	h := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
+		Turn: max(e.turn, e.sess.TurnsStarted), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Step: e.sess.Envelopes, Source: source}
+	if provenance {
+		h.ProvenanceIDs, h.Origins, h.SourceIDs = bounded(e.prov.UntrustedIDs), bounded(untrustedOrigins(e.prov.Origins)), bounded(e.prov.SourceIDs)
+	}
+	return h
+}
+
+func setTaintHit(sess *turnstate.Session, label string, hit turnstate.TaintHit) {
+	if sess.Taints == nil {
+		sess.Taints = map[string]*turnstate.Taint{}
+	}
+	if t, ok := sess.Taints[label]; ok {
+		t.Last = hit
+		t.Hits++
+		return
+	}
+	sess.Taints[label] = &turnstate.Taint{First: hit, Last: hit, Hits: 1}
+}
+
+// taintUnanswered settles the calls an unanswered source matched: the
+// envelope that is a call's result answers it (no label: the result's own
+// sources decide; an output source's label, with the result as
+// evidence), and any other envelope arriving first sets each call's
+// label with the call as evidence — its output entered the session, but
+// the session will not see it (an adapter that sends no results), so the
+// window starts at the call.
+func (e *evalCtx) taintUnanswered() {
+	if len(e.sess.Unanswered) == 0 {
+		return
+	}
+	ref := ""
+	if e.hook == "toolCallResult" {
+		p, _ := e.in.Payload.(map[string]any)
+		ref, _ = p["request_id_ref"].(string)
+	}
+	for _, u := range e.sess.Unanswered {
+		if ref != "" && u.Hit.RequestID == ref {
+			if u.Output {
+				// The call's output is this result's: it enters now.
+				e.setTaint(u.Label, u.Hit.Source)
+			}
+			continue
+		}
+		setTaintHit(e.sess, u.Label, u.Hit)
+		if e.set.usesLineage {
+			// Its output entered unseen: lineage cannot tell a value
+			// taken from it from the model's own.
+			if e.sess.Lineage == nil {
+				e.sess.Lineage = &lineage.Index{}
+			}
+			e.sess.Lineage.Unseen = true
+		}
+	}
+	e.sess.Unanswered = nil
+}
+
+// Decided records in the rule state what the decision d on the envelope
+// Evaluate gave res for means: a call that may run (anything but deny)
+// waits for its result, its output entering the session whether or not
+// the result is ever reported (pend); a call answered ask is remembered,
+// for its approval (asked).
+func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any, res Result, d acs.Disposition) {
+	if d == acs.Ask {
+		s.asked(sess, spec, requestID, payload)
+	}
+	if d != acs.Deny {
+		pend(sess, res)
+	}
+}
+
+// pend remembers the calls of res.Unanswered. A session holds at most
+// turnstate.MaxUnanswered; past that, a call's label is set at once (fail
+// closed).
+func pend(sess *turnstate.Session, res Result) {
+	for _, u := range res.Unanswered {
+		if len(sess.Unanswered) >= turnstate.MaxUnanswered {
+			setTaintHit(sess, u.Label, u.Hit)
+			continue
+		}
+		sess.Unanswered = append(sess.Unanswered, u)
+	}
+}
+
+// inheritTaints gives the subagent a subagentStart announces the labels
+// live in this session at the spawn: a child started inside its parent's
+// window acts for a session that read untrusted content, on instructions
+// that session wrote. The evidence stays the parent's (TaintHit.Inherited);
+// the window is anchored in the child at the spawn — its turn 0 and the
+// subagentStart's time — so it covers the spawn and the child's next N
+// turns (or D from the spawn), as if the content had entered the child
+// there. A label whose window is over in the parent is not inherited.
+func (e *evalCtx) inheritTaints() {
+	child := e.in.Spawned
+	if child == nil {
+		return
+	}
+	for _, def := range e.set.Taints {
+		t, ok := e.sess.Taints[def.ID]
+		if !ok {
+			continue
+		}
+		if live, _ := e.within(t, def.Window); !live {
+			continue
+		}
+		last := t.Last.Inherited(e.sess.SessionID)
+		last.Time = e.in.Time
+		if child.Taints == nil {
+			child.Taints = map[string]*turnstate.Taint{}
+		}
+		child.Taints[def.ID] = &turnstate.Taint{First: t.First.Inherited(e.sess.SessionID), Last: last, Hits: 1}
+	}
+}
+
+func untrustedOrigins(origins []string) []string {
+	var out []string
+	for _, o := range origins {
+		if untrustedOrigin(o) || o == "agent_generated" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func bounded(s []string) []string {
+	if len(s) > turnstate.MaxTaintEvidence {
+		s = s[:turnstate.MaxTaintEvidence]
+	}
+	return slices.Clone(s)
+}
+
+// within reports whether the envelope is inside a window anchored at a
+// taint's newest hit: turns: N admits the anchor's turn and the next N
+// turns; steps: N the anchor's envelope and the session's next N;
+// duration: D admits envelope times up to anchor time + D. An envelope in
+// an enclosing turn older than the anchor's (nested turns) counts as the
+// anchor's turn.
+func (e *evalCtx) within(t *turnstate.Taint, w Window) (bool, int) {
+	age := max(e.turn-t.Last.Turn, 0)
+	if w.Turns != nil && age > *w.Turns {
+		return false, age
+	}
+	if w.Steps != nil && e.ageSteps(t) > int64(*w.Steps) {
+		return false, age
+	}
+	if w.Duration != nil && e.in.Time.Sub(t.Last.Time) > *w.Duration {
+		return false, age
+	}
+	return true, age
+}
+
+// ageSteps is the number of the session's envelopes since the taint's
+// newest hit. A hit recorded before hits counted steps (Step 0, not
+// inherited) is taken as this envelope's: its window is open (fail
+// closed) until a newer hit anchors it.
+func (e *evalCtx) ageSteps(t *turnstate.Taint) int64 {
+	if t.Last.Step == 0 && t.Last.Session == "" {
+		return 0
+	}
+	return max(int64(e.sess.Envelopes)-int64(t.Last.Step), 0)
+}
+
+func (e *evalCtx) taintViews() map[string]TaintView {
+	views := make(map[string]TaintView, len(e.set.Taints))
+	for _, def := range e.set.Taints {
+		t, ok := e.sess.Taints[def.ID]
+		if !ok {
+			views[def.ID] = TaintView{Origins: []string{}, SourceIDs: []string{}}
+			continue
+		}
+		active, age := e.within(t, def.Window)
+		views[def.ID] = TaintView{Set: true, Active: active, AgeTurns: int64(age), AgeSteps: e.ageSteps(t), Age: e.in.Time.Sub(t.Last.Time),
+			SinceTurn: int64(t.First.Turn), Hits: int64(t.Hits), Origins: slices.Clone(t.Last.Origins), SourceIDs: slices.Clone(t.Last.SourceIDs)}
+	}
+	return views
+}
+
+func (s *Set) taint(id string) *TaintLabel {
+	for _, t := range s.Taints {
+		if t.ID == id {
+			return t
+		}
+	}
+	return &TaintLabel{ID: id}
+}

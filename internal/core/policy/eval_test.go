@@ -1,0 +1,112 @@
+package policy_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
+)
+
+func compile(t *testing.T, src string) *policy.Set {
+	t.Helper()
+	f, err := policy.ParseFile("inline.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := policy.Compile([]*policy.File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func toolCall(t *testing.T, seq uint64, at time.Time, partition int) policy.Input {
+	t.Helper()
+	var req acs.Request
+	raw := `{"jsonrpc":"2.0","method":"steps/toolCallRequest","id":1,"params":{"acs_version":"0.1.0","request_id":"r","timestamp":"x","metadata":{"agent_id":"a","session_id":"s"},"payload":{"tool":{"name":"x"},"arguments":{}}}}`
+	if err := json.Unmarshal([]byte(raw), &req); err != nil {
+		t.Fatal(err)
+	}
+	return policy.Input{Spec: acs.LookupMethod("steps/toolCallRequest"), Req: &req, Payload: map[string]any{"tool": map[string]any{"name": "x"}},
+		Seq: seq, Time: at, Partition: partition}
+}
+
+// An envelope decided again (a redelivery after a crash, or a batch decided
+// again after a lost revision race) is not counted twice by an agent-keyed
+// threshold: the agent state remembers what each partition counted.
+func TestAgentCountsAreIdempotent(t *testing.T) {
+	rs := compile(t, `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+rules:
+  - {id: R, title: r, severity: low, on: [toolCallRequest], when: "true", threshold: {max: 2, within: {duration: 1m}, key: agent}, decision: deny}
+`)
+	agent := turnstate.NewAgent("t", "a")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	count := func(seq uint64, partition int, sec int) (int, bool) {
+		res := rs.Evaluate(turnstate.New("t", "s"), agent, toolCall(t, seq, t0.Add(time.Duration(sec)*time.Second), partition))
+		return len(agent.Counters["R"].Times), res.AgentChanged
+	}
+	if n, changed := count(5, 0, 0); n != 1 || !changed {
+		t.Fatalf("first count: %d, changed %v", n, changed)
+	}
+	if n, changed := count(5, 0, 0); n != 1 || changed {
+		t.Fatalf("the same envelope again counted: %d, changed %v", n, changed)
+	}
+	if n, _ := count(3, 1, 1); n != 2 {
+		t.Fatalf("another partition's earlier sequence must count: %d", n)
+	}
+	res := rs.Evaluate(turnstate.New("t", "s2"), agent, toolCall(t, 6, t0.Add(2*time.Second), 0))
+	if len(res.Hits) != 1 || res.Hits[0].Count != 3 {
+		t.Fatalf("third call within the minute: %+v", res.Hits)
+	}
+	if agent.Applied["0"] != 6 || agent.Applied["1"] != 3 {
+		t.Fatalf("applied %v", agent.Applied)
+	}
+	if res := rs.Evaluate(turnstate.New("t", "s"), nil, toolCall(t, 7, t0, 0)); len(res.Errors) != 1 {
+		t.Fatalf("an agent-keyed rule without agent state must report an error, got %+v", res)
+	}
+}
+
+// TestTaintEvidenceToolNameIsTruncated: the tool name a taint keeps as
+// evidence is cut to acs.MaxEvidenceBytes (as stored) at a character
+// boundary, while the rules still see the whole name.
+func TestTaintEvidenceToolNameIsTruncated(t *testing.T) {
+	rs := compile(t, `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+taints:
+  - id: seen
+    sources:
+      - {id: long-tool, when: 'size(tool.name) > 300'}
+    window: {turns: 1}
+rules: []
+`)
+	for _, tc := range []struct {
+		name, tool, want string
+	}{
+		{"ASCII", strings.Repeat("t", 400), strings.Repeat("t", acs.MaxEvidenceBytes)},
+		// '€' has three bytes: 85 fit in 256, and the cut falls between characters.
+		{"multi-byte", strings.Repeat("€", 301), strings.Repeat("€", 85)},
+		// '<' is stored as six bytes.
+		{"escaped", strings.Repeat("<", 301), strings.Repeat("<", 42)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := toolCall(t, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+			in.Payload = map[string]any{"tool": map[string]any{"name": tc.tool}}
+			s := turnstate.New("t", "s")
+			rs.Evaluate(s, nil, in)
+			taint := s.Taints["seen"]
+			if taint == nil {
+				t.Fatal("the rule did not see the whole tool name: no taint")
+			}
+			if taint.First.Tool != tc.want {
+				t.Fatalf("evidence tool name: %d bytes (stored %d), want %d", len(taint.First.Tool), acs.StoredLen(taint.First.Tool), len(tc.want))
+			}
+		})
+	}
+}

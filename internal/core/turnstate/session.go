@@ -1,0 +1,240 @@
+// Package turnstate is the per-session ACS turn model: the state a session
+// carries between envelopes, the pure transitions that apply one envelope to
+// it (and report protocol violations), and the KV store that keeps it.
+package turnstate
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/lineage"
+)
+
+// Bounds that keep a session's state small enough for one KV value however
+// long the session runs.
+const (
+	// MaxOpenTurns is how deep turns may nest.
+	MaxOpenTurns = 32
+	// MaxRecentRequestIDs is how many request ids are kept for replay
+	// detection; an older request id replayed later is not recognised here
+	// (the stream's duplicate window and, with signatures, the timestamp
+	// skew window cover it).
+	MaxRecentRequestIDs = 128
+	// MaxRecentTurnIDs is how many closed turn ids are kept to detect reuse.
+	MaxRecentTurnIDs = 64
+	// MaxSubagents is how many spawned subagent session ids a session
+	// keeps (Session.Subagents).
+	MaxSubagents = 64
+)
+
+// Status is whether a session still accepts steps.
+type Status string
+
+// Session statuses.
+const (
+	StatusOpen   Status = "open"
+	StatusClosed Status = "closed"
+)
+
+// Session is one ACS session's state, stored as JSON under the KV key
+// <tenant>.<session_id>. Times are envelope times, never the wall clock.
+type Session struct {
+	Tenant    string `json:"tenant"`
+	SessionID string `json:"session_id"`
+	AgentID   string `json:"agent_id,omitempty"`
+	Status    Status `json:"status"`
+	// Started is true once sessionStart was applied.
+	Started   bool   `json:"started"`
+	EndReason string `json:"end_reason,omitempty"`
+	// Parent is set on a subagent's session when its parent announced it
+	// with subagentStart.
+	Parent *ParentLink `json:"parent,omitempty"`
+	// Caller is who the session belongs to: the publisher of its first
+	// envelope (CallerNATS, NATSCaller(key), or HTTPCaller(name)); a subagent's session
+	// belongs to its parent's. Envelopes of anyone else are refused before
+	// they reach the state (guardian). Empty on states of earlier versions,
+	// which their next envelope binds.
+	Caller string `json:"caller,omitempty"`
+	// Subagents are the sessions this one spawned (allowed subagentStarts),
+	// newest last, at most MaxSubagents: a subagent whose own session began
+	// before the spawn was applied has no Parent link, and is still this
+	// session's to take taint back from.
+	Subagents []string `json:"subagents,omitempty"`
+
+	// TurnsStarted counts the turns that count toward windows: a turn,
+	// opened by turnStart or implicitly (see Turn.Implicit), counts once a
+	// work step in it is let through (RecordDecision, Work), and a nested
+	// turn is part of the turn it nests in. It is the index of the newest
+	// turn that counted (1-based). The name is kept from when it counted
+	// every turn opened, so that stored states stay readable.
+	TurnsStarted   int         `json:"turns_started"`
+	OpenTurns      []Turn      `json:"open_turns"`
+	LastClosedTurn *ClosedTurn `json:"last_closed_turn,omitempty"`
+
+	// Envelopes counts envelopes applied to this session.
+	Envelopes uint64    `json:"envelopes"`
+	FirstSeq  uint64    `json:"first_seq"`
+	LastSeq   uint64    `json:"last_seq"`
+	FirstTime time.Time `json:"first_time"`
+	// LastTime is the latest envelope time seen (envelopes may carry
+	// earlier times than their predecessors).
+	LastTime time.Time `json:"last_time"`
+
+	// ChainHead is the hash of the session's newest ContextEntry (ACS
+	// §8.2); ChainLength counts the entries.
+	ChainHead   string `json:"chain_head,omitempty"`
+	ChainLength uint64 `json:"chain_length,omitempty"`
+
+	RecentRequestIDs []string `json:"recent_request_ids"`
+	RecentTurnIDs    []string `json:"recent_turn_ids,omitempty"`
+	// RecentNonces are the newest params.nonce values of the session
+	// (replay.go).
+	RecentNonces []string `json:"recent_nonces,omitempty"`
+
+	// Violations counts violations by name; Decisions counts decisions by
+	// disposition.
+	Violations map[string]uint64          `json:"violations,omitempty"`
+	Decisions  map[acs.Disposition]uint64 `json:"decisions,omitempty"`
+
+	// Rule state (internal/core/policy): active taint labels by label, threshold
+	// counters by rule id, remembered provenance, and hits by rule id.
+	Taints     map[string]*Taint   `json:"taints,omitempty"`
+	Counters   map[string]*Counter `json:"counters,omitempty"`
+	Provenance *ProvenanceMemory   `json:"provenance,omitempty"`
+	RuleHits   map[string]uint64   `json:"rule_hits,omitempty"`
+	// Lineage indexes the user's words and the untrusted contents the
+	// session saw, so that a call's argument values can be traced to
+	// them; kept only under a rule set whose conditions read lineage
+	// (bounded: lineage.MaxUntrusted, MaxTrusted, MaxSources).
+	Lineage *lineage.Index `json:"lineage,omitempty"`
+	// Unanswered are the calls let run whose result would set a taint
+	// label and has not arrived (rules: taint sources with unanswered),
+	// at most MaxUnanswered.
+	Unanswered []UnansweredCall `json:"unanswered,omitempty"`
+}
+
+// Turn is an open turn.
+type Turn struct {
+	TurnID string `json:"turn_id"`
+	// Index is the turn's place among the turns that count (TurnsStarted
+	// once it counts): a turn that has not counted yet shares it with the
+	// next turn opened, and a nested turn has the index of the turn it
+	// nests in.
+	Index          int       `json:"index"`
+	ParentTurnID   string    `json:"parent_turn_id,omitempty"`
+	TriggeredBy    string    `json:"triggered_by"`
+	ExpectedInputs []string  `json:"expected_inputs,omitempty"`
+	StartSeq       uint64    `json:"start_seq"`
+	StartTime      time.Time `json:"start_time"`
+	// Steps counts envelopes attributed to the turn between its turnStart
+	// and turnEnd; ToolCalls counts its toolCallRequests.
+	Steps     int `json:"steps"`
+	ToolCalls int `json:"tool_calls"`
+	// Denied is set when the turn's turnStart was denied.
+	Denied bool `json:"denied,omitempty"`
+	// Implicit is set on a turn no turnStart opened: a framework that
+	// never sends turnStart (the Codex adapter) names its turns only in
+	// its steps' metadata.turn_id, and the first step naming a new one
+	// opens it. An implicit turn closes when a step names the next one,
+	// when a turnStart arrives, at its turnEnd if one is sent, or at
+	// sessionEnd.
+	Implicit bool `json:"implicit,omitempty"`
+}
+
+// ClosedTurn summarises the most recently ended turn.
+type ClosedTurn struct {
+	TurnID    string    `json:"turn_id"`
+	Index     int       `json:"index"`
+	Outcome   string    `json:"outcome"`
+	Steps     int       `json:"steps"`
+	ToolCalls int       `json:"tool_calls"`
+	EndSeq    uint64    `json:"end_seq"`
+	EndTime   time.Time `json:"end_time"`
+	// Implicit is set when the turn was implicit; then Outcome is empty
+	// unless a turnEnd closed it.
+	Implicit bool `json:"implicit,omitempty"`
+}
+
+// ParentLink ties a subagent's session to the parent turn that spawned it.
+type ParentLink struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id,omitempty"`
+	// RequestID is the parent's subagentStart request id.
+	RequestID string `json:"request_id"`
+}
+
+// New returns the state of a session nothing has been applied to yet.
+func New(tenant, sessionID string) *Session {
+	return &Session{Tenant: tenant, SessionID: sessionID, Status: StatusOpen, OpenTurns: []Turn{}}
+}
+
+// RememberSubagent records a subagent session this one spawned.
+func (s *Session) RememberSubagent(id string) {
+	if !slices.Contains(s.Subagents, id) {
+		s.Subagents = remember(s.Subagents, id, MaxSubagents)
+	}
+}
+
+// Spawned reports whether child is a subagent session of this one: linked
+// to it, or remembered among the subagents it spawned.
+func (s *Session) Spawned(child *Session) bool {
+	if child == nil {
+		return false
+	}
+	return child.Parent != nil && child.Parent.SessionID == s.SessionID || slices.Contains(s.Subagents, child.SessionID)
+}
+
+// Key is the session's KV key.
+func (s *Session) Key() string { return acs.SessionKey(s.Tenant, s.SessionID) }
+
+// Applied reports whether the envelope at stream sequence seq has already
+// been applied. Envelopes of a session are applied in stream order, so
+// anything at or below LastSeq is a redelivery.
+func (s *Session) Applied(seq uint64) bool { return seq <= s.LastSeq }
+
+// OpenTurn returns the open turn with the given id, or nil.
+func (s *Session) OpenTurn(turnID string) *Turn {
+	if i := s.openTurnIndex(turnID); i >= 0 {
+		return &s.OpenTurns[i]
+	}
+	return nil
+}
+
+func (s *Session) openTurnIndex(turnID string) int {
+	for i := len(s.OpenTurns) - 1; i >= 0; i-- {
+		if s.OpenTurns[i].TurnID == turnID {
+			return i
+		}
+	}
+	return -1
+}
+
+// Clone returns a deep copy, so a caller can decide on a copy and keep the
+// committed state intact until the copy is durably saved.
+func (s *Session) Clone() *Session {
+	c := *s
+	if s.Parent != nil {
+		p := *s.Parent
+		c.Parent = &p
+	}
+	if s.LastClosedTurn != nil {
+		t := *s.LastClosedTurn
+		c.LastClosedTurn = &t
+	}
+	c.OpenTurns = slices.Clone(s.OpenTurns)
+	for i := range c.OpenTurns {
+		c.OpenTurns[i].ExpectedInputs = slices.Clone(c.OpenTurns[i].ExpectedInputs)
+	}
+	c.RecentRequestIDs = slices.Clone(s.RecentRequestIDs)
+	c.RecentTurnIDs = slices.Clone(s.RecentTurnIDs)
+	c.Subagents = slices.Clone(s.Subagents)
+	c.RecentNonces = slices.Clone(s.RecentNonces)
+	c.Violations = maps.Clone(s.Violations)
+	c.Decisions = maps.Clone(s.Decisions)
+	cloneRuleState(&c, s)
+	c.Lineage = s.Lineage.Clone()
+	c.Unanswered = slices.Clone(s.Unanswered)
+	return &c
+}
