@@ -12,9 +12,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -34,13 +39,65 @@ var core = []string{
 	"internal/core/receipt",
 }
 
+// allowed lists, one by one, what a core package may import besides
+// another core package: the standard library's pure packages and the
+// libraries the core is built on. It is an allowlist, as the standard
+// library's go/build/deps_test.go is: a new import fails this test until
+// someone names it here, and os, crypto/rand, net, path/filepath, math/rand
+// and the rest of the machine's I/O are not and must not be (notAllowed).
+// Keys, files and the clock come in as arguments from the edges
+// (internal/keyfile, rules.Load, the stream's timestamps).
+var allowed = map[string]bool{
+	// The standard library, pure.
+	"bytes": true, "cmp": true, "embed": true, "errors": true, "fmt": true, "hash": true,
+	"io": true, "io/fs": true, "maps": true, "math/big": true, "math/bits": true, "path": true,
+	"reflect": true, "regexp": true, "slices": true, "strconv": true, "strings": true,
+	"sync": true, "sync/atomic": true, "text/template": true, "time": true,
+	"unicode": true, "unicode/utf8": true,
+	"encoding": true, "encoding/base64": true, "encoding/binary": true, "encoding/hex": true,
+	"encoding/json": true, "encoding/pem": true,
+	// Cryptography that computes, and draws nothing from the machine:
+	// signing and MACs over given keys, hashes, key encodings.
+	"crypto/ed25519": true, "crypto/hkdf": true, "crypto/hmac": true, "crypto/sha256": true,
+	"crypto/x509": true,
+	// The libraries the core is built on.
+	"cel.dev/cel-go/cel": true, "cel.dev/cel-go/common": true, "cel.dev/cel-go/common/ast": true,
+	"cel.dev/cel-go/common/cost": true, "cel.dev/cel-go/common/types": true,
+	"cel.dev/cel-go/ext": true, "cel.dev/cel-go/interpreter": true,
+	"github.com/go-json-experiment/json/jsontext": true,
+	"github.com/santhosh-tekuri/jsonschema/v6":    true,
+	"go.yaml.in/yaml/v3":                          true,
+	"golang.org/x/text/language":                  true,
+	"golang.org/x/text/message":                   true,
+	"mvdan.cc/sh/v3/syntax":                       true,
+}
+
+// notAllowed must never be in allowed: the file system, randomness, the
+// network, processes and the clock's side of the machine.
+var notAllowed = []string{
+	"os", "os/exec", "os/signal", "path/filepath", "io/ioutil", "syscall",
+	"crypto/rand", "math/rand", "math/rand/v2",
+	"net", "net/http", "runtime/debug", "unsafe", "log",
+}
+
+// clockAndChance are the calls of allowed packages that still read the
+// machine: the wall clock, timers, and key generation (which draws on
+// crypto/rand inside crypto/ed25519). A core package may use time's types
+// and ed25519's signatures, but not these.
+var clockAndChance = map[string][]string{
+	"time":    {"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"},
+	"ed25519": {"GenerateKey"},
+}
+
 // forbidden reports whether the core may not depend on the package at
-// path, directly or not: the NATS client and server, HTTP, the logger and
-// the file watcher all belong to the I/O side.
+// path, directly or not — through a library it is allowed either: the
+// NATS client and server, HTTP, processes, the logger and the file
+// watcher all belong to the I/O side.
 func forbidden(path string) bool {
 	switch {
 	case strings.HasPrefix(path, "github.com/nats-io/"),
 		path == "net/http", strings.HasPrefix(path, "net/http/"),
+		path == "os/exec",
 		path == "github.com/rs/zerolog", strings.HasPrefix(path, "github.com/rs/zerolog/"),
 		path == "github.com/fsnotify/fsnotify":
 		return true
@@ -50,6 +107,8 @@ func forbidden(path string) bool {
 
 type listed struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 	Deps       []string
 }
@@ -59,7 +118,7 @@ func TestCoreDependencies(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command on the PATH")
 	}
-	args := []string{"list", "-deps", "-json=ImportPath,Imports,Deps"}
+	args := []string{"list", "-deps", "-json=ImportPath,Dir,GoFiles,Imports,Deps"}
 	for _, p := range core {
 		args = append(args, module+p)
 	}
@@ -81,11 +140,20 @@ func TestCoreDependencies(t *testing.T) {
 		}
 		pkgs[p.ImportPath] = p
 	}
+	isCore := map[string]bool{}
+	for _, c := range core {
+		isCore[module+c] = true
+	}
 	for _, c := range core {
 		p, ok := pkgs[module+c]
 		if !ok {
 			t.Errorf("%s: not listed by go list", c)
 			continue
+		}
+		for _, imp := range p.Imports {
+			if !allowed[imp] && !isCore[imp] {
+				t.Errorf("%s imports %s, which the core's allowlist (internal/deps_test.go) does not name", c, imp)
+			}
 		}
 		for _, d := range p.Deps {
 			if forbidden(d) {
@@ -119,4 +187,118 @@ func importChain(pkgs map[string]listed, from, to string) []string {
 		}
 	}
 	return []string{from, "…", to}
+}
+
+// TestCoreListIsTheCoreFolder: every package under internal/core is held
+// to the core's rules, including one added later.
+func TestCoreListIsTheCoreFolder(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on the PATH")
+	}
+	out, err := exec.Command(goCmd, "list", module+"internal/core/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := strings.Fields(string(out))
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no package under internal/core")
+	}
+	for _, p := range pkgs {
+		if !slices.Contains(core, strings.TrimPrefix(p, module)) {
+			t.Errorf("%s is under internal/core but not in the core list of internal/deps_test.go", p)
+		}
+	}
+}
+
+// TestAllowlistExcludesTheMachine guards the allowlist itself: naming os or
+// crypto/rand there would make TestCoreDependencies pass for a core that
+// reads files or draws randomness.
+func TestAllowlistExcludesTheMachine(t *testing.T) {
+	for _, p := range notAllowed {
+		if allowed[p] {
+			t.Errorf("the core's allowlist names %s", p)
+		}
+	}
+}
+
+// TestCoreReadsNoClock fails when a core package's code calls what reads
+// the wall clock or generates keys, though its package is allowed: replay
+// must give the answer live processing gave, so time comes from the
+// envelope and the stream, and keys from internal/keyfile.
+func TestCoreReadsNoClock(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on the PATH")
+	}
+	args := []string{"list", "-json=ImportPath,Dir,GoFiles"}
+	for _, p := range core {
+		args = append(args, module+p)
+	}
+	out, err := exec.Command(goCmd, args...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	files := 0
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		for _, name := range p.GoFiles {
+			path := filepath.Join(p.Dir, name)
+			for _, call := range machineCalls(t, path) {
+				t.Errorf("%s calls %s", call.pos, call.name)
+			}
+			files++
+		}
+	}
+	if files < len(core) {
+		t.Fatalf("read %d files of %d core packages: the check proves nothing", files, len(core))
+	}
+}
+
+type machineCall struct{ pos, name string }
+
+// machineCalls returns the uses of clockAndChance's functions in a file,
+// through whatever name the file imports their package as.
+func machineCalls(t *testing.T, path string) []machineCall {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{} // local name → package's last element
+	for _, imp := range f.Imports {
+		ip, _ := strconv.Unquote(imp.Path.Value)
+		last := ip[strings.LastIndex(ip, "/")+1:]
+		if _, watched := clockAndChance[last]; !watched || (ip != "time" && ip != "crypto/ed25519") {
+			continue
+		}
+		local := last
+		if imp.Name != nil {
+			local = imp.Name.Name
+		}
+		names[local] = last
+	}
+	var out []machineCall
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return true
+		}
+		if pkg, ok := names[id.Name]; ok && slices.Contains(clockAndChance[pkg], sel.Sel.Name) {
+			out = append(out, machineCall{fset.Position(sel.Pos()).String(), id.Name + "." + sel.Sel.Name})
+		}
+		return true
+	})
+	return out
 }

@@ -15,10 +15,11 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
-	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/embedded"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/natsconn"
 	"github.com/turnguard/turnguard/internal/stream"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -127,13 +128,13 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 	if err != nil {
 		return err
 	}
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		return err
 	}
 	var gcfg guardian.Config
 	if !o.NoReceipts {
-		signer, _, err := receipt.LoadOrCreate(filepath.Join(t.dir, "receipt-key.pem"))
+		signer, _, err := keyfile.ReceiptSigner(filepath.Join(t.dir, "receipt-key.pem"))
 		if err != nil {
 			return err
 		}

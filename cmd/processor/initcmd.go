@@ -20,9 +20,8 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/cliflag"
-	"github.com/turnguard/turnguard/internal/core/receipt"
-	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/gateway"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/natsauth"
 )
 
@@ -110,21 +109,21 @@ func layOut(dir string, names []string, tenant string) ([]string, error) {
 	if err != nil {
 		return made, err
 	}
-	if _, created, err := turnstate.LoadOrCreateKey(filepath.Join(dir, "state-key")); err != nil {
+	if _, created, err := keyfile.StateKey(filepath.Join(dir, "state-key")); err != nil {
 		return made, err
 	} else if created {
 		made = append(made, filepath.Join(dir, "state-key"))
 	}
 	keyPath := filepath.Join(dir, "receipt-key.pem")
-	signer, created, err := receipt.LoadOrCreate(keyPath)
+	signer, created, err := keyfile.ReceiptSigner(keyPath)
 	if err != nil {
 		return made, err
 	}
 	if created {
 		made = append(made, keyPath)
 	}
-	if pub := receipt.PublicPath(keyPath); missing(pub) {
-		if err := receipt.WritePublic(pub, signer); err != nil {
+	if pub := keyfile.ReceiptPublicPath(keyPath); missing(pub) {
+		if err := keyfile.WriteReceiptPublic(pub, signer); err != nil {
 			return made, err
 		}
 		made = append(made, pub)

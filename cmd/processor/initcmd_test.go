@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
-	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/gateway"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/natsauth"
 )
 
@@ -56,7 +56,7 @@ func TestInit(t *testing.T) {
 		!strings.Contains(string(before["http-tokens.yaml"]), gateway.HashToken(token)) {
 		t.Fatalf("callers %v (%v):\n%s", callers, err, before["http-tokens.yaml"])
 	}
-	if _, _, err := receipt.LoadOrCreate(filepath.Join(dir, "receipt-key.pem")); err != nil {
+	if _, _, err := keyfile.ReceiptSigner(filepath.Join(dir, "receipt-key.pem")); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"state-key", "receipt-key.pem", "http-tls-key.pem", "http-token", "creds/processor.creds"} {

@@ -141,7 +141,14 @@ func sameFile(a, b string) bool {
 // loadRules loads rule files, printing every diagnostic on a line of its
 // own.
 func loadRules(files []string, stderr io.Writer) (*policy.Set, error) {
-	rs, err := policy.LoadFiles(files...)
+	rs, err := rulepack.Load(files...)
+	if err == nil {
+		// The engine keeps the files' test cases as written; a case that
+		// does not read is the file's problem all the same.
+		if _, ds := ruletest.Cases(rs); len(ds) > 0 {
+			err = ds
+		}
+	}
 	if err != nil {
 		var ds policy.Diagnostics
 		if errors.As(err, &ds) {

@@ -26,9 +26,9 @@ import (
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/core/receipt"
-	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/gateway"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/logging"
 	"github.com/turnguard/turnguard/internal/metrics"
 	"github.com/turnguard/turnguard/internal/natsauth"
@@ -37,6 +37,7 @@ import (
 	"github.com/turnguard/turnguard/internal/secgate"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/version"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -86,7 +87,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		return err
 	}
 	pre.guardian.Receipts = signer
-	stateKey, created, err := turnstate.LoadOrCreateKey(cfg.stateKey)
+	stateKey, created, err := keyfile.StateKey(cfg.stateKey)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func preflight(cfg config, log zerolog.Logger) (checked, error) {
 	if c.callers, c.tls, err = httpSecurity(cfg, log); err != nil {
 		return c, err
 	}
-	if c.rules, err = policy.LoadFiles(cfg.rules...); err != nil {
+	if c.rules, err = rulepack.Load(cfg.rules...); err != nil {
 		return c, fmt.Errorf("rules:\n%w", err)
 	}
 	return c, checkFiles(cfg)
@@ -185,12 +186,12 @@ func receiptSigner(cfg config, mx *metrics.Metrics, log zerolog.Logger) (*receip
 		log.Warn().Msg("decision receipts are off (--receipt-key none): decisions carry no Ed25519 receipt")
 		return nil, nil
 	}
-	signer, created, err := receipt.LoadOrCreate(cfg.receiptKey)
+	signer, created, err := keyfile.ReceiptSigner(cfg.receiptKey)
 	if err != nil {
 		return nil, err
 	}
 	if mx != nil {
-		signer = signer.WithObserver(mx.ReceiptSigned)
+		signer = signer.WithObserver(time.Now, mx.ReceiptSigned)
 	}
 	log.Info().Str("file", cfg.receiptKey).Bool("created", created).Str("key_id", signer.KeyID).
 		Str("public_key", base64.StdEncoding.EncodeToString(signer.Public())).Msg("decision receipts are signed with this Ed25519 key")
@@ -198,8 +199,8 @@ func receiptSigner(cfg config, mx *metrics.Metrics, log zerolog.Logger) (*receip
 	// load to verify decisions (pkg/client.LoadReceiptKey). Not writing it
 	// only costs them that file: GET /receipt-key and the log above still
 	// give the key.
-	pub := receipt.PublicPath(cfg.receiptKey)
-	if err := receipt.WritePublic(pub, signer); err != nil {
+	pub := keyfile.ReceiptPublicPath(cfg.receiptKey)
+	if err := keyfile.WriteReceiptPublic(pub, signer); err != nil {
 		log.Warn().Err(err).Str("file", pub).Msg("write the receipt public key")
 	} else {
 		log.Info().Str("file", pub).Msg("receipt public key written for clients")

@@ -17,7 +17,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
-	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/replay"
 	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
@@ -410,7 +410,7 @@ func trustedReceiptKey(c conn, flag string, stderr io.Writer) (ed25519.PublicKey
 	case flag == "none":
 		return nil, nil
 	case flag != "":
-		return receipt.LoadPublic(flag)
+		return keyfile.ReceiptPublic(flag)
 	case c.dataDir != "":
 		// The store's own key when opening it; connected to a processor's
 		// NATS, its data dir on this host (--data-dir, ./data by default)
@@ -420,7 +420,7 @@ func trustedReceiptKey(c conn, flag string, stderr io.Writer) (ed25519.PublicKey
 				if !c.embedded() {
 					fmt.Fprintf(stderr, "replay: checking receipts with %s (--receipt-key names another)\n", p)
 				}
-				return receipt.LoadPublic(p)
+				return keyfile.ReceiptPublic(p)
 			}
 		}
 	}
@@ -454,7 +454,7 @@ func guardianAndRules(core cliflag.Core, files []string) (*guardian.Guardian, *p
 	if len(files) == 0 {
 		files = []string{rulepack.DefaultPath}
 	}
-	rs, err := policy.LoadFiles(files...)
+	rs, err := rulepack.Load(files...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rules:\n%w", err)
 	}

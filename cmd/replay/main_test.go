@@ -17,8 +17,8 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
-	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/embedded"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	rulepack "github.com/turnguard/turnguard/rules"
@@ -34,20 +34,20 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, _, err := receipt.LoadOrCreate(filepath.Join(dataDir, "receipt-key.pem"))
+	signer, _, err := keyfile.ReceiptSigner(filepath.Join(dataDir, "receipt-key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As the processor does: the public key next to the private one,
 	// which verify picks by default.
-	if err := receipt.WritePublic(filepath.Join(dataDir, "receipt-key.pub"), signer); err != nil {
+	if err := keyfile.WriteReceiptPublic(filepath.Join(dataDir, "receipt-key.pub"), signer); err != nil {
 		t.Fatal(err)
 	}
 	v, err := schema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestReplayCommands(t *testing.T) {
 	}
 	report := filepath.Join(t.TempDir(), "report.html")
 	otherKey := filepath.Join(t.TempDir(), "other.pem")
-	if _, _, err := receipt.LoadOrCreate(otherKey); err != nil {
+	if _, _, err := keyfile.ReceiptSigner(otherKey); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/replay"
 )
 
@@ -128,7 +129,7 @@ func (f *tailFlags) options(stderr io.Writer) (replay.TailOptions, error) {
 		return opts, err
 	}
 	if f.keysFile != "" {
-		if opts.Keys, err = acs.LoadKeyring(f.keysFile); err != nil {
+		if opts.Keys, err = keyfile.Keyring(f.keysFile); err != nil {
 			return opts, fmt.Errorf("--keys: %w", err)
 		}
 	}

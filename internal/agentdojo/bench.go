@@ -195,5 +195,5 @@ var DefaultRules = []string{rulepack.DefaultPath, examples.AgentDojoRulesPath}
 // LoadRules reads and compiles rule files like policy.LoadFiles, where
 // builtin:agentdojo also names the embedded AgentDojo operator file.
 func LoadRules(paths ...string) (*policy.Set, error) {
-	return policy.LoadFilesWith(map[string][]byte{examples.AgentDojoRulesPath: examples.AgentDojoRules()}, paths...)
+	return rulepack.LoadWith(map[string][]byte{examples.AgentDojoRulesPath: examples.AgentDojoRules()}, paths...)
 }

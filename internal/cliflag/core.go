@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/guardian"
+	"github.com/turnguard/turnguard/internal/keyfile"
 )
 
 // Core is the decision core's settings. The processor and replay register
@@ -57,7 +58,7 @@ func (c *Core) GuardianConfig() (guardian.Config, error) {
 	cfg := guardian.Config{MaxEnvelopeBytes: c.MaxEnvelopeBytes, OnRuleError: acs.Disposition(c.OnRuleError),
 		RequireSignatures: c.RequireSignatures, RequireCallerSignatures: c.RequireCallerSignatures, SkewWindow: c.SkewWindow}
 	if c.KeysFile != "" {
-		kr, err := acs.LoadKeyring(c.KeysFile)
+		kr, err := keyfile.Keyring(c.KeysFile)
 		if err != nil {
 			return cfg, err
 		}

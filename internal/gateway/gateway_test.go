@@ -28,6 +28,7 @@ import (
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -102,7 +103,7 @@ func startEnv(t testing.TB, cfg gateway.Config, log zerolog.Logger, opts ...func
 // it is ready: its assets exist.
 func runProcessor(t testing.TB, srv *server.Server, v *schema.Validator, cfg guardian.Config, opts ...func(*stream.Config)) func() {
 	t.Helper()
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}

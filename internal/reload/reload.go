@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/core/policy"
+	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // debounce lets an editor finish writing (truncate, write, rename) before
@@ -88,7 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func load(cfg Config) {
-	rs, err := policy.LoadFiles(cfg.Paths...)
+	rs, err := rulepack.Load(cfg.Paths...)
 	if err != nil {
 		cfg.Log.Error().Err(err).Str("keeping", cfg.Source.Current().Revision).Msg("rule set refused; the last good one keeps running")
 		if cfg.Failed != nil {

@@ -17,7 +17,7 @@ import (
 // TestResults: a reload that loads is reported to Loaded and swapped in, one
 // that does not to Failed, and the last good set keeps running.
 func TestResults(t *testing.T) {
-	first, err := policy.LoadFiles(rulepack.DefaultPath)
+	first, err := rulepack.Load(rulepack.DefaultPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestResults(t *testing.T) {
 // reloads as the revision the processor started with, so its decisions'
 // policy_version does not change — and an edit gives another.
 func TestReloadRevision(t *testing.T) {
-	start, err := policy.LoadFiles(rulepack.DefaultPath)
+	start, err := rulepack.Load(rulepack.DefaultPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -171,7 +172,7 @@ func wholeRange(t testing.TB, src *replay.Source) replay.Range {
 
 func defaultRules(t testing.TB) *policy.Set {
 	t.Helper()
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func stricterRules(t testing.TB) *policy.Set {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(raw), from, to, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := policy.LoadFiles(path)
+	rs, err := rulepack.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,14 @@
 package ruletest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/guardian"
@@ -30,10 +33,83 @@ type Result struct {
 // Passed reports whether the case passed.
 func (r Result) Passed() bool { return len(r.Failures) == 0 }
 
-// RunSet runs every test case a rule set's files carry against that set.
-func RunSet(g *guardian.Guardian, rs *policy.Set) []Result {
-	var out []Result
+// Case is a test case a rule file carries, read.
+type Case struct {
+	File string
+	Pos  policy.Pos
+	Spec *scenario.Scenario
+}
+
+// Cases reads the test cases a rule set's files carry, in the scenario
+// format (the engine keeps them as written). A case that does not read,
+// with unknown fields or steps that do not build, is a diagnostic at its
+// position in its file.
+func Cases(rs *policy.Set) ([]Case, policy.Diagnostics) {
+	var out []Case
+	var diags policy.Diagnostics
+	read := map[string][]scenario.Scenario{}
+	failed := map[string]bool{}
 	for _, tc := range rs.Tests {
+		tests, ok := read[tc.File]
+		if !ok && !failed[tc.File] {
+			var err error
+			if tests, err = fileTests(tc.Source); err != nil {
+				diags = append(diags, policy.Diagnostic{File: tc.File, Pos: tc.Pos, Msg: "tests: " + err.Error()})
+				failed[tc.File] = true
+				continue
+			}
+			read[tc.File] = tests
+		}
+		if failed[tc.File] || tc.Index >= len(tests) {
+			continue
+		}
+		sc := &tests[tc.Index]
+		if err := sc.Prepare(false); err != nil {
+			diags = append(diags, policy.Diagnostic{File: tc.File, Pos: tc.Pos, Msg: fmt.Sprintf("test %q: %v", sc.Name, err)})
+			continue
+		}
+		if _, err := sc.Build(); err != nil {
+			diags = append(diags, policy.Diagnostic{File: tc.File, Pos: tc.Pos, Msg: fmt.Sprintf("test %q: %v", sc.Name, err)})
+			continue
+		}
+		out = append(out, Case{File: tc.File, Pos: tc.Pos, Spec: sc})
+	}
+	return out, diags
+}
+
+// fileTests decodes a rule file's tests strictly (unknown fields are
+// errors, lines are the file's); the rest of the file is the engine's,
+// already checked.
+func fileTests(src []byte) ([]scenario.Scenario, error) {
+	var f struct {
+		APIVersion yaml.Node           `yaml:"apiVersion"`
+		Kind       yaml.Node           `yaml:"kind"`
+		Metadata   yaml.Node           `yaml:"metadata"`
+		Lists      yaml.Node           `yaml:"lists"`
+		Macros     yaml.Node           `yaml:"macros"`
+		Tools      yaml.Node           `yaml:"tools"`
+		Taints     yaml.Node           `yaml:"taints"`
+		Rules      yaml.Node           `yaml:"rules"`
+		Overrides  yaml.Node           `yaml:"overrides"`
+		Tests      []scenario.Scenario `yaml:"tests"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, err
+	}
+	return f.Tests, nil
+}
+
+// RunSet runs every test case a rule set's files carry against that set;
+// a case that does not read fails.
+func RunSet(g *guardian.Guardian, rs *policy.Set) []Result {
+	cases, diags := Cases(rs)
+	var out []Result
+	for _, d := range diags {
+		out = append(out, Result{File: d.File, Pos: d.Pos, Name: "(unreadable)", Failures: []string{d.Msg}})
+	}
+	for _, tc := range cases {
 		r := Run(g, rs, tc.Spec)
 		r.File, r.Pos = tc.File, tc.Pos
 		out = append(out, r)
@@ -163,7 +239,8 @@ func (p Problem) String() string {
 // reason code payload_invalid or envelope_invalid) and is not checked.
 func CheckPayloads(v *schema.Validator, rs *policy.Set) []Problem {
 	var out []Problem
-	for _, tc := range rs.Tests {
+	cases, _ := Cases(rs)
+	for _, tc := range cases {
 		built, err := tc.Spec.Build()
 		if err != nil {
 			out = append(out, Problem{File: tc.File, Pos: tc.Pos, Case: tc.Spec.Name, Err: err})

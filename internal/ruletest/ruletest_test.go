@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/core/guardian"
-	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/ruletest"
 	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
@@ -25,7 +24,7 @@ func newGuardian(t testing.TB) *guardian.Guardian {
 
 // The default pack's own test cases pass.
 func TestDefaultPackCases(t *testing.T) {
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func TestDefaultPackCases(t *testing.T) {
 // outside, a duration ending first, refresh, clearing, nested turns, with
 // and without provenance, lineage, and shadow mode.
 func TestWindowEdges(t *testing.T) {
-	rs, err := policy.LoadFiles("testdata/windows.yaml")
+	rs, err := rulepack.Load("testdata/windows.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func TestStepWindows(t *testing.T) { runCases(t, 2, "testdata/steps.yaml") }
 // and want of them to run.
 func runCases(t *testing.T, want int, file string) {
 	t.Helper()
-	rs, err := policy.LoadFiles(file)
+	rs, err := rulepack.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +87,7 @@ func runCases(t *testing.T, want int, file string) {
 
 // An agent-keyed threshold counts across the agent's sessions.
 func TestAgentThreshold(t *testing.T) {
-	rs, err := policy.LoadFiles("testdata/agent.yaml")
+	rs, err := rulepack.Load("testdata/agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +130,7 @@ tests:
 			if err := os.WriteFile(path, []byte(tests), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			rs, err := policy.LoadFiles(rulepack.DefaultPath, path)
+			rs, err := rulepack.Load(rulepack.DefaultPath, path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +153,7 @@ tests:
 // (testdata/sources.yaml, run over the default pack).
 func TestSourcesFailClosed(t *testing.T) {
 	const file = "testdata/sources.yaml"
-	rs, err := policy.LoadFiles(rulepack.DefaultPath, file)
+	rs, err := rulepack.Load(rulepack.DefaultPath, file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestSourcesFailClosed(t *testing.T) {
 // window is allowed; the child's state then carries the parent's taint,
 // with its evidence, and its shell is denied (testdata/agenttree.yaml).
 func TestAgentTree(t *testing.T) {
-	rs, err := policy.LoadFiles("builtin:default", "testdata/agenttree.yaml")
+	rs, err := rulepack.Load("builtin:default", "testdata/agenttree.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +221,7 @@ func TestAgentTree(t *testing.T) {
 // arguments are sinks, a file on top adds a tool, and a tool nobody
 // catalogs has every argument as a sink (testdata/sinks.yaml).
 func TestSinks(t *testing.T) {
-	rs, err := policy.LoadFiles("builtin:default", "testdata/sinks.yaml")
+	rs, err := rulepack.Load("builtin:default", "testdata/sinks.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +245,7 @@ func TestSinks(t *testing.T) {
 // TG-TAINT-001/002 it turns off, and those of a catalog with records
 // tools on top (testdata/lineage-records.yaml).
 func TestLineagePack(t *testing.T) {
-	rs, err := policy.LoadFiles("builtin:default", filepath.Join("..", "..", "examples", "lineage", "rules.yaml"), "testdata/lineage-records.yaml")
+	rs, err := rulepack.Load("builtin:default", filepath.Join("..", "..", "examples", "lineage", "rules.yaml"), "testdata/lineage-records.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -89,7 +90,7 @@ func fenceRig(t *testing.T) *fenceTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // integrityRig is an embedded server and a processor with a known state
@@ -359,7 +360,7 @@ func TestTamperedStateWithoutHistoryIsRefused(t *testing.T) {
 // TestTamperedAgentStateIsReset: an agent-keyed count whose stored value
 // does not verify is reset, written over the forged revision, and alerted.
 func TestTamperedAgentStateIsReset(t *testing.T) {
-	rs, err := policy.LoadFiles("../ruletest/testdata/agent.yaml")
+	rs, err := rulepack.Load("../ruletest/testdata/agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

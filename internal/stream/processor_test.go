@@ -28,6 +28,7 @@ import (
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -420,7 +421,7 @@ func pureGuardian(t testing.TB) *guardian.Guardian {
 
 func defaultRules(t testing.TB) *policy.Set {
 	t.Helper()
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -797,7 +798,7 @@ func checkStates(t *testing.T, js jetstream.JetStream, states []scenario.Expecte
 // agent's sessions although their envelopes are decided by different
 // partition workers; the count lives in KV under the agent's key.
 func TestAgentThresholdAcrossPartitions(t *testing.T) {
-	rs, err := policy.LoadFiles("../ruletest/testdata/agent.yaml")
+	rs, err := rulepack.Load("../ruletest/testdata/agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,13 @@ import (
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -44,7 +46,7 @@ func runProcessorB(t testing.TB, srv *server.Server) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func TestNewNeedsTrustedKeys(t *testing.T) {
 func TestLoadReceiptKey(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "receipt-key.pub")
-	if err := receipt.WritePublic(path, testSigner); err != nil {
+	if err := keyfile.WriteReceiptPublic(path, testSigner); err != nil {
 		t.Fatal(err)
 	}
 	k, err := client.LoadReceiptKey(path)

@@ -18,6 +18,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/pkg/client"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -81,7 +82,7 @@ func startTurnguard() (*nats.Conn, ed25519.PublicKey, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/keyfile"
 )
 
 // Errors a Drop names, besides receipt.ErrMissing, receipt.ErrMalformed,
@@ -48,7 +49,7 @@ func (d Drop) Forged() bool { return !errors.Is(d.Reason, ErrOtherEnvelope) }
 // LoadReceiptKey reads the processor's receipt public key from a PEM file:
 // <data-dir>/receipt-key.pub as the processor writes it, what GET
 // /receipt-key serves, or the processor's private key file itself.
-func LoadReceiptKey(path string) (ed25519.PublicKey, error) { return receipt.LoadPublic(path) }
+func LoadReceiptKey(path string) (ed25519.PublicKey, error) { return keyfile.ReceiptPublic(path) }
 
 // ParseReceiptKey reads a receipt public key in PEM, as GET /receipt-key
 // serves it.

@@ -1,6 +1,7 @@
 package acs
 
 import (
+	"bytes"
 	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -8,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -82,14 +82,11 @@ type keysFile struct {
 	} `yaml:"session_key"`
 }
 
-// LoadKeyring reads a keys file.
-func LoadKeyring(path string) (*Keyring, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("keys file: %w", err)
-	}
+// ParseKeyring reads a keys file's contents; path names the file in
+// errors.
+func ParseKeyring(path string, raw []byte) (*Keyring, error) {
 	var f keysFile
-	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("keys file %s: %w", path, err)
@@ -110,6 +107,7 @@ func LoadKeyring(path string) (*Keyring, error) {
 	}
 	var sessionSecret []byte
 	if f.SessionKey != nil {
+		var err error
 		if sessionSecret, err = decodeSecret(f.SessionKey.Secret); err != nil {
 			return nil, fmt.Errorf("keys file %s: session_key: %w", path, err)
 		}

@@ -149,12 +149,7 @@ func TestKeyringBounds(t *testing.T) {
 	if _, err := acs.NewKeyring(map[string][]byte{"k": make([]byte, 32)}, "other", nil); err == nil {
 		t.Fatal("a default that is not in the keyring was accepted")
 	}
-	dir := t.TempDir()
-	path := dir + "/keys.yaml"
-	if err := os.WriteFile(path, []byte("default: k2\nkeys:\n  - {id: k1, secret: \"hex:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"}\n  - {id: k2, secret: \"base64:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kr, err := acs.LoadKeyring(path)
+	kr, err := acs.ParseKeyring("keys.yaml", []byte("default: k2\nkeys:\n  - {id: k1, secret: \"hex:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"}\n  - {id: k2, secret: \"base64:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"}\n"))
 	if err != nil || kr.Default != "k2" || !kr.Has("k1", "s") || kr.Has("k3", "s") {
 		t.Fatalf("keyring %+v, %v", kr, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/scenario"
-	pack "github.com/turnguard/turnguard/rules"
+	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // reasoningRules adds to the default pack a shadow rule, an alert-only rule
@@ -32,7 +32,7 @@ rules:
 // policy_data.turnguard.outcome that nothing matched. An allow that
 // carries information keeps its reasoning.
 func TestAllowReasoning(t *testing.T) {
-	def, err := policy.Default()
+	def, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestAllowReasoning(t *testing.T) {
 	if err := os.WriteFile(extra, []byte(reasoningRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withExtra, err := policy.LoadFiles(pack.DefaultPath, extra)
+	withExtra, err := rulepack.Load(rulepack.DefaultPath, extra)
 	if err != nil {
 		t.Fatal(err)
 	}

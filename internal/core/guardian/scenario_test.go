@@ -10,6 +10,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/scenario"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -44,7 +45,7 @@ func TestScenarios(t *testing.T) {
 
 func defaultRules(t testing.TB) *policy.Set {
 	t.Helper()
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/scenario"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -19,7 +20,7 @@ import (
 // content with provenance, a denied consequential call, allowed calls).
 // Parsing, validation and turn transitions are done before the timer.
 func BenchmarkEvaluateDefaultPack(b *testing.B) {
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
+	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // step is an envelope of the given hook with the given payload, as the
@@ -46,7 +47,7 @@ func args(kv ...string) map[string]any {
 // arguments, MCP getters whose names only contain a verb as a noun) stay
 // allowed, because a guard that blocks the user's reads gets switched off.
 func TestDefaultPackNamesThatReadButAct(t *testing.T) {
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/core/policy"
+	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // The catalog matches tool names and capabilities whatever their case and
@@ -186,7 +187,7 @@ tools:
 // sorted and without duplicates, and an extra argument never takes a
 // class away (an argument can make a call act, never make it read).
 func FuzzToolClasses(f *testing.F) {
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		f.Fatal(err)
 	}

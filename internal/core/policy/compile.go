@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	"cel.dev/cel-go/cel"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
-	"github.com/turnguard/turnguard/internal/scenario"
-	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 // Mode says whether a rule decides.
@@ -162,11 +159,15 @@ type Set struct {
 	byHook map[string][]*Rule
 }
 
-// TestCase is a test a rule file carries.
+// TestCase is a test a rule file carries, as written: internal/ruletest
+// reads it (its format is the scenario format) and runs it; the engine
+// only says where it is.
 type TestCase struct {
 	File string
 	Pos  Pos
-	Spec *scenario.Scenario
+	// Source is the whole file, Index the case's place in its tests.
+	Source []byte
+	Index  int
 }
 
 // revision is the content revision of a rule set made of files: a hash of
@@ -260,24 +261,21 @@ func Compile(files []*File) (*Set, error) {
 	return c.set, nil
 }
 
-// LoadFiles reads and compiles the rule files at paths; the path
-// builtin:default names the embedded default pack.
-func LoadFiles(paths ...string) (*Set, error) { return LoadFilesWith(nil, paths...) }
+// RawFile is a rule file as read: where it was read from (diagnostics name
+// it) and its bytes.
+type RawFile struct {
+	Path  string
+	Bytes []byte
+}
 
-// LoadFilesWith is LoadFiles where the paths that are keys of builtins
-// name the sources given there (embedded files of other packages).
-func LoadFilesWith(builtins map[string][]byte, paths ...string) (*Set, error) {
+// CompileRaw parses and compiles rule files; every problem found, in
+// any of them, comes back in one Diagnostics error. Reading the files is
+// the caller's (rules.Load reads paths and names the built-in packs).
+func CompileRaw(sources ...RawFile) (*Set, error) {
 	var files []*File
 	var diags Diagnostics
-	for _, p := range paths {
-		src, ok := builtins[p]
-		var err error
-		if !ok {
-			if src, err = readRuleFile(p); err != nil {
-				return nil, err
-			}
-		}
-		f, err := ParseFile(p, src)
+	for _, src := range sources {
+		f, err := ParseFile(src.Path, src.Bytes)
 		if err != nil {
 			ds, ok := err.(Diagnostics)
 			if !ok {
@@ -298,20 +296,6 @@ func LoadFilesWith(builtins map[string][]byte, paths ...string) (*Set, error) {
 // the caller must supply the agent's state.
 func (s *Set) AgentKeyed() bool {
 	return slices.ContainsFunc(s.Rules, func(r *Rule) bool { return r.Mode != Off && r.Threshold != nil && r.Threshold.ByAgent })
-}
-
-// Default compiles the embedded default pack.
-func Default() (*Set, error) { return LoadFiles(rulepack.DefaultPath) }
-
-func readRuleFile(p string) ([]byte, error) {
-	if p == rulepack.DefaultPath {
-		return rulepack.Default(), nil
-	}
-	src, err := os.ReadFile(p)
-	if err != nil {
-		return nil, fmt.Errorf("read rule file: %w", err)
-	}
-	return src, nil
 }
 
 type compiler struct {
@@ -496,17 +480,7 @@ func (c *compiler) compileFile(f *File) {
 		}
 	}
 	for i := range f.Tests {
-		t := &f.Tests[i]
-		pos := c.testPos(f, i)
-		if err := t.Prepare(false); err != nil {
-			c.errf(f, pos, "test %q: %v", t.Name, err)
-			continue
-		}
-		if _, err := t.Build(); err != nil {
-			c.errf(f, pos, "test %q: %v", t.Name, err)
-			continue
-		}
-		c.set.Tests = append(c.set.Tests, TestCase{File: f.Path, Pos: pos, Spec: &f.Tests[i]})
+		c.set.Tests = append(c.set.Tests, TestCase{File: f.Path, Pos: c.testPos(f, i), Source: f.Source, Index: i})
 	}
 }
 

@@ -17,7 +17,7 @@ func TestOverrides(t *testing.T) {
 	if err := os.WriteFile(local, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := policy.LoadFiles(rulepack.DefaultPath, local)
+	rs, err := rulepack.Load(rulepack.DefaultPath, local)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/core/policy"
+	rulepack "github.com/turnguard/turnguard/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -28,7 +29,7 @@ func TestBrokenFiles(t *testing.T) {
 	}
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
-			_, err := policy.LoadFiles(p)
+			_, err := rulepack.Load(p)
 			var ds policy.Diagnostics
 			if !errors.As(err, &ds) || len(ds) == 0 {
 				t.Fatalf("loaded without diagnostics (err %v)", err)
@@ -129,7 +130,7 @@ func TestRevisionIsContent(t *testing.T) {
 	}
 	revision := func(paths ...string) string {
 		t.Helper()
-		rs, err := policy.LoadFiles(paths...)
+		rs, err := rulepack.Load(paths...)
 		if err != nil {
 			t.Fatalf("%v: %v", paths, err)
 		}
@@ -163,7 +164,7 @@ func TestRevisionIsContent(t *testing.T) {
 func TestDiagnosticsOrder(t *testing.T) {
 	dir := filepath.Join("testdata", "broken")
 	given := []string{filepath.Join(dir, "override-unknown.yaml"), filepath.Join(dir, "window-zero-duration.yaml"), filepath.Join(dir, "bad-enums.yaml")}
-	_, err := policy.LoadFiles(given...)
+	_, err := rulepack.Load(given...)
 	var ds policy.Diagnostics
 	if !errors.As(err, &ds) {
 		t.Fatalf("loaded without diagnostics (err %v)", err)

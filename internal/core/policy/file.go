@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/turnguard/turnguard/internal/scenario"
 )
 
 // APIVersion is the rule file format this engine reads.
@@ -29,7 +27,9 @@ type File struct {
 	Taints     []TaintDef          `yaml:"taints"`
 	Rules      []RuleDef           `yaml:"rules"`
 	Overrides  []OverrideDef       `yaml:"overrides"`
-	Tests      []scenario.Scenario `yaml:"tests"`
+	// Tests are the file's test cases, read by internal/ruletest in its
+	// scenario format: the engine runs none.
+	Tests []yaml.Node `yaml:"tests"`
 
 	// Path is where the file was read from; Source its bytes.
 	Path   string `yaml:"-"`

@@ -13,9 +13,7 @@
 package receipt
 
 import (
-	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -23,11 +21,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
@@ -40,15 +35,18 @@ type Signer struct {
 	blind []byte
 	// KeyID names the public key: the first 16 hex digits of its SHA-256.
 	KeyID string
-	// observe is told how long each Sign took (nil: not timed).
+	// observe is told how long each Sign took by the clock now (nil: not
+	// timed).
 	observe func(time.Duration)
+	now     func() time.Time
 }
 
 // WithObserver returns a signer with the same key whose every Sign reports
-// how long it took to observe (for metrics); s is left as it is.
-func (s *Signer) WithObserver(observe func(time.Duration)) *Signer {
+// how long it took by the clock now to observe (for metrics); s is left as
+// it is. The clock is the caller's: the core reads none.
+func (s *Signer) WithObserver(now func() time.Time, observe func(time.Duration)) *Signer {
 	c := *s
-	c.observe = observe
+	c.now, c.observe = now, observe
 	return &c
 }
 
@@ -206,8 +204,8 @@ func (s *Signer) timed() func() {
 	if s.observe == nil {
 		return func() {}
 	}
-	start := time.Now()
-	return func() { s.observe(time.Since(start)) }
+	start := s.now()
+	return func() { s.observe(s.now().Sub(start)) }
 }
 
 // signCanonical signs the message of b and a body's canonical form.
@@ -347,81 +345,23 @@ func (t *Trusted) Verify(keyID string, b Binding, body []byte, receipt string) (
 	return "", fmt.Errorf("%w: no trusted key made it for the %s on %s for seq %d", ErrUnknownKey, b.Kind, b.Subject, b.Seq)
 }
 
-// PublicPath is where the public key of the private key file at path is
-// written: the same name with the extension .pub
-// (<data-dir>/receipt-key.pem → <data-dir>/receipt-key.pub).
-func PublicPath(privatePath string) string {
-	p := strings.TrimSuffix(privatePath, filepath.Ext(privatePath)) + ".pub"
-	if p == privatePath {
-		p += ".pub"
+// PrivatePEM encodes a private key as PEM (PKCS#8), as the processor's
+// receipt key file holds it.
+func PrivatePEM(priv ed25519.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
 	}
-	return p
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// WritePublic writes the signer's public key (PEM) to path, mode 0644, by
-// way of a temporary file renamed into place, so that a client reading it
-// never sees half a key.
-func WritePublic(path string, s *Signer) error {
-	want := s.PublicPEM()
-	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
-		return nil
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".receipt-key-*.pub")
-	if err != nil {
-		return fmt.Errorf("receipt public key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(want); err != nil {
-		tmp.Close()
-		return fmt.Errorf("receipt public key: %w", err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("receipt public key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("receipt public key: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("receipt public key: %w", err)
-	}
-	return nil
-}
-
-// LoadOrCreate reads the PEM (PKCS#8) Ed25519 private key at path, or, when
-// the file does not exist, generates one and writes it there (mode 0600).
-// It reports whether it created the key.
-func LoadOrCreate(path string) (*Signer, bool, error) {
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			return nil, false, err
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(priv)
-		if err != nil {
-			return nil, false, err
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, false, fmt.Errorf("receipt key: %w", err)
-		}
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-			return nil, false, fmt.Errorf("receipt key: %w", err)
-		}
-		return NewSigner(priv), true, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("receipt key: %w", err)
-	}
+// ParsePrivatePEM reads a private key as PrivatePEM writes it.
+func ParsePrivatePEM(raw []byte) (ed25519.PrivateKey, error) {
 	block, _ := pem.Decode(raw)
 	if block == nil {
-		return nil, false, fmt.Errorf("receipt key %s: not PEM", path)
+		return nil, errors.New("not PEM")
 	}
-	priv, err := parsePrivate(block)
-	if err != nil {
-		return nil, false, fmt.Errorf("receipt key %s: %w", path, err)
-	}
-	return NewSigner(priv), false, nil
+	return parsePrivate(block)
 }
 
 func parsePrivate(block *pem.Block) (ed25519.PrivateKey, error) {
@@ -457,28 +397,20 @@ func parsePublic(block *pem.Block) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
-// LoadPublic reads the public key to verify receipts with from a PEM file
+// ParseKeyPEM reads the public key to verify receipts with from PEM
 // holding either the public key (as GET /receipt-key serves it) or the
 // processor's private key.
-func LoadPublic(path string) (ed25519.PublicKey, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("receipt key: %w", err)
-	}
+func ParseKeyPEM(raw []byte) (ed25519.PublicKey, error) {
 	block, _ := pem.Decode(raw)
 	if block == nil {
-		return nil, fmt.Errorf("receipt key %s: not PEM", path)
+		return nil, errors.New("not PEM")
 	}
 	if block.Type != "PRIVATE KEY" {
-		pub, err := parsePublic(block)
-		if err != nil {
-			return nil, fmt.Errorf("receipt key %s: %w", path, err)
-		}
-		return pub, nil
+		return parsePublic(block)
 	}
 	priv, err := parsePrivate(block)
 	if err != nil {
-		return nil, fmt.Errorf("receipt key %s: %w", path, err)
+		return nil, err
 	}
 	return priv.Public().(ed25519.PublicKey), nil
 }

@@ -3,14 +3,10 @@ package turnstate
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
-	"os"
-	"path/filepath"
 	"sync"
 )
 
@@ -156,75 +152,4 @@ func RecordOf(value []byte) []byte {
 		return r
 	}
 	return value
-}
-
-// LoadOrCreateKey reads the state key at path or, when the file does not
-// exist, creates it with StateKeySize random bytes (mode 0600). It reports
-// whether it created the key. The file is created complete or not at all
-// (written aside, then linked into place), so processors starting together
-// on one shared file agree on the key: the one that loses the race reads
-// the winner's.
-func LoadOrCreateKey(path string) ([]byte, bool, error) {
-	key, err := os.ReadFile(path)
-	created := false
-	if errors.Is(err, os.ErrNotExist) {
-		if created, err = createKey(path); err != nil {
-			return nil, false, err
-		}
-		// Ours or a concurrent creator's: whichever is in place.
-		key, err = os.ReadFile(path)
-	}
-	return key, created, checkKeyFile(path, key, err)
-}
-
-func checkKeyFile(path string, key []byte, err error) error {
-	if err != nil {
-		return fmt.Errorf("state key: %w", err)
-	}
-	if len(key) < StateKeySize {
-		return fmt.Errorf("state key %s: %d bytes, need at least %d (create one with: head -c %d /dev/urandom > %s)", path, len(key), StateKeySize, StateKeySize, path)
-	}
-	return nil
-}
-
-// createKey writes a new key at path unless a file appears there first; it
-// reports whether its key is the one in place.
-func createKey(path string) (bool, error) {
-	key := make([]byte, StateKeySize)
-	if _, err := rand.Read(key); err != nil {
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".state-key-*")
-	if err != nil {
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	if _, err := tmp.Write(key); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	// Link, unlike rename, fails when path exists: a concurrent creator's
-	// key is kept, never replaced.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return false, nil
-		}
-		return false, fmt.Errorf("state key: %w", err)
-	}
-	return true, nil
 }

@@ -3,10 +3,6 @@ package turnstate_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/core/turnstate"
@@ -85,30 +81,6 @@ func TestNewSealerRefusesShortKeys(t *testing.T) {
 	}
 }
 
-func TestLoadOrCreateKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "state-key")
-	key, created, err := turnstate.LoadOrCreateKey(path)
-	if err != nil || !created || len(key) != turnstate.StateKeySize {
-		t.Fatalf("first start: %d bytes, created %v, %v", len(key), created, err)
-	}
-	if runtime.GOOS != "windows" {
-		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("key file mode %v (%v), want 0600", fi.Mode().Perm(), err)
-		}
-	}
-	again, created, err := turnstate.LoadOrCreateKey(path)
-	if err != nil || created || !bytes.Equal(again, key) {
-		t.Fatalf("second start: created %v, same key %v, %v", created, bytes.Equal(again, key), err)
-	}
-	short := filepath.Join(t.TempDir(), "short")
-	if err := os.WriteFile(short, []byte("too short"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := turnstate.LoadOrCreateKey(short); err == nil {
-		t.Error("a 9-byte key file was accepted")
-	}
-}
-
 // FuzzOpen feeds the stored-value decoder what anyone with write access to
 // the bucket could store: it never panics, accepts only values that are
 // exactly what Seal makes of their record under that key, and never
@@ -143,23 +115,4 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("Open accepted what Unseal refuses: %q", value)
 		}
 	})
-}
-
-// TestLoadOrCreateKeyConcurrently starts many processors on one missing
-// key file at once: all of them end up with the same key.
-func TestLoadOrCreateKeyConcurrently(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state-key")
-	const n = 16
-	keys := make([][]byte, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { keys[i], _, errs[i] = turnstate.LoadOrCreateKey(path) })
-	}
-	wg.Wait()
-	for i := range n {
-		if errs[i] != nil || !bytes.Equal(keys[i], keys[0]) {
-			t.Fatalf("starter %d: %v, same key %v", i, errs[i], bytes.Equal(keys[i], keys[0]))
-		}
-	}
 }

@@ -189,7 +189,7 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 // pack (and any rule set reading lineage) keeps. A new list or string in the state must be bounded
 // and added here.
 func TestWorstCaseStateSize(t *testing.T) {
-	rs, err := policy.LoadFiles(rulepack.DefaultPath)
+	rs, err := rulepack.Load(rulepack.DefaultPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/stream"
+	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -63,7 +64,7 @@ func Start(t testing.TB, cfg stream.Config) *Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := policy.Default()
+	rs, err := rulepack.DefaultSet()
 	if err != nil {
 		t.Fatal(err)
 	}
