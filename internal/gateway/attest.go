@@ -25,7 +25,7 @@ func (a *attestor) options(who *Caller, in incoming, raw []byte) []client.Decide
 	if name == "" {
 		name = anonymousName
 	}
-	subject := acs.InboundSubject(who.Tenant, in.sessionID, acs.HookToken(in.req.Method))
+	subject := acs.InboundSubject(who.Tenant, in.sessionID, acs.HookToken(in.head.Method))
 	return []client.DecideOption{client.WithHeader(acs.HdrOnBehalfOf, name),
 		client.WithHeader(acs.HdrOnBehalfOfMAC, a.sealer.AttestCaller(subject, turnstate.HTTPCaller(name), raw))}
 }

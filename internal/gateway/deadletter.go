@@ -52,8 +52,8 @@ func (g *Gateway) deadLetter(ctx context.Context, from origin, in incoming, ref 
 	if from.remote != "" {
 		m.Header.Set(acs.HdrRemoteAddr, from.remote)
 	}
-	if p := in.req.Params; p != nil && p.RequestID != "" {
-		m.Header.Set(acs.HdrRequestID, msghdr.Value(p.RequestID))
+	if id := in.head.RequestID; id != "" {
+		m.Header.Set(acs.HdrRequestID, msghdr.Value(id))
 	}
 	if in.omitted > 0 {
 		m.Header.Set(acs.HdrDeadLettersOmitted, strconv.Itoa(in.omitted))

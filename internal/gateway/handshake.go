@@ -420,7 +420,7 @@ func (g *Gateway) handshake(ctx context.Context, from origin, in incoming, tls b
 	if err := g.validator.ValidateRequest(doc); err != nil {
 		return g.reject(ctx, from, in, asError(err), false)
 	}
-	p := in.req.Params
+	p := &in.head
 	if ref := acs.VerifyRequest(g.cfg.Keys, g.cfg.RequireSignatures, doc, p.Signature, in.sessionID); ref != nil {
 		return g.reject(ctx, from, in, ref, false)
 	}
@@ -444,8 +444,8 @@ func (g *Gateway) handshake(ctx context.Context, from origin, in incoming, tls b
 		return g.reject(ctx, from, in, ref, false)
 	}
 	who := from.caller
-	key := acs.SessionKey(who.Tenant, p.Metadata.SessionID)
-	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.Metadata.AgentID, Caller: who.Name,
+	key := acs.SessionKey(who.Tenant, p.SessionID)
+	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.AgentID, Caller: who.Name,
 		ServerHello: sh, Methods: methods, At: time.Now().UTC()}
 	stored, err := g.handshakes.load(ctx, key)
 	switch {
@@ -460,11 +460,11 @@ func (g *Gateway) handshake(ctx context.Context, from origin, in incoming, tls b
 	case err != nil:
 		return g.refuse(in, &acs.Error{Code: acs.CodeInternalError, Reason: "handshake_unavailable", Message: err.Error()})
 	case stored.Caller != who.Name:
-		return g.reject(ctx, from, in, callerNotBound(p.Metadata.SessionID, who.Name), false)
-	case !stored.sameHello(canonical, in.keyID, p.Metadata.AgentID):
+		return g.reject(ctx, from, in, callerNotBound(p.SessionID, who.Name), false)
+	case !stored.sameHello(canonical, in.keyID, p.AgentID):
 		// v0.1 has no renegotiation; the Go reference answers the same.
 		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAlreadyNegotiated,
-			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.Metadata.SessionID)}, false)
+			Message: fmt.Sprintf("session %s already negotiated with another ClientHello", p.SessionID)}, false)
 	}
 	return g.seal(in, "result", maps.Clone(stored.ServerHello))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/pkg/client"
 )
 
 // origin is who sent a request: the authenticated caller (the anonymous
@@ -40,30 +41,12 @@ func (r reply) MarshalJSON() ([]byte, error) {
 	return json.Marshal(r.doc)
 }
 
-// request is what the gateway reads of an envelope before the processor
-// sees it.
-type request struct {
-	JSONRPC string          `json:"jsonrpc"`
-	Method  string          `json:"method"`
-	ID      json.RawMessage `json:"id"`
-	Params  *struct {
-		ACSVersion string `json:"acs_version"`
-		RequestID  string `json:"request_id"`
-		Timestamp  string `json:"timestamp"`
-		Metadata   struct {
-			SessionID string `json:"session_id"`
-			AgentID   string `json:"agent_id"`
-		} `json:"metadata"`
-		Payload   json.RawMessage `json:"payload"`
-		Signature *acs.Signature  `json:"signature"`
-	} `json:"params"`
-}
-
-// incoming is one request as read: its raw bytes, decoded form, and what a
+// incoming is one request as read: its raw bytes, its head (acs.ReadHead:
+// all the gateway reads of it before the processor decides it), and what a
 // response needs to be correlated and signed.
 type incoming struct {
 	raw       []byte
-	req       request
+	head      acs.Head
 	id        json.RawMessage
 	sessionID string
 	keyID     string
@@ -75,37 +58,33 @@ type incoming struct {
 // one answers one JSON-RPC request.
 func (g *Gateway) one(ctx context.Context, from origin, raw []byte, tls bool) reply {
 	in := incoming{raw: raw}
-	if err := json.Unmarshal(raw, &in.req); err != nil {
+	var err error
+	if in.head, err = acs.ReadHead(raw); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
 			return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: "a request is a JSON object: " + err.Error()}, false)
 		}
 		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}, false)
 	}
-	req := &in.req
+	req := &in.head
 	if validID(req.ID) {
 		in.id = req.ID
 	}
-	if p := req.Params; p != nil {
-		in.sessionID = p.Metadata.SessionID
-		if p.Signature != nil {
-			in.keyID = p.Signature.KeyID
-		}
-	}
+	in.sessionID, in.keyID = req.SessionID, req.KeyID()
 	if req.Method != "" && !acs.Defined(req.Method) {
 		// Refused here, as the processor would (-32601 before anything
 		// else of the envelope), so that the dead letter names the caller.
 		return g.reject(ctx, from, in, acs.MethodError(req.Method), false)
 	}
-	if who := from.caller; who.AgentID != "" && req.Params != nil && req.Params.Metadata.AgentID != who.AgentID {
+	if who := from.caller; who.AgentID != "" && req.HasParams && req.AgentID != who.AgentID {
 		// A caller bound to an agent speaks for that agent only.
 		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAgentNotBound,
-			Message: fmt.Sprintf("caller %s may only send for agent %q, not %q", who.Name, who.AgentID, req.Params.Metadata.AgentID)}, false)
+			Message: fmt.Sprintf("caller %s may only send for agent %q, not %q", who.Name, who.AgentID, req.AgentID)}, false)
 	}
 	if req.Method == acs.HandshakeMethod {
 		return g.handshake(ctx, from, in, tls)
 	}
-	if req.Method == "" || req.Params == nil || req.Params.RequestID == "" || acs.CheckSession(req.Params.Metadata.SessionID) != nil {
+	if req.Method == "" || !req.HasParams || req.RequestID == "" || acs.CheckSession(req.SessionID) != nil {
 		// Nowhere to route it: refused, and kept in the dead-letter stream.
 		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid,
 			Message: "a request needs a method, params.request_id and params.metadata.session_id (a UUID)"}, false)
@@ -119,7 +98,9 @@ func (g *Gateway) one(ctx context.Context, from origin, raw []byte, tls bool) re
 	// Everything else — methods turnguard does not evaluate included — is
 	// decided by the processor, which refuses, signs and dead-letters it
 	// like any message on the stream.
-	d, err := g.clients[from.caller.Tenant].Decide(ctx, raw, g.attest.options(from.caller, in, raw)...)
+	// Read once here: the client routes it by what was read.
+	env := client.Envelope{Data: raw, Method: in.head.Method, RequestID: in.head.RequestID, SessionID: in.sessionID}
+	d, err := g.clients[from.caller.Tenant].DecideEnvelope(ctx, env, g.attest.options(from.caller, in, raw)...)
 	switch {
 	case err != nil:
 		return g.reject(ctx, from, in, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}, false)
@@ -150,7 +131,7 @@ func (g *Gateway) one(ctx context.Context, from origin, raw []byte, tls bool) re
 // system/ping is exempt, and so are methods turnguard does not evaluate,
 // which the processor refuses with their own code.
 func (g *Gateway) checkNegotiated(ctx context.Context, who *Caller, in incoming) *acs.Error {
-	method := in.req.Method
+	method := in.head.Method
 	spec := acs.LookupMethod(method)
 	if spec == nil || spec.Scope == acs.Liveness {
 		return nil
@@ -186,9 +167,9 @@ func (g *Gateway) checkNegotiated(ctx context.Context, who *Caller, in incoming)
 		// (the Go reference's key_not_bound).
 		return &acs.Error{Code: acs.CodeSignatureInvalid, Reason: acs.ReasonKeyNotBound,
 			Message: fmt.Sprintf("session %s was negotiated with key %q, not %q", in.sessionID, n.KeyID, in.keyID)}
-	case in.req.Params.Metadata.AgentID != n.AgentID:
+	case in.head.AgentID != n.AgentID:
 		return &acs.Error{Code: acs.CodeSessionRefused, Reason: acs.ReasonAgentNotBound,
-			Message: fmt.Sprintf("session %s was negotiated by agent %q, not %q", in.sessionID, n.AgentID, in.req.Params.Metadata.AgentID)}
+			Message: fmt.Sprintf("session %s was negotiated by agent %q, not %q", in.sessionID, n.AgentID, in.head.AgentID)}
 	}
 	return nil
 }

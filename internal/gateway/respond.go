@@ -11,7 +11,7 @@ import (
 
 // refuse answers a request with a JSON-RPC error, signed.
 func (g *Gateway) refuse(in incoming, ref *acs.Error) reply {
-	return g.seal(in, "error", ref.RPC(in.req.Method))
+	return g.seal(in, "error", ref.RPC(in.head.Method))
 }
 
 // reject refuses a request and keeps it in the dead-letter stream, as the

@@ -276,19 +276,26 @@ func (c *Client) Options() Options { return c.opt }
 // an error; everything else returns a Decision, from the posture when the
 // decision does not arrive in time.
 func (c *Client) Decide(ctx context.Context, envelope []byte, opts ...DecideOption) (*Decision, error) {
-	var env struct {
-		Method string `json:"method"`
-		Params struct {
-			RequestID string `json:"request_id"`
-			Metadata  struct {
-				SessionID string `json:"session_id"`
-			} `json:"metadata"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(envelope, &env); err != nil {
+	h, err := acs.ReadHead(envelope)
+	if err != nil {
 		return nil, fmt.Errorf("envelope: %w", err)
 	}
-	requestID, sessionID := env.Params.RequestID, env.Params.Metadata.SessionID
+	return c.DecideEnvelope(ctx, Envelope{Data: envelope, Method: h.Method, RequestID: h.RequestID, SessionID: h.SessionID}, opts...)
+}
+
+// Envelope is a request envelope with what Decide reads of it to route it
+// and to recognise its decision.
+type Envelope struct {
+	Data                         []byte
+	Method, RequestID, SessionID string
+}
+
+// DecideEnvelope is Decide for a caller that has read the envelope already
+// (the HTTP gateway has, to check it): its bytes are not parsed again. The
+// fields must be the envelope's own — the processor decides what Data
+// says, and a decision answers the request id and session Data names.
+func (c *Client) DecideEnvelope(ctx context.Context, env Envelope, opts ...DecideOption) (*Decision, error) {
+	envelope, requestID, sessionID := env.Data, env.RequestID, env.SessionID
 	if env.Method == "" || requestID == "" || sessionID == "" {
 		return nil, errors.New("envelope: method, params.request_id and params.metadata.session_id are required")
 	}
@@ -392,7 +399,7 @@ func (c *Client) posture(requestID string, why error) *Decision {
 
 // accept makes the Decision of a verified answer.
 func (c *Client) accept(a answer, requestID string, replayed bool) (*Decision, error) {
-	d, err := decision(a.msg.Data, requestID, replayed)
+	d, err := decision(a, requestID, replayed)
 	if err != nil {
 		return nil, err
 	}
@@ -404,22 +411,13 @@ func (c *Client) accept(a answer, requestID string, replayed bool) (*Decision, e
 	return d, nil
 }
 
-func decision(raw []byte, requestID string, replayed bool) (*Decision, error) {
-	var r struct {
-		Result *struct {
-			RequestID   string   `json:"request_id"`
-			Decision    string   `json:"decision"`
-			Reasoning   string   `json:"reasoning"`
-			ReasonCodes []string `json:"reason_codes"`
-		} `json:"result"`
-		Error *RPCError `json:"error"`
+func decision(a answer, requestID string, replayed bool) (*Decision, error) {
+	if a.bodyErr != nil {
+		return nil, fmt.Errorf("decision for %s is not JSON: %w", requestID, a.bodyErr)
 	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("decision for %s is not JSON: %w", requestID, err)
-	}
-	d := &Decision{RequestID: requestID, Response: raw, Error: r.Error, Replayed: replayed}
-	if r.Result != nil {
-		d.Disposition, d.Reasoning, d.ReasonCodes = r.Result.Decision, r.Result.Reasoning, r.Result.ReasonCodes
+	d := &Decision{RequestID: requestID, Response: a.msg.Data, Error: a.body.Error, Replayed: replayed}
+	if r := a.body.Result; r != nil {
+		d.Disposition, d.Reasoning, d.ReasonCodes = r.Decision, r.Reasoning, r.ReasonCodes
 	}
 	return d, nil
 }

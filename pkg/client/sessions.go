@@ -42,6 +42,9 @@ type answer struct {
 	msg   *nats.Msg
 	seq   uint64
 	keyID string
+	// body is the message's decision as read when it was checked.
+	body    body
+	bodyErr error
 }
 
 // await registers a waiter for requestID on the session's decision

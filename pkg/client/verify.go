@@ -89,8 +89,10 @@ func (c *Client) check(sessionID, requestID string, h nats.Header, data []byte) 
 	// The receipt covers the body, not the Acs-Request-Id header the
 	// message was routed by: a genuine decision of another request,
 	// relabelled, must not answer this one.
-	if id, ok := bodyRequestID(data); ok && id != requestID {
-		return a, fmt.Errorf("%w: the body answers %.64q", ErrOtherRequest, id)
+	// Read once: the same reading makes the Decision (accept).
+	a.body, a.bodyErr = readBody(data)
+	if r := a.body.Result; a.bodyErr == nil && r != nil && r.RequestID != nil && *r.RequestID != requestID {
+		return a, fmt.Errorf("%w: the body answers %.64q", ErrOtherRequest, *r.RequestID)
 	}
 	return a, nil
 }
@@ -112,18 +114,24 @@ func parseSeq(v string) (uint64, error) {
 	return seq, nil
 }
 
-// bodyRequestID is result.request_id of a decision; ok is false for a body
-// without one (a JSON-RPC error) or that is not JSON.
-func bodyRequestID(data []byte) (string, bool) {
-	var r struct {
-		Result *struct {
-			RequestID *string `json:"request_id"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(data, &r) != nil || r.Result == nil || r.Result.RequestID == nil {
-		return "", false
-	}
-	return *r.Result.RequestID, true
+// body is what a client reads of a decision's JSON.
+type body struct {
+	Result *struct {
+		// RequestID is nil when the result has none.
+		RequestID   *string  `json:"request_id"`
+		Decision    string   `json:"decision"`
+		Reasoning   string   `json:"reasoning"`
+		ReasonCodes []string `json:"reason_codes"`
+	} `json:"result"`
+	Error *RPCError `json:"error"`
+}
+
+// readBody reads a decision's JSON; an error for a body that is not JSON
+// (or not of the response's shape).
+func readBody(data []byte) (body, error) {
+	var b body
+	err := json.Unmarshal(data, &b)
+	return b, err
 }
 
 // drop counts a message not taken as an answer and tells OnDrop.

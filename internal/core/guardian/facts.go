@@ -3,13 +3,15 @@ package guardian
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
 )
 
 // Facts is what a caller reads of an envelope without deciding it: the
 // identity of the request and the few fields the processor, replay and the
 // tools need before (agent, subagent session) or beside (time, payload for
-// summaries) a decision. It is the one partial envelope decoder of the
-// tree, so that every reader agrees on what an envelope says.
+// summaries) a decision, read by ReadFacts through acs.ReadHead, the one
+// partial envelope decoder of the tree.
 type Facts struct {
 	Method    string
 	RequestID string
@@ -31,38 +33,20 @@ type Facts struct {
 	Payload json.RawMessage
 }
 
-// factsDoc mirrors the envelope's fields Facts reads.
-type factsDoc struct {
-	Method string `json:"method"`
-	Params struct {
-		RequestID string `json:"request_id"`
-		Timestamp string `json:"timestamp"`
-		Metadata  struct {
-			AgentID string `json:"agent_id"`
-			TurnID  string `json:"turn_id"`
-		} `json:"metadata"`
-		Signature struct {
-			KeyID string `json:"key_id"`
-		} `json:"signature"`
-		Payload json.RawMessage `json:"payload"`
-	} `json:"params"`
-}
-
-// ReadFacts reads the facts of an envelope. A field of the wrong type is
-// left empty and the others still read, so that one odd field does not
-// hide the rest (each reader used to decode only the fields it wanted); an
-// envelope that is not JSON has no facts, and the error says why.
+// ReadFacts reads the facts of an envelope (acs.ReadHead, and the two
+// fields of the payload the processor looks up before deciding). A field of
+// the wrong type is left empty and the others still read; an envelope that
+// is not JSON has no facts, and the error says why.
 func ReadFacts(data []byte) (Facts, error) {
-	var d factsDoc
-	if err := json.Unmarshal(data, &d); err != nil {
+	h, err := acs.ReadHead(data)
+	if err != nil {
 		if te := (*json.UnmarshalTypeError)(nil); !errors.As(err, &te) {
 			return Facts{}, err
 		}
 	}
-	p := &d.Params
-	f := Facts{Method: d.Method, RequestID: p.RequestID, TurnID: p.Metadata.TurnID, AgentID: p.Metadata.AgentID,
-		Timestamp: p.Timestamp, KeyID: p.Signature.KeyID, Payload: p.Payload}
-	if len(p.Payload) > 0 && p.Payload[0] == '{' {
+	f := Facts{Method: h.Method, RequestID: h.RequestID, TurnID: h.TurnID, AgentID: h.AgentID,
+		Timestamp: h.Timestamp, KeyID: h.KeyID(), Payload: h.Payload}
+	if len(h.Payload) > 0 && h.Payload[0] == '{' {
 		var sub struct {
 			SubagentSessionID string `json:"subagent_session_id"`
 			Tool              struct {
@@ -70,7 +54,7 @@ func ReadFacts(data []byte) (Facts, error) {
 			} `json:"tool"`
 		}
 		// Same rule: a wrong type leaves the field empty.
-		_ = json.Unmarshal(p.Payload, &sub)
+		_ = json.Unmarshal(h.Payload, &sub)
 		f.SubagentSessionID, f.Tool = sub.SubagentSessionID, sub.Tool.Name
 	}
 	return f, nil

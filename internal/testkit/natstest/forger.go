@@ -97,18 +97,11 @@ func (f *Forger) sawDecision(m *nats.Msg) {
 }
 
 func (f *Forger) sawEnvelope(m *nats.Msg) {
-	var env struct {
-		Params struct {
-			RequestID string `json:"request_id"`
-			Metadata  struct {
-				SessionID string `json:"session_id"`
-			} `json:"metadata"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(m.Data, &env) != nil || env.Params.RequestID == "" {
+	h, err := acs.ReadHead(m.Data)
+	if err != nil || h.RequestID == "" {
 		return
 	}
-	t := forgeTarget{subject: acs.DecisionSubject(f.tenant, env.Params.Metadata.SessionID), requestID: env.Params.RequestID}
+	t := forgeTarget{subject: acs.DecisionSubject(f.tenant, h.SessionID), requestID: h.RequestID}
 	f.mu.Lock()
 	if m.Reply != "" {
 		f.pending[m.Reply] = t
