@@ -6,6 +6,10 @@
 // its arguments. A package that reached NATS, HTTP, the logger or the file
 // watcher would no longer be that, so the dependency is a test failure,
 // not a review comment.
+//
+// It also keeps internal/testkit out of the product: test support may
+// fail a test, fake an attacker or start a server with test defaults, and
+// a binary that linked it could do the same.
 package internal_test
 
 import (
@@ -92,6 +96,49 @@ func TestCoreDependencies(t *testing.T) {
 				t.Errorf("%s depends on %s: %s", c, d, strings.Join(importChain(pkgs, p.ImportPath, d), " → "))
 			}
 		}
+	}
+}
+
+// testkit is the folder of the packages only tests may import.
+const testkit = module + "internal/testkit/"
+
+// TestProductImportsNoTestkit fails if a package of the module, other than
+// test support itself, imports internal/testkit outside its tests: go list
+// without -test reads the packages' non-test files only. Direct imports
+// are enough: only the module's own packages can import an internal one.
+func TestProductImportsNoTestkit(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on the PATH")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(goCmd, "list", "-json=ImportPath,Imports", module+"...")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	n := 0
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		if strings.HasPrefix(p.ImportPath, testkit) {
+			continue
+		}
+		n++
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, testkit) {
+				t.Errorf("%s imports %s; only tests may", p.ImportPath, imp)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("go list named no package outside internal/testkit")
 	}
 }
 
