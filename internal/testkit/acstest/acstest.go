@@ -1,0 +1,79 @@
+// Package acstest signs ACS request envelopes as an agent framework does,
+// with internal/core/acs's own Keyring and signing input: the tests' one
+// copy of that. Only tests import it.
+//
+// integration/acsclient_test.go signs without it on purpose: that
+// conformance client is written from the spec, so that it checks the
+// processor's signatures rather than agreeing with them by construction.
+package acstest
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
+)
+
+// SignJSON returns the request envelope data signed with the session key
+// of keyID (ACS §10): params.signature set, or replaced, to the HMAC of the
+// envelope's signing input, for the session params.metadata.session_id
+// names.
+func SignJSON(t testing.TB, kr *acs.Keyring, keyID string, data []byte) []byte {
+	t.Helper()
+	doc := decode(t, data)
+	sign(t, kr, keyID, doc)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Signed is SignJSON for an envelope built as a map: it returns a signed
+// copy, numbers as json.Number, and leaves doc alone.
+func Signed(t testing.TB, kr *acs.Keyring, keyID string, doc map[string]any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := decode(t, raw)
+	sign(t, kr, keyID, cp)
+	return cp
+}
+
+// sign sets doc's params.signature; doc holds numbers as json.Number, as
+// acs.SigningInput needs them to sign what was sent.
+func sign(t testing.TB, kr *acs.Keyring, keyID string, doc map[string]any) {
+	t.Helper()
+	params, ok := doc["params"].(map[string]any)
+	if !ok {
+		t.Fatal("acstest: the envelope has no params object to sign")
+	}
+	meta, _ := params["metadata"].(map[string]any)
+	sid, ok := meta["session_id"].(string)
+	if !ok {
+		t.Fatal("acstest: the envelope names no params.metadata.session_id")
+	}
+	input, err := acs.SigningInput(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := kr.Sign(keyID, sid, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params["signature"] = sig
+}
+
+func decode(t testing.TB, data []byte) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
