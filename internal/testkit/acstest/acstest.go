@@ -1,15 +1,20 @@
-// Package acstest signs ACS request envelopes as an agent framework does,
-// with internal/core/acs's own Keyring and signing input: the tests' one
-// copy of that. Only tests import it.
+// Package acstest is what tests need of ACS signatures: request envelopes
+// signed as an agent framework signs them, with internal/core/acs's own
+// Keyring and signing input, and the format of the signature known-answer
+// vectors (internal/core/acs/testdata): the tests' one copy of each. Only
+// tests import it.
 //
 // integration/acsclient_test.go signs without it on purpose: that
 // conformance client is written from the spec, so that it checks the
 // processor's signatures rather than agreeing with them by construction.
+// It reads the vectors with ReadEnvelopeVectors all the same: a file's
+// format is no signing code.
 package acstest
 
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
@@ -76,4 +81,45 @@ func decode(t testing.TB, data []byte) map[string]any {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// EnvelopeVectors is the format of envelope-vectors.json, the ACS Go
+// reference's signature known answers: the input keying material, the
+// session key HKDF derives from it, and a signed request and response with
+// their signing inputs.
+type EnvelopeVectors struct {
+	IKMHex        string         `json:"ikm_hex"`
+	KeyID         string         `json:"key_id"`
+	SessionID     string         `json:"session_id"`
+	SessionKeyHex string         `json:"session_key_hex"`
+	Request       SignedEnvelope `json:"request"`
+	Response      SignedEnvelope `json:"response"`
+}
+
+// SignedEnvelope is one envelope of the vectors: as signed, and the
+// signing input its signature covers.
+type SignedEnvelope struct {
+	Signed       map[string]any `json:"signed"`
+	SigningInput string         `json:"signing_input"`
+}
+
+// ReadEnvelopeVectors reads the vectors at path (relative to the calling
+// test's package), numbers as json.Number so that they canonicalize as
+// written.
+func ReadEnvelopeVectors(t testing.TB, path string) EnvelopeVectors {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v EnvelopeVectors
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.IKMHex == "" || v.Request.Signed == nil || v.Response.Signed == nil {
+		t.Fatalf("%s: not the envelope vectors (no ikm_hex, request or response)", path)
+	}
+	return v
 }

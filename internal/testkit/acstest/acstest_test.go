@@ -3,7 +3,6 @@ package acstest
 import (
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
 
@@ -12,20 +11,7 @@ import (
 
 // The helpers sign the vectors' request as the ACS Go reference signed it.
 func TestSignsTheKnownAnswer(t *testing.T) {
-	var v struct {
-		IKMHex  string `json:"ikm_hex"`
-		KeyID   string `json:"key_id"`
-		Request struct {
-			Signed map[string]any `json:"signed"`
-		} `json:"request"`
-	}
-	raw, err := os.ReadFile("../../core/acs/testdata/envelope-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	v := ReadEnvelopeVectors(t, "../../core/acs/testdata/envelope-vectors.json")
 	ikm, err := hex.DecodeString(v.IKMHex)
 	if err != nil {
 		t.Fatal(err)
