@@ -59,30 +59,12 @@ type listed struct {
 }
 
 func TestCoreDependencies(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on the PATH")
-	}
 	args := []string{"list", "-deps", "-json=ImportPath,Imports,Deps"}
 	for _, p := range core {
 		args = append(args, module+p)
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(goCmd, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
-	}
 	pkgs := map[string]listed{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list output: %v", err)
-		}
+	for _, p := range goList(t, args...) {
 		pkgs[p.ImportPath] = p
 	}
 	for _, c := range core {
@@ -107,26 +89,8 @@ const testkit = module + "internal/testkit/"
 // without -test reads the packages' non-test files only. Direct imports
 // are enough: only the module's own packages can import an internal one.
 func TestProductImportsNoTestkit(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on the PATH")
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(goCmd, "list", "-json=ImportPath,Imports", module+"...")
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
-	}
 	n := 0
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list output: %v", err)
-		}
+	for _, p := range goList(t, "list", "-json=ImportPath,Imports", module+"...") {
 		if strings.HasPrefix(p.ImportPath, testkit) {
 			continue
 		}
@@ -139,6 +103,34 @@ func TestProductImportsNoTestkit(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("go list named no package outside internal/testkit")
+	}
+}
+
+// goList runs the go command with args (a go list with -json) and returns
+// the packages it lists; without a go command the test is skipped.
+func goList(t *testing.T, args ...string) []listed {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on the PATH")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(goCmd, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return pkgs
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
 	}
 }
 
