@@ -72,15 +72,23 @@ func sign(t testing.TB, kr *acs.Keyring, keyID string, doc map[string]any) {
 	params["signature"] = sig
 }
 
+// decode decodes an envelope, numbers as json.Number.
 func decode(t testing.TB, data []byte) map[string]any {
 	t.Helper()
 	var doc map[string]any
+	decodeNumbers(t, data, &doc)
+	return doc
+}
+
+// decodeNumbers decodes JSON into v keeping numbers as written
+// (json.Number), which their canonical form needs.
+func decodeNumbers(t testing.TB, data []byte, v any) {
+	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(v); err != nil {
 		t.Fatal(err)
 	}
-	return doc
 }
 
 // EnvelopeVectors is the format of envelope-vectors.json, the ACS Go
@@ -113,11 +121,7 @@ func ReadEnvelopeVectors(t testing.TB, path string) EnvelopeVectors {
 		t.Fatal(err)
 	}
 	var v EnvelopeVectors
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		t.Fatal(err)
-	}
+	decodeNumbers(t, raw, &v)
 	if v.IKMHex == "" || v.Request.Signed == nil || v.Response.Signed == nil {
 		t.Fatalf("%s: not the envelope vectors (no ikm_hex, request or response)", path)
 	}
