@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/testkit/acstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
@@ -858,27 +859,7 @@ func awaitReady(t *testing.T, ep endpoint) {
 // uuid5 to Python's uuid.uuid5, so that a signature check failing in the
 // conformance tests is the processor's failure, not the client's.
 func TestConformanceClientKnownAnswers(t *testing.T) {
-	raw, err := os.ReadFile("../internal/core/acs/testdata/envelope-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
-		IKMHex        string `json:"ikm_hex"`
-		KeyID         string `json:"key_id"`
-		SessionID     string `json:"session_id"`
-		SessionKeyHex string `json:"session_key_hex"`
-		Request       struct {
-			Signed       map[string]any `json:"signed"`
-			SigningInput string         `json:"signing_input"`
-		} `json:"request"`
-		Response struct {
-			Signed       map[string]any `json:"signed"`
-			SigningInput string         `json:"signing_input"`
-		} `json:"response"`
-	}
-	if err := decodeNumbers(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	v := acstest.ReadEnvelopeVectors(t, "../internal/core/acs/testdata/envelope-vectors.json")
 	ikm, err := hex.DecodeString(v.IKMHex)
 	if err != nil {
 		t.Fatal(err)

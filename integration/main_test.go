@@ -1,7 +1,3 @@
-// Package integration runs turnguard as its users do: the processor binary
-// against real nats-server processes (built from the module versions pinned
-// in go.mod), or with its embedded server on a real TCP port. They take
-// minutes; `go test -short ./...` skips them (.ci/run does not).
 package integration
 
 import (

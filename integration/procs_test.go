@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,13 +12,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/turnguard/turnguard/internal/testkit/syncbuf"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/pkg/client"
 )
@@ -29,26 +28,9 @@ type proc struct {
 	cmd *exec.Cmd
 	// out is stdout and stderr interleaved; stdout alone, for output a
 	// test parses.
-	out, stdout *syncBuffer
+	out, stdout *syncbuf.Buffer
 	done        chan struct{}
 	err         error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func start(t *testing.T, name string, args ...string) *proc {
@@ -58,7 +40,7 @@ func start(t *testing.T, name string, args ...string) *proc {
 			t.Fatal(err)
 		}
 	})
-	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), out: &syncbuf.Buffer{}, stdout: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = io.MultiWriter(p.out, p.stdout), p.out
 	// Relative defaults (./data) land in the test's own directory, never
 	// in the source tree.

@@ -93,6 +93,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/turnguard/turnguard/internal/testkit/syncbuf"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
@@ -449,7 +450,7 @@ func lineDiff(want, got string) string {
 type wtShell struct {
 	cmd  *exec.Cmd
 	in   io.WriteCloser
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
 	n    int
 	read int // how much of out earlier blocks consumed
@@ -498,7 +499,7 @@ func (sh *wtShell) run(script string, within time.Duration) (string, int, error)
 // wtBackground is a block running in another terminal.
 type wtBackground struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
 }
 
@@ -636,7 +637,7 @@ func (w *walkthrough) background(s wtStep) {
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", ". "+w.prelude+"\n"+w.script(s.body))
 	cmd.Dir, cmd.Env = w.dir, w.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	b := &wtBackground{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	b := &wtBackground{cmd: cmd, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = b.out, b.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: start: %v", s.where(), err)
@@ -935,7 +936,7 @@ func newWalkthrough(t *testing.T, root, nats string, update bool) *walkthrough {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.shell = &wtShell{cmd: sh, in: in, out: &syncBuffer{}, done: make(chan struct{})}
+	w.shell = &wtShell{cmd: sh, in: in, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	sh.Stdout, sh.Stderr = w.shell.out, w.shell.out
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)

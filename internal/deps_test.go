@@ -6,6 +6,10 @@
 // its arguments. A package that reached NATS, HTTP, the logger or the file
 // watcher would no longer be that, so the dependency is a test failure,
 // not a review comment.
+//
+// It also keeps internal/testkit out of the product: test support may
+// fail a test, fake an attacker or start a server with test defaults, and
+// a binary that linked it could do the same.
 package internal_test
 
 import (
@@ -114,30 +118,12 @@ type listed struct {
 }
 
 func TestCoreDependencies(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on the PATH")
-	}
-	args := []string{"list", "-deps", "-json=ImportPath,Dir,GoFiles,Imports,Deps"}
+	args := []string{"list", "-deps", "-json=ImportPath,Imports,Deps"}
 	for _, p := range core {
 		args = append(args, module+p)
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(goCmd, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
-	}
 	pkgs := map[string]listed{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list output: %v", err)
-		}
+	for _, p := range goList(t, args...) {
 		pkgs[p.ImportPath] = p
 	}
 	isCore := map[string]bool{}
@@ -160,6 +146,59 @@ func TestCoreDependencies(t *testing.T) {
 				t.Errorf("%s depends on %s: %s", c, d, strings.Join(importChain(pkgs, p.ImportPath, d), " → "))
 			}
 		}
+	}
+}
+
+// testkit is the folder of the packages only tests may import.
+const testkit = module + "internal/testkit/"
+
+// TestProductImportsNoTestkit fails if a package of the module, other than
+// test support itself, imports internal/testkit outside its tests: go list
+// without -test reads the packages' non-test files only. Direct imports
+// are enough: only the module's own packages can import an internal one.
+func TestProductImportsNoTestkit(t *testing.T) {
+	n := 0
+	for _, p := range goList(t, "list", "-json=ImportPath,Imports", module+"...") {
+		if strings.HasPrefix(p.ImportPath, testkit) {
+			continue
+		}
+		n++
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, testkit) {
+				t.Errorf("%s imports %s; only tests may", p.ImportPath, imp)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("go list named no package outside internal/testkit")
+	}
+}
+
+// goList runs the go command with args (a go list with -json) and returns
+// the packages it lists; without a go command the test is skipped.
+func goList(t *testing.T, args ...string) []listed {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on the PATH")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(goCmd, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return pkgs
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
 	}
 }
 
@@ -192,21 +231,13 @@ func importChain(pkgs map[string]listed, from, to string) []string {
 // TestCoreListIsTheCoreFolder: every package under internal/core is held
 // to the core's rules, including one added later.
 func TestCoreListIsTheCoreFolder(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on the PATH")
-	}
-	out, err := exec.Command(goCmd, "list", module+"internal/core/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	pkgs := strings.Fields(string(out))
+	pkgs := goList(t, "list", "-json=ImportPath", module+"internal/core/...")
 	if len(pkgs) == 0 {
 		t.Fatal("go list found no package under internal/core")
 	}
 	for _, p := range pkgs {
-		if !slices.Contains(core, strings.TrimPrefix(p, module)) {
-			t.Errorf("%s is under internal/core but not in the core list of internal/deps_test.go", p)
+		if !slices.Contains(core, strings.TrimPrefix(p.ImportPath, module)) {
+			t.Errorf("%s is under internal/core but not in the core list of internal/deps_test.go", p.ImportPath)
 		}
 	}
 }
@@ -227,30 +258,14 @@ func TestAllowlistExcludesTheMachine(t *testing.T) {
 // must give the answer live processing gave, so time comes from the
 // envelope and the stream, and keys from internal/keyfile.
 func TestCoreReadsNoClock(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on the PATH")
-	}
 	args := []string{"list", "-json=ImportPath,Dir,GoFiles"}
 	for _, p := range core {
 		args = append(args, module+p)
 	}
-	out, err := exec.Command(goCmd, args...).Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
 	files := 0
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list output: %v", err)
-		}
+	for _, p := range goList(t, args...) {
 		for _, name := range p.GoFiles {
-			path := filepath.Join(p.Dir, name)
-			for _, call := range machineCalls(t, path) {
+			for _, call := range machineCalls(t, filepath.Join(p.Dir, name)) {
 				t.Errorf("%s calls %s", call.pos, call.name)
 			}
 			files++

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"strings"
+	"context"
+	"io"
 	"testing"
 	"time"
+
+	"github.com/turnguard/turnguard/internal/testkit/versiontest"
 )
 
 func TestVersionFlag(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := run([]string{"--version"}, &out, &errOut, time.Second); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	if got := out.String(); !strings.HasPrefix(got, "healthcheck ") || strings.Count(got, "\n") != 1 {
-		t.Errorf("printed %q, want one line beginning %q", got, "healthcheck ")
-	}
+	versiontest.Check(t, "healthcheck", func(_ context.Context, args []string, stdout, stderr io.Writer) int {
+		return run(args, stdout, stderr, time.Second)
+	}, "--version")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/processortest"
+	"github.com/turnguard/turnguard/internal/testkit/syncbuf"
 )
 
 // loadgen finds an authenticated server through a context of the nats
@@ -23,7 +24,9 @@ func TestRunThroughNATSContext(t *testing.T) {
 	defer cancel()
 	rig.WriteContext(t, "tg-admin")
 	t.Setenv("TURNGUARD_LOADGEN_NATS_CONTEXT", "tg-admin")
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
+	// The run logs from its publishers' goroutines.
+	var errOut syncbuf.Buffer
 	args := []string{"run", "--baseline=false", "--duration", "5s", "--sessions", "20", "--max-envelopes", "400", "--settle", "30s", "--json"}
 	if code := run(ctx, args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
-	"github.com/turnguard/turnguard/internal/msghdr"
+	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
@@ -49,10 +49,10 @@ type pipelineReport struct {
 
 // pipelineConfig shapes the floor like the run's embedded processors.
 type pipelineConfig struct {
-	// Partitions and Batch are the processors' (--partitions,
-	// stream.DefaultConfig's BatchSize).
-	Partitions, Batch int
-	Replicas          int
+	// Processor is theirs (processorConfig): the floor takes its
+	// partitions, batch size, consumers, bucket and publish window, with
+	// Topology.Replicas the scratch assets' replicas.
+	Processor stream.Config
 	// Sessions is how many sessions interleave in the input, as the run's
 	// --sessions slots interleave them.
 	Sessions int
@@ -70,7 +70,8 @@ type pipelineConfig struct {
 // then one decision per envelope into a scratch stream, then the acks.
 // Everything it creates is deleted before it returns, error or not.
 func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*nats.Conn, error), gen *traffic.Generator, cfg pipelineConfig) (rep pipelineReport, err error) {
-	rep.Partitions, rep.Batch = cfg.Partitions, cfg.Batch
+	topo := cfg.Processor.Topology
+	rep.Partitions, rep.Batch = topo.Partitions, cfg.Processor.BatchSize
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
 	if err != nil {
 		return rep, err
@@ -89,7 +90,7 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 			err = errors.Join(err, derr)
 		}
 	}()
-	hooks, err := sc.create(ctx, js, cfg)
+	hooks, err := sc.create(ctx, js, topo)
 	if err != nil {
 		return rep, err
 	}
@@ -97,7 +98,7 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 	if err != nil || stored == 0 {
 		return rep, err
 	}
-	consumers, err := partitionConsumers(ctx, hooks, &sc, cfg.Partitions)
+	consumers, err := partitionConsumers(ctx, hooks, &sc, topo)
 	if err != nil {
 		return rep, err
 	}
@@ -108,20 +109,19 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 		return rep, err
 	}
 	defer pnc.Close()
-	// The processor's async publish window (stream.New).
-	pjs, err := jetstream.New(pnc, jetstream.WithPublishAsyncMaxPending(4*cfg.Batch))
+	pjs, err := jetstream.New(pnc, jetstream.WithPublishAsyncMaxPending(cfg.Processor.AsyncWindow()))
 	if err != nil {
 		return rep, err
 	}
-	f := &floor{js: pjs, sc: sc, batch: cfg.Batch, total: int64(stored), done: make(chan struct{})}
-	f.filler = make([]byte, floorStateBytes+cfg.Batch*outboxBytes())
+	f := &floor{js: pjs, sc: sc, batch: cfg.Processor.BatchSize, pullExpiry: topo.PullExpiry(), total: int64(stored), done: make(chan struct{})}
+	f.filler = make([]byte, floorStateBytes+f.batch*outboxBytes())
 	for i := range f.filler {
 		f.filler[i] = 'a' + byte(i%26)
 	}
 	wctx, cancel := context.WithTimeout(ctx, cfg.Limit)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make([]error, cfg.Partitions)
+	errs := make([]error, topo.Partitions)
 	start := time.Now()
 	for p, c := range consumers {
 		wg.Go(func() {
@@ -153,28 +153,20 @@ func pipelineFloor(ctx context.Context, nc *nats.Conn, dial func(name string) (*
 // create makes the floor's scratch streams and bucket, shaped like
 // ACS_HOOKS, ACS_DECISIONS and ACS_TURNSTATE; what it made is noted for
 // delete even when it fails part way.
-func (sc *scratch) create(ctx context.Context, js jetstream.JetStream, cfg pipelineConfig) (jetstream.Stream, error) {
-	topo := topology.Default()
+func (sc *scratch) create(ctx context.Context, js jetstream.JetStream, topo topology.Topology) (jetstream.Stream, error) {
 	hooks, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: sc.hooks, Subjects: []string{sc.in + ".>"},
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: topology.HooksDuplicates,
-		SubjectTransform: &jetstream.SubjectTransformConfig{
-			// topology.PartitionTransform's mapping, under the scratch
-			// prefix: the same hash of tenant and session.
-			Source:      sc.in + ".*.*.*",
-			Destination: sc.part + ".{{partition(" + strconv.Itoa(cfg.Partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",
-		}})
+		Storage: jetstream.FileStorage, Replicas: topo.Replicas, Duplicates: topology.HooksDuplicates,
+		SubjectTransform: topology.PartitionTransformOf(sc.in, sc.part, topo.Partitions)})
 	if err != nil {
 		return nil, fmt.Errorf("create scratch stream %s: %w", sc.hooks, err)
 	}
 	sc.created = append(sc.created, sc.hooks)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: sc.decisions, Subjects: []string{sc.out + ".>"},
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: topo.DecisionDedupWindow}); err != nil {
+		Storage: jetstream.FileStorage, Replicas: topo.Replicas, Duplicates: topo.DecisionDedupWindow}); err != nil {
 		return nil, fmt.Errorf("create scratch stream %s: %w", sc.decisions, err)
 	}
 	sc.created = append(sc.created, sc.decisions)
-	// The bucket is ACS_TURNSTATE's shape (history 1, the session TTL).
-	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: sc.bucket, History: 1, TTL: topo.SessionTTL,
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas}); err != nil {
+	if _, err := js.CreateKeyValue(ctx, topo.StateBucket(sc.bucket)); err != nil {
 		return nil, fmt.Errorf("create scratch bucket %s: %w", sc.bucket, err)
 	}
 	sc.bucketMade = true
@@ -182,18 +174,13 @@ func (sc *scratch) create(ctx context.Context, js jetstream.JetStream, cfg pipel
 }
 
 // partitionConsumers makes one consumer per partition as the topology
-// makes them: durable, filtered, explicit acks, pinned to one client.
-func partitionConsumers(ctx context.Context, hooks jetstream.Stream, sc *scratch, partitions int) ([]jetstream.Consumer, error) {
-	topo := topology.Default()
-	consumers := make([]jetstream.Consumer, partitions)
+// makes them (topology's PartitionConsumer, acs.PartitionFilter under the
+// scratch prefix): durable, filtered, explicit acks, pinned to one client.
+func partitionConsumers(ctx context.Context, hooks jetstream.Stream, sc *scratch, topo topology.Topology) ([]jetstream.Consumer, error) {
+	consumers := make([]jetstream.Consumer, topo.Partitions)
 	for p := range consumers {
 		var err error
-		if consumers[p], err = hooks.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "loadgen-p" + strconv.Itoa(p),
-			FilterSubject: sc.part + "." + strconv.Itoa(p) + ".*.*.*",
-			AckPolicy:     jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-			AckWait: topo.AckWait, MaxAckPending: topo.MaxAckPending, MaxDeliver: -1,
-			PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{acs.PartitionGroup}, PinnedTTL: topo.PinnedTTL,
-		}); err != nil {
+		if consumers[p], err = hooks.CreateConsumer(ctx, topo.PartitionConsumer("loadgen-p"+strconv.Itoa(p), sc.part+strings.TrimPrefix(acs.PartitionFilter(p), acs.PartitionedPrefix))); err != nil {
 			return nil, fmt.Errorf("pipeline consumer %d: %w", p, err)
 		}
 	}
@@ -278,19 +265,22 @@ func publishInput(ctx context.Context, js jetstream.JetStream, hooks jetstream.S
 }
 
 // outboxBytes is what one decision adds to its session's state write: the
-// processor saves the publications with the state (statestore.Outbox),
-// bodies in base64, as stream's outboxSize estimates them.
+// processor saves the publications with the state (statestore.Outbox), as
+// stream.OutboxSize estimates them.
 func outboxBytes() int {
-	return (floorDecisionBytes+2)/3*4 + msghdr.Size(floorDecisionHeader("x", "1234567890", "preToolUse", "steps/preToolUse")) + 64
+	d := nats.NewMsg(acs.DecisionSubject("lg-1-0", "00000000-0000-4000-8000-000000000000"))
+	d.Header = floorDecisionHeader("x", 1234567890, "preToolUse", "steps/preToolUse")
+	d.Data = make([]byte, floorDecisionBytes)
+	return stream.OutboxSize([]*nats.Msg{d})
 }
 
 // floorDecisionHeader is a decision's headers as the processor sets them
 // (stream's decisionMsg), for an allow with a receipt.
-func floorDecisionHeader(msgID, seq, hook, method string) nats.Header {
+func floorDecisionHeader(msgID string, seq uint64, hook, method string) nats.Header {
 	h := nats.Header{}
 	h.Set(acs.HdrReceiptKey, "c9053a4ca24aef0b")
-	h.Set(acs.HdrMsgID, msgID+":"+seq)
-	h.Set(acs.HdrStreamSeq, seq)
+	h.Set(acs.HdrMsgID, stream.DecisionMsgID(msgID, seq))
+	h.Set(acs.HdrStreamSeq, strconv.FormatUint(seq, 10))
 	h.Set(acs.HdrHook, hook)
 	h.Set(acs.HdrRequestID, msgID)
 	h.Set(acs.HdrMethod, method)
@@ -302,14 +292,16 @@ func floorDecisionHeader(msgID, seq, hook, method string) nats.Header {
 
 // floor is the processing side of the pipeline floor.
 type floor struct {
-	js     jetstream.JetStream
-	sc     scratch
-	batch  int
-	total  int64
-	filler []byte
-	acked  atomic.Int64
-	done   chan struct{}
-	once   sync.Once
+	js    jetstream.JetStream
+	sc    scratch
+	batch int
+	// pullExpiry is the processor's (topology's PullExpiry).
+	pullExpiry time.Duration
+	total      int64
+	filler     []byte
+	acked      atomic.Int64
+	done       chan struct{}
+	once       sync.Once
 }
 
 // partition consumes one partition the way a processor's worker does (a
@@ -322,7 +314,7 @@ func (f *floor) partition(ctx context.Context, c jetstream.Consumer) error {
 		case deliveries <- m:
 		case <-ctx.Done():
 		}
-	}, jetstream.PullMaxMessages(f.batch), jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(5*time.Second))
+	}, jetstream.PullMaxMessages(f.batch), jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(f.pullExpiry))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
@@ -377,9 +369,8 @@ func (f *floor) handle(ctx context.Context, batch []jetstream.Msg, revs map[stri
 		if err != nil {
 			return err
 		}
-		seq := strconv.FormatUint(meta.Sequence.Stream, 10)
 		d := nats.NewMsg(f.sc.out + "." + key)
-		d.Header = floorDecisionHeader(m.Headers().Get(acs.HdrMsgID), seq, tok[3], "steps/"+tok[3])
+		d.Header = floorDecisionHeader(m.Headers().Get(acs.HdrMsgID), meta.Sequence.Stream, tok[3], "steps/"+tok[3])
 		d.Data = f.filler[:floorDecisionBytes]
 		decisions[key] = append(decisions[key], d)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/natsconn"
-	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
@@ -145,8 +144,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.baseline, "baseline", true, "measure raw JetStream publish and consume, and the pipeline floor, first (--baseline=false skips them)")
 	fs.IntVar(&o.baselineMax, "baseline-messages", 200000, "at most this many messages in each baseline")
 	fs.DurationVar(&o.baselineFor, "baseline-time", 5*time.Second, "at most this long for each baseline phase")
-	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the baselines' scratch streams and bucket")
-	fs.IntVar(&o.partitions, "partitions", 16, "partitions of the embedded processors")
+	fs.IntVar(&o.replicas, "replicas", topology.Default().Replicas, "replicas of the baselines' scratch streams and bucket")
+	fs.IntVar(&o.partitions, "partitions", topology.Default().Partitions, "partitions of the embedded processors")
 	fs.IntVar(&o.processors, "processors", 1, "embedded target: processor instances sharing the partitions, each on its own connection")
 	fs.BoolVar(&o.noReceipts, "no-receipts", false, "embedded target: processors without Ed25519 receipts (processor --receipt-key none)")
 	fs.StringVar(&o.receiptFmt, "receipt-format", "batch", "embedded target: the processors' --receipt-format, batch or single")
@@ -313,28 +312,28 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 // ensureTopology creates the streams, bucket and consumers a processor of
 // partitions would.
 func ensureTopology(ctx context.Context, nc *nats.Conn, partitions int) error {
-	topo := topology.Default()
-	topo.Partitions = partitions
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
-	return topology.Ensure(ctx, js, topo)
+	return topology.Ensure(ctx, js, processorConfig(partitions).Topology)
 }
 
 // measureBaselines measures raw JetStream and the pipeline floor on the
 // run's server.
 func measureBaselines(ctx context.Context, t *target, gen *traffic.Generator, o runOptions, stderr io.Writer) (*baselineReport, error) {
 	size := envelopeSize(gen)
-	// The embedded processors' batch size (startProcessors).
-	batch := stream.DefaultConfig().BatchSize
+	// The embedded processors' configuration, on the scratch assets'
+	// replicas.
+	pcfg := processorConfig(o.partitions)
+	pcfg.Topology.Replicas = o.replicas
 	fmt.Fprintf(stderr, "baseline: raw JetStream async publish and durable consume of %d-byte messages …\n", size)
 	b, err := baselines(ctx, t.nc, size, o.replicas, o.baselineMax, o.baselineFor)
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
-	fmt.Fprintf(stderr, "baseline: pipeline floor, %d partitions, batches of %d, deciding nothing …\n", o.partitions, batch)
-	p, err := pipelineFloor(ctx, t.nc, t.dial, gen, pipelineConfig{Partitions: o.partitions, Batch: batch, Replicas: o.replicas,
+	fmt.Fprintf(stderr, "baseline: pipeline floor, %d partitions, batches of %d, deciding nothing …\n", pcfg.Topology.Partitions, pcfg.BatchSize)
+	p, err := pipelineFloor(ctx, t.nc, t.dial, gen, pipelineConfig{Processor: pcfg,
 		Sessions: o.sessions, MaxMsgs: o.baselineMax, Limit: o.baselineFor})
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/natsconn"
+	"github.com/turnguard/turnguard/internal/testkit/syncbuf"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
@@ -25,7 +26,9 @@ import (
 func TestRunReport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
+	// The run logs from its publishers' goroutines.
+	var errOut syncbuf.Buffer
 	args := []string{"run", "--duration", "10s", "--sessions", "300", "--max-envelopes", "6000", "--partitions", "4", "--seed", "7",
 		"--baseline-messages", "20000", "--baseline-time", "500ms", "--json"}
 	if code := run(ctx, args, &out, &errOut); code != 0 {
@@ -122,7 +125,9 @@ func TestRunPipelineFloor(t *testing.T) {
 // The text report of a run bounded by its envelope count (the duration only
 // guards a slow machine), without baseline.
 func TestRunText(t *testing.T) {
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
+	// The run logs from its publishers' goroutines.
+	var errOut syncbuf.Buffer
 	args := []string{"run", "--duration", "20s", "--sessions", "50", "--max-envelopes", "1000", "--partitions", "2", "--baseline=false", "--tenant", "text-test"}
 	if code := run(context.Background(), args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
@@ -141,7 +146,9 @@ func TestRunText(t *testing.T) {
 // instances sharing the partitions, without receipts — which decide the
 // whole backlog exactly.
 func TestRunBacklogWithTwoProcessors(t *testing.T) {
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
+	// The run logs from its publishers' goroutines.
+	var errOut syncbuf.Buffer
 	args := []string{"run", "--backlog", "--processors", "2", "--no-receipts", "--duration", "20s", "--sessions", "50",
 		"--max-envelopes", "1500", "--partitions", "4", "--baseline=false", "--json"}
 	if code := run(context.Background(), args, &out, &errOut); code != 0 {

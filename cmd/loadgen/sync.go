@@ -18,6 +18,7 @@ import (
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/cliflag"
 	"github.com/turnguard/turnguard/internal/natsconn"
+	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
@@ -63,7 +64,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rate := fs.Float64("rate", 200, "requests per second, for both the baseline and the decisions")
 	duration := fs.Duration("duration", 10*time.Second, "how long each phase sends")
 	sessions := fs.Int("sessions", 50, "concurrent sessions the envelopes are spread over")
-	partitions := fs.Int("partitions", 16, "partitions of the embedded processor")
+	partitions := fs.Int("partitions", topology.Default().Partitions, "partitions of the embedded processor")
 	timeout := fs.Duration("timeout", 5*time.Second, "decision timeout (then the posture answers and the call counts as from_posture)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")

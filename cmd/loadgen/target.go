@@ -45,6 +45,14 @@ type target struct {
 	receiptKey ed25519.PublicKey
 }
 
+// processorConfig is the embedded processors' configuration, which the
+// pipeline floor and a backlog's topology copy.
+func processorConfig(partitions int) stream.Config {
+	cfg := stream.DefaultConfig()
+	cfg.Topology.Partitions = partitions
+	return cfg
+}
+
 // embeddedOptions shape the in-process processors of the embedded target.
 type embeddedOptions struct {
 	Partitions int
@@ -147,8 +155,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 		if err != nil {
 			return err
 		}
-		cfg := stream.DefaultConfig()
-		cfg.Topology.Partitions = o.Partitions
+		cfg := processorConfig(o.Partitions)
 		cfg.InstanceID = fmt.Sprintf("loadgen-%d", i+1)
 		cfg.SingleReceipts = o.SingleReceipts
 		p, err := stream.New(nc, g, policy.NewSource(rs), cfg, zerolog.Nop())

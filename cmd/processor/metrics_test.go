@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,28 +19,11 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/testkit/syncbuf"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
 const waitFor = 20 * time.Second
-
-// syncBuffer is an io.Writer the processor logs to while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // poll calls cond until it holds, failing the test after waitFor.
 func poll(t *testing.T, what string, cond func() bool) {
@@ -99,7 +81,7 @@ type servedProcessor struct {
 	metrics string // base URL of the --metrics listener
 	http    string // URL of the ACS endpoint ("": no --http)
 	nc      *nats.Conn
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 }
 
 // startServed runs serve with its own embedded NATS (on a free loopback
@@ -113,7 +95,7 @@ func startServed(t *testing.T, stuckAfter time.Duration, extra ...string) *serve
 		t.Fatal(err)
 	}
 	cfg.processor.StuckAfter = stuckAfter
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, logs) }()

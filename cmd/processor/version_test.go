@@ -2,32 +2,18 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"strings"
 	"testing"
+
+	"github.com/turnguard/turnguard/internal/testkit/versiontest"
 )
 
 func TestVersionFlag(t *testing.T) {
-	for _, args := range [][]string{{"--version"}, {"version"}} {
-		var out, errOut bytes.Buffer
-		if code := run(context.Background(), args, &out, &errOut); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
-		}
-		if got := out.String(); !strings.HasPrefix(got, "processor ") || strings.Count(got, "\n") != 1 {
-			t.Errorf("%v printed %q, want one line beginning %q", args, got, "processor ")
-		}
-	}
+	versiontest.Check(t, "processor", run, "--version", "version")
 }
 
 // --version wins over flags that would otherwise stop the processor.
 func TestVersionFlagBeforeValidation(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"--on-decision-failure", "maybe", "--version"}, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	if !strings.HasPrefix(out.String(), "processor ") {
-		t.Errorf("printed %q", out.String())
-	}
+	versiontest.Check(t, "processor", run, "--on-decision-failure maybe --version")
 }
 
 // TURNGUARD_VERSION is scripts/build-images.sh's input, not --version: a

@@ -1,13 +1,11 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
+	"github.com/turnguard/turnguard/internal/testkit/syncbuf"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
@@ -30,7 +29,7 @@ import (
 // count the forgeries.
 func TestForgedDecisionsOverHTTP(t *testing.T) {
 	const sessions = 8
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	e := startConfigLog(t, gateway.Config{Timeout: 10 * time.Second, Handshake: gateway.HandshakeOptional}, zerolog.New(&logs))
 	forger := natstest.StartForger(t, e.srv, "default")
 	for s := range sessions {
@@ -90,24 +89,6 @@ func TestForgedDecisionsOverHTTP(t *testing.T) {
 	if err := receipt.Verify(e.receipts.Public(), receipt.Alert(subject, 0), m.Data, m.Header.Get(acs.HdrReceipt)); err != nil {
 		t.Fatalf("the forged-decision alert's receipt: %v", err)
 	}
-}
-
-// syncBuffer is a log sink safe for the subscription goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The endpoint's own answers carry receipts bound as the endpoint's

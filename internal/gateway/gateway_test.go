@@ -26,6 +26,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testkit/acstest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	rulepack "github.com/turnguard/turnguard/rules"
@@ -156,25 +157,7 @@ func (e *env) signed(t *testing.T, doc map[string]any) map[string]any {
 // signedWith signs an envelope with the session key of keyID.
 func (e *env) signedWith(t *testing.T, keyID string, doc map[string]any) map[string]any {
 	t.Helper()
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cp map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	_ = dec.Decode(&cp)
-	input, err := acs.SigningInput(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	params := cp["params"].(map[string]any)
-	sig, err := e.keys.Sign(keyID, params["metadata"].(map[string]any)["session_id"].(string), input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	params["signature"] = sig
-	return cp
+	return acstest.Signed(t, e.keys, keyID, doc)
 }
 
 // post sends a body and returns the HTTP status, the JSON-RPC reply and

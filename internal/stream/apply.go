@@ -400,7 +400,7 @@ func (w *worker) sessionWrites(ctx context.Context, b *batch) ([]sessionWrite, e
 			continue
 		}
 		if len(p.out) > 0 {
-			if len(b.ins) > 1 && outboxSize(p.out) > w.maxOutbox() {
+			if len(b.ins) > 1 && OutboxSize(p.out) > w.maxOutbox() {
 				return nil, fmt.Errorf("session %s in a batch of %d: %w", key, len(b.ins), errOutboxTooLarge)
 			}
 			p.outbox = &statestore.Outbox{Written: written, Msgs: publications(p.out)}

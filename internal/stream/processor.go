@@ -191,7 +191,7 @@ func New(nc *nats.Conn, g *guardian.Guardian, rules *policy.Source, cfg Config, 
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncWindow(cfg)))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cfg.AsyncWindow()))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -239,21 +239,22 @@ func (p *Processor) newWorker(c jetstream.Consumer, hooks, decisions jetstream.S
 		cons: c, hooks: hooks, decisions: decisions, js: p.js, store: store, sealer: p.sealer, guardian: p.guardian, rules: p.rules,
 		cache: newStateCache[turnstate.Session](p.cfg.CacheSize), agents: newStateCache[turnstate.Agent](p.cfg.CacheSize), stats: &p.stats,
 		log:       p.log.With().Str("consumer", consumer).Logger(),
-		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pinnedTTL: p.cfg.Topology.PinnedTTL, receiptKey: receiptKeyID(p.guardian.Receipts()), singleReceipts: p.cfg.SingleReceipts,
+		batchSize: p.cfg.BatchSize, maxValueBytes: p.cfg.MaxValueBytes, ackWait: p.cfg.Topology.AckWait, pullExpiry: p.cfg.Topology.PullExpiry(), receiptKey: receiptKeyID(p.guardian.Receipts()), singleReceipts: p.cfg.SingleReceipts,
 		kick: make(chan struct{}, 1), restart: make(chan struct{}, 1), wake: make(chan struct{}, 1), seen: &p.hooksSeen,
 		obs: p.cfg.Observer, childWait: waitBudget{max: p.cfg.subagentWait()},
 	}
 }
 
-// asyncWindow is how many asynchronous publishes the processor's
-// connection may have unacknowledged. Every partition worker (and the one
-// of malformed subjects) can have a full batch's state writes, or its
-// decisions and alerts, in flight at once: up to about twice the batch
-// size each. With four batches in all, an instance taking over a cut-off
-// one's partitions in the compose cluster had its batches of 256 stall
-// ("too many outstanding async published messages") and retried.
-func asyncWindow(cfg Config) int {
-	return max(4*cfg.BatchSize, 2*cfg.BatchSize*(cfg.Topology.Partitions+1))
+// AsyncWindow is how many asynchronous publishes the processor's
+// connection may have unacknowledged (loadgen's pipeline floor takes the
+// same). Every partition worker (and the one of malformed subjects) can
+// have a full batch's state writes, or its decisions and alerts, in flight
+// at once: up to about twice the batch size each. With four batches in
+// all, an instance taking over a cut-off one's partitions in the compose
+// cluster had its batches of 256 stall ("too many outstanding async
+// published messages") and retried.
+func (c Config) AsyncWindow() int {
+	return max(4*c.BatchSize, 2*c.BatchSize*(c.Topology.Partitions+1))
 }
 
 // Ensure creates or checks the topology as Run does first, waiting while

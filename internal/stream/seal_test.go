@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testkit/acstest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/schema"
@@ -57,7 +58,7 @@ func TestUnsignableIsIsolatedNotPublished(t *testing.T) {
 	subject, data := turnEnvelope(unsigned, 0, true, 16)
 	bad := natstest.Publish(t, js, subject, data)
 	subject, data = turnEnvelope(signed, 2, true, 16)
-	good := natstest.Publish(t, js, subject, signEnvelope(t, kr, "k1", data))
+	good := natstest.Publish(t, js, subject, acstest.SignJSON(t, kr, "k1", data))
 
 	// The signed envelope comes after the unsignable one in the one
 	// partition: once its decision is out, the other was done with.
@@ -84,31 +85,6 @@ func TestUnsignableIsIsolatedNotPublished(t *testing.T) {
 	if m, err := ds.GetLastMsgForSubject(context.Background(), acs.DecisionSubject("default", unsigned)); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Fatalf("a decision was stored for the unsignable envelope (%v): %v", err, m)
 	}
-}
-
-// signEnvelope returns the envelope signed with keyID, as a framework
-// would send it.
-func signEnvelope(t *testing.T, kr *acs.Keyring, keyID string, data []byte) []byte {
-	t.Helper()
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
-	params := doc["params"].(map[string]any)
-	input, err := acs.SigningInput(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := params["metadata"].(map[string]any)["session_id"].(string)
-	sig, err := kr.Sign(keyID, sid, input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	params["signature"] = sig
-	out, _ := json.Marshal(doc)
-	return out
 }
 
 // TestBatchReceipts: a backlog decided in batches gets batch receipts —

@@ -44,9 +44,10 @@ func (w *worker) maxOutbox() int {
 	return 512 << 10
 }
 
-// outboxSize estimates the encoded size of msgs in a state write: bodies
-// grow by a third in base64.
-func outboxSize(msgs []*nats.Msg) int {
+// OutboxSize estimates the encoded size of msgs in a state write: bodies
+// grow by a third in base64. loadgen's pipeline floor sizes its stand-in
+// state writes with it.
+func OutboxSize(msgs []*nats.Msg) int {
 	n := 0
 	for _, m := range msgs {
 		n += len(m.Subject) + msghdr.Size(m.Header) + (len(m.Data)+2)/3*4 + 64
@@ -96,9 +97,10 @@ type worker struct {
 	// maxValueBytes bounds a session's stored value (Config.MaxValueBytes).
 	maxValueBytes int
 	ackWait       time.Duration
-	// pinnedTTL bounds the pull requests' expiry: the pinned client must
-	// ask again within it or lose the partition.
-	pinnedTTL time.Duration
+	// pullExpiry is the pull requests' expiry (topology's PullExpiry):
+	// the pinned client must ask again within PinnedTTL or lose the
+	// partition.
+	pullExpiry time.Duration
 	// pin is the id the server pinned this worker's consumer to, learnt
 	// from the deliveries; empty until the first one.
 	pin atomic.Pointer[string]
@@ -311,8 +313,7 @@ func (w *worker) consume() (*feed, error) {
 func (w *worker) consumeOpts() []jetstream.PullConsumeOpt {
 	opts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(w.batchSize), jetstream.ConsumeErrHandler(w.consumeError)}
 	if w.routed {
-		// Ask again well within PinnedTTL, or an idle owner loses the pin.
-		opts = append(opts, jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(max(w.pinnedTTL/3, time.Second)))
+		opts = append(opts, jetstream.PullPriorityGroup(acs.PartitionGroup), jetstream.PullExpiry(w.pullExpiry))
 	}
 	return opts
 }

@@ -204,9 +204,17 @@ func (t Topology) validateRetention() []error {
 // acs.hooks.>, so nothing published directly can pose as partitioned, and
 // everything left under acs.hooks.> is a malformed subject.
 func PartitionTransform(partitions int) *jetstream.SubjectTransformConfig {
+	return PartitionTransformOf(acs.InboundPrefix, acs.PartitionedPrefix, partitions)
+}
+
+// PartitionTransformOf is PartitionTransform from in.<tenant>.<session>.<hook>
+// to part.<p>.<tenant>.<session>.<hook>: the same hash of tenant and session
+// for a stream of ACS_HOOKS' shape under other subjects (loadgen's
+// pipeline floor).
+func PartitionTransformOf(in, part string, partitions int) *jetstream.SubjectTransformConfig {
 	return &jetstream.SubjectTransformConfig{
-		Source:      acs.InboundPrefix + ".*.*.*",
-		Destination: acs.PartitionedPrefix + ".{{partition(" + strconv.Itoa(partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",
+		Source:      in + ".*.*.*",
+		Destination: part + ".{{partition(" + strconv.Itoa(partitions) + ",1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}",
 	}
 }
 
@@ -241,9 +249,10 @@ func serverBytes(b int64) int64 {
 }
 
 func (t Topology) buckets() []jetstream.KeyValueConfig {
+	state := t.StateBucket(acs.StateBucket)
+	state.Description = "turnguard: ACS session and turn state"
 	bs := []jetstream.KeyValueConfig{
-		{Bucket: acs.StateBucket, Description: "turnguard: ACS session and turn state",
-			History: 1, TTL: t.SessionTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas},
+		state,
 		// Memory storage: membership is only ever as old as MemberTTL.
 		{Bucket: acs.MembersBucket, Description: "turnguard: live processor instances and the partitions they hold",
 			History: 1, TTL: t.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: t.Replicas},
@@ -257,27 +266,54 @@ func (t Topology) buckets() []jetstream.KeyValueConfig {
 	return bs
 }
 
+// StateBucket is the configuration of ACS_TURNSTATE, named bucket: one
+// value per session, dropped after SessionTTL without a write. loadgen's
+// pipeline floor writes a scratch bucket of this shape.
+func (t Topology) StateBucket(bucket string) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: t.SessionTTL, Storage: jetstream.FileStorage, Replicas: t.Replicas}
+}
+
 func (t Topology) consumers() []jetstream.ConsumerConfig {
 	var cs []jetstream.ConsumerConfig
-	mk := func(name, filter, desc string) jetstream.ConsumerConfig {
-		// MaxDeliver stays unlimited: an envelope is never dropped after a
-		// number of attempts; bad input is dead-lettered by the processor.
-		return jetstream.ConsumerConfig{Durable: name, Description: desc, FilterSubject: filter,
-			AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-			AckWait: t.AckWait, MaxAckPending: t.MaxAckPending, MaxDeliver: -1, Replicas: t.Replicas}
-	}
 	for p := range t.Partitions {
-		c := mk(acs.PartitionConsumer(p), acs.PartitionFilter(p), fmt.Sprintf("turnguard: partition %d of %d", p, t.Partitions))
-		// One pinned client per partition: the server delivers to one
-		// instance at a time, which keeps a partition in stream order
-		// across instances; the KV revision check fences the rest.
-		c.PriorityPolicy = jetstream.PriorityPolicyPinned
-		c.PriorityGroups = []string{acs.PartitionGroup}
-		c.PinnedTTL = t.PinnedTTL
+		c := t.PartitionConsumer(acs.PartitionConsumer(p), acs.PartitionFilter(p))
+		c.Description = fmt.Sprintf("turnguard: partition %d of %d", p, t.Partitions)
 		cs = append(cs, c)
 	}
-	cs = append(cs, mk(acs.UnroutedConsumer, acs.InboundPrefix+".>", "turnguard: malformed subjects, dead-lettered"))
-	return cs
+	unrouted := t.consumer(acs.UnroutedConsumer, acs.InboundPrefix+".>")
+	unrouted.Description = "turnguard: malformed subjects, dead-lettered"
+	return append(cs, unrouted)
+}
+
+// PartitionConsumer is the configuration of a partition's consumer, named
+// durable and filtered on filter (acs.PartitionConsumer and
+// acs.PartitionFilter for turnguard's own; loadgen's pipeline floor
+// consumes a scratch stream with the same shape).
+func (t Topology) PartitionConsumer(durable, filter string) jetstream.ConsumerConfig {
+	c := t.consumer(durable, filter)
+	// One pinned client per partition: the server delivers to one
+	// instance at a time, which keeps a partition in stream order
+	// across instances; the KV revision check fences the rest.
+	c.PriorityPolicy = jetstream.PriorityPolicyPinned
+	c.PriorityGroups = []string{acs.PartitionGroup}
+	c.PinnedTTL = t.PinnedTTL
+	return c
+}
+
+// consumer is what every consumer of ACS_HOOKS shares.
+func (t Topology) consumer(durable, filter string) jetstream.ConsumerConfig {
+	// MaxDeliver stays unlimited: an envelope is never dropped after a
+	// number of attempts; bad input is dead-lettered by the processor.
+	return jetstream.ConsumerConfig{Durable: durable, FilterSubject: filter,
+		AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait: t.AckWait, MaxAckPending: t.MaxAckPending, MaxDeliver: -1, Replicas: t.Replicas}
+}
+
+// PullExpiry is how long a partition worker's pull request may wait:
+// well within PinnedTTL, so that an idle owner asks again before the
+// server unpins it.
+func (t Topology) PullExpiry() time.Duration {
+	return max(t.PinnedTTL/3, time.Second)
 }
 
 // IncompatibleError lists how an existing stream, bucket or consumer differs

@@ -8,7 +8,11 @@ import (
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/testkit/acstest"
 )
+
+// envelopeVectors is the signature known answers of the ACS Go reference.
+const envelopeVectors = "testdata/envelope-vectors.json"
 
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
@@ -68,21 +72,7 @@ func TestChainVectors(t *testing.T) {
 // The signature known answers: the HKDF session key, the signing inputs of
 // a request and a response, and their HMACs.
 func TestSignatureVectors(t *testing.T) {
-	var v struct {
-		IKMHex        string `json:"ikm_hex"`
-		KeyID         string `json:"key_id"`
-		SessionID     string `json:"session_id"`
-		SessionKeyHex string `json:"session_key_hex"`
-		Request       struct {
-			Signed       map[string]any `json:"signed"`
-			SigningInput string         `json:"signing_input"`
-		} `json:"request"`
-		Response struct {
-			Signed       map[string]any `json:"signed"`
-			SigningInput string         `json:"signing_input"`
-		} `json:"response"`
-	}
-	readJSON(t, "testdata/envelope-vectors.json", &v)
+	v := acstest.ReadEnvelopeVectors(t, envelopeVectors)
 	ikm, _ := hex.DecodeString(v.IKMHex)
 	key, err := acs.DeriveSessionKey(ikm, v.SessionID)
 	if err != nil || hex.EncodeToString(key) != v.SessionKeyHex {
@@ -125,17 +115,20 @@ func TestSignatureVectors(t *testing.T) {
 }
 
 func TestSignResponseMatchesTheVector(t *testing.T) {
-	var v struct {
-		IKMHex    string                        `json:"ikm_hex"`
-		KeyID     string                        `json:"key_id"`
-		SessionID string                        `json:"session_id"`
-		Response  struct{ Signed acs.Response } `json:"response"`
-	}
-	readJSON(t, "testdata/envelope-vectors.json", &v)
+	v := acstest.ReadEnvelopeVectors(t, envelopeVectors)
 	ikm, _ := hex.DecodeString(v.IKMHex)
 	kr, _ := acs.NewKeyring(map[string][]byte{v.KeyID: ikm}, "", nil)
-	want := v.Response.Signed.Result.Signature.Value
-	r := v.Response.Signed
+	raw, err := json.Marshal(v.Response.Signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r acs.Response
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil || r.Result == nil || r.Result.Signature == nil {
+		t.Fatalf("the vector's response as an acs.Response: %+v (%v)", r, err)
+	}
+	want := r.Result.Signature.Value
 	r.Result.Signature = nil
 	if err := kr.SignResponse(&r, v.KeyID, v.SessionID); err != nil || r.Result.Signature.Value != want {
 		t.Fatalf("SignResponse: %+v, want %s (%v)", r.Result.Signature, want, err)

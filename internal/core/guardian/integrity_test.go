@@ -16,6 +16,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
+	"github.com/turnguard/turnguard/internal/testkit/acstest"
 )
 
 func testKeyring(t *testing.T) *acs.Keyring {
@@ -25,31 +26,6 @@ func testKeyring(t *testing.T) *acs.Keyring {
 		t.Fatal(err)
 	}
 	return kr
-}
-
-// sign returns the envelope signed with keyID, as a framework would send it.
-func sign(t *testing.T, kr *acs.Keyring, keyID string, data []byte) []byte {
-	t.Helper()
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
-	params := doc["params"].(map[string]any)
-	delete(params, "signature")
-	input, err := acs.SigningInput(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := params["metadata"].(map[string]any)["session_id"].(string)
-	sig, err := kr.Sign(keyID, sid, input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	params["signature"] = sig
-	out, _ := json.Marshal(doc)
-	return out
 }
 
 // seal seals out as the processor does before publishing, checking that
@@ -148,17 +124,17 @@ func TestSignaturesAndSkew(t *testing.T) {
 		code     acs.Code
 		signedBy string
 	}{
-		{"signed with k2, verified, answered with k2", guardian.Config{Keys: kr}, sign(t, kr, "k2", plain), 0, "k2"},
+		{"signed with k2, verified, answered with k2", guardian.Config{Keys: kr}, acstest.SignJSON(t, kr, "k2", plain), 0, "k2"},
 		{"unsigned, signatures optional: answered with the default key", guardian.Config{Keys: kr}, plain, 0, "k1"},
 		{"unsigned, signatures required", guardian.Config{Keys: kr, RequireSignatures: true}, plain, acs.CodeSignatureInvalid, "k1"},
-		{"unknown key_id", guardian.Config{Keys: kr}, bytes.Replace(sign(t, kr, "k2", plain), []byte(`"key_id":"k2"`), []byte(`"key_id":"k9"`), 1), acs.CodeSignatureInvalid, "k1"},
-		{"tampered after signing", guardian.Config{Keys: kr}, bytes.Replace(sign(t, kr, "k1", plain), []byte(`"agent_id":"a"`), []byte(`"agent_id":"b"`), 1), acs.CodeSignatureInvalid, "k1"},
-		{"signed, timestamp inside the skew window", guardian.Config{Keys: kr, SkewWindow: time.Minute}, sign(t, kr, "k1", plain), 0, "k1"},
-		{"signed, timestamp outside the skew window", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, sign(t, kr, "k1", plain), acs.CodeTimestampOutOfWindow, "k1"},
-		{"signed with k2, outside the skew window: refused with k2", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, sign(t, kr, "k2", plain), acs.CodeTimestampOutOfWindow, "k2"},
+		{"unknown key_id", guardian.Config{Keys: kr}, bytes.Replace(acstest.SignJSON(t, kr, "k2", plain), []byte(`"key_id":"k2"`), []byte(`"key_id":"k9"`), 1), acs.CodeSignatureInvalid, "k1"},
+		{"tampered after signing", guardian.Config{Keys: kr}, bytes.Replace(acstest.SignJSON(t, kr, "k1", plain), []byte(`"agent_id":"a"`), []byte(`"agent_id":"b"`), 1), acs.CodeSignatureInvalid, "k1"},
+		{"signed, timestamp inside the skew window", guardian.Config{Keys: kr, SkewWindow: time.Minute}, acstest.SignJSON(t, kr, "k1", plain), 0, "k1"},
+		{"signed, timestamp outside the skew window", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, acstest.SignJSON(t, kr, "k1", plain), acs.CodeTimestampOutOfWindow, "k1"},
+		{"signed with k2, outside the skew window: refused with k2", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, acstest.SignJSON(t, kr, "k2", plain), acs.CodeTimestampOutOfWindow, "k2"},
 		{"unsigned, timestamp outside the skew window (ACS §10.3: signed or not)", guardian.Config{Keys: kr, SkewWindow: 10 * time.Second}, plain, acs.CodeTimestampOutOfWindow, "k1"},
 		{"no keys, unsigned, timestamp outside the skew window", guardian.Config{SkewWindow: 10 * time.Second}, plain, acs.CodeTimestampOutOfWindow, ""},
-		{"no keys: a signature cannot be checked and is not", guardian.Config{}, sign(t, kr, "k1", plain), 0, ""},
+		{"no keys: a signature cannot be checked and is not", guardian.Config{}, acstest.SignJSON(t, kr, "k1", plain), 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,7 +195,7 @@ func TestDecideSignsNothing(t *testing.T) {
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	g := guardian.New(newValidator(t), guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv), RequireSignatures: true})
 	plain := envelope("steps/sessionStart", `{}`)
-	for _, data := range [][]byte{sign(t, kr, "k1", plain), plain} {
+	for _, data := range [][]byte{acstest.SignJSON(t, kr, "k1", plain), plain} {
 		out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
 		if out.Response.Sig() != nil {
 			t.Fatal("Decide signed")
@@ -262,7 +238,7 @@ func TestSealFails(t *testing.T) {
 func TestRefusalsAnswerWithTheRequestsKey(t *testing.T) {
 	kr := testKeyring(t)
 	g := guardian.New(newValidator(t), guardian.Config{Keys: kr})
-	bad := sign(t, kr, "k2", envelope("steps/userMessage", `{"content":"not a list"}`))
+	bad := acstest.SignJSON(t, kr, "k2", envelope("steps/userMessage", `{"content":"not a list"}`))
 	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/userMessage"), guardian.Message{Data: bad, Seq: 1})
 	if out.Refusal == nil || out.Refusal.Reason != acs.ReasonPayloadInvalid {
 		t.Fatalf("want a payload refusal, got %+v", out.Refusal)
@@ -283,14 +259,14 @@ func TestSessionIDAsKeyID(t *testing.T) {
 	}
 	g := guardian.New(newValidator(t), guardian.Config{Keys: kr, RequireSignatures: true})
 	plain := envelope("steps/sessionStart", `{}`)
-	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: sign(t, kr, testSession, plain), Seq: 1})
+	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: acstest.SignJSON(t, kr, testSession, plain), Seq: 1})
 	if out.Refusal != nil {
 		t.Fatalf("refused: %v", out.Refusal)
 	}
 	if sig := verifyResponse(t, g, kr, testSession, &out); sig.KeyID != testSession {
 		t.Fatalf("answered with key %s, want the session id", sig.KeyID)
 	}
-	other := bytes.Replace(sign(t, kr, testSession, plain), []byte(`"key_id":"`+testSession+`"`), []byte(`"key_id":"00000000-0000-4000-8000-000000000999"`), 1)
+	other := bytes.Replace(acstest.SignJSON(t, kr, testSession, plain), []byte(`"key_id":"`+testSession+`"`), []byte(`"key_id":"00000000-0000-4000-8000-000000000999"`), 1)
 	if out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: other, Seq: 2}); out.Refusal == nil || out.Refusal.Code != acs.CodeSignatureInvalid {
 		t.Fatalf("another session's id as key_id: %+v", out.Refusal)
 	}
@@ -351,7 +327,7 @@ func TestReplayAndMethodCodes(t *testing.T) {
 func TestRequestHashCoversTheSignature(t *testing.T) {
 	kr := testKeyring(t)
 	g := guardian.New(newValidator(t), guardian.Config{Keys: kr})
-	data := sign(t, kr, "k1", envelope("steps/sessionStart", `{}`))
+	data := acstest.SignJSON(t, kr, "k1", envelope("steps/sessionStart", `{}`))
 	out := g.Decide(defaultRules(t), nil, nil, routeFor("steps/sessionStart"), guardian.Message{Data: data, Seq: 1})
 	if out.Refusal != nil {
 		t.Fatal(out.Refusal)

@@ -50,7 +50,7 @@ func TestBrokenFiles(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (go test ./internal/rules -update writes it)", err)
+				t.Fatalf("%v (go test ./internal/core/policy -update writes it)", err)
 			}
 			if got.String() != string(want) {
 				t.Errorf("diagnostics differ from %s:\n--- want\n%s--- got\n%s", golden, want, got.String())

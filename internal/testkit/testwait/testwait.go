@@ -2,7 +2,8 @@
 // hand-rolled deadline loops: CheckFor, in the style of nats-server's
 // checkFor, and Eventually for a condition without an error to report.
 //
-// Only tests import it (TestOnlyTestsImport holds the module to that).
+// Only tests import it (internal/deps_test.go holds the module to that, for
+// all of internal/testkit).
 package testwait
 
 import (

@@ -3,12 +3,6 @@ package testwait
 import (
 	"errors"
 	"fmt"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -46,36 +40,5 @@ func TestWaitStopsAtErrStop(t *testing.T) {
 	})
 	if !errors.Is(err, ErrStop) || tries != 1 {
 		t.Fatalf("Wait: %v after %d tries, want ErrStop after 1", err, tries)
-	}
-}
-
-// TestOnlyTestsImport fails if a non-test file of the module imports this
-// package: its waits belong in tests, never in the product.
-func TestOnlyTestsImport(t *testing.T) {
-	const self = "github.com/turnguard/turnguard/internal/testkit/testwait"
-	root := filepath.Join("..", "..", "..")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, imp := range f.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); p == self {
-				t.Errorf("%s imports %s; only tests may", path, self)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
