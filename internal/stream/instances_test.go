@@ -289,13 +289,14 @@ func TestHandoverUnderBacklog(t *testing.T) {
 	split := awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
 	testwait.Eventually(t, waitFor, 5*time.Millisecond, "a handed nothing back of the partitions b took", func() bool { return naks(split["b"]) > 0 })
 
-	// The second: a leaves while held in a second backlog. Its ack wait
-	// is as long as the first's: one deadline for all.
+	// The second: a leaves while held, a second backlog behind the batch
+	// in hand. It is told to stop before it is let go, so that it cannot
+	// decide the backlog first.
 	held.shut()
 	more, moreStates := publishSessions(t, js, "more", sessions, nil)
 	total += more
 	states = append(states, moreStates...)
-	testwait.Eventually(t, waitFor, time.Millisecond, "a never decided a batch of the second backlog", func() bool { return held.held.Load() > 0 })
+	testwait.Eventually(t, waitFor, time.Millisecond, "a was never held with the second backlog published", func() bool { return held.held.Load() > 0 })
 	first.cancel()
 	held.open()
 	first.stop()
