@@ -44,10 +44,28 @@ type load struct {
 	p *proc
 }
 
+// loadSessions is how many sessions loadgen has in flight, each with at
+// most one envelope published and not yet stored.
+const loadSessions = 150
+
 func startLoad(t *testing.T, url string, rate int, d time.Duration) *load {
 	t.Helper()
 	return &load{p: start(t, "loadgen", "run", "--nats-url", url, "--rate", strconv.Itoa(rate),
-		"--duration", d.String(), "--sessions", "150", "--baseline=false", "--settle", "120s", "--json")}
+		"--duration", d.String(), "--sessions", strconv.Itoa(loadSessions), "--baseline=false", "--settle", "120s", "--json")}
+}
+
+// awaitPublishing waits until ACS_HOOKS holds more than stored envelopes,
+// read after a kill, plus one in flight per session: loadgen published
+// after the read, so the kill came while it was still publishing. It fails
+// the test if loadgen has stopped: a kill after the load proves nothing.
+func (l *load) awaitPublishing(t *testing.T, js jetstream.JetStream, stored int) {
+	t.Helper()
+	testwait.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if n := count(t, js, "ACS_HOOKS"); n <= stored+loadSessions {
+			return fmt.Errorf("ACS_HOOKS holds %d envelopes, %d at the kill: loadgen had stopped publishing, so the kill proves nothing", n, stored)
+		}
+		return nil
+	})
 }
 
 // finish waits for loadgen to exit and checks its reconciliation, read
@@ -107,12 +125,16 @@ func TestKill9UnderLoad(t *testing.T) {
 	js := natstest.JetStream(t, connect(t, url))
 	args := []string{"--nats-url", url, "--batch-size", "64"}
 	p := startProcessor(t, args...)
-	l := startLoad(t, url, 1500, 12*time.Second)
+	// 18000 envelopes over 20 s: the three kills, each after a pause of at
+	// most 3 s and a restart, come well within it on a loaded machine too.
+	l := startLoad(t, url, 900, 20*time.Second)
 	r := killer(t)
 	for i := range 3 {
-		pause(r, 1500*time.Millisecond, 3500*time.Millisecond)
+		pause(r, time.Second, 3*time.Second)
 		p.kill()
-		t.Logf("SIGKILL %d with %d decisions stored", i+1, count(t, js, "ACS_DECISIONS"))
+		stored := count(t, js, "ACS_HOOKS")
+		t.Logf("SIGKILL %d with %d envelopes and %d decisions stored", i+1, stored, count(t, js, "ACS_DECISIONS"))
+		l.awaitPublishing(t, js, stored)
 		p = startProcessor(t, args...)
 	}
 	l.finish(t)

@@ -89,6 +89,10 @@ type Config struct {
 	// endpoint publishes, so that the processor can bind sessions to their
 	// callers (attest.go).
 	StateKey []byte
+	// Now is the clock the ACS_HANDSHAKES records age by: when a
+	// negotiation was made and when, in use, it is due to be written again
+	// (nil: time.Now). Tests set it to age records without waiting.
+	Now func() time.Time
 }
 
 // Gateway serves the endpoint.
@@ -155,6 +159,9 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 	if cfg.Handshake == "" {
 		cfg.Handshake = HandshakeRequired
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	tenants := []string{cfg.Tenant}
 	if cfg.Callers != nil {
 		tenants = cfg.Callers.Tenants()
@@ -186,7 +193,7 @@ func New(ctx context.Context, nc *nats.Conn, v *schema.Validator, cfg Config, lo
 		anonymous: &Caller{Tenant: cfg.Tenant}, log: log,
 		unauthLog: log.Sample(&zerolog.BurstSampler{Burst: unauthLogBurst, Period: time.Second})}
 	hsAlarm := &handshakeAlarm{js: js, signer: cfg.Receipts, log: log, count: &g.stats.HandshakesInvalid}
-	g.handshakes = newHandshakes(js, sealer, hsAlarm.invalid)
+	g.handshakes = newHandshakes(js, sealer, cfg.Now, hsAlarm.invalid)
 	g.states = &sessionStates{js: js, sealer: sealer}
 	return g, nil
 }

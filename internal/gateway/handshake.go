@@ -90,6 +90,7 @@ func (n *negotiation) negotiated() bool { return len(n.ClientHello) > 0 }
 type handshakes struct {
 	js     jetstream.JetStream
 	sealer *turnstate.Sealer
+	now    func() time.Time
 	// invalid is told about every record that does not verify.
 	invalid func(key, reason string)
 
@@ -110,8 +111,8 @@ const handshakeKind = "handshake"
 // cache starts over and reads from the bucket again.
 const maxCachedHandshakes = 65536
 
-func newHandshakes(js jetstream.JetStream, sealer *turnstate.Sealer, invalid func(key, reason string)) *handshakes {
-	return &handshakes{js: js, sealer: sealer, invalid: invalid, cache: map[string]*negotiation{}}
+func newHandshakes(js jetstream.JetStream, sealer *turnstate.Sealer, now func() time.Time, invalid func(key, reason string)) *handshakes {
+	return &handshakes{js: js, sealer: sealer, now: now, invalid: invalid, cache: map[string]*negotiation{}}
 }
 
 // bucket returns the bucket and its TTL, opening it the first time.
@@ -189,7 +190,7 @@ func (h *handshakes) get(ctx context.Context, key string) (*negotiation, error) 
 	h.mu.Lock()
 	ttl := h.ttl
 	h.mu.Unlock()
-	if ttl > 0 && time.Since(n.At) > ttl/2 {
+	if ttl > 0 && h.now().Sub(n.At) > ttl/2 {
 		h.refresh(ctx, key, n)
 	}
 	return n, nil
@@ -224,7 +225,7 @@ func (h *handshakes) seal(key string, n *negotiation) ([]byte, error) {
 // the race to another gateway is fine: that one refreshed it.
 func (h *handshakes) refresh(ctx context.Context, key string, n *negotiation) {
 	fresh := *n
-	fresh.At = time.Now().UTC()
+	fresh.At = h.now().UTC()
 	raw, err := h.seal(key, &fresh)
 	if err != nil {
 		return
@@ -446,7 +447,7 @@ func (g *Gateway) handshake(ctx context.Context, from origin, in incoming, tls b
 	who := from.caller
 	key := acs.SessionKey(who.Tenant, p.SessionID)
 	n := &negotiation{ClientHello: canonical, KeyID: in.keyID, AgentID: p.AgentID, Caller: who.Name,
-		ServerHello: sh, Methods: methods, At: time.Now().UTC()}
+		ServerHello: sh, Methods: methods, At: g.cfg.Now().UTC()}
 	stored, err := g.handshakes.load(ctx, key)
 	switch {
 	case err == nil && stored == nil:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/gateway"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
@@ -155,29 +157,25 @@ func resultWithoutSignature(t *testing.T, raw []byte) []byte {
 // TestHandshakeLastsWhileInUse: a negotiation in use is written again once
 // half its TTL has passed, so an active session keeps it past the TTL
 // after its hello, as session states last while the session is active.
+//
+// The endpoint's clock is the test's, moved on by hand, so the records age
+// without the test waiting and whatever the machine's load. The bucket's
+// own TTL runs on the server's clock and is long enough that nothing
+// expires meanwhile: that each write restarts it is the bucket's doing.
 func TestHandshakeLastsWhileInUse(t *testing.T) {
-	const ttl = 2 * time.Second
-	e := startEnv(t, gateway.Config{Timeout: 10 * time.Second, Handshake: gateway.HandshakeRequired}, zerolog.Nop(),
+	const ttl = time.Hour
+	start := time.Now()
+	var elapsed atomic.Int64 // the endpoint's clock, past start
+	now := func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	e := startEnv(t, gateway.Config{Timeout: 10 * time.Second, Handshake: gateway.HandshakeRequired, Now: now}, zerolog.Nop(),
 		func(c *stream.Config) { c.Topology.HandshakeTTL = ttl })
 	sid := uuid(30)
 	hello := envelope("handshake/hello", sid, uuid(3000), `{"acs_versions_supported":["0.1.0"],"methods_implemented":["steps/userMessage"],"transports_supported":["http"],"provenance_producer":"none"}`, time.Now())
 	if _, raw, _ := e.post(t, mustJSON(e.signed(t, hello))); !bytes.Contains(raw, []byte(`"negotiated_version"`)) {
 		t.Fatalf("hello: %s", raw)
 	}
-	for i := 1; i <= 4; i++ {
-		// Four steps 0.8 s apart: the last comes 3.2 s after the hello,
-		// past the TTL of the hello's own write. The sleep is the time
-		// under test (the TTL runs on the bucket's clock), not a wait
-		// for something to happen.
-		time.Sleep(ttl * 2 / 5)
-		step := envelope("steps/userMessage", sid, uuid(3000+i), `{"content":[{"type":"text","value":"hi"}]}`, time.Now())
-		_, raw, _ := e.post(t, mustJSON(e.signed(t, step)))
-		var r reply
-		if err := json.Unmarshal(raw, &r); err != nil || r.Error != nil {
-			t.Fatalf("step %d, %s after the hello: %s", i, time.Duration(i)*ttl*2/5, raw)
-		}
-	}
-	// Not only in this gateway's memory: a restarted one finds it too.
+	// Read from the bucket, not this gateway's memory: a restarted one
+	// finds what is there.
 	js, err := jetstream.New(natstest.Connect(t, e.srv))
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +184,64 @@ func TestHandshakeLastsWhileInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Get(context.Background(), acs.SessionKey("default", sid)); err != nil {
-		t.Fatalf("the negotiation is gone from the bucket: %v", err)
+	sealer, err := turnstate.NewSealer(testStateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := acs.SessionKey("default", sid)
+	// stored returns the record's revision and when it says it was written.
+	stored := func(t *testing.T) (uint64, time.Time) {
+		t.Helper()
+		entry, err := kv.Get(context.Background(), key)
+		if err != nil {
+			t.Fatalf("the negotiation is gone from the bucket: %v", err)
+		}
+		record, why := sealer.Open("handshake", key, entry.Value())
+		var n struct {
+			At time.Time `json:"at"`
+		}
+		if why != "" {
+			t.Fatalf("the record does not verify: %s", why)
+		}
+		if err := json.Unmarshal(record, &n); err != nil {
+			t.Fatal(err)
+		}
+		return entry.Revision(), n.At
+	}
+	rev, at := stored(t)
+	if !at.Equal(start) {
+		t.Fatalf("the hello's record was written at %s, want %s", at, start)
+	}
+	// Four steps 2/5 of the TTL apart, the last past the TTL of the hello's
+	// own write: each step finding its record more than half the TTL old
+	// writes it again.
+	for i, step := range []struct {
+		after     time.Duration // since the hello
+		rewritten bool          // the record was over half the TTL old
+	}{
+		{after: ttl * 2 / 5},
+		{after: ttl * 4 / 5, rewritten: true},
+		{after: ttl * 6 / 5},
+		{after: ttl * 8 / 5, rewritten: true},
+	} {
+		elapsed.Store(int64(step.after))
+		// Stamped with the real time: the processor holds a step's
+		// timestamp to the time its message was stored.
+		env := envelope("steps/userMessage", sid, uuid(3001+i), `{"content":[{"type":"text","value":"hi"}]}`, time.Now())
+		_, raw, _ := e.post(t, mustJSON(e.signed(t, env)))
+		var r reply
+		if err := json.Unmarshal(raw, &r); err != nil || r.Error != nil {
+			t.Fatalf("step %d, %s after the hello: %s", i+1, step.after, raw)
+		}
+		was, wasAt := rev, at
+		rev, at = stored(t)
+		want := wasAt
+		if step.rewritten {
+			want = now()
+		}
+		if (rev != was) != step.rewritten || !at.Equal(want) {
+			t.Fatalf("step %d, %s after the hello: the record is revision %d (was %d) written %s after the hello; want it written again: %t",
+				i+1, step.after, rev, was, at.Sub(start), step.rewritten)
+		}
 	}
 }

@@ -253,7 +253,7 @@ func (g *Gateway) nativeNegotiation(ctx context.Context, who *Caller, key string
 		agentID = ev.AgentID()
 	}
 	native := &negotiation{ClientHello: nativeHello(ev.Host), AgentID: agentID, Caller: who.Name,
-		ServerHello: map[string]any{"turnguard_native_hooks": string(ev.Host)}, Methods: hosthook.Methods(ev.Host), At: time.Now().UTC()}
+		ServerHello: map[string]any{"turnguard_native_hooks": string(ev.Host)}, Methods: hosthook.Methods(ev.Host), At: g.cfg.Now().UTC()}
 	switch {
 	case n == nil:
 		n, err = g.handshakes.put(ctx, key, native)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/pkg/client"
@@ -141,7 +140,7 @@ func (g *Gateway) checkNegotiated(ctx context.Context, who *Caller, in incoming)
 	if err == nil && n == nil && g.cfg.Handshake == HandshakeOptional && who.Name != "" {
 		// First use without a handshake: bound to its caller from now on.
 		// Whoever gets there first of two racing callers owns it.
-		n, err = g.handshakes.put(ctx, key, &negotiation{Caller: who.Name, At: time.Now().UTC()})
+		n, err = g.handshakes.put(ctx, key, &negotiation{Caller: who.Name, At: g.cfg.Now().UTC()})
 	}
 	switch {
 	case err != nil:

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,8 +142,12 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	// TTLs far above the test's patience: only a handover can pass it.
-	cfg.Topology.MemberTTL = time.Minute
-	cfg.Topology.PinnedTTL = time.Minute
+	// Without one, a would take b's partitions no sooner than 4/5 of the
+	// member TTL after the stop (b heartbeats every fifth of it) or 2/3 of
+	// the pinned TTL (b pulls every third): over 80 s.
+	cfg.Topology.MemberTTL = 2 * time.Minute
+	cfg.Topology.PinnedTTL = 2 * time.Minute
+	const handoverWithin = time.Minute
 	a, b := cfg, cfg
 	a.InstanceID, b.InstanceID = "a", "b"
 	startProcessor(t, srv, a)
@@ -151,16 +157,93 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 	for _, m := range built.Messages[:3] {
 		natstest.Publish(t, js, m.Subject, m.Data)
 	}
-	second.stop()
 	start := time.Now()
+	second.stop()
 	awaitOwners(t, js, cfg.Topology.Partitions, "a")
 	for _, m := range built.Messages[3:] {
 		natstest.Publish(t, js, m.Subject, m.Data)
 	}
-	awaitDecided(t, js, len(built.Messages), 10*time.Second, 20*time.Millisecond)
+	awaitDecided(t, js, len(built.Messages), 30*time.Second, 20*time.Millisecond)
+	// Measured before the checks, which take time of their own.
+	took := time.Since(start)
 	checkExactlyOnce(t, js, len(built.Messages))
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("the handover took %s", took)
+	if took >= handoverWithin {
+		t.Errorf("the handover took %s, as long as waiting for the TTLs could", took)
+	}
+}
+
+// gate is a stream.Observer that, while shut, holds each worker after a
+// batch it made durable: before acknowledging it, with its next deliveries
+// in hand.
+type gate struct {
+	mu     sync.Mutex
+	opened chan struct{} // closed while the gate is open
+	isOpen bool
+	held   atomic.Int32 // workers held now
+}
+
+func newGate() *gate { return &gate{opened: make(chan struct{})} }
+
+func (g *gate) Batch(int) {
+	g.mu.Lock()
+	opened := g.opened
+	g.mu.Unlock()
+	g.held.Add(1)
+	defer g.held.Add(-1)
+	<-opened
+}
+
+func (g *gate) Decided(string, string, time.Duration) {}
+func (g *gate) Refused(acs.Code, string)              {}
+func (g *gate) Alerted(string, string)                {}
+func (g *gate) Denied(string)                         {}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.isOpen {
+		close(g.opened)
+		g.isOpen = true
+	}
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.isOpen {
+		g.opened = make(chan struct{})
+		g.isOpen = false
+	}
+}
+
+// countNaks counts the server's Nak advisories per partition consumer:
+// its word that a holder handed deliveries back. The returned func sums
+// them over partitions.
+func countNaks(t *testing.T, nc *nats.Conn) func(partitions []int) int {
+	t.Helper()
+	var mu sync.Mutex
+	naks := map[string]int{}
+	sub, err := nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED."+acs.HooksStream+".*", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		naks[m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]]++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	// The server sends advisories only to interest it knows of.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func(partitions []int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, p := range partitions {
+			n += naks[acs.PartitionConsumer(p)]
+		}
+		return n
 	}
 }
 
@@ -168,7 +251,9 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 // decided — b joins, then a leaves — with the ack wait far above the
 // test's patience: what a held when letting go must reach b at once (Nak,
 // in order), and b must never mistake a pending envelope for an applied
-// one.
+// one. At each handover a is held by a gate with a batch and more
+// deliveries in hand, so it always has something to hand over, however
+// fast the machine; the server's Nak advisories prove it handed them back.
 func TestHandoverUnderBacklog(t *testing.T) {
 	const sessions = 60
 	srv := natstest.RunServer(t)
@@ -176,34 +261,57 @@ func TestHandoverUnderBacklog(t *testing.T) {
 	js := natstest.JetStream(t, nc)
 	cfg := testConfig()
 	cfg.BatchSize = 16
-	cfg.Topology.AckWait = time.Minute
+	cfg.Topology.AckWait = 5 * time.Minute
 	if err := topology.Ensure(context.Background(), js, cfg.Topology); err != nil {
 		t.Fatal(err)
 	}
+	naks := countNaks(t, nc)
 	total, states := publishSessions(t, js, "backlog", sessions, nil)
 	a, b := cfg, cfg
 	a.InstanceID, b.InstanceID = "a", "b"
+	held := newGate()
+	a.Observer = held
 	start := time.Now()
 	first := startProcessor(t, srv, a)
-	// b joins once a is busy; if a never gets there, b joins anyway.
-	if err := testwait.Wait(waitFor, time.Millisecond, func() error {
-		if first.p.Stats().Processed.Load() == 0 {
-			return errors.New("a has decided nothing")
-		}
-		return nil
-	}); err != nil {
-		t.Log(err)
-	}
+	// Registered after the processor's own cleanup, so it runs first:
+	// a held worker would keep a from stopping.
+	t.Cleanup(held.open)
+	testwait.Eventually(t, waitFor, time.Millisecond, "a never decided a batch", func() bool { return held.held.Load() > 0 })
+
+	// The first handover: b joins while a is held in its backlog. a lets
+	// go of b's partitions once its workers finish the batch in hand.
 	startProcessor(t, srv, b)
-	awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
+	testwait.Eventually(t, waitFor, 5*time.Millisecond, "b never joined the member set", func() bool {
+		_, ok := owners(t, js)["b"]
+		return ok
+	})
+	held.open()
+	split := awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
+	testwait.Eventually(t, waitFor, 5*time.Millisecond, "a handed nothing back of the partitions b took", func() bool { return naks(split["b"]) > 0 })
+
+	// The second: a leaves while held, a second backlog behind the batch
+	// in hand. It is told to stop before it is let go, so that it cannot
+	// decide the backlog first.
+	held.shut()
+	more, moreStates := publishSessions(t, js, "more", sessions, nil)
+	total += more
+	states = append(states, moreStates...)
+	testwait.Eventually(t, waitFor, time.Millisecond, "a was never held with the second backlog published", func() bool { return held.held.Load() > 0 })
+	first.cancel()
+	held.open()
 	first.stop()
-	awaitDecided(t, js, total, 20*time.Second, 20*time.Millisecond)
+	testwait.Eventually(t, waitFor, 5*time.Millisecond, "a handed nothing back when leaving", func() bool { return naks(split["a"]) > 0 })
+
+	awaitDecided(t, js, total, time.Minute, 20*time.Millisecond)
+	// Measured before the checks, which take time of their own. Anything
+	// decided only after its ack wait was delivered after start.
+	took := time.Since(start)
 	checkExactlyOnce(t, js, total)
 	checkStates(t, js, states)
-	if took := time.Since(start); took > 20*time.Second {
-		t.Errorf("deciding the backlog over two handovers took %s", took)
+	if took >= cfg.Topology.AckWait {
+		t.Errorf("deciding the backlogs over two handovers took %s, as long as the ack wait", took)
 	}
-	t.Logf("a decided %d before leaving; %d in all in %s", first.p.Stats().Processed.Load(), total, time.Since(start).Round(time.Millisecond))
+	t.Logf("a decided %d before leaving; %d in all in %s", first.p.Stats().Processed.Load(), total, took.Round(time.Millisecond))
 }
 
 // TestFakeMembersAreIgnored is the fake-member attack: records written into

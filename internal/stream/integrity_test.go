@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,12 +211,15 @@ func forgedOutbox(t *testing.T, sid, victim, alertTenant string) []byte {
 	return out
 }
 
-// forgedSubjects subscribes to every subject forgedOutbox publishes to.
-func forgedSubjects(t *testing.T, nc *nats.Conn, victim, alertTenant string) *watcherCount {
+// forgedSubjects subscribes to every subject forgedOutbox publishes to and
+// to sid's decisions, all into one channel: the connection puts messages
+// in it in the order the server sent them, which for one publisher (the
+// processor) is the order they were published in.
+func forgedSubjects(t *testing.T, nc *nats.Conn, sid, victim, alertTenant string) *forgedWatch {
 	t.Helper()
-	c := &watcherCount{alertTenant: alertTenant}
-	for _, subj := range []string{acs.DecisionSubject("default", victim), alert.Subject(alertTenant, "critical", "FAKE-001"), "elsewhere.>"} {
-		s, err := nc.Subscribe(subj, func(m *nats.Msg) { c.n.Add(1) })
+	w := &forgedWatch{msgs: make(chan *nats.Msg, 64), decision: acs.DecisionSubject("default", sid), alertTenant: alertTenant}
+	for _, subj := range []string{acs.DecisionSubject("default", victim), alert.Subject(alertTenant, "critical", "FAKE-001"), "elsewhere.>", w.decision} {
+		s, err := nc.ChanSubscribe(subj, w.msgs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,11 +228,13 @@ func forgedSubjects(t *testing.T, nc *nats.Conn, victim, alertTenant string) *wa
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return w
 }
 
-type watcherCount struct {
-	n           atomic.Int64
+type forgedWatch struct {
+	msgs chan *nats.Msg
+	// decision is the subject of the session's decisions.
+	decision    string
 	alertTenant string
 }
 
@@ -252,7 +256,7 @@ func TestForgedOutboxIsNotPublished(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newIntegrityRig(t, nil)
 			sid := "00000000-0000-4000-8000-0000000000aa"
-			forged := forgedSubjects(t, r.nc, victim, "default")
+			forged := forgedSubjects(t, r.nc, sid, victim, "default")
 			key := acs.SessionKey("default", sid)
 			if _, err := r.kv.Put(context.Background(), key, tc.seal(r, key, forgedOutbox(t, sid, victim, "default"))); err != nil {
 				t.Fatal(err)
@@ -268,20 +272,23 @@ func TestForgedOutboxIsNotPublished(t *testing.T) {
 }
 
 // checkNothingForged requires that nothing reached the forged subjects,
-// live or in the streams.
-func checkNothingForged(t *testing.T, r *integrityRig, forged *watcherCount, victim string) {
+// live or in the streams. A forged publication would go out before the
+// decision of the session's envelope, from the same connection, so live it
+// would come through before that decision does: no wait for an absence.
+func checkNothingForged(t *testing.T, r *integrityRig, forged *forgedWatch, victim string) {
 	t.Helper()
-	if err := r.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	// Absence has no signal to wait for: a forged publication would go
-	// out before the decision the caller awaited, but this connection's
-	// subscriptions run their handlers on goroutines of their own, which
-	// no later message on another subject orders. A short bounded wait
-	// lets any in flight land. The streams below need none.
-	time.Sleep(100 * time.Millisecond)
-	if n := forged.n.Load(); n != 0 {
-		t.Errorf("%d forged publications went out", n)
+	timeout := time.After(waitFor)
+live:
+	for {
+		select {
+		case m := <-forged.msgs:
+			if m.Subject == forged.decision {
+				break live
+			}
+			t.Errorf("a forged publication went out on %s", m.Subject)
+		case <-timeout:
+			t.Fatalf("the session's decision never came through on %s", forged.decision)
+		}
 	}
 	ctx := context.Background()
 	for name, subj := range map[string]string{acs.DecisionsStream: acs.DecisionSubject("default", victim), acs.AlertsStream: alert.Subject(forged.alertTenant, "critical", "FAKE-001")} {
@@ -303,7 +310,7 @@ func TestOutboxAllowList(t *testing.T) {
 	r := newIntegrityRig(t, nil)
 	victim := "00000000-0000-4000-8000-0000000000ff"
 	sid := "00000000-0000-4000-8000-0000000000bb"
-	forged := forgedSubjects(t, r.nc, victim, "othertenant")
+	forged := forgedSubjects(t, r.nc, sid, victim, "othertenant")
 	key := acs.SessionKey("default", sid)
 	if _, err := r.kv.Put(context.Background(), key, r.sealer.Seal(turnstate.KindSession, key, forgedOutbox(t, sid, victim, "othertenant"))); err != nil {
 		t.Fatal(err)

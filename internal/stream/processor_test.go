@@ -43,9 +43,12 @@ func testConfig() stream.Config {
 
 // running is a processor running in a goroutine on its own connection.
 type running struct {
-	p    *stream.Processor
-	nc   *nats.Conn
-	stop func()
+	p  *stream.Processor
+	nc *nats.Conn
+	// cancel has the processor start stopping; stop also waits until it
+	// has.
+	cancel context.CancelFunc
+	stop   func()
 	// tampering is set by tests that forge state values; in every other
 	// test no value may fail to verify — instances, restarts and crashes
 	// included.
@@ -87,7 +90,7 @@ func startProcessorOf(t testing.TB, via nats.InProcessConnProvider, cfg stream.C
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	var once sync.Once
-	r := &running{p: p, nc: nc}
+	r := &running{p: p, nc: nc, cancel: cancel}
 	r.stop = func() {
 		once.Do(func() {
 			cancel()

@@ -293,9 +293,12 @@ func TestMessagesOlderThanMaxAgeAreRemoved(t *testing.T) {
 	if err := topology.Ensure(ctx, js, tp); err != nil {
 		t.Fatal(err)
 	}
+	// Taken before the publish: the server stamps the alert later, so
+	// time.Since(published) is never less than the alert's age, however
+	// slow the publishes are.
+	published := time.Now()
 	natstest.Publish(t, js, acs.AlertsPrefix+".default.high.r1", []byte("{}"))
 	natstest.Publish(t, js, acs.DecisionSubject("default", "s1"), []byte("{}"))
-	published := time.Now()
 	testwait.CheckFor(t, waitFor, 50*time.Millisecond, func() error {
 		if natstest.CountMsgs(t, js, acs.AlertsStream) != 0 {
 			return fmt.Errorf("an alert older than %s is still in %s", tp.AlertsRetention.MaxAge, acs.AlertsStream)

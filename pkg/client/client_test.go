@@ -111,13 +111,17 @@ func TestDecideASession(t *testing.T) {
 }
 
 // Many concurrent calls over a few sessions each get their own decision;
-// calls of one session share one subscription.
+// calls of one session share one subscription, which outlives them by the
+// linger time.
 func TestConcurrentCallsShareSubscriptions(t *testing.T) {
 	const sessions = 6
 	srv := natstest.RunServer(t)
 	runProcessor(t, srv)
 	nc := natstest.Connect(t, srv)
-	c := newClient(t, nc, client.Options{Timeout: 20 * time.Second, Linger: 200 * time.Millisecond})
+	// A linger far longer than the test, so that the subscriptions are
+	// still held when checked after the calls however slow the machine.
+	c := newClient(t, nc, client.Options{Timeout: 20 * time.Second, Linger: time.Hour})
+	t.Cleanup(c.Close)
 	var wg sync.WaitGroup
 	var maxSubs int
 	var mu sync.Mutex
@@ -156,13 +160,17 @@ func TestConcurrentCallsShareSubscriptions(t *testing.T) {
 	if maxSubs > sessions {
 		t.Fatalf("%d subscriptions for %d sessions", maxSubs, sessions)
 	}
-	if n := c.OpenSubscriptions(); n == 0 || n > sessions {
-		t.Fatalf("%d subscriptions linger right after the calls, want 1..%d", n, sessions)
+	if n := c.OpenSubscriptions(); n != sessions {
+		t.Fatalf("%d subscriptions linger after the calls, want one per session: %d", n, sessions)
 	}
-	// The linger timers (200 ms) release them; the bound is for a loaded
-	// machine.
-	testwait.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-		if n := c.OpenSubscriptions(); n != 0 {
+	// A short linger ends: a client lingering 50 ms releases its session's
+	// subscription after its call.
+	brief := newClient(t, nc, client.Options{Timeout: 20 * time.Second, Linger: 50 * time.Millisecond})
+	if d, err := brief.Decide(context.Background(), examples.Session(fmt.Sprintf("00000000-0000-4000-8000-%012d", sessions))[0].Data); err != nil || d.FromPosture {
+		t.Fatalf("a call of the brief client: %+v, %v", d, err)
+	}
+	testwait.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if n := brief.OpenSubscriptions(); n != 0 {
 			return fmt.Errorf("%d subscriptions left after the linger time", n)
 		}
 		return nil
