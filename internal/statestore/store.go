@@ -94,12 +94,24 @@ type record struct {
 // *IntegrityError, returned with its revision (the fence of the state that
 // replaces it) and nothing of its contents.
 func (s *Store) Load(ctx context.Context, key string) (*turnstate.Session, *Outbox, uint64, error) {
-	r := record{Session: &turnstate.Session{}}
-	rev, found, err := s.load(ctx, turnstate.KindSession, key, &r)
-	if !found || err != nil {
+	rec, rev, err := s.open(ctx, turnstate.KindSession, key)
+	if rec == nil || err != nil {
 		return nil, nil, rev, err
 	}
-	return r.Session, r.Outbox, rev, nil
+	sess, out, err := decodeSession(rec)
+	if err != nil {
+		return nil, nil, rev, undecoded(turnstate.KindSession, key, rev, err)
+	}
+	return sess, out, rev, nil
+}
+
+// decodeSession decodes a session's verified record.
+func decodeSession(rec []byte) (*turnstate.Session, *Outbox, error) {
+	r := record{Session: &turnstate.Session{}}
+	if err := json.Unmarshal(rec, &r); err != nil {
+		return nil, nil, err
+	}
+	return r.Session, r.Outbox, nil
 }
 
 // Save writes the session if its stored revision is still rev (0: the key
@@ -113,10 +125,13 @@ func (s *Store) Save(ctx context.Context, sess *turnstate.Session, rev uint64) (
 // (nil, 0, nil) when there is none; a value that does not verify is an
 // *IntegrityError with its revision, as Load's.
 func (s *Store) LoadAgent(ctx context.Context, key string) (*turnstate.Agent, uint64, error) {
-	var a turnstate.Agent
-	rev, found, err := s.load(ctx, turnstate.KindAgent, key, &a)
-	if !found || err != nil {
+	rec, rev, err := s.open(ctx, turnstate.KindAgent, key)
+	if rec == nil || err != nil {
 		return nil, rev, err
+	}
+	var a turnstate.Agent
+	if err := json.Unmarshal(rec, &a); err != nil {
+		return nil, rev, undecoded(turnstate.KindAgent, key, rev, err)
 	}
 	return &a, rev, nil
 }
@@ -126,29 +141,33 @@ func (s *Store) SaveAgent(ctx context.Context, a *turnstate.Agent, rev uint64) (
 	return s.save(ctx, turnstate.KindAgent, a.Key(), a, rev)
 }
 
-func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, found bool, err error) {
+// open reads key's value and returns its verified record (nil when there
+// is none) and its revision.
+func (s *Store) open(ctx context.Context, what, key string) (rec []byte, rev uint64, err error) {
 	value, rev, deleted, err := s.get(ctx, key)
 	switch {
 	case err != nil:
-		return 0, false, fmt.Errorf("load %s %s: %w", what, key, err)
+		return nil, 0, fmt.Errorf("load %s %s: %w", what, key, err)
 	case deleted:
 		// The marker's revision is the fence the replacement is written
 		// against; without it every write would expect the key absent,
 		// fail, and wedge the partition.
-		return rev, false, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonDeleted}
+		return nil, rev, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonDeleted}
 	case rev == 0:
-		return 0, false, nil
+		return nil, 0, nil
 	}
 	// Verified first, decoded after: nothing of a value that does not
 	// verify is ever parsed into a state.
 	rec, reason := s.sealer.Open(what, key, value)
 	if reason != "" {
-		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: reason}
+		return nil, rev, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: reason}
 	}
-	if err := json.Unmarshal(rec, v); err != nil {
-		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonNotDecoded, Err: err}
-	}
-	return rev, true, nil
+	return rec, rev, nil
+}
+
+// undecoded is the error of a verified record that does not decode.
+func undecoded(what, key string, rev uint64, err error) *IntegrityError {
+	return &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonNotDecoded, Err: err}
 }
 
 // kvOperation is the header a KV delete or purge marker carries.
