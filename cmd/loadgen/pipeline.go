@@ -279,9 +279,9 @@ func publishInput(ctx context.Context, js jetstream.JetStream, hooks jetstream.S
 
 // outboxBytes is what one decision adds to its session's state write: the
 // processor saves the publications with the state (statestore.Outbox),
-// bodies in base64, as stream's outboxSize estimates them.
+// bodies raw, as stream's outboxSize estimates them.
 func outboxBytes() int {
-	return (floorDecisionBytes+2)/3*4 + msghdr.Size(floorDecisionHeader("x", "1234567890", "preToolUse", "steps/preToolUse")) + 64
+	return floorDecisionBytes + msghdr.Size(floorDecisionHeader("x", "1234567890", "preToolUse", "steps/preToolUse")) + 64
 }
 
 // floorDecisionHeader is a decision's headers as the processor sets them

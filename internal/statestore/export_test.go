@@ -5,7 +5,7 @@ import (
 )
 
 // OpenSession verifies and decodes a session's stored value as Load does,
-// without the bucket: for the codec's benchmarks.
+// without the bucket: for the codec's tests and benchmarks.
 func (s *Store) OpenSession(key string, value []byte) (*turnstate.Session, *Outbox, error) {
 	rec, reason := s.sealer.Open(turnstate.KindSession, key, value)
 	if reason != "" {

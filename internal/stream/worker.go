@@ -44,12 +44,13 @@ func (w *worker) maxOutbox() int {
 	return 512 << 10
 }
 
-// outboxSize estimates the encoded size of msgs in a state write: bodies
-// grow by a third in base64.
+// outboxSize estimates the encoded size of msgs in a state write: the
+// bodies stored raw after the record's JSON (statestore), 64 bytes a
+// message for its JSON punctuation and its body's frame.
 func outboxSize(msgs []*nats.Msg) int {
 	n := 0
 	for _, m := range msgs {
-		n += len(m.Subject) + msghdr.Size(m.Header) + (len(m.Data)+2)/3*4 + 64
+		n += len(m.Subject) + msghdr.Size(m.Header) + len(m.Data) + 64
 	}
 	return n
 }
