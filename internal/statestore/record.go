@@ -22,10 +22,10 @@ import (
 // subjects and headers without their bodies; body i is publication i's,
 // raw. Earlier versions stored the whole record as JSON, each body in
 // base64 inside it: encoded on every write and scanned twice on every load
-// (a dead letter carries an original of up to 256 KiB). Such a record starts
-// with '{', as every JSON record encoding/json writes for a struct, so the
-// first byte tells the formats apart (decodeSession), and values stored by
-// earlier versions still load.
+// (a dead letter carries its original envelope, hundreds of KiB). Such a
+// record starts with '{', as every JSON record encoding/json writes for a
+// struct, so the first byte tells the formats apart (decodeSession), and
+// values stored by earlier versions still load.
 //
 // Netstrings rather than binary lengths keep a value printable as far as
 // its bodies are (`nats kv get` shows JSON, lengths and the bodies); the
