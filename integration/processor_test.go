@@ -23,6 +23,7 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
@@ -211,7 +212,11 @@ func state(t *testing.T, js jetstream.JetStream, sid string) sessionState {
 		t.Fatalf("state of %s: %v", sid, err)
 	}
 	var s sessionState
-	if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &s); err != nil {
+	rec, err := statestore.RecordJSON(e.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(rec, &s); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -265,8 +265,8 @@ func publishInput(ctx context.Context, js jetstream.JetStream, hooks jetstream.S
 }
 
 // outboxBytes is what one decision adds to its session's state write: the
-// processor saves the publications with the state (statestore.Outbox), as
-// stream.OutboxSize estimates them.
+// processor saves the publications with the state (statestore.Outbox),
+// bodies raw, as stream.OutboxSize estimates them.
 func outboxBytes() int {
 	d := nats.NewMsg(acs.DecisionSubject("lg-1-0", "00000000-0000-4000-8000-000000000000"))
 	d.Header = floorDecisionHeader("x", 1234567890, "preToolUse", "steps/preToolUse")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
@@ -270,9 +271,7 @@ func checkStates(ctx context.Context, js jetstream.JetStream, x *expectation, r 
 			if e == nil {
 				return compareStates(x, values, r)
 			}
-			// Read without verifying: loadgen holds no state key, and only
-			// compares counters.
-			values[e.Key()] = turnstate.RecordOf(e.Value())
+			values[e.Key()] = e.Value()
 		}
 	}
 }
@@ -289,8 +288,14 @@ func compareStates(x *expectation, values map[string][]byte, r *reconcileReport)
 			r.note("state %s: missing", es.key)
 			continue
 		}
+		// Read without verifying: loadgen holds no state key, and only
+		// compares counters.
 		var got turnstate.Session
-		if err := json.Unmarshal(raw, &got); err != nil {
+		rec, err := statestore.RecordJSON(raw)
+		if err == nil {
+			err = json.Unmarshal(rec, &got)
+		}
+		if err != nil {
 			r.StateMismatches++
 			r.note("state %s: %v", es.key, err)
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
@@ -68,7 +69,11 @@ func TestCountsAgree(t *testing.T) {
 					t.Fatalf("state of %s: %v", alias, err)
 				}
 				var state turnstate.Session
-				if err := json.Unmarshal(turnstate.RecordOf(entry.Value()), &state); err != nil {
+				rec, err := statestore.RecordJSON(entry.Value())
+				if err != nil {
+					t.Fatalf("state of %s: %v", alias, err)
+				}
+				if err := json.Unmarshal(rec, &state); err != nil {
 					t.Fatalf("state of %s: %v", alias, err)
 				}
 				s, ok := listed[id]

@@ -19,6 +19,8 @@ import (
 
 // busySession is a long-running session's state: the request-id memory
 // full, a taint with evidence, counters and hits. About 6 KB of JSON.
+// testdata/session-json-v1.value holds it as an earlier version stored it:
+// changing it fails TestLoadLegacyValue.
 func busySession() *turnstate.Session {
 	s := turnstate.New("default", "7f3c2a9e-4b1d-4e8a-9c6f-2d5e8a1b3c70")
 	s.AgentID, s.Started, s.TurnsStarted, s.Envelopes, s.LastSeq = "acme-coder", true, 40, 400, 400
@@ -188,5 +190,57 @@ func BenchmarkSaveMsg(b *testing.B) {
 		if _, err := store.SaveMsg(s, out, 7); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkOutboxCodec is a session write and read without the network,
+// as the processor makes them: a busy session with its outbox encoded,
+// sealed and wrapped in its compare-and-set message (SaveMsg), then
+// verified and decoded (what Load does with the value). Outboxes: a
+// decision (the usual write), an alert and its decision, and a dead letter
+// carrying a 256 KiB original with its refusal.
+func BenchmarkOutboxCodec(b *testing.B) {
+	srv := natstest.RunServer(b)
+	js, err := jetstream.New(natstest.Connect(b, srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "BENCH", History: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := statestore.NewStore(kv, fixtureSealer(b))
+	s := busySession()
+	decision := statestore.Publication{Subject: acs.DecisionSubject(s.Tenant, s.SessionID),
+		Header: map[string][]string{acs.HdrMsgID: {"r:1"}, acs.HdrStreamSeq: {"401"}, acs.HdrReceipt: {strings.Repeat("A", 88)}},
+		Data:   bytes.Repeat([]byte(`{"decision":"allow"}`), 22)}
+	alert := statestore.Publication{Subject: "acs.alerts." + s.Tenant + ".high.TG-TAINT-001",
+		Header: map[string][]string{acs.HdrMsgID: {"alert:TG-TAINT-001:401"}, acs.HdrReceipt: {strings.Repeat("A", 88)}},
+		Data:   bytes.Repeat([]byte(`{"class_uid":2004}`), 100)}
+	dead := statestore.Publication{Subject: acs.DLQSubject(s.Tenant),
+		Header: map[string][]string{acs.HdrMsgID: {"dlq:401"}, acs.HdrErrorCode: {"-32602"}},
+		Data:   bytes.Repeat([]byte(`{"k":"v"},`), 256<<10/10)}
+	for _, c := range []struct {
+		name string
+		msgs []statestore.Publication
+	}{
+		{"decision", []statestore.Publication{decision}},
+		{"alert+decision", []statestore.Publication{alert, decision}},
+		{"deadletter-256KiB", []statestore.Publication{dead, alert, decision}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			out := &statestore.Outbox{Written: s.LastTime, Msgs: c.msgs}
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := store.SaveMsg(s, out, 7)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, gotOut, err := store.OpenSession(s.Key(), m.Data)
+				if err != nil || got == nil || len(gotOut.Msgs) != len(c.msgs) {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

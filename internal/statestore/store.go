@@ -30,11 +30,13 @@ import (
 // the caller's copy is stale.
 var ErrConflict = errors.New("turn state revision conflict")
 
-// Store keeps session states in a JetStream KV bucket, one JSON value per
+// Store keeps session states in a JetStream KV bucket, one value per
 // session under <tenant>.<session_id>, written with compare-and-set on the
 // revision so that a stale writer can never overwrite a newer state. Every
-// value is sealed (turnstate.Sealer): written with an HMAC over its key and record,
-// and verified before it is decoded.
+// value is sealed (turnstate.Sealer): written with an HMAC over its key and
+// record, and verified before it is decoded. A session's record is its
+// JSON followed by its outbox's bodies as raw bytes (record.go); an
+// agent's is its JSON.
 type Store struct {
 	kv     jetstream.KeyValue
 	sealer *turnstate.Sealer
@@ -63,11 +65,12 @@ func (s *Store) WithMarkers(bucketStream jetstream.Stream) *Store {
 }
 
 // Publication is a message the processor publishes because of a state
-// write: a decision, an alert, a dead letter.
+// write: a decision, an alert, a dead letter. Its body is stored as raw
+// bytes after the record's JSON (record.go), not in it.
 type Publication struct {
 	Subject string      `json:"subject"`
 	Header  nats.Header `json:"header,omitempty"`
-	Data    []byte      `json:"data,omitempty"`
+	Data    []byte      `json:"-"`
 }
 
 // Outbox is what the write of a session's state left to publish. The state
@@ -81,7 +84,8 @@ type Outbox struct {
 	Msgs    []Publication `json:"msgs"`
 }
 
-// record is the stored JSON: the session's fields and its outbox.
+// record is a session's stored JSON: its fields and its outbox, the
+// publications' bodies left out (they follow it, record.go).
 type record struct {
 	*turnstate.Session
 	Outbox *Outbox `json:"outbox,omitempty"`
@@ -94,61 +98,81 @@ type record struct {
 // *IntegrityError, returned with its revision (the fence of the state that
 // replaces it) and nothing of its contents.
 func (s *Store) Load(ctx context.Context, key string) (*turnstate.Session, *Outbox, uint64, error) {
-	r := record{Session: &turnstate.Session{}}
-	rev, found, err := s.load(ctx, turnstate.KindSession, key, &r)
-	if !found || err != nil {
+	rec, rev, err := s.open(ctx, turnstate.KindSession, key)
+	if rec == nil || err != nil {
 		return nil, nil, rev, err
 	}
-	return r.Session, r.Outbox, rev, nil
+	sess, out, err := decodeSession(rec)
+	if err != nil {
+		return nil, nil, rev, undecoded(turnstate.KindSession, key, rev, err)
+	}
+	return sess, out, rev, nil
 }
 
 // Save writes the session if its stored revision is still rev (0: the key
 // must not exist yet) and returns the new revision. A moved revision is
 // ErrConflict.
 func (s *Store) Save(ctx context.Context, sess *turnstate.Session, rev uint64) (uint64, error) {
-	return s.save(ctx, turnstate.KindSession, sess.Key(), record{Session: sess}, rev)
+	key := sess.Key()
+	val, err := s.sealSession(key, sess, nil)
+	if err != nil {
+		return 0, err
+	}
+	return s.save(ctx, turnstate.KindSession, key, val, rev)
 }
 
 // LoadAgent returns an agent's shared state and its revision, or
 // (nil, 0, nil) when there is none; a value that does not verify is an
 // *IntegrityError with its revision, as Load's.
 func (s *Store) LoadAgent(ctx context.Context, key string) (*turnstate.Agent, uint64, error) {
-	var a turnstate.Agent
-	rev, found, err := s.load(ctx, turnstate.KindAgent, key, &a)
-	if !found || err != nil {
+	rec, rev, err := s.open(ctx, turnstate.KindAgent, key)
+	if rec == nil || err != nil {
 		return nil, rev, err
+	}
+	var a turnstate.Agent
+	if err := json.Unmarshal(rec, &a); err != nil {
+		return nil, rev, undecoded(turnstate.KindAgent, key, rev, err)
 	}
 	return &a, rev, nil
 }
 
 // SaveAgent writes an agent's state with compare-and-set, as Save does.
 func (s *Store) SaveAgent(ctx context.Context, a *turnstate.Agent, rev uint64) (uint64, error) {
-	return s.save(ctx, turnstate.KindAgent, a.Key(), a, rev)
+	key := a.Key()
+	val, err := s.sealAgent(key, a)
+	if err != nil {
+		return 0, err
+	}
+	return s.save(ctx, turnstate.KindAgent, key, val, rev)
 }
 
-func (s *Store) load(ctx context.Context, what, key string, v any) (rev uint64, found bool, err error) {
+// open reads key's value and returns its verified record (nil when there
+// is none) and its revision.
+func (s *Store) open(ctx context.Context, what, key string) (rec []byte, rev uint64, err error) {
 	value, rev, deleted, err := s.get(ctx, key)
 	switch {
 	case err != nil:
-		return 0, false, fmt.Errorf("load %s %s: %w", what, key, err)
+		return nil, 0, fmt.Errorf("load %s %s: %w", what, key, err)
 	case deleted:
 		// The marker's revision is the fence the replacement is written
 		// against; without it every write would expect the key absent,
 		// fail, and wedge the partition.
-		return rev, false, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonDeleted}
+		return nil, rev, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonDeleted}
 	case rev == 0:
-		return 0, false, nil
+		return nil, 0, nil
 	}
 	// Verified first, decoded after: nothing of a value that does not
 	// verify is ever parsed into a state.
 	rec, reason := s.sealer.Open(what, key, value)
 	if reason != "" {
-		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: reason}
+		return nil, rev, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: reason}
 	}
-	if err := json.Unmarshal(rec, v); err != nil {
-		return rev, true, &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonNotDecoded, Err: err}
-	}
-	return rev, true, nil
+	return rec, rev, nil
+}
+
+// undecoded is the error of a verified record that does not decode.
+func undecoded(what, key string, rev uint64, err error) *IntegrityError {
+	return &IntegrityError{Kind: what, Key: key, Revision: rev, Reason: turnstate.ReasonNotDecoded, Err: err}
 }
 
 // kvOperation is the header a KV delete or purge marker carries.
@@ -181,32 +205,51 @@ func (s *Store) get(ctx context.Context, key string) (value []byte, rev uint64, 
 	return m.Data, m.Sequence, false, nil
 }
 
-// seal returns v encoded as JSON and sealed under key.
-func (s *Store) seal(what, key string, v any) ([]byte, error) {
-	buf, _ := s.encoding.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
+// buffer returns a reused buffer to encode a record in; release gives it
+// back.
+func (s *Store) buffer() *bytes.Buffer {
+	if buf, _ := s.encoding.Get().(*bytes.Buffer); buf != nil {
+		return buf
 	}
-	defer func() {
-		// A rare huge record is not kept for every later one.
-		if buf.Cap() <= 1<<20 {
-			buf.Reset()
-			s.encoding.Put(buf)
-		}
-	}()
-	// Encode writes what Marshal returns, and a newline.
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
-		return nil, fmt.Errorf("encode %s %s: %w", what, key, err)
-	}
-	return s.sealer.Seal(what, key, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})), nil
+	return new(bytes.Buffer)
 }
 
-func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (uint64, error) {
-	val, err := s.seal(what, key, v)
-	if err != nil {
-		return 0, err
+func (s *Store) release(buf *bytes.Buffer) {
+	// A rare huge record is not kept for every later one.
+	if buf.Cap() <= 1<<20 {
+		buf.Reset()
+		s.encoding.Put(buf)
 	}
+}
+
+// sealSession returns the stored value of a session and its outbox: its
+// framed record (record.go), sealed under key.
+func (s *Store) sealSession(key string, sess *turnstate.Session, out *Outbox) ([]byte, error) {
+	buf := s.buffer()
+	defer s.release(buf)
+	rec, err := appendRecord(buf, sess, out)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", turnstate.KindSession, key, err)
+	}
+	return s.sealer.Seal(turnstate.KindSession, key, rec), nil
+}
+
+// sealAgent returns the stored value of an agent: its JSON, sealed under
+// key.
+func (s *Store) sealAgent(key string, a *turnstate.Agent) ([]byte, error) {
+	buf := s.buffer()
+	defer s.release(buf)
+	// Encode writes what Marshal returns, and a newline.
+	if err := json.NewEncoder(buf).Encode(a); err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", turnstate.KindAgent, key, err)
+	}
+	return s.sealer.Seal(turnstate.KindAgent, key, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})), nil
+}
+
+// save writes a sealed value with compare-and-set on rev.
+func (s *Store) save(ctx context.Context, what, key string, val []byte, rev uint64) (uint64, error) {
 	var next uint64
+	var err error
 	if rev == 0 {
 		next, err = s.kv.Create(ctx, key, val)
 	} else {
@@ -231,7 +274,7 @@ func (s *Store) save(ctx context.Context, what, key string, v any, rev uint64) (
 // moved.
 func (s *Store) SaveMsg(sess *turnstate.Session, out *Outbox, rev uint64) (*nats.Msg, error) {
 	key := sess.Key()
-	val, err := s.seal(turnstate.KindSession, key, record{Session: sess, Outbox: out})
+	val, err := s.sealSession(key, sess, out)
 	if err != nil {
 		return nil, err
 	}

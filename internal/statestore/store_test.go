@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,15 +84,13 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSaveMsgEncoding: the record SaveMsg seals is exactly what
-// json.Marshal gives for the state and its outbox (the layout earlier
-// versions wrote and every reader decodes), for one record after another
-// through the store's reused encoding buffers, and its MAC verifies.
+// TestSaveMsgEncoding: the record SaveMsg seals is the framed record —
+// '#', the JSON of the state and its outbox without the bodies, then each
+// body raw, every part a netstring — for one record after another through
+// the store's reused encoding buffers; its MAC verifies, and it opens
+// back as it was saved.
 func TestSaveMsgEncoding(t *testing.T) {
-	sealer, err := turnstate.NewSealer(bytes.Repeat([]byte{7}, turnstate.StateKeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := fixtureSealer(t)
 	srv := natstest.RunServer(t)
 	js, err := jetstream.New(natstest.Connect(t, srv))
 	if err != nil {
@@ -109,24 +108,46 @@ func TestSaveMsgEncoding(t *testing.T) {
 	for i, c := range []struct {
 		sess *turnstate.Session
 		out  *statestore.Outbox
-	}{{busy, out}, {small, nil}, {busy, nil}, {small, out}} {
+	}{{busy, out}, {small, nil}, {busy, nil}, {small, out}, {busy, fixtureOutbox(busy)}, {small, &statestore.Outbox{}}} {
 		m, err := store.SaveMsg(c.sess, c.out, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := json.Marshal(struct {
-			*turnstate.Session
-			Outbox *statestore.Outbox `json:"outbox,omitempty"`
-		}{c.sess, c.out})
-		if err != nil {
-			t.Fatal(err)
-		}
 		rec, reason := sealer.Open(turnstate.KindSession, c.sess.Key(), m.Data)
-		if reason != "" || !bytes.Equal(rec, want) {
-			t.Fatalf("record %d (%s):\n got %s\nwant %s", i, reason, rec, want)
+		if want := framed(t, c.sess, c.out); reason != "" || !bytes.Equal(rec, want) {
+			t.Fatalf("record %d (%s):\n got %q\nwant %q", i, reason, rec, want)
 		}
 		if len(m.Data) != cap(m.Data) {
 			t.Fatalf("record %d: a value of %d bytes in %d", i, len(m.Data), cap(m.Data))
 		}
+		got, gotOut, err := store.OpenSession(c.sess.Key(), m.Data)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		sameJSON(t, "state", got, c.sess)
+		sameOutbox(t, gotOut, c.out)
 	}
+}
+
+// framed is the record of sess and out as the framed format describes it,
+// spelled out here apart from the store's encoder.
+func framed(t *testing.T, sess *turnstate.Session, out *statestore.Outbox) []byte {
+	t.Helper()
+	js, err := json.Marshal(struct {
+		*turnstate.Session
+		Outbox *statestore.Outbox `json:"outbox,omitempty"`
+	}{sess, out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(js, []byte(`"data"`)) {
+		t.Fatalf("the JSON holds a body: %s", js)
+	}
+	rec := fmt.Appendf(nil, "#%d:%s,", len(js), js)
+	if out != nil {
+		for _, m := range out.Msgs {
+			rec = fmt.Appendf(rec, "%d:%s,", len(m.Data), m.Data)
+		}
+	}
+	return rec
 }

@@ -219,7 +219,7 @@ func TestOutboxOutlivesACrash(t *testing.T) {
 }
 
 // TestLargeOutboxIsSplit: a batch whose publications for one session would
-// not fit in one state write — ten refused 200 KB envelopes, each
+// not fit in one state write — twelve refused 200 KB envelopes, each
 // dead-lettered with its bytes — is applied in smaller parts instead of
 // failing for ever.
 func TestLargeOutboxIsSplit(t *testing.T) {
@@ -227,9 +227,9 @@ func TestLargeOutboxIsSplit(t *testing.T) {
 	r := fenceRig(t)
 	big := []byte(`{"jsonrpc":"2.0","id":"x","method":"steps/toolCallRequest","params":{"padding":"` + strings.Repeat("a", 200<<10) + `"}}`)
 	batch := []inbound{r.ins[0]}
-	// Ten of them: their outbox (about 2.7 MB in base64) is over even the
-	// embedded server's 2 MiB max_payload.
-	const refused = 10
+	// Twelve of them: their outbox (about 2.4 MB, the bodies stored raw)
+	// is over even the embedded server's 2 MiB max_payload.
+	const refused = 12
 	for range refused {
 		ack, err := r.p.js.Publish(ctx, acs.InboundPrefix+".default."+examples.SessionID+".toolCallRequest", big)
 		if err != nil {
@@ -241,7 +241,7 @@ func TestLargeOutboxIsSplit(t *testing.T) {
 		}
 		batch = append(batch, r.a.inbound(raw.Subject, raw.Data, raw.Header, raw.Sequence, raw.Time, nil))
 	}
-	if limit := r.p.js.Conn().MaxPayload(); int64(refused*len(big)*4/3) < limit {
+	if limit := r.p.js.Conn().MaxPayload(); int64(refused*len(big)) < limit {
 		t.Fatalf("the batch's outbox would fit in max_payload %d; the test proves nothing", limit)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -100,12 +100,22 @@ func (r *integrityRig) value(t *testing.T, sid string) jetstream.KeyValueEntry {
 	return e
 }
 
+// recordJSON is the JSON of a stored value's record, read without the key.
+func recordJSON(t *testing.T, value []byte) []byte {
+	t.Helper()
+	rec, err := statestore.RecordJSON(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 // withoutTaints is the record of a stored value with its taints removed:
 // attack (a) of issue 11.
 func withoutTaints(t *testing.T, value []byte) []byte {
 	t.Helper()
 	var rec map[string]any
-	if err := json.Unmarshal(turnstate.RecordOf(value), &rec); err != nil {
+	if err := json.Unmarshal(recordJSON(t, value), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if rec["taints"] == nil {
@@ -458,7 +468,7 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rec map[string]any
-			if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &rec); err != nil || rec["parent"] == nil {
+			if err := json.Unmarshal(recordJSON(t, e.Value()), &rec); err != nil || rec["parent"] == nil {
 				t.Fatalf("child state without its parent link (%v): %s", err, e.Value())
 			}
 			delete(rec, "parent")

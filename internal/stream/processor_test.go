@@ -791,7 +791,7 @@ func checkStates(t *testing.T, js jetstream.JetStream, states []scenario.Expecte
 			t.Errorf("session %s: %v", want.Alias, err)
 			continue
 		}
-		if err := scenario.CheckState(want.Alias, turnstate.RecordOf(e.Value()), want.Fields); err != nil {
+		if err := scenario.CheckState(want.Alias, recordJSON(t, e.Value()), want.Fields); err != nil {
 			t.Error(err)
 		}
 	}
@@ -853,7 +853,7 @@ func TestAgentThresholdAcrossPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var agent turnstate.Agent
-	if err := json.Unmarshal(turnstate.RecordOf(e.Value()), &agent); err != nil || agent.AgentID != "shared-agent" || len(agent.Counters["AGENT-RATE"].Times) == 0 {
+	if err := json.Unmarshal(recordJSON(t, e.Value()), &agent); err != nil || agent.AgentID != "shared-agent" || len(agent.Counters["AGENT-RATE"].Times) == 0 {
 		t.Fatalf("agent state %s (%v)", e.Value(), err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
-	"github.com/turnguard/turnguard/internal/core/turnstate"
+	"github.com/turnguard/turnguard/internal/statestore"
 )
 
 // hooksWatermark is the highest ACS_HOOKS sequence anything stored still
@@ -27,7 +27,8 @@ func hooksWatermark(ctx context.Context, js jetstream.JetStream, seen uint64) (u
 			LastSeq uint64            `json:"last_seq"`
 			Applied map[string]uint64 `json:"applied"`
 		}
-		if json.Unmarshal(turnstate.RecordOf(m.Data()), &rec) != nil {
+		js, err := statestore.RecordJSON(m.Data())
+		if err != nil || json.Unmarshal(js, &rec) != nil {
 			return // not a state: it refers to nothing
 		}
 		high = max(high, rec.LastSeq)

@@ -146,7 +146,8 @@ func Unseal(value []byte) (macHex, record []byte, ok bool) {
 }
 
 // RecordOf returns the record of a stored value, sealed or written by an
-// earlier version, unverified: for readers without the key.
+// earlier version, unverified: for readers without the key. A session's
+// record is not JSON but framed: statestore.RecordJSON gives its JSON.
 func RecordOf(value []byte) []byte {
 	if _, r, ok := Unseal(value); ok {
 		return r
