@@ -168,15 +168,7 @@ func BenchmarkStateCodec(b *testing.B) {
 // processor makes it: a busy session with a one-decision outbox encoded,
 // sealed and wrapped in its compare-and-set message (nothing sent).
 func BenchmarkSaveMsg(b *testing.B) {
-	srv := natstest.RunServer(b)
-	js, err := jetstream.New(natstest.Connect(b, srv))
-	if err != nil {
-		b.Fatal(err)
-	}
-	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "BENCH", History: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, kv, _ := testBucket(b, "BENCH")
 	sealer, err := turnstate.NewSealer(bytes.Repeat([]byte{1}, turnstate.StateKeySize))
 	if err != nil {
 		b.Fatal(err)
@@ -200,15 +192,7 @@ func BenchmarkSaveMsg(b *testing.B) {
 // decision (the usual write), an alert and its decision, and a dead letter
 // carrying a 256 KiB original with its refusal.
 func BenchmarkOutboxCodec(b *testing.B) {
-	srv := natstest.RunServer(b)
-	js, err := jetstream.New(natstest.Connect(b, srv))
-	if err != nil {
-		b.Fatal(err)
-	}
-	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "BENCH", History: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, kv, _ := testBucket(b, "BENCH")
 	store := statestore.NewStore(kv, fixtureSealer(b))
 	s := busySession()
 	decision := statestore.Publication{Subject: acs.DecisionSubject(s.Tenant, s.SessionID),

@@ -9,12 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/statestore"
-	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // fixtureSealer is the state key the fixtures under testdata/ were sealed
@@ -58,20 +55,8 @@ func TestLoadLegacyValue(t *testing.T) {
 	if !bytes.HasPrefix(value, []byte(`{"mac":"`)) || !bytes.Contains(value, []byte(`"data":"`)) {
 		t.Fatalf("the fixture is not a JSON record with base64 bodies: %.80q", value)
 	}
-	srv := natstest.RunServer(t)
-	js, err := jetstream.New(natstest.Connect(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "LEGACY", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := js.Stream(ctx, acs.KVStream("LEGACY"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kv, st := testBucket(t, "LEGACY")
 	want := busySession()
 	wantOut := fixtureOutbox(want)
 	if _, err := kv.Put(ctx, want.Key(), value); err != nil {

@@ -7,12 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/statestore"
-	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // TestBadRecordIsIntegrityError: a value whose MAC verifies (sealed with
@@ -21,20 +17,8 @@ import (
 // any value that does not verify, with its revision and none of its
 // contents — never a panic, a slice out of range or a half-decoded state.
 func TestBadRecordIsIntegrityError(t *testing.T) {
-	srv := natstest.RunServer(t)
-	js, err := jetstream.New(natstest.Connect(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "BAD", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := js.Stream(ctx, acs.KVStream("BAD"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kv, st := testBucket(t, "BAD")
 	sealer := fixtureSealer(t)
 	store := statestore.NewStore(kv, sealer).WithMarkers(st)
 	const key = "default.s1"

@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/statestore"
-	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
 // TestStoreRoundTrip covers what the processor relies on from the store
@@ -21,20 +18,8 @@ import (
 // deleted key read through the bucket's stream as an IntegrityError with
 // its marker's revision.
 func TestStoreRoundTrip(t *testing.T) {
-	srv := natstest.RunServer(t)
-	js, err := jetstream.New(natstest.Connect(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "TEST", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := js.Stream(ctx, acs.KVStream("TEST"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, kv, st := testBucket(t, "TEST")
 	sealer, err := turnstate.NewSealer(bytes.Repeat([]byte{7}, turnstate.StateKeySize))
 	if err != nil {
 		t.Fatal(err)
@@ -91,15 +76,7 @@ func TestStoreRoundTrip(t *testing.T) {
 // back as it was saved.
 func TestSaveMsgEncoding(t *testing.T) {
 	sealer := fixtureSealer(t)
-	srv := natstest.RunServer(t)
-	js, err := jetstream.New(natstest.Connect(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "ENC", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kv, _ := testBucket(t, "ENC")
 	store := statestore.NewStore(kv, sealer)
 	busy := busySession()
 	small := turnstate.New("default", "s<&>\u2028")
