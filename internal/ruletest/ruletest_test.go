@@ -264,3 +264,33 @@ func TestLineagePack(t *testing.T) {
 		t.Fatalf("test cases ran: %v, want 4 of examples/lineage/rules.yaml and 5 of testdata/lineage-records.yaml", ran)
 	}
 }
+
+// TestUnreadableCases: the engine keeps a file's tests as written, so a
+// case that does not read is found here, at the file's own lines, and the
+// set still compiles for a processor that never reads its tests.
+func TestUnreadableCases(t *testing.T) {
+	head := "apiVersion: turnguard/v1\nkind: RuleSet\nmetadata: {name: t}\ntests:\n"
+	tests := []struct {
+		name, tests, want string
+	}{
+		{"unknown field", "  - name: a\n    stepz: []\n", "line 6: field stepz not found"},
+		{"no steps", "  - name: a\n    steps: []\n", `test "a": a scenario needs a name and steps`},
+		{"a step that does not build", "  - name: a\n    steps:\n      - {hook: turnStart, session: other}\n", `session "other" is not declared`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.yaml")
+			if err := os.WriteFile(path, []byte(head+tt.tests), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := rulepack.Load(path)
+			if err != nil {
+				t.Fatalf("the set does not compile: %v", err)
+			}
+			cases, diags := ruletest.Cases(rs)
+			if len(cases) != 0 || len(diags) != 1 || !strings.Contains(diags[0].String(), tt.want) || diags[0].Pos.Line != 5 {
+				t.Fatalf("cases %d, diagnostics %v; want one at line 5 saying %q", len(cases), diags, tt.want)
+			}
+		})
+	}
+}
