@@ -27,19 +27,11 @@ import (
 // together on one shared file agree on the key: the one that loses the
 // race reads the winner's.
 func StateKey(path string) ([]byte, bool, error) {
-	key, err := os.ReadFile(path)
-	created := false
-	if errors.Is(err, os.ErrNotExist) {
+	key, created, err := readOrCreate(path, ".state-key-*", func() ([]byte, error) {
 		fresh := make([]byte, turnstate.StateKeySize)
-		if _, err := rand.Read(fresh); err != nil {
-			return nil, false, fmt.Errorf("state key: %w", err)
-		}
-		if created, err = createExclusive(path, ".state-key-*", fresh); err != nil {
-			return nil, false, fmt.Errorf("state key: %w", err)
-		}
-		// Ours or a concurrent creator's: whichever is in place.
-		key, err = os.ReadFile(path)
-	}
+		_, err := rand.Read(fresh)
+		return fresh, err
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("state key: %w", err)
 	}
@@ -48,6 +40,27 @@ func StateKey(path string) ([]byte, bool, error) {
 			path, len(key), turnstate.StateKeySize, turnstate.StateKeySize, path)
 	}
 	return key, created, nil
+}
+
+// readOrCreate reads the file at path or, when it does not exist, creates
+// it with what fresh makes (createExclusive) and reads whichever file is
+// then in place: ours or a concurrent creator's. It reports whether it
+// created the file.
+func readOrCreate(path, pattern string, fresh func() ([]byte, error)) ([]byte, bool, error) {
+	data, err := os.ReadFile(path)
+	if !errors.Is(err, os.ErrNotExist) {
+		return data, false, err
+	}
+	made, err := fresh()
+	if err != nil {
+		return nil, false, err
+	}
+	created, err := createExclusive(path, pattern, made)
+	if err != nil {
+		return nil, false, err
+	}
+	data, err = os.ReadFile(path)
+	return data, created, err
 }
 
 // createExclusive writes data at path (mode 0600) unless a file appears
@@ -93,15 +106,13 @@ func createExclusive(path, pattern string, data []byte) (bool, error) {
 // 0600), as the state key is: complete or not at all, a concurrent
 // creator's key kept. It reports whether it created the key.
 func ReceiptSigner(path string) (*receipt.Signer, bool, error) {
-	raw, err := os.ReadFile(path)
-	created := false
-	if errors.Is(err, os.ErrNotExist) {
-		if created, err = createReceiptKey(path); err != nil {
-			return nil, false, fmt.Errorf("receipt key: %w", err)
+	raw, created, err := readOrCreate(path, ".receipt-key-*.pem", func() ([]byte, error) {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, err
 		}
-		// Ours or a concurrent creator's: whichever is in place.
-		raw, err = os.ReadFile(path)
-	}
+		return receipt.PrivatePEM(priv)
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("receipt key: %w", err)
 	}
@@ -110,18 +121,6 @@ func ReceiptSigner(path string) (*receipt.Signer, bool, error) {
 		return nil, false, fmt.Errorf("receipt key %s: %w", path, err)
 	}
 	return receipt.NewSigner(priv), created, nil
-}
-
-func createReceiptKey(path string) (bool, error) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return false, err
-	}
-	pemKey, err := receipt.PrivatePEM(priv)
-	if err != nil {
-		return false, err
-	}
-	return createExclusive(path, ".receipt-key-*.pem", pemKey)
 }
 
 // ReceiptPublicPath is where the public key of the private key file at

@@ -47,20 +47,19 @@ type Case struct {
 func Cases(rs *policy.Set) ([]Case, policy.Diagnostics) {
 	var out []Case
 	var diags policy.Diagnostics
+	// Each file's tests, read once; nil for a file whose tests do not read
+	// (its diagnostic is given once, at its first case).
 	read := map[string][]scenario.Scenario{}
-	failed := map[string]bool{}
 	for _, tc := range rs.Tests {
 		tests, ok := read[tc.File]
-		if !ok && !failed[tc.File] {
+		if !ok {
 			var err error
 			if tests, err = fileTests(tc.Source); err != nil {
 				diags = append(diags, policy.Diagnostic{File: tc.File, Pos: tc.Pos, Msg: "tests: " + err.Error()})
-				failed[tc.File] = true
-				continue
 			}
 			read[tc.File] = tests
 		}
-		if failed[tc.File] || tc.Index >= len(tests) {
+		if tc.Index >= len(tests) {
 			continue
 		}
 		sc := &tests[tc.Index]
