@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,6 +21,9 @@ import (
 
 // pending is a state touched by the batch being applied.
 type pending[T any] struct {
+	// owner is the worker whose cache holds the state: that of the
+	// envelope that first named it in the batch.
+	owner *worker
 	state *T
 	rev   uint64
 	dirty bool
@@ -37,6 +41,8 @@ type pending[T any] struct {
 
 // batch is what apply keeps while it applies one batch.
 type batch struct {
+	// ins may come from several partition workers (group.go), each
+	// inbound naming its own.
 	ins []inbound
 	// rules is one rule set for the whole batch, even if a reload lands
 	// meanwhile; byAgent says whether any of its rules counts per agent.
@@ -75,10 +81,18 @@ type sessionWrite struct {
 // again. Deciding is deterministic and every publication carries a
 // deterministic Nats-Msg-Id, so publishing an outbox again (after a crash
 // between save and publish) repeats nothing visible.
+//
+// The inbounds may belong to several workers (a group, group.go): w is
+// then any of them, used for what they share (rules, guardian, store,
+// connection), while each session's cache and each decision's notes are
+// those of the worker owning it.
 func (w *worker) apply(ctx context.Context, ins []inbound) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 	defer cancel()
-	w.forget()
+	owners := ownersOf(ins)
+	for _, o := range owners {
+		o.forget()
+	}
 	rs := w.rules.Current()
 	b := &batch{ins: ins, rules: rs, byAgent: rs != nil && rs.AgentKeyed(),
 		sessions: map[string]*pending[turnstate.Session]{}, agents: map[string]*pending[turnstate.Agent]{}}
@@ -122,14 +136,39 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		return err
 	}
 	for _, key := range saved {
-		w.cache.published(key)
+		b.sessions[key].owner.cache.published(key)
 	}
 	if b.conflict {
 		return errConflict
 	}
 	w.stats.Processed.Add(uint64(len(ins)))
-	w.report(len(ins))
+	for _, o := range owners {
+		o.report(countOwned(ins, o))
+	}
 	return nil
+}
+
+// ownersOf lists the workers owning ins, each once, in order of first
+// appearance.
+func ownersOf(ins []inbound) []*worker {
+	var out []*worker
+	for i := range ins {
+		if o := ins[i].owner; !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// countOwned counts the inbounds of ins owned by o.
+func countOwned(ins []inbound, o *worker) int {
+	n := 0
+	for i := range ins {
+		if ins[i].owner == o {
+			n++
+		}
+	}
+	return n
 }
 
 // prefetchReaders bounds the reads prefetch has in flight at once.
@@ -152,14 +191,14 @@ func (w *worker) prefetch(ctx context.Context, b *batch) error {
 		seen[in.route.SessionKey()] = true
 		first = append(first, in)
 	}
-	reads := w.readUncached(ctx, first)
+	reads := readUncached(ctx, first)
 	for _, in := range first {
 		key := in.route.SessionKey()
-		c, err := w.session(ctx, in, reads[key])
+		c, err := in.owner.session(ctx, in, reads[key])
 		if err != nil {
 			return err
 		}
-		p := &pending[turnstate.Session]{rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
+		p := &pending[turnstate.Session]{owner: in.owner, rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
 		if c.state != nil {
 			p.state = c.state.Clone()
 		}
@@ -168,12 +207,12 @@ func (w *worker) prefetch(ctx context.Context, b *batch) error {
 	return nil
 }
 
-// readUncached fetches the sessions of ins the cache does not hold, up to
-// prefetchReaders at a time, by session key.
-func (w *worker) readUncached(ctx context.Context, ins []*inbound) map[string]*fetched {
+// readUncached fetches the sessions of ins their workers' caches do not
+// hold, up to prefetchReaders at a time, by session key.
+func readUncached(ctx context.Context, ins []*inbound) map[string]*fetched {
 	var miss []*inbound
 	for _, in := range ins {
-		if _, ok := w.cache.get(in.route.SessionKey()); !ok {
+		if _, ok := in.owner.cache.get(in.route.SessionKey()); !ok {
 			miss = append(miss, in)
 		}
 	}
@@ -188,7 +227,7 @@ func (w *worker) readUncached(ctx context.Context, ins []*inbound) map[string]*f
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			got[i] = w.fetch(ctx, in)
+			got[i] = in.owner.fetch(ctx, in)
 		})
 	}
 	wg.Wait()
@@ -204,8 +243,8 @@ func (w *worker) readUncached(ctx context.Context, ins []*inbound) map[string]*f
 func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	if in.routeErr != nil {
 		out := w.guardian.Unroutable(in.routeErr)
-		b.direct = append(b.direct, w.deadLetter(in, out))
-		w.noteDecision(in, &out)
+		b.direct = append(b.direct, in.owner.deadLetter(in, out))
+		in.owner.noteDecision(in, &out)
 		return nil
 	}
 	p := b.sessions[in.route.SessionKey()]
@@ -222,8 +261,8 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 		if err := b.signs(m, sealed.ResponseBinding, sealed.Response); err != nil {
 			return err
 		}
-		b.direct = append(b.direct, w.deadLetter(in, out), m)
-		w.noteDecision(in, &out)
+		b.direct = append(b.direct, in.owner.deadLetter(in, out), m)
+		in.owner.noteDecision(in, &out)
 		return nil
 	}
 	var facts guardian.Facts
@@ -242,11 +281,11 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	}
 	msg := in.msg
 	if id := facts.SubagentSessionID; in.route.Hook == "subagentStop" && id != "" {
-		if msg.Subagent, err = w.subagent(ctx, b.rules, in, p.state, id, b.sessions); err != nil {
+		if msg.Subagent, err = in.owner.subagent(ctx, b.rules, in, p.state, id, b.sessions); err != nil {
 			return err
 		}
 	}
-	out, err := w.decide(b.rules, p.state, agent, in, msg)
+	out, err := in.owner.decide(b.rules, p.state, agent, in, msg)
 	if err != nil {
 		return err
 	}
@@ -269,9 +308,9 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	if out.Spawned != nil {
 		b.spawned = append(b.spawned, out.Spawned)
 	}
-	w.noteDecision(in, &out)
+	in.owner.noteDecision(in, &out)
 	if out.Refusal != nil {
-		p.out = append(p.out, w.deadLetter(in, out))
+		p.out = append(p.out, in.owner.deadLetter(in, out))
 	}
 	// Alerts go out before their decision, so that a session's
 	// publications end with a decision: finding that decision stored tells
@@ -313,14 +352,14 @@ func (w *worker) agentOf(ctx context.Context, b *batch, in *inbound, id string) 
 	if pa := b.agents[key]; pa != nil {
 		return pa, nil
 	}
-	c, err := load(ctx, w.agents, key, w.store.LoadAgent)
+	c, err := load(ctx, in.owner.agents, key, w.store.LoadAgent)
 	if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
-		c, err = w.unverifiedAgent(ctx, ie, in.msg.Seq)
+		c, err = in.owner.unverifiedAgent(ctx, ie, in.msg.Seq)
 	}
 	if err != nil {
 		return nil, err
 	}
-	pa := &pending[turnstate.Agent]{rev: c.rev, dirty: c.rebuilt, state: turnstate.NewAgent(in.route.Tenant, id)}
+	pa := &pending[turnstate.Agent]{owner: in.owner, rev: c.rev, dirty: c.rebuilt, state: turnstate.NewAgent(in.route.Tenant, id)}
 	if c.state != nil {
 		pa.state = c.state.Clone()
 	}
@@ -341,14 +380,14 @@ func (w *worker) commitAgents(ctx context.Context, b *batch) error {
 		}
 		rev, err := w.store.SaveAgent(ctx, pa.state, pa.rev)
 		if errors.Is(err, statestore.ErrConflict) {
-			w.agents.drop(key)
+			pa.owner.agents.drop(key)
 			conflict = true
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		w.agents.put(cached[turnstate.Agent]{key: key, state: pa.state, rev: rev})
+		pa.owner.agents.put(cached[turnstate.Agent]{key: key, state: pa.state, rev: rev})
 	}
 	if conflict {
 		return errConflict
@@ -368,7 +407,10 @@ func (w *worker) createSpawned(ctx context.Context, b *batch) error {
 			return err
 		}
 		if created {
-			w.cache.drop(s.Key())
+			// Whichever of the batch's workers may hold it.
+			for _, o := range ownersOf(b.ins) {
+				o.cache.drop(s.Key())
+			}
 		}
 	}
 	return nil
@@ -392,7 +434,7 @@ func (w *worker) sessionWrites(ctx context.Context, b *batch) ([]sessionWrite, e
 			}
 			if created {
 				// Decided from a stale "none": decided again.
-				w.cache.drop(key)
+				p.owner.cache.drop(key)
 				b.conflict = true
 				continue
 			}
@@ -448,13 +490,14 @@ func (w *worker) writeSessions(ctx context.Context, b *batch, writes []sessionWr
 			if !statestore.IsConflict(acks[i].err) {
 				return nil, fmt.Errorf("save session %s: %w", wr.key, acks[i].err)
 			}
-			w.log.Warn().Str("session", wr.key).Msg("session state changed underneath; re-reading it")
-			w.cache.drop(wr.key)
+			p := b.sessions[wr.key]
+			p.owner.log.Warn().Str("session", wr.key).Msg("session state changed underneath; re-reading it")
+			p.owner.cache.drop(wr.key)
 			b.conflict = true
 			continue
 		}
 		p := b.sessions[wr.key]
-		w.cache.put(cached[turnstate.Session]{key: wr.key, state: p.state, rev: acks[i].seq, outbox: p.outbox})
+		p.owner.cache.put(cached[turnstate.Session]{key: wr.key, state: p.state, rev: acks[i].seq, outbox: p.outbox})
 		saved = append(saved, wr.key)
 	}
 	return saved, nil

@@ -28,7 +28,8 @@ type cached[T any] struct {
 
 // stateCache keeps the most recently used committed states of one
 // partition worker — sessions, agents — so a busy key costs no KV read per
-// envelope. Only its worker touches it.
+// envelope. Only its worker touches it, or a group loop applying the
+// worker's batch while the worker waits for it (group.go).
 type stateCache[T any] struct {
 	max   int
 	order *list.List // front = most recently used

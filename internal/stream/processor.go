@@ -69,6 +69,40 @@ type Config struct {
 	// worker's budget of a tenth of its time spent waiting, the child
 	// counts as carrying every taint.
 	SubagentWait time.Duration
+	// GroupLoops is how many loops apply the partitions' live batches
+	// together, across partitions (group.go): 0 means DefaultGroupLoops,
+	// a negative number that every partition worker applies its own
+	// batches alone.
+	GroupLoops int
+	// GroupLinger is how long a group loop waits for more partitions'
+	// batches once it took those ready (at most 1 ms; 0: not at all).
+	GroupLinger time.Duration
+	// GroupMax is the most envelopes a group loop takes at once (0: twice
+	// BatchSize); one partition's batch is never split.
+	GroupMax int
+}
+
+// DefaultGroupLoops is Config.GroupLoops' default: two, so that one loop
+// decides while the other's writes are in flight.
+const DefaultGroupLoops = 2
+
+// groupLoops is the number of group loops, 0 when batches are not grouped.
+func (c Config) groupLoops() int {
+	switch {
+	case c.GroupLoops < 0:
+		return 0
+	case c.GroupLoops == 0:
+		return DefaultGroupLoops
+	}
+	return c.GroupLoops
+}
+
+// groupMax is the most envelopes one group takes.
+func (c Config) groupMax() int {
+	if c.GroupMax > 0 {
+		return c.GroupMax
+	}
+	return 2 * c.BatchSize
 }
 
 // DefaultSubagentWait is Config.SubagentWait's default: time for a busy
@@ -136,6 +170,14 @@ type Stats struct {
 	// envelopes within the wait): the child counted as carrying every
 	// taint.
 	SubagentsUnknown atomic.Uint64
+	// Groups counts the groups of live batches applied together, and
+	// GroupedBatches the partition batches in them: their ratio is how
+	// many partitions a group took on average.
+	Groups         atomic.Uint64
+	GroupedBatches atomic.Uint64
+	// GroupFallbacks counts live batches whose group attempt failed (a
+	// lost revision check, an error) and which were applied alone.
+	GroupFallbacks atomic.Uint64
 }
 
 // Processor consumes ACS_HOOKS with one worker per partition and publishes
@@ -363,11 +405,16 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		return p.newWorker(c, hooks, decisions, store, filter, routed), nil
 	}
+	var grp *group
+	if loops := p.cfg.groupLoops(); loops > 0 {
+		grp = newGroup(p.cfg.groupMax(), p.cfg.GroupLinger)
+	}
 	partitions := make([]*worker, p.cfg.Topology.Partitions)
 	for i := range partitions {
 		if partitions[i], err = newWorker(acs.PartitionConsumer(i), acs.PartitionFilter(i), true); err != nil {
 			return err
 		}
+		partitions[i].group = grp
 	}
 	// Every instance takes malformed subjects: they are only ever
 	// dead-lettered, in any order, under a deterministic Nats-Msg-Id.
@@ -393,10 +440,13 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	p.own.Store(own)
 	p.unrouted.Store(unrouted)
-	p.log.Info().Str("instance", self.ID).Int("partitions", p.cfg.Topology.Partitions).Int("batch", p.cfg.BatchSize).Msg("processing")
+	p.log.Info().Str("instance", self.ID).Int("partitions", p.cfg.Topology.Partitions).Int("batch", p.cfg.BatchSize).Int("group_loops", p.cfg.groupLoops()).Msg("processing")
 	wctx, fatal := context.WithCancelCause(ctx)
 	defer fatal(nil)
 	var wg sync.WaitGroup
+	if grp != nil {
+		wg.Go(func() { grp.run(wctx, p.cfg.groupLoops()) })
+	}
 	wg.Go(func() { unrouted.supervise(wctx, fatal, true) })
 	wg.Go(func() { own.run(wctx, fatal) })
 	p.running.Store(true)

@@ -68,7 +68,7 @@ func (w *worker) handle(ctx context.Context, batch []jetstream.Msg) error {
 		ins = append(ins, w.inbound(m.Subject(), m.Data(), m.Headers(), md.Sequence.Stream, md.Timestamp, m))
 		high = max(high, md.Sequence.Stream)
 	}
-	return w.process(ctx, ins)
+	return w.processLive(ctx, ins)
 }
 
 // recoverBelow recovers up to the message before seq. (recover's upper 0

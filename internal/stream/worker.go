@@ -62,6 +62,8 @@ type inbound struct {
 	route    acs.Route
 	routeErr error
 	header   nats.Header
+	// owner is the worker of the partition the message was read from.
+	owner *worker
 	// js is the delivery to acknowledge; nil for messages read straight
 	// from the stream during recovery (their delivery is acked when the
 	// server redelivers them and they are found already applied).
@@ -144,6 +146,9 @@ type worker struct {
 	childWait waitBudget
 	// onPinned is told when the server pins this worker.
 	onPinned func()
+	// group applies the worker's live batches together with other
+	// partitions' (nil: each batch alone).
+	group *group
 	// obs is told what each batch made durable (nil: nothing is noted);
 	// notes is what the batch attempt in hand will tell it.
 	obs   Observer
@@ -390,7 +395,7 @@ func (f *feed) handBack() {
 func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64, ts time.Time, m jetstream.Msg) inbound {
 	for old := w.seen.Load(); seq > old && !w.seen.CompareAndSwap(old, seq); old = w.seen.Load() {
 	}
-	in := inbound{msg: guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts, Caller: w.callerOf(subject, data, h), MsgID: h.Get(acs.HdrMsgID)}, header: h, js: m}
+	in := inbound{msg: guardian.Message{Subject: subject, Data: data, Seq: seq, Time: ts, Caller: w.callerOf(subject, data, h), MsgID: h.Get(acs.HdrMsgID)}, header: h, js: m, owner: w}
 	if w.routed {
 		in.route, in.routeErr = acs.ParsePartitioned(subject)
 	} else {
@@ -405,6 +410,11 @@ func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64,
 func (w *worker) process(ctx context.Context, ins []inbound) error {
 	if len(ins) == 0 {
 		return nil
+	}
+	for i := range ins {
+		// Applied alone, the batch is w's whoever read it (the fence
+		// tests hand one worker's reads to another).
+		ins[i].owner = w
 	}
 	backoff := 100 * time.Millisecond
 	lastProgress := time.Now()
@@ -469,6 +479,30 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+	w.done(ins)
+	return nil
+}
+
+// processLive processes a batch of fresh deliveries: together with other
+// partitions' batches when the processor groups them (group.go), else, or
+// when the group attempt fails, alone.
+func (w *worker) processLive(ctx context.Context, ins []inbound) error {
+	if w.group == nil || len(ins) == 0 || !groupable(ins) {
+		return w.process(ctx, ins)
+	}
+	if err := w.group.apply(ctx, w, ins); err != nil {
+		w.stats.GroupFallbacks.Add(1)
+		w.log.Debug().Err(err).Int("batch", len(ins)).Msg("group attempt failed; applying the batch alone")
+		return w.process(ctx, ins)
+	}
+	w.health.healthy()
+	w.done(ins)
+	return nil
+}
+
+// done notes a batch whose effects are durable as applied and
+// acknowledges its deliveries.
+func (w *worker) done(ins []inbound) {
 	// Applying a batch in stream order leaves its partition applied up to
 	// its highest sequence (a redelivery below that was already applied).
 	for _, in := range ins {
@@ -481,7 +515,6 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 			}
 		}
 	}
-	return nil
 }
 
 // sleep waits d or until ctx ends; it reports whether the full wait passed.
