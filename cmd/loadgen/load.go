@@ -28,7 +28,8 @@ type record struct {
 // loader publishes generated sessions: --sessions slots, each publishing
 // one session at a time, envelope k+1 only once envelope k's PubAck
 // arrived, so a retry can never reorder a session; the slots interleave
-// to keep the server busy.
+// to keep the server busy. With awaitDecision set, envelope k+1 also waits
+// for envelope k's decision (closed loop), as an agent does.
 type loader struct {
 	gen      *traffic.Generator
 	js       jetstream.JetStream
@@ -39,7 +40,10 @@ type loader struct {
 	maxEnvelopes int64
 	// interval paces publishes over all slots (0: as fast as possible).
 	interval time.Duration
-	start    time.Time
+	// awaitDecision, when positive, has each slot wait for the decision
+	// of its envelope before publishing the next, at most this long.
+	awaitDecision time.Duration
+	start         time.Time
 
 	claimed     atomic.Int64
 	paced       atomic.Int64
@@ -48,6 +52,8 @@ type loader struct {
 	retries     atomic.Int64
 	duplicates  atomic.Int64
 	lastAck     atomic.Int64
+	// awaitTimeouts counts decisions a slot gave up waiting for.
+	awaitTimeouts atomic.Int64
 
 	mu      sync.Mutex
 	records []record
@@ -67,6 +73,15 @@ func (l *loader) run(ctx context.Context, slots int) []record {
 }
 
 func (l *loader) slot(ctx context.Context) {
+	var decided chan struct{}
+	var timer *time.Timer
+	if l.awaitDecision > 0 {
+		// One channel and one timer per slot, reused for every envelope:
+		// a slot awaits one decision at a time.
+		decided = make(chan struct{}, 1)
+		timer = time.NewTimer(l.awaitDecision)
+		defer timer.Stop()
+	}
 	for {
 		if ctx.Err() != nil || !time.Now().Before(l.deadline) || (l.maxEnvelopes > 0 && l.claimed.Load() >= l.maxEnvelopes) {
 			return
@@ -78,12 +93,17 @@ func (l *loader) slot(ctx context.Context) {
 				break
 			}
 			e := &s.Envelopes[k]
-			l.obs.expect(e.RequestID, time.Now())
+			// Registered before publishing: the decision may arrive
+			// before the PubAck does.
+			l.obs.expect(e.RequestID, time.Now(), decided)
 			if err := l.publish(ctx, e); err != nil {
 				rec.uncertain = true
 				break
 			}
 			rec.published = k + 1
+			if decided != nil && !l.awaitDecisionOf(ctx, e.RequestID, decided, timer) {
+				break
+			}
 		}
 		if rec.published > 0 || rec.uncertain {
 			l.mu.Lock()
@@ -110,6 +130,27 @@ func (l *loader) claim(ctx context.Context) bool {
 		return false
 	}
 	return wait(ctx, time.Until(at))
+}
+
+// awaitDecisionOf waits until the decision of requestID was observed (a
+// signal on decided), at most l.awaitDecision: an envelope the processor
+// never decides (refused and dead-lettered unroutable, say) must not stop
+// its slot for good, so the slot goes on and the wait is counted. False
+// means ctx ended.
+func (l *loader) awaitDecisionOf(ctx context.Context, requestID string, decided chan struct{}, timer *time.Timer) bool {
+	timer.Reset(l.awaitDecision)
+	select {
+	case <-decided:
+		return true
+	case <-ctx.Done():
+		l.obs.forget(requestID, decided)
+		return false
+	case <-timer.C:
+		l.awaitTimeouts.Add(1)
+		l.log.Warn().Str("request_id", requestID).Dur("waited", l.awaitDecision).Msg("no decision seen; the session goes on")
+		l.obs.forget(requestID, decided)
+		return true
+	}
 }
 
 // wait sleeps d (nothing when d is not positive) unless ctx ends first; it
@@ -164,8 +205,11 @@ func (l *loader) publish(ctx context.Context, e *traffic.Envelope) error {
 // published, for latency and live counts. Reconciliation does not trust
 // it: it reads the streams.
 type observer struct {
-	mu        sync.Mutex
-	sent      map[string]time.Time
+	mu   sync.Mutex
+	sent map[string]time.Time
+	// awaited are the slots waiting for a request's decision (closed
+	// loop), each signalled once on its channel.
+	awaited   map[string]chan<- struct{}
 	hist      *hdrhistogram.Histogram
 	decisions int64
 	denies    int64
@@ -175,7 +219,7 @@ type observer struct {
 }
 
 func newObserver() *observer {
-	return &observer{sent: map[string]time.Time{}, alerts: map[string]int64{},
+	return &observer{sent: map[string]time.Time{}, awaited: map[string]chan<- struct{}{}, alerts: map[string]int64{},
 		hist: hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)}
 }
 
@@ -197,11 +241,15 @@ func (o *observer) subscribe(nc *nats.Conn, tenant string) error {
 	return nc.Flush()
 }
 
-// expect notes when a request was first published.
-func (o *observer) expect(requestID string, at time.Time) {
+// expect notes when a request was first published and, when decided is
+// not nil, has its decision signalled there.
+func (o *observer) expect(requestID string, at time.Time, decided chan<- struct{}) {
 	o.mu.Lock()
 	if _, ok := o.sent[requestID]; !ok {
 		o.sent[requestID] = at
+	}
+	if decided != nil {
+		o.awaited[requestID] = decided
 	}
 	if o.first.IsZero() {
 		o.first = at
@@ -222,6 +270,28 @@ func (o *observer) onDecision(m *nats.Msg) {
 	if at, ok := o.sent[rid]; ok {
 		delete(o.sent, rid)
 		_ = o.hist.RecordValue(now.Sub(at).Microseconds())
+	}
+	if ch, ok := o.awaited[rid]; ok {
+		delete(o.awaited, rid)
+		// The slot's channel has room: it awaits one request at a time
+		// and drains a late signal in forget.
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// forget stops signalling requestID's decision on decided, and drains a
+// signal that came in meanwhile, so the slot's next wait does not take it
+// for its own envelope's.
+func (o *observer) forget(requestID string, decided chan struct{}) {
+	o.mu.Lock()
+	delete(o.awaited, requestID)
+	o.mu.Unlock()
+	select {
+	case <-decided:
+	default:
 	}
 }
 

@@ -6,6 +6,10 @@
 //	                       possible or at a rate, decision latency, and an
 //	                       exact reconciliation from the streams; raw async
 //	                       publish / durable consume baselines
+//	loadgen curve [flags]  the live capacity (closed loop), the backlog
+//	                       capacity, and decision latency at fractions of
+//	                       the live capacity, each on a fresh embedded
+//	                       target
 //	loadgen sync [flags]   synchronous decisions (pkg/client) at a fixed
 //	                       rate vs. raw synchronous JetStream publishes
 //
@@ -37,10 +41,11 @@ func main() {
 
 const usage = `Usage:
   loadgen run [flags]     streaming load with expected decisions, reconciled from the streams
+  loadgen curve [flags]   live and backlog capacity, then latency at fractions of the live capacity
   loadgen sync [flags]    synchronous decision round trips at a fixed rate
   loadgen version         print the version (also --version)
 
-Run "loadgen run -h" or "loadgen sync -h" for their flags.
+Run "loadgen run -h", "loadgen curve -h" or "loadgen sync -h" for their flags.
 `
 
 // parseFlags applies the TURNGUARD_* variables, then the command line, as
@@ -69,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = runRun(ctx, args[1:], stdout, stderr)
+	case "curve":
+		err = runCurve(ctx, args[1:], stdout, stderr)
 	case "sync":
 		err = runSync(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -45,11 +46,34 @@ value with its outbox) into a scratch bucket, one decision-sized publish
 per envelope into a scratch stream, then the acks: everything a processor
 does but deciding. All scratch assets are deleted afterwards.
 
+How the sessions publish (the report's mode):
+  stored   (default) each slot publishes its session's next envelope once
+           the previous is stored in ACS_HOOKS: publishing outruns deciding,
+           a backlog builds, and latency mixes live and queued envelopes
+  rate     --rate R: R envelopes per second over all slots (open loop)
+  closed   --await-decisions: each slot publishes its session's next
+           envelope once the previous one's decision was seen on
+           acs.decisions, as an agent waits for its answer: at most
+           --sessions envelopes are undecided at any time, no backlog
+           builds, and decided_per_s is the processor's live capacity
+  backlog  --backlog: everything published first, then decided
+
+Allocations (embedded target): allocs_per_envelope and bytes_per_envelope
+are runtime.MemStats' Mallocs and TotalAlloc over the deciding period
+(from the first publish until the decisions settled; with --backlog from
+the processors' start) divided by the envelopes decided — of the whole
+process: loadgen's publishing and observing, the NATS server and the
+processors alike.
+
 --json prints one object with these fields:
-  target, tenant, seed, processors (embedded), backlog,
+  target, tenant, seed, processors (embedded), mode, backlog,
   sessions_concurrent, sessions_started,
   sessions_completed, publish_seconds, envelopes_published,
   publish_retries, publish_duplicates, published_per_s, decided_per_s,
+  live_capacity_per_s (mode closed: decided_per_s),
+  await_timeouts (mode closed: decisions not seen within --settle; the
+    session went on without them),
+  allocs_per_envelope, bytes_per_envelope (embedded),
   batch_retries and batch_conflicts (embedded: batches the processors
     tried again, after an error or a lost revision check),
   decision_latency {count, p50_ms, p90_ms, p99_ms, max_ms},
@@ -74,6 +98,7 @@ type runReport struct {
 	Tenant            string          `json:"tenant"`
 	Seed              uint64          `json:"seed"`
 	Processors        int             `json:"processors,omitempty"`
+	Mode              string          `json:"mode"`
 	Backlog           bool            `json:"backlog"`
 	Sessions          int             `json:"sessions_concurrent"`
 	SessionsStarted   int             `json:"sessions_started"`
@@ -86,6 +111,10 @@ type runReport struct {
 	BatchConflicts    uint64          `json:"batch_conflicts,omitempty"`
 	PublishRate       float64         `json:"published_per_s"`
 	DecidedRate       float64         `json:"decided_per_s"`
+	LiveCapacity      float64         `json:"live_capacity_per_s,omitempty"`
+	AwaitTimeouts     int64           `json:"await_timeouts,omitempty"`
+	AllocsPerEnvelope float64         `json:"allocs_per_envelope,omitempty"`
+	BytesPerEnvelope  float64         `json:"bytes_per_envelope,omitempty"`
 	Latency           latencies       `json:"decision_latency"`
 	Observed          tally           `json:"observed"`
 	Expected          tally           `json:"expected"`
@@ -118,10 +147,57 @@ type runOptions struct {
 	partitions   int
 	processors   int
 	backlog      bool
-	noReceipts   bool
-	receiptFmt   string
-	cpuProfile   string
-	memProfile   string
+	// awaitDecisions closes the loop: a session's next envelope waits for
+	// the previous one's decision (mode closed).
+	awaitDecisions bool
+	noReceipts     bool
+	receiptFmt     string
+	cpuProfile     string
+	memProfile     string
+}
+
+// The report's modes: how the slots publish (runHelp explains them).
+const (
+	modeStored  = "stored"
+	modeRate    = "rate"
+	modeClosed  = "closed"
+	modeBacklog = "backlog"
+)
+
+func (o *runOptions) mode() string {
+	switch {
+	case o.backlog:
+		return modeBacklog
+	case o.awaitDecisions:
+		return modeClosed
+	case o.rate > 0:
+		return modeRate
+	}
+	return modeStored
+}
+
+// check rejects option combinations that cannot run; remote says the
+// target is a NATS URL rather than the embedded server.
+func (o *runOptions) check(remote bool) error {
+	if o.duration <= 0 || o.sessions < 1 || o.rate < 0 || o.maxEnvelopes < 0 || o.settle < 0 || o.replicas < 1 || o.processors < 1 {
+		return errors.New("--duration and --sessions must be positive; --rate, --max-envelopes and --settle not negative; --replicas and --processors at least 1")
+	}
+	if remote && (o.backlog || o.processors != 1 || o.noReceipts || o.receiptFmt != "batch") {
+		return errors.New("--backlog, --processors, --no-receipts and --receipt-format are for the embedded target; with --nats-url, start and stop your processors yourself")
+	}
+	if o.receiptFmt != "batch" && o.receiptFmt != "single" {
+		return fmt.Errorf("--receipt-format %q: want batch or single", o.receiptFmt)
+	}
+	// A closed loop is paced by the decisions themselves: a rate would
+	// make decided_per_s the rate, and a backlog has no processor to
+	// decide while publishing.
+	if o.awaitDecisions && (o.rate > 0 || o.backlog) {
+		return errors.New("--await-decisions is its own pacing: not with --rate or --backlog")
+	}
+	if o.awaitDecisions && o.settle <= 0 {
+		return errors.New("--await-decisions waits at most --settle for each decision: --settle must be positive")
+	}
+	return nil
 }
 
 // errMismatch makes the command exit 1 after printing its report.
@@ -135,11 +211,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	o.nats.Register(fs, "an admin credential, e.g. <data-dir>/creds/admin.creds")
 	fs.Float64Var(&o.rate, "rate", 0, "envelopes per second over all sessions; 0: as fast as the server acknowledges")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to publish")
-	fs.IntVar(&o.sessions, "sessions", 200, "sessions in flight at once (each publishes its next envelope once the previous is stored)")
+	fs.IntVar(&o.sessions, "sessions", 200, "sessions in flight at once (each publishes its next envelope once the previous is stored, or decided with --await-decisions)")
 	fs.Int64Var(&o.maxEnvelopes, "max-envelopes", 0, "stop after this many envelopes (0: no limit; --duration still applies)")
 	fs.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	fs.StringVar(&o.tenant, "tenant", "", "tenant to publish under; default a fresh one per run (lg-<seed>-<time>) so reconciliation sees only this run")
-	fs.DurationVar(&o.settle, "settle", time.Minute, "how long to wait for outstanding decisions after publishing stops")
+	fs.DurationVar(&o.settle, "settle", time.Minute, "how long to wait for outstanding decisions after publishing stops (and, with --await-decisions, for each decision)")
 	fs.DurationVar(&o.grace, "reconcile-grace", 5*time.Second, "how long reconciliation re-reads while alerts and states trail their decisions")
 	fs.BoolVar(&o.baseline, "baseline", true, "measure raw JetStream publish and consume, and the pipeline floor, first (--baseline=false skips them)")
 	fs.IntVar(&o.baselineMax, "baseline-messages", 200000, "at most this many messages in each baseline")
@@ -150,6 +226,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.noReceipts, "no-receipts", false, "embedded target: processors without Ed25519 receipts (processor --receipt-key none)")
 	fs.StringVar(&o.receiptFmt, "receipt-format", "batch", "embedded target: the processors' --receipt-format, batch or single")
 	fs.BoolVar(&o.backlog, "backlog", false, "embedded target: publish everything first, then start the processors and time them deciding the backlog (the workload of the durable-consume baseline); latency is then queueing time")
+	fs.BoolVar(&o.awaitDecisions, "await-decisions", false, "closed loop: each session publishes its next envelope only once the previous one's decision was seen, as agents do; decided_per_s is then the live capacity (mode closed above)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (fields in -h)")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write this process's allocation profile (pprof allocs: every allocation sampled since it started, publishing included) to this file once the decisions settled")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processors too) to this file; with --backlog, of the deciding only")
@@ -161,24 +238,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if o.duration <= 0 || o.sessions < 1 || o.rate < 0 || o.maxEnvelopes < 0 || o.settle < 0 || o.replicas < 1 || o.processors < 1 {
-		return errors.New("--duration and --sessions must be positive; --rate, --max-envelopes and --settle not negative; --replicas and --processors at least 1")
+	if err := o.check(nt.URL != ""); err != nil {
+		return err
 	}
-	if nt.URL != "" && (o.backlog || o.processors != 1 || o.noReceipts || o.receiptFmt != "batch") {
-		return errors.New("--backlog, --processors, --no-receipts and --receipt-format are for the embedded target; with --nats-url, start and stop your processors yourself")
-	}
-	if o.receiptFmt != "batch" && o.receiptFmt != "single" {
-		return fmt.Errorf("--receipt-format %q: want batch or single", o.receiptFmt)
-	}
-	lvl, err := zerolog.ParseLevel(*logLevel)
+	log, err := newLogger(*logLevel, stderr)
 	if err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return err
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).Level(lvl).With().Timestamp().Logger()
 	if o.tenant == "" {
-		// The generator stays deterministic for a given tenant; only the
-		// CLI's default tenant depends on the clock.
-		o.tenant = fmt.Sprintf("lg-%d-%x", o.seed, time.Now().UnixNano())
+		o.tenant = defaultTenant(o.seed)
 	}
 	if err := acs.CheckTenant(o.tenant); err != nil {
 		return fmt.Errorf("--tenant: %w", err)
@@ -207,6 +275,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// newLogger is loadgen's own log on stderr at level.
+func newLogger(level string, stderr io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
+	}
+	return zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly}).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// defaultTenant is a fresh tenant for a run of seed, so reconciliation
+// sees only that run. The generator stays deterministic for a given
+// tenant; only the CLI's default tenant depends on the clock.
+func defaultTenant(seed uint64) string {
+	return fmt.Sprintf("lg-%d-%x", seed, time.Now().UnixNano())
+}
+
 // loadRun is one run's publisher state, kept for reconciling again (tests).
 type loadRun struct {
 	gen     *traffic.Generator
@@ -221,7 +305,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	rep := &runReport{Target: "embedded", Tenant: o.tenant, Seed: o.seed, Sessions: o.sessions, Backlog: o.backlog}
+	rep := &runReport{Target: "embedded", Tenant: o.tenant, Seed: o.seed, Sessions: o.sessions, Mode: o.mode(), Backlog: o.backlog}
 	if !t.embedded {
 		rep.Target = t.url
 	} else {
@@ -268,7 +352,14 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if o.rate > 0 {
 		l.interval = time.Duration(float64(time.Second) / o.rate)
 	}
-	fmt.Fprintf(stderr, "run: tenant %s, %d sessions in flight, for %s …\n", o.tenant, o.sessions, o.duration)
+	if o.awaitDecisions {
+		l.awaitDecision = o.settle
+	}
+	fmt.Fprintf(stderr, "run: tenant %s, %d sessions in flight (%s), for %s …\n", o.tenant, o.sessions, rep.Mode, o.duration)
+	// Allocations are counted over the deciding: here, from the first
+	// publish on, for the processors decide as the envelopes come.
+	var memFrom runtime.MemStats
+	runtime.ReadMemStats(&memFrom)
 	records := l.run(ctx, o.sessions)
 	published := time.Unix(0, l.lastAck.Load()).Sub(l.start)
 	var decideFrom time.Time
@@ -280,12 +371,17 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 			}
 		}
 		decideFrom = time.Now()
+		// A backlog is decided only from here: its publishing is not
+		// counted.
+		runtime.ReadMemStats(&memFrom)
 		if err := t.startProcessors(ctx, embedded); err != nil {
 			return nil, nil, err
 		}
 	}
 	fmt.Fprintf(stderr, "run: %d envelopes published; waiting up to %s for their decisions …\n", l.published.Load(), o.settle)
 	obs.settle(ctx, o.settle)
+	var memTo runtime.MemStats
+	runtime.ReadMemStats(&memTo)
 	stopProfile()
 	stopProfile = func() {}
 	if o.memProfile != "" {
@@ -302,6 +398,11 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 		return nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
 	rep.fill(gen, records, l, published, obs, decideFrom, x)
+	if t.embedded && rep.Observed.Decisions > 0 {
+		n := float64(rep.Observed.Decisions)
+		rep.AllocsPerEnvelope = math.Round(float64(memTo.Mallocs-memFrom.Mallocs)/n*10) / 10
+		rep.BytesPerEnvelope = math.Round(float64(memTo.TotalAlloc-memFrom.TotalAlloc) / n)
+	}
 	for _, p := range t.procs {
 		rep.BatchRetries += p.Stats().Retries.Load()
 		rep.BatchConflicts += p.Stats().Conflicts.Load()
@@ -353,6 +454,7 @@ func (rep *runReport) fill(gen *traffic.Generator, records []record, l *loader, 
 	}
 	rep.PublishSeconds = published.Seconds()
 	rep.Published, rep.Retries, rep.Duplicates = l.published.Load(), l.retries.Load(), l.duplicates.Load()
+	rep.AwaitTimeouts = l.awaitTimeouts.Load()
 	rep.PublishRate = rate(rep.Published, published)
 	obs.mu.Lock()
 	rep.Latency = summarize(obs.hist)
@@ -364,6 +466,9 @@ func (rep *runReport) fill(gen *traffic.Generator, records []record, l *loader, 
 		rep.DecidedRate = rate(obs.decisions, obs.last.Sub(decideFrom))
 	}
 	obs.mu.Unlock()
+	if rep.Mode == modeClosed {
+		rep.LiveCapacity = rep.DecidedRate
+	}
 	for _, n := range rep.Observed.AlertsByRule {
 		rep.Observed.Alerts += n
 	}
@@ -410,8 +515,11 @@ func printRun(w io.Writer, r *runReport) {
 	if r.Processors > 0 {
 		fmt.Fprintf(w, ", %d in-process processor(s)", r.Processors)
 	}
-	if r.Backlog {
+	switch r.Mode {
+	case modeBacklog:
 		fmt.Fprint(w, ", backlog: published first, then decided")
+	case modeClosed:
+		fmt.Fprint(w, ", closed loop: each session's next envelope once the previous is decided")
 	}
 	fmt.Fprintln(w)
 	if b := r.Baseline; b != nil {
@@ -421,8 +529,17 @@ func printRun(w io.Writer, r *runReport) {
 	fmt.Fprintf(w, "published  %d envelopes in %.1fs (%.0f/s), %d sessions started, %d completed, %d retries, %d duplicate acks\n",
 		r.Published, r.PublishSeconds, r.PublishRate, r.SessionsStarted, r.SessionsCompleted, r.Retries, r.Duplicates)
 	fmt.Fprintf(w, "decided    %.0f/s", r.DecidedRate)
+	if r.Mode == modeClosed {
+		fmt.Fprint(w, ", the live capacity")
+		if r.AwaitTimeouts > 0 {
+			fmt.Fprintf(w, " (%d decisions not seen within --settle)", r.AwaitTimeouts)
+		}
+	}
 	if b := r.Baseline; b != nil {
 		fmt.Fprintf(w, " (%.3f of raw publish, %.3f of durable consume, %.3f of the pipeline floor)", b.DecidedVsPublish, b.DecidedVsConsume, b.DecidedVsPipeline)
+	}
+	if r.AllocsPerEnvelope > 0 {
+		fmt.Fprintf(w, "\nallocs     %.1f allocations, %.0f bytes per decided envelope (whole process: loadgen, server, processors)", r.AllocsPerEnvelope, r.BytesPerEnvelope)
 	}
 	l := r.Latency
 	fmt.Fprintf(w, "\nlatency    publish → decision, %d: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Count, l.P50, l.P90, l.P99, l.Max)

@@ -236,11 +236,131 @@ func TestReconcileDetects(t *testing.T) {
 	}
 }
 
+// --await-decisions closes the loop: every envelope decided before its
+// session's next is published, the run reconciles, and the report names
+// the decided rate the live capacity, with the process's allocations per
+// decided envelope.
+func TestRunClosedLoop(t *testing.T) {
+	var out bytes.Buffer
+	// The run logs from its publishers' goroutines.
+	var errOut syncbuf.Buffer
+	args := []string{"run", "--await-decisions", "--duration", "20s", "--sessions", "40", "--max-envelopes", "1200", "--partitions", "2",
+		"--baseline=false", "--json"}
+	if code := run(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	var rep runReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Mode != modeClosed || !rep.Reconcile.OK || rep.Reconcile.DecisionsRead != 1200 || rep.Observed.Decisions != 1200 {
+		t.Fatalf("mode %q, %d observed, reconcile %+v", rep.Mode, rep.Observed.Decisions, rep.Reconcile)
+	}
+	if rep.LiveCapacity <= 0 || rep.LiveCapacity != rep.DecidedRate || rep.AwaitTimeouts != 0 {
+		t.Fatalf("live capacity %.0f, decided %.0f/s, %d waits timed out", rep.LiveCapacity, rep.DecidedRate, rep.AwaitTimeouts)
+	}
+	if rep.AllocsPerEnvelope <= 0 || rep.BytesPerEnvelope <= 0 {
+		t.Fatalf("allocations per envelope %.1f, %.0f B", rep.AllocsPerEnvelope, rep.BytesPerEnvelope)
+	}
+	var text bytes.Buffer
+	printRun(&text, &rep)
+	for _, want := range []string{"closed loop", ", the live capacity", "allocations"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// A slot waiting for a decision that never comes goes on after its bound
+// and counts the wait; a decision arriving after that is not taken for
+// the next envelope's.
+func TestAwaitDecisionTimeout(t *testing.T) {
+	obs := newObserver()
+	l := &loader{obs: obs, log: zerolog.Nop(), awaitDecision: 20 * time.Millisecond}
+	decided := make(chan struct{}, 1)
+	timer := time.NewTimer(l.awaitDecision)
+	defer timer.Stop()
+	decision := func(rid string) *nats.Msg {
+		m := nats.NewMsg("acs.decisions.t.s")
+		m.Header.Set(acs.HdrRequestID, rid)
+		return m
+	}
+
+	obs.expect("r1", time.Now(), decided)
+	obs.onDecision(decision("r1"))
+	if !l.awaitDecisionOf(context.Background(), "r1", decided, timer) || l.awaitTimeouts.Load() != 0 {
+		t.Fatalf("decided request: %d timeouts", l.awaitTimeouts.Load())
+	}
+
+	obs.expect("r2", time.Now(), decided)
+	if !l.awaitDecisionOf(context.Background(), "r2", decided, timer) || l.awaitTimeouts.Load() != 1 {
+		t.Fatalf("undecided request: %d timeouts", l.awaitTimeouts.Load())
+	}
+	obs.onDecision(decision("r2"))
+	if len(decided) != 0 || len(obs.awaited) != 0 {
+		t.Fatalf("a late decision was signalled: %d pending, %d awaited", len(decided), len(obs.awaited))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	obs.expect("r3", time.Now(), decided)
+	if l.awaitDecisionOf(ctx, "r3", decided, timer) || len(obs.awaited) != 0 {
+		t.Fatalf("an ended context went on waiting, or left %d awaited", len(obs.awaited))
+	}
+}
+
+// loadgen curve: the live capacity, a small backlog, and two steps at
+// fractions of the live capacity, every run reconciled.
+func TestCurve(t *testing.T) {
+	var out bytes.Buffer
+	// The runs log from their publishers' goroutines.
+	var errOut syncbuf.Buffer
+	args := []string{"curve", "--duration", "1s", "--step-duration", "1s", "--points", "0.25,0.5", "--backlog-envelopes", "1000",
+		"--sessions", "20", "--partitions", "2", "--no-receipts", "--json"}
+	if code := run(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	var rep curveReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	if !rep.Reconciled || rep.Live == nil || rep.Live.Mode != modeClosed || rep.LiveCapacity <= 0 || rep.LiveCapacity != rep.Live.LiveCapacity {
+		t.Fatalf("live %+v", rep.Live)
+	}
+	if rep.Backlog == nil || rep.Backlog.Mode != modeBacklog || rep.Backlog.Reconcile.DecisionsRead != 1000 || rep.BacklogCapacity <= 0 || rep.LiveVsBacklog <= 0 {
+		t.Fatalf("backlog %+v, live vs backlog %.3f", rep.Backlog, rep.LiveVsBacklog)
+	}
+	if len(rep.Steps) != 2 {
+		t.Fatalf("%d steps", len(rep.Steps))
+	}
+	for i, s := range rep.Steps {
+		if want := []float64{0.25, 0.5}[i] * rep.LiveCapacity; s.Rate != want || !s.Reconciled || s.Published == 0 ||
+			s.Latency.Count != s.Published || s.Latency.P99 <= 0 || s.DecidedRate <= 0 || s.AllocsPerEnvelope <= 0 {
+			t.Errorf("step %d (rate want %.0f): %+v", i+1, want, s)
+		}
+	}
+	if !strings.Contains(errOut.String(), "curve: step 2/2") {
+		t.Errorf("no progress on stderr:\n%s", errOut.String())
+	}
+	var text bytes.Buffer
+	printCurve(&text, &rep)
+	for _, want := range []string{"live capacity", "backlog capacity", "fraction", "    0.50 "} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
 func TestRunFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--sessions", "0"},
 		{"run", "--tenant", "a.b", "--baseline=false"},
 		{"run", "extra"},
+		{"run", "--await-decisions", "--rate", "100"},
+		{"run", "--await-decisions", "--backlog"},
+		{"curve", "--points", "0.5,x"},
+		{"curve", "--points", "0"},
+		{"curve", "--step-duration", "0"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), args, &out, &errOut); code != 1 {
