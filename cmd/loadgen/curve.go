@@ -105,6 +105,7 @@ func runCurve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.partitions, "partitions", topology.Default().Partitions, "partitions of the embedded processors")
 	fs.IntVar(&o.processors, "processors", 1, "processor instances sharing the partitions, each on its own connection")
 	fs.BoolVar(&o.noReceipts, "no-receipts", false, "processors without Ed25519 receipts (processor --receipt-key none)")
+	o.group.register(fs)
 	fs.StringVar(&o.receiptFmt, "receipt-format", "batch", "the processors' --receipt-format, batch or single")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "how long each run waits for outstanding decisions after publishing stops (and the closed loop for each decision)")
 	fs.DurationVar(&o.grace, "reconcile-grace", 5*time.Second, "how long reconciliation re-reads while alerts and states trail their decisions")

@@ -151,6 +151,7 @@ type runOptions struct {
 	// the previous one's decision (mode closed).
 	awaitDecisions bool
 	noReceipts     bool
+	group          groupOptions
 	receiptFmt     string
 	cpuProfile     string
 	memProfile     string
@@ -224,6 +225,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.partitions, "partitions", topology.Default().Partitions, "partitions of the embedded processors")
 	fs.IntVar(&o.processors, "processors", 1, "embedded target: processor instances sharing the partitions, each on its own connection")
 	fs.BoolVar(&o.noReceipts, "no-receipts", false, "embedded target: processors without Ed25519 receipts (processor --receipt-key none)")
+	o.group.register(fs)
 	fs.StringVar(&o.receiptFmt, "receipt-format", "batch", "embedded target: the processors' --receipt-format, batch or single")
 	fs.BoolVar(&o.backlog, "backlog", false, "embedded target: publish everything first, then start the processors and time them deciding the backlog (the workload of the durable-consume baseline); latency is then queueing time")
 	fs.BoolVar(&o.awaitDecisions, "await-decisions", false, "closed loop: each session publishes its next envelope only once the previous one's decision was seen, as agents do; decided_per_s is then the live capacity (mode closed above)")
@@ -311,7 +313,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	} else {
 		rep.Processors = max(o.processors, 1)
 	}
-	embedded := embeddedOptions{Partitions: o.partitions, Processors: o.processors, NoReceipts: o.noReceipts, SingleReceipts: o.receiptFmt == "single"}
+	embedded := embeddedOptions{Partitions: o.partitions, Processors: o.processors, NoReceipts: o.noReceipts, SingleReceipts: o.receiptFmt == "single", Group: o.group}
 	if o.backlog {
 		// The streams a processor would create, so the backlog has
 		// somewhere to go before any processor runs.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,6 +64,22 @@ type embeddedOptions struct {
 	// --receipt-key none); SingleReceipts signs each on its own
 	// (processor --receipt-format single).
 	NoReceipts, SingleReceipts bool
+	// Group is the processors' grouping of live batches across
+	// partitions (stream.Config's Group fields; zero: the defaults).
+	Group groupOptions
+}
+
+// groupOptions are stream.Config's GroupLoops, GroupMax and GroupLinger.
+type groupOptions struct {
+	Loops, Max int
+	Linger     time.Duration
+}
+
+// register adds the flags setting g to fs.
+func (g *groupOptions) register(fs *flag.FlagSet) {
+	fs.IntVar(&g.Loops, "group-loops", 0, "embedded target: the processors' loops applying live batches of several partitions together (0: the processor's default; -1: each partition alone)")
+	fs.IntVar(&g.Max, "group-max", 0, "embedded target: the most envelopes one group takes (0: the processor's default)")
+	fs.DurationVar(&g.Linger, "group-linger", 0, "embedded target: how long a group waits for more partitions' batches (at most 1ms; 0: not at all)")
 }
 
 // clientOptions make a connection ride out a server or cluster node that
@@ -158,6 +175,7 @@ func (t *target) startProcessors(ctx context.Context, o embeddedOptions) error {
 		cfg := processorConfig(o.Partitions)
 		cfg.InstanceID = fmt.Sprintf("loadgen-%d", i+1)
 		cfg.SingleReceipts = o.SingleReceipts
+		cfg.GroupLoops, cfg.GroupMax, cfg.GroupLinger = o.Group.Loops, o.Group.Max, o.Group.Linger
 		p, err := stream.New(nc, g, policy.NewSource(rs), cfg, zerolog.Nop())
 		if err != nil {
 			nc.Close()

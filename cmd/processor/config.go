@@ -104,6 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.processor.Topology.MemberTTL, "member-ttl", c.processor.Topology.MemberTTL, "an instance silent this long counts as gone and its partitions move (heartbeat: a fifth of it; fixed once ACS_PROCESSORS exists)")
 	fs.DurationVar(&c.processor.Topology.PinnedTTL, "pinned-ttl", c.processor.Topology.PinnedTTL, "a partition consumer re-pins to another instance after its pinned one has not asked for this long (set on the consumers when created)")
 	fs.IntVar(&c.processor.BatchSize, "batch-size", c.processor.BatchSize, "most envelopes a partition worker decides and acknowledges together")
+	fs.IntVar(&c.processor.GroupLoops, "group-loops", stream.DefaultGroupLoops, "loops applying the live batches of several partitions together, with one receipt signature and one round of writes (-1: every partition worker applies its own batches alone)")
+	fs.DurationVar(&c.processor.GroupLinger, "group-linger", 0, "how long a group loop waits for more partitions' batches once it took those ready, at most 1ms (0: not at all)")
 	var maxState cliflag.Bytes
 	fs.Var(&maxState, "max-state-bytes", "most bytes of one session's stored value (its state and the outbox of its last write), a `size` such as 256KiB; an envelope that would exceed it is refused -32603 state_too_large (0: the NATS server's max_payload less 4 KiB)")
 	fs.Var((*cliflag.List)(&c.rules), "rules", "rule file; repeat (or separate with commas) to merge several; builtin:default is the embedded pack (the default without --rules)")
