@@ -185,6 +185,34 @@ func BenchmarkSaveMsg(b *testing.B) {
 	}
 }
 
+// BenchmarkRecordJSON is the JSON of a busy session's write with a
+// one-decision outbox, alone: encoding/json's Marshal, as earlier versions
+// wrote it, and the encoder that replaced it (encode.go) into a reused
+// buffer, as the store writes it.
+func BenchmarkRecordJSON(b *testing.B) {
+	s := busySession()
+	out := &statestore.Outbox{Written: s.LastTime, Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", s.SessionID),
+		Header: map[string][]string{acs.HdrMsgID: {"r:1"}, acs.HdrReceipt: {strings.Repeat("A", 200)}}, Data: bytes.Repeat([]byte("x"), 500)}}}
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := statestore.MarshalRecord(s, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoder", func(b *testing.B) {
+		var buf []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			if buf, err = statestore.AppendRecordJSON(buf[:0], s, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // BenchmarkOutboxCodec is a session write and read without the network,
 // as the processor makes them: a busy session with its outbox encoded,
 // sealed and wrapped in its compare-and-set message (SaveMsg), then

@@ -52,12 +52,14 @@ func appendRecord(buf *bytes.Buffer, sess *turnstate.Session, out *Outbox) ([]by
 	var room [1 + maxLenDigits + 1]byte
 	start := buf.Len()
 	buf.Write(room[:])
-	// Encode writes what Marshal returns, and a newline.
-	if err := json.NewEncoder(buf).Encode(record{Session: sess, Outbox: out}); err != nil {
+	// The JSON is appended to buf's spare room and written back into the
+	// same bytes (unless it outgrew them).
+	js, err := appendRecordJSON(buf.AvailableBuffer(), sess, out)
+	if err != nil {
 		return nil, err
 	}
-	buf.Truncate(buf.Len() - 1)
-	n := buf.Len() - start - len(room)
+	buf.Write(js)
+	n := len(js)
 	head := strconv.AppendInt(append(room[:0], framedTag), int64(n), 10)
 	head = append(head, ':')
 	if len(head) > len(room) {

@@ -85,7 +85,8 @@ type Outbox struct {
 }
 
 // record is a session's stored JSON: its fields and its outbox, the
-// publications' bodies left out (they follow it, record.go).
+// publications' bodies left out (they follow it, record.go). The encoder
+// of encode.go writes it as encoding/json would; encoding/json reads it.
 type record struct {
 	*turnstate.Session
 	Outbox *Outbox `json:"outbox,omitempty"`
@@ -239,11 +240,13 @@ func (s *Store) sealSession(key string, sess *turnstate.Session, out *Outbox) ([
 func (s *Store) sealAgent(key string, a *turnstate.Agent) ([]byte, error) {
 	buf := s.buffer()
 	defer s.release(buf)
-	// Encode writes what Marshal returns, and a newline.
-	if err := json.NewEncoder(buf).Encode(a); err != nil {
+	js, err := appendAgentJSON(buf.AvailableBuffer(), a)
+	if err != nil {
 		return nil, fmt.Errorf("encode %s %s: %w", turnstate.KindAgent, key, err)
 	}
-	return s.sealer.Seal(turnstate.KindAgent, key, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})), nil
+	// Written back so that the pooled buffer keeps the room it took.
+	buf.Write(js)
+	return s.sealer.Seal(turnstate.KindAgent, key, buf.Bytes()), nil
 }
 
 // save writes a sealed value with compare-and-set on rev.
