@@ -68,6 +68,8 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 5*time.Second, "decision timeout (then the posture answers and the call counts as from_posture)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
+	var group groupOptions
+	group.register(fs)
 	receiptKey := fs.String("receipt-key", "", "with a NATS server: the processor's receipt public key (PEM: <data-dir>/receipt-key.pub or GET /receipt-key) decisions must verify with; \"none\" for processors run with --receipt-key none")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -91,7 +93,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer t.close()
-	if err := t.startProcessors(ctx, embeddedOptions{Partitions: *partitions, Processors: 1}); err != nil {
+	if err := t.startProcessors(ctx, embeddedOptions{Partitions: *partitions, Processors: 1, Group: group}); err != nil {
 		return err
 	}
 	trust, err := t.trust(*receiptKey)

@@ -181,16 +181,7 @@ const prefetchReaders = 16
 // last write left unpublished, which must go out before anything of this
 // batch).
 func (w *worker) prefetch(ctx context.Context, b *batch) error {
-	var first []*inbound
-	seen := map[string]bool{}
-	for i := range b.ins {
-		in := &b.ins[i]
-		if in.routeErr != nil || seen[in.route.SessionKey()] {
-			continue
-		}
-		seen[in.route.SessionKey()] = true
-		first = append(first, in)
-	}
+	first := firstOfEach(b.ins)
 	reads := readUncached(ctx, first)
 	for _, in := range first {
 		key := in.route.SessionKey()
@@ -203,6 +194,42 @@ func (w *worker) prefetch(ctx context.Context, b *batch) error {
 			p.state = c.state.Clone()
 		}
 		b.sessions[key] = p
+	}
+	return nil
+}
+
+// firstOfEach is the first inbound of each session ins name, in order.
+func firstOfEach(ins []inbound) []*inbound {
+	var first []*inbound
+	seen := map[string]bool{}
+	for i := range ins {
+		in := &ins[i]
+		if in.routeErr != nil || seen[in.route.SessionKey()] {
+			continue
+		}
+		seen[in.route.SessionKey()] = true
+		first = append(first, in)
+	}
+	return first
+}
+
+// warm reads into w's cache the committed state of every session of ins
+// it does not hold (publishing what their last writes left unpublished, as
+// prefetch would): the reads of a batch, made by its worker before it
+// offers the batch to a group, so that one partition's reads — a new
+// session costs three round trips — hold no other partition's batch. The
+// group's prefetch then finds them cached.
+func (w *worker) warm(ctx context.Context, ins []inbound) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+	defer cancel()
+	first := firstOfEach(ins)
+	reads := readUncached(ctx, first)
+	for _, in := range first {
+		if f, ok := reads[in.route.SessionKey()]; ok {
+			if _, err := w.session(ctx, in, f); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -490,6 +490,10 @@ func (w *worker) processLive(ctx context.Context, ins []inbound) error {
 	if w.group == nil || len(ins) == 0 || !groupable(ins) {
 		return w.process(ctx, ins)
 	}
+	if err := w.warm(ctx, ins); err != nil {
+		w.log.Debug().Err(err).Int("batch", len(ins)).Msg("reading the batch's sessions failed; applying it alone")
+		return w.process(ctx, ins)
+	}
 	if err := w.group.apply(ctx, w, ins); err != nil {
 		w.stats.GroupFallbacks.Add(1)
 		w.log.Debug().Err(err).Int("batch", len(ins)).Msg("group attempt failed; applying the batch alone")
