@@ -284,11 +284,15 @@ func appendCanonicalID(b []byte, id json.RawMessage) ([]byte, bool) {
 	if id == nil {
 		return append(b, "null"...), true
 	}
-	s := string(id)
 	switch {
-	case s == "null":
-		return append(b, s...), true
-	case len(s) >= 2 && s[0] == '"':
+	case string(id) == "null":
+		return append(b, id...), true
+	case len(id) >= 2 && id[0] == '"':
+		if plainJSONString(id) {
+			// Nothing to unescape and nothing to escape: the canonical
+			// form is the id's own bytes.
+			return append(b, id...), true
+		}
 		// AppendUnquote rejects trailing bytes, raw control characters,
 		// invalid escapes and invalid UTF-8, all of which the reference
 		// path fails on as well.
@@ -299,13 +303,13 @@ func appendCanonicalID(b []byte, id json.RawMessage) ([]byte, bool) {
 		}
 		return appendCanonicalString(b, string(u))
 	}
-	digits := s
+	digits := id
 	if len(digits) > 0 && digits[0] == '-' {
 		digits = digits[1:]
 	}
 	// At most 15 digits: exactly representable, so ECMAScript prints them
 	// back unchanged.
-	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && (len(digits) > 1 || len(s) > 1)) {
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && (len(digits) > 1 || len(id) > 1)) {
 		return b, false
 	}
 	for i := 0; i < len(digits); i++ {
@@ -313,7 +317,23 @@ func appendCanonicalID(b []byte, id json.RawMessage) ([]byte, bool) {
 			return b, false
 		}
 	}
-	return append(b, s...), true
+	return append(b, id...), true
+}
+
+// plainJSONString reports a JSON string token whose content has no escape,
+// no raw control character and no '"' (so the token ends at its last
+// byte) and is valid UTF-8: its RFC 8785 form is itself.
+func plainJSONString(s []byte) bool {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return false
+	}
+	in := s[1 : len(s)-1]
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(in)
 }
 
 // appendMember appends ,"name": — name is a literal ASCII member name
