@@ -3,7 +3,6 @@ package acs
 import (
 	"crypto/sha256"
 	"encoding"
-	"encoding/hex"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -134,8 +133,7 @@ func appendMemberName(b []byte, first bool, name string) ([]byte, bool) {
 func RequestHashOf(params any, raw json.RawMessage) (string, error) {
 	var buf [4096]byte
 	if c, ok := appendCanonicalGo(buf[:0], params, 0); ok {
-		sum := sha256.Sum256(c)
-		return hex.EncodeToString(sum[:]), nil
+		return hexSum(sha256.Sum256(c)), nil
 	}
 	return RequestHash(raw)
 }
