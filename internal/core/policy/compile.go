@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 )
@@ -157,6 +158,11 @@ type Set struct {
 	usesLineage bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
+	// adapter converts the values of CEL variables as the environment
+	// does; noViolations is the violations variable of an envelope
+	// without any, converted once.
+	adapter      types.Adapter
+	noViolations any
 }
 
 // TestCase is a test a rule file carries, as written: internal/ruletest
@@ -208,6 +214,8 @@ func Compile(files []*File) (*Set, error) {
 	}
 	if len(c.diags) == 0 {
 		c.env = c.newEnv()
+		c.set.adapter = c.env.CELTypeAdapter()
+		c.set.noViolations = c.set.adapter.NativeToValue([]ViolationView{})
 	}
 	if c.env != nil {
 		for _, f := range files {
