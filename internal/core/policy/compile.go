@@ -76,7 +76,7 @@ type Rule struct {
 	File      string
 	Pos       Pos
 
-	when       cel.Program
+	when       *condition
 	message    *template.Template
 	exceptions []exception
 }
@@ -103,7 +103,7 @@ type Threshold struct {
 
 type exception struct {
 	name string
-	when cel.Program
+	when *condition
 }
 
 // TaintLabel is a compiled taint declaration.
@@ -113,12 +113,12 @@ type TaintLabel struct {
 	// Window is the default window of tainted() and of guards without
 	// their own.
 	Window    Window
-	clearWhen cel.Program
+	clearWhen *condition
 }
 
 type taintSource struct {
 	id   string
-	when cel.Program
+	when *condition
 	// unanswered: see SourceDef.Unanswered.
 	unanswered bool
 	// output: see SourceDef.Output.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
 
@@ -514,8 +513,11 @@ func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
 	return h, true
 }
 
-func (e *evalCtx) eval(p cel.Program) (bool, error) {
-	out, _, err := p.Eval(e)
+func (e *evalCtx) eval(c *condition) (bool, error) {
+	if c.hookGuarded && c.hook != e.hook {
+		return false, nil
+	}
+	out, _, err := c.prg.Eval(e)
 	if err != nil {
 		return false, err
 	}
