@@ -78,7 +78,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, asRefusal(err)
 	}
 	// The envelope validated: every field read below has its type.
-	e := envelope{req: requestFrom(obj)}
+	e := envelope{req: requestFrom(obj, k.id)}
 	if ref := checkSubject(route, &e.req); ref != nil {
 		return nil, k, ref
 	}
@@ -153,12 +153,15 @@ func (g *Guardian) checkSkew(e *envelope, msg Message) *acs.Error {
 }
 
 // requestFrom reads the typed envelope out of its validated decoded form,
-// so the body is parsed once.
-func requestFrom(obj map[string]any) acs.Request {
+// so the body is parsed once. id is the id as readKnown encoded it (nil
+// when it did not: an id that is neither a string nor a number).
+func requestFrom(obj map[string]any, id json.RawMessage) acs.Request {
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	var r acs.Request
 	r.JSONRPC, r.Method = str(obj, "jsonrpc"), str(obj, "method")
-	r.ID = marshalID(obj["id"])
+	if r.ID = id; id == nil {
+		r.ID = marshalID(obj["id"])
+	}
 	params, _ := obj["params"].(map[string]any)
 	p := &r.Params
 	p.ACSVersion, p.RequestID, p.Timestamp = str(params, "acs_version"), str(params, "request_id"), str(params, "timestamp")
