@@ -41,6 +41,14 @@ const maxFastDepth = 512
 type ijsonParser struct {
 	data []byte
 	pos  int
+	// recent are the last strings parsed, boxed, for a string that
+	// repeats one of them to share its value: an envelope names the same
+	// ids more than once (its JSON-RPC id is usually its request id, a
+	// turn's payload the turn its metadata names), and each string is two
+	// allocations (its bytes and its box). Strings are immutable, so
+	// sharing one changes nothing for whoever reads the document.
+	recent     [16]any
+	recentNext int
 }
 
 func (p *ijsonParser) skipSpace() {
@@ -280,7 +288,15 @@ func (p *ijsonParser) str() (any, bool) {
 				return nil, false
 			}
 			p.pos = i + 1
-			return string(s), true
+			for _, r := range p.recent {
+				if rs, ok := r.(string); ok && rs == string(s) {
+					return r, true
+				}
+			}
+			var v any = string(s)
+			p.recent[p.recentNext] = v
+			p.recentNext = (p.recentNext + 1) % len(p.recent)
+			return v, true
 		case c == '\\':
 			return p.escapedStr(start)
 		case c < 0x20:
