@@ -161,8 +161,11 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 		}
 		return e.methodVal, true
 	case "tool":
+		// The views by pointer: CEL reads a struct's fields the same
+		// through one, and the pointer, unlike the struct, boxes without
+		// a copy. Neither view changes once built.
 		if e.toolVal == nil {
-			e.toolVal = *e.toolView()
+			e.toolVal = e.toolView()
 		}
 		return e.toolVal, true
 	case "session":
@@ -171,7 +174,7 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 		return e.turnView(), true
 	case "provenance":
 		if e.provVal == nil {
-			e.provVal = e.prov
+			e.provVal = &e.prov
 		}
 		return e.provVal, true
 	case "violations":
