@@ -151,29 +151,42 @@ func (e *exprError) Error() string { return e.msg }
 // condition is a compiled boolean condition.
 type condition struct {
 	prg cel.Program
-	// hook is set when the condition is a conjunction one of whose
-	// operands is hook == "<hook>" (as taint sources that watch one hook
-	// are written): on any other hook it is false, since CEL's && is false
-	// when any operand is, whatever the others would give — so it is not
-	// evaluated there. Most taint sources run on every envelope and watch
-	// one hook; evaluating them, with their cost tracking, was a third of
-	// the rules' allocations.
-	hook        string
-	hookGuarded bool
+	// The guards are operands of the condition's top-level conjunction
+	// that an envelope can fail without the condition being evaluated:
+	// CEL's && is false when any operand is, whatever the others would
+	// give (errors included), so where a guard fails the condition is
+	// false and is not evaluated. Most taint sources run on every envelope
+	// and watch one hook, and the protocol rules run on every envelope and
+	// look for a violation, which nearly none has: evaluating them, with
+	// their cost tracking, was most of the rules' allocations.
+	//
+	// hook is set (hookGuarded) for an operand hook == "<hook>";
+	// needsViolations for an operand that is false on an envelope without
+	// violations: a comprehension over them (violations.exists(...)) whose
+	// result is its accumulator, initialised to false.
+	hook            string
+	hookGuarded     bool
+	needsViolations bool
 }
 
-// hookGuard finds a hook == "<literal>" (or "<literal>" == hook) operand of
-// the top-level conjunction of a checked condition, hook being the
-// variable.
-func hookGuard(a *cel.Ast) (string, bool) {
+// settledFalse reports whether one of c's guards fails on e's envelope.
+func (c *condition) settledFalse(e *evalCtx) bool {
+	return c.hookGuarded && c.hook != e.hook || c.needsViolations && len(e.in.Violations) == 0
+}
+
+// findGuards sets c's guards from the top-level conjunction of its
+// checked expression.
+func (c *condition) findGuards(a *cel.Ast) {
 	native := a.NativeRep()
 	refs := native.ReferenceMap()
-	isHook := func(e ast.Expr) bool {
-		if e.Kind() != ast.IdentKind || e.AsIdent() != "hook" {
+	// variable reports an identifier naming the variable name (at the top
+	// level, outside any comprehension, nothing shadows it).
+	variable := func(e ast.Expr, name string) bool {
+		if e.Kind() != ast.IdentKind || e.AsIdent() != name {
 			return false
 		}
 		r, ok := refs[e.ID()]
-		return ok && r.Name == "hook" && r.Value == nil
+		return ok && r.Name == name && r.Value == nil
 	}
 	literal := func(e ast.Expr) (string, bool) {
 		if e.Kind() != ast.LiteralKind {
@@ -182,31 +195,37 @@ func hookGuard(a *cel.Ast) (string, bool) {
 		s, ok := e.AsLiteral().(types.String)
 		return string(s), ok
 	}
-	var find func(e ast.Expr) (string, bool)
-	find = func(e ast.Expr) (string, bool) {
-		if e.Kind() != ast.CallKind {
-			return "", false
-		}
-		call := e.AsCall()
-		args := call.Args()
-		switch {
-		case call.FunctionName() == "_&&_" && !call.IsMemberFunction():
-			for _, a := range args {
-				if h, ok := find(a); ok {
-					return h, true
+	var walk func(e ast.Expr)
+	walk = func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.CallKind:
+			call := e.AsCall()
+			args := call.Args()
+			switch {
+			case call.IsMemberFunction():
+			case call.FunctionName() == "_&&_":
+				for _, a := range args {
+					walk(a)
+				}
+			case call.FunctionName() == "_==_" && len(args) == 2 && !c.hookGuarded:
+				if lit, ok := literal(args[1]); ok && variable(args[0], "hook") {
+					c.hook, c.hookGuarded = lit, true
+				} else if lit, ok := literal(args[0]); ok && variable(args[1], "hook") {
+					c.hook, c.hookGuarded = lit, true
 				}
 			}
-		case call.FunctionName() == "_==_" && !call.IsMemberFunction() && len(args) == 2:
-			if lit, ok := literal(args[1]); ok && isHook(args[0]) {
-				return lit, true
-			}
-			if lit, ok := literal(args[0]); ok && isHook(args[1]) {
-				return lit, true
+		case ast.ComprehensionKind:
+			// Over an empty range a comprehension is its result with the
+			// accumulator at its initial value: false here.
+			comp := e.AsComprehension()
+			init, result := comp.AccuInit(), comp.Result()
+			if variable(comp.IterRange(), "violations") && init.Kind() == ast.LiteralKind && init.AsLiteral() == types.False &&
+				result.Kind() == ast.IdentKind && result.AsIdent() == comp.AccuVar() {
+				c.needsViolations = true
 			}
 		}
-		return "", false
 	}
-	return find(native.Expr())
+	walk(native.Expr())
 }
 
 // expr compiles a boolean CEL condition, reporting errors at their place in
@@ -263,7 +282,7 @@ func (c *compiler) expr(f *File, s Str, what string) *condition {
 		return nil
 	}
 	cond := &condition{prg: prg}
-	cond.hook, cond.hookGuarded = hookGuard(checked)
+	cond.findGuards(checked)
 	return cond
 }
 

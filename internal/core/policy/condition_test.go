@@ -10,29 +10,42 @@ import (
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
-// A condition that requires one hook is skipped on the others, and only
-// such a condition: skipping gives what evaluating gives, errors included.
-func TestHookGuard(t *testing.T) {
+// A condition that requires one hook, or a violation, is skipped where the
+// envelope has neither, and only such a condition: skipping gives what
+// evaluating gives, errors included.
+func TestConditionGuards(t *testing.T) {
 	tests := []struct {
-		when string
-		hook string // "": not guarded
+		when       string
+		hook       string // "": not guarded by a hook
+		violations bool   // guarded by the envelope's violations
 	}{
-		{`hook == "toolCallResult" && "untrusted_source" in tool.classes`, "toolCallResult"},
-		{`"toolCallRequest" == hook && tool.name == "x"`, "toolCallRequest"},
-		{`tool.name == "x" && hook == "toolCallRequest"`, "toolCallRequest"},
-		{`(tool.name == "x" && (hook == "toolCallRequest" && true)) && !(tool.name == "y")`, "toolCallRequest"},
-		{`hook == "toolCallRequest" && payload.missing == 1`, "toolCallRequest"},
-		{`hook == "toolCallResult" && payload.missing == 1`, "toolCallResult"},
-		{`payload.missing == 1 && hook == "toolCallResult"`, "toolCallResult"},
-		{`hook == "toolCallRequest"`, "toolCallRequest"},
-		{`hook == "toolCallRequest" || tool.name == "x"`, ""},
-		{`!(hook == "toolCallResult") && tool.name == "x"`, ""},
-		{`hook != "toolCallResult" && tool.name == "x"`, ""},
-		{`hook == method && true`, ""},
-		{`[hook].exists(h, h == "toolCallRequest") && true`, ""},
-		{`["toolCallResult"].exists(hook, hook == "toolCallResult") && true`, ""},
-		{`(hook == "toolCallResult" ? true : false) && true`, ""},
-		{`true`, ""},
+		{`hook == "toolCallResult" && "untrusted_source" in tool.classes`, "toolCallResult", false},
+		{`"toolCallRequest" == hook && tool.name == "x"`, "toolCallRequest", false},
+		{`tool.name == "x" && hook == "toolCallRequest"`, "toolCallRequest", false},
+		{`(tool.name == "x" && (hook == "toolCallRequest" && true)) && !(tool.name == "y")`, "toolCallRequest", false},
+		{`hook == "toolCallRequest" && payload.missing == 1`, "toolCallRequest", false},
+		{`hook == "toolCallResult" && payload.missing == 1`, "toolCallResult", false},
+		{`payload.missing == 1 && hook == "toolCallResult"`, "toolCallResult", false},
+		{`hook == "toolCallRequest"`, "toolCallRequest", false},
+		{`hook == "toolCallRequest" || tool.name == "x"`, "", false},
+		{`!(hook == "toolCallResult") && tool.name == "x"`, "", false},
+		{`hook != "toolCallResult" && tool.name == "x"`, "", false},
+		{`hook == method && true`, "", false},
+		{`[hook].exists(h, h == "toolCallRequest") && true`, "", false},
+		{`["toolCallResult"].exists(hook, hook == "toolCallResult") && true`, "", false},
+		{`(hook == "toolCallResult" ? true : false) && true`, "", false},
+		{`true`, "", false},
+		{`violations.exists(v, v.severity == "error")`, "", true},
+		{`violations.exists(v, v.severity == "warn" && payload.missing == 1)`, "", true},
+		{`payload.missing == 1 && violations.exists(v, v.severity == "warn")`, "", true},
+		{`hook == "toolCallResult" && violations.exists(v, true)`, "toolCallResult", true},
+		{`violations.all(v, v.severity == "error")`, "", false},
+		{`!violations.all(v, v.severity != "error")`, "", false},
+		{`violations.exists_one(v, v.severity == "error")`, "", false},
+		{`violations.filter(v, v.severity == "error").size() == 0`, "", false},
+		{`violations.exists(v, true) || true`, "", false},
+		{`[].exists(v, true) || violations.size() == 0`, "", false},
+		{`[violations].exists(v, true) && true`, "", false},
 	}
 	var src strings.Builder
 	src.WriteString("apiVersion: turnguard/v1\nkind: RuleSet\nmetadata: {name: t}\nrules:\n")
@@ -47,12 +60,19 @@ func TestHookGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := []Input{input(t, "steps/toolCallRequest"), input(t, "steps/toolCallResult")}
+	violation := turnstate.Violation{Name: "v", Severity: "warn", Message: "m"}
+	var inputs []Input
+	for _, method := range []string{"steps/toolCallRequest", "steps/toolCallResult"} {
+		in := input(t, method)
+		inputs = append(inputs, in)
+		in.Violations = []turnstate.Violation{violation}
+		inputs = append(inputs, in)
+	}
 	errs, skipped := 0, 0
 	for i, tc := range tests {
 		c := rs.Rules[i].when
-		if got := map[bool]string{true: c.hook}[c.hookGuarded]; got != tc.hook {
-			t.Errorf("%s: guarded by hook %q, want %q", tc.when, got, tc.hook)
+		if got := map[bool]string{true: c.hook}[c.hookGuarded]; got != tc.hook || c.needsViolations != tc.violations {
+			t.Errorf("%s: guarded by hook %q, by violations %v; want %q, %v", tc.when, got, c.needsViolations, tc.hook, tc.violations)
 		}
 		for _, in := range inputs {
 			e := &evalCtx{set: rs, sess: turnstate.New("t", "s"), in: in, hook: ruleHook(*in.Spec)}
@@ -60,12 +80,12 @@ func TestHookGuard(t *testing.T) {
 			e = &evalCtx{set: rs, sess: turnstate.New("t", "s"), in: in, hook: ruleHook(*in.Spec)}
 			want, werr := e.eval(&condition{prg: c.prg})
 			if got != want || (gerr == nil) != (werr == nil) {
-				t.Errorf("%s on %s: %v, %v; evaluated, %v, %v", tc.when, e.hook, got, gerr, want, werr)
+				t.Errorf("%s on %s with %d violations: %v, %v; evaluated, %v, %v", tc.when, e.hook, len(in.Violations), got, gerr, want, werr)
 			}
 			if werr != nil {
 				errs++
 			}
-			if c.hookGuarded && c.hook != e.hook {
+			if c.settledFalse(e) {
 				skipped++
 			}
 		}

@@ -517,7 +517,7 @@ func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
 }
 
 func (e *evalCtx) eval(c *condition) (bool, error) {
-	if c.hookGuarded && c.hook != e.hook {
+	if c.settledFalse(e) {
 		return false, nil
 	}
 	out, _, err := c.prg.Eval(e)
