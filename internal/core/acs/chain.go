@@ -32,9 +32,24 @@ type ProvenanceSummary struct {
 // lowercase hex of SHA-256(JCS(entry) || raw bytes of the previous hash),
 // the previous hash being empty for a session's first entry.
 func EntryHash(e ContextEntry, previous string) (string, error) {
+	return entryHash(e, nil, previous)
+}
+
+// EntryHashOf is EntryHash of e with its RequestHash the hex of requestSum
+// and its ProvenanceSummary Summarize(ps) (e's own are ignored), computed
+// without making either: what a Guardian holds of an envelope.
+func EntryHashOf(e ContextEntry, requestSum [sha256.Size]byte, ps []Provenance, previous string) (string, error) {
+	return entryHash(e, &entryParts{requestSum: &requestSum, provenance: ps, useProvenance: true}, previous)
+}
+
+func entryHash(e ContextEntry, parts *entryParts, previous string) (string, error) {
 	var buf [512]byte
-	content, ok := appendCanonicalEntry(buf[:0], &e)
+	content, ok := appendCanonicalEntry(buf[:0], &e, parts)
 	if !ok {
+		if parts != nil {
+			e.RequestHash = hexSum(*parts.requestSum)
+			e.ProvenanceSummary = Summarize(parts.provenance)
+		}
 		var err error
 		if content, err = Canonical(e); err != nil {
 			return "", err

@@ -35,3 +35,29 @@ func TestEntryHashPrevious(t *testing.T) {
 		}
 	}
 }
+
+// EntryHashOf writes the request hash and the provenance summary from the
+// parts they are made of; the hash is EntryHash's of the entry with them
+// made.
+func FuzzEntryHashOf(f *testing.F) {
+	f.Add("1", "step", "steps/toolCallRequest", "2026-01-01T00:00:00Z", "t1", "user_input,retrieved,user_input,agent_generated", []byte("params"), "")
+	f.Add("2", "s", "m", "", "", "", []byte{}, strings.Repeat("ab", 32))
+	f.Add("3", "s\"\\\n", "m", "t", "u", "é,a,b,c,d,e,f,g,h,i,j,,a", []byte{1}, strings.Repeat("AB", 32))
+	f.Add("4", "s", "m", "t", "u", "\xff,x", []byte{2}, "")
+	f.Fuzz(func(t *testing.T, id, step, typ, ts, turn, origins string, params []byte, previous string) {
+		var ps []Provenance
+		if origins != "" {
+			for _, o := range strings.Split(origins, ",") {
+				ps = append(ps, Provenance{Origin: o, ProvenanceID: "p"})
+			}
+		}
+		sum := sha256.Sum256(params)
+		e := ContextEntry{EntryID: id, StepID: step, StepType: typ, Timestamp: ts, TurnID: turn}
+		got, gerr := EntryHashOf(e, sum, ps, previous)
+		e.RequestHash, e.ProvenanceSummary = hex.EncodeToString(sum[:]), Summarize(ps)
+		want, werr := EntryHash(e, previous)
+		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("%+v %v: EntryHashOf %q, %v; EntryHash %q, %v", e, ps, got, gerr, want, werr)
+		}
+	})
+}

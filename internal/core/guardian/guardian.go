@@ -221,10 +221,11 @@ func (g *Guardian) Decide(rs *policy.Set, state *turnstate.Session, agent *turns
 
 // appendEntry appends the envelope's ContextEntry to the session's chain.
 func appendEntry(s *turnstate.Session, env *envelope) error {
+	// Its request hash and provenance summary are written from what the
+	// envelope holds (EntryHashOf), not made to be written once.
 	e := acs.ContextEntry{EntryID: strconv.FormatUint(s.ChainLength+1, 10), StepID: env.req.Params.RequestID, StepType: env.req.Method,
-		RequestHash: env.requestHash, Timestamp: env.req.Params.Timestamp, TurnID: env.req.Params.Metadata.TurnID,
-		ProvenanceSummary: acs.Summarize(env.provenance)}
-	h, err := acs.EntryHash(e, s.ChainHead)
+		Timestamp: env.req.Params.Timestamp, TurnID: env.req.Params.Metadata.TurnID}
+	h, err := acs.EntryHashOf(e, env.requestSum, env.provenance, s.ChainHead)
 	if err != nil {
 		return fmt.Errorf("chain entry %s: %w", e.EntryID, err)
 	}

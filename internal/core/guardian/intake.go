@@ -2,6 +2,7 @@ package guardian
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,8 +25,9 @@ type envelope struct {
 	step turnstate.Step
 	// payload is the decoded payload, numbers kept exact.
 	payload any
-	// requestHash is the SHA-256 of the canonical params (ContextEntry).
-	requestHash string
+	// requestSum is the SHA-256 of the canonical params, whose hex is the
+	// ContextEntry's request_hash.
+	requestSum [sha256.Size]byte
 	// signedWith is the key_id of a verified request signature.
 	signedWith string
 	// provenance is acs.ProvenanceOf(payload), walked by checkBounds
@@ -97,7 +99,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, ref
 	}
 	e.payload = obj["params"].(map[string]any)["payload"]
-	if e.requestHash, err = acs.RequestHashOf(obj["params"], json.RawMessage(rawParams)); err != nil {
+	if e.requestSum, err = acs.RequestSumOf(obj["params"], json.RawMessage(rawParams)); err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
 	}
 	if err := g.validator.ValidatePayload(e.req.Method, e.payload); err != nil {
