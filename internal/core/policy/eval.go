@@ -418,6 +418,11 @@ func (e *evalCtx) provenance() ProvenanceView {
 	mem := e.sess.Provenance
 	mem.Seen = true
 	v.Present = true
+	// The four lists, each at most one item per provenance object, share
+	// one array.
+	n := len(ps)
+	lists := make([]string, 4*n)
+	v.Origins, v.IDs, v.UntrustedIDs, v.SourceIDs = lists[:0:n], lists[n:n:2*n], lists[2*n:2*n:3*n], lists[3*n:3*n]
 	local := map[string]bool{}
 	for _, p := range ps {
 		if p.Origin != "agent_generated" {
