@@ -214,7 +214,8 @@ func (t *tally) citeTaints(res *acs.Result, want policy.Decision, turn int) {
 // there is anything to say (a violation, a hit, an error or an outcome).
 func (t *tally) turnguardData(res *acs.Result, td map[string]any, rs *policy.Set, vs []turnstate.Violation) {
 	if rs != nil {
-		td["ruleset"] = map[string]any{"name": rs.Name, "revision": rs.Revision}
+		name, revision := rs.Cited()
+		td["ruleset"] = map[string]any{"name": name, "revision": revision}
 	}
 	if len(t.hits) > 0 {
 		td["hits"] = t.hits

@@ -163,6 +163,21 @@ type Set struct {
 	// without any, converted once.
 	adapter      types.Adapter
 	noViolations any
+	// cited are Name and Revision boxed once (Cited).
+	cited [2]any
+}
+
+// Cited returns Name and Revision as interface values, as every decision's
+// policy_data cites them: boxed once by Compile instead of for each
+// decision (boxed anew when the fields have changed since, or for a Set
+// Compile did not make).
+func (s *Set) Cited() (name, revision any) {
+	if n, ok := s.cited[0].(string); ok && n == s.Name {
+		if r, ok := s.cited[1].(string); ok && r == s.Revision {
+			return s.cited[0], s.cited[1]
+		}
+	}
+	return s.Name, s.Revision
 }
 
 // TestCase is a test a rule file carries, as written: internal/ruletest
@@ -208,6 +223,7 @@ func Compile(files []*File) (*Set, error) {
 	}
 	c.set.Name = strings.Join(names, "+")
 	c.set.Revision = revision(files)
+	c.set.cited = [2]any{c.set.Name, c.set.Revision}
 	// Declarations first, so that any file may use what another declares.
 	for _, f := range files {
 		c.declare(f)
