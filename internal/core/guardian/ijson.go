@@ -20,8 +20,13 @@ import (
 // escapes, very deep nesting). The caller then runs the jsontext decoder,
 // which decides and words the error exactly as before, so refusals are
 // unchanged.
-func fastDecodeIJSON(data []byte) (doc any, params []byte, ok bool) {
+//
+// known are strings the caller has that the document may repeat (the
+// session id and tenant its subject names): a string equal to one shares
+// its bytes. Only the first len(ijsonParser.known) count.
+func fastDecodeIJSON(data []byte, known ...string) (doc any, params []byte, ok bool) {
 	p := ijsonParser{data: data}
+	copy(p.known[:], known)
 	p.skipSpace()
 	v, ok := p.value(0, &params)
 	if !ok {
@@ -49,6 +54,7 @@ type ijsonParser struct {
 	// sharing one changes nothing for whoever reads the document.
 	recent     [16]any
 	recentNext int
+	known      [2]string
 }
 
 func (p *ijsonParser) skipSpace() {
@@ -293,7 +299,16 @@ func (p *ijsonParser) str() (any, bool) {
 					return r, true
 				}
 			}
-			var v any = string(s)
+			var v any
+			for _, k := range p.known {
+				if k != "" && k == string(s) {
+					v = k
+					break
+				}
+			}
+			if v == nil {
+				v = string(s)
+			}
 			p.recent[p.recentNext] = v
 			p.recentNext = (p.recentNext + 1) % len(p.recent)
 			return v, true

@@ -61,7 +61,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 	if ref := acs.CheckDepth(data, acs.MaxDepth); ref != nil {
 		return nil, k, ref
 	}
-	doc, rawParams, err := decodeIJSON(data)
+	doc, rawParams, err := decodeIJSON(data, route.SessionID, route.Tenant)
 	if err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}
 	}
@@ -183,8 +183,8 @@ func requestFrom(obj map[string]any, id json.RawMessage) acs.Request {
 // thing to a validator and another to a policy. Numbers stay exact
 // (json.Number), as the schema validator expects. It also returns the raw
 // params member, whose canonical form the chain hashes.
-func decodeIJSON(data []byte) (any, []byte, error) {
-	if v, params, ok := fastDecodeIJSON(data); ok {
+func decodeIJSON(data []byte, known ...string) (any, []byte, error) {
+	if v, params, ok := fastDecodeIJSON(data, known...); ok {
 		return v, params, nil
 	}
 	return slowDecodeIJSON(data)
