@@ -120,7 +120,7 @@ func Decode(raw []byte) (any, error) { return jsonschema.UnmarshalJSON(bytes.New
 // ValidateRequest checks a decoded request envelope against
 // request-envelope.json. A failure is an *Error with CodeInvalidRequest.
 func (v *Validator) ValidateRequest(doc any) error {
-	return v.check(v.request, doc, "", acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid, "request envelope does not match request-envelope.json")
+	return v.check(v.request, doc, "", acs.CodeInvalidRequest, acs.ReasonEnvelopeInvalid, func() string { return "request envelope does not match request-envelope.json" })
 }
 
 // ValidatePayload checks a decoded payload against its method's schema. A
@@ -133,16 +133,18 @@ func (v *Validator) ValidatePayload(method string, payload any) error {
 			Message: fmt.Sprintf("method %q is not evaluated by turnguard", method)}
 	}
 	return v.check(s, payload, "/params/payload", acs.CodeInvalidParams, acs.ReasonPayloadInvalid,
-		fmt.Sprintf("payload does not match %s", PayloadSchema(method)))
+		func() string { return fmt.Sprintf("payload does not match %s", PayloadSchema(method)) })
 }
 
 // ValidateResponse checks a decoded response envelope against
 // response-envelope.json. A failure is an *Error with CodeInternalError.
 func (v *Validator) ValidateResponse(doc any) error {
-	return v.check(v.response, doc, "", acs.CodeInternalError, "response_invalid", "response envelope does not match response-envelope.json")
+	return v.check(v.response, doc, "", acs.CodeInternalError, "response_invalid", func() string { return "response envelope does not match response-envelope.json" })
 }
 
-func (v *Validator) check(s *jsonschema.Schema, doc any, prefix string, code acs.Code, reason, msg string) error {
+// check validates doc against s; message words a failure (it is called
+// only then: a payload's names its schema, formatted).
+func (v *Validator) check(s *jsonschema.Schema, doc any, prefix string, code acs.Code, reason string, message func() string) error {
 	if v.quick.check(s, doc, 0) == valid {
 		return nil
 	}
@@ -150,6 +152,7 @@ func (v *Validator) check(s *jsonschema.Schema, doc any, prefix string, code acs
 	if err == nil {
 		return nil
 	}
+	msg := message()
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return &acs.Error{Code: code, Reason: reason, Message: fmt.Sprintf("%s: %v", msg, err)}

@@ -132,17 +132,41 @@ func appendMemberName(b []byte, first bool, name string) ([]byte, bool) {
 // the canonical form is written from the decoded value, skipping a second
 // parse of raw; raw is canonicalised only where that cannot be done.
 func RequestHashOf(params any, raw json.RawMessage) (string, error) {
+	sum, err := RequestSumOf(params, raw)
+	if err != nil {
+		return "", err
+	}
+	return hexSum(sum), nil
+}
+
+// RequestSumOf is RequestHashOf before its hex encoding: the SHA-256 itself.
+func RequestSumOf(params any, raw json.RawMessage) ([sha256.Size]byte, error) {
 	var buf [4096]byte
 	if c, ok := appendCanonicalGo(buf[:0], params, 0); ok {
-		sum := sha256.Sum256(c)
-		return hex.EncodeToString(sum[:]), nil
+		return sha256.Sum256(c), nil
 	}
-	return RequestHash(raw)
+	c, err := CanonicalRaw(raw)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(c), nil
+}
+
+// entryParts are members of a ContextEntry given in the form a Guardian
+// holds them, so that they are written without being built: the SHA-256
+// whose hex is request_hash (nil: the entry's RequestHash), the provenance
+// whose Summarize is provenance_summary (unused: the entry's
+// ProvenanceSummary).
+type entryParts struct {
+	requestSum    *[sha256.Size]byte
+	provenance    []Provenance
+	useProvenance bool
 }
 
 // appendCanonicalEntry appends the RFC 8785 form of e, members in sorted
-// order and empty optional ones omitted as encoding/json omits them.
-func appendCanonicalEntry(b []byte, e *ContextEntry) ([]byte, bool) {
+// order and empty optional ones omitted as encoding/json omits them; parts
+// (nil: none) stand for some of e's members.
+func appendCanonicalEntry(b []byte, e *ContextEntry, parts *entryParts) ([]byte, bool) {
 	ok := true
 	member := func(first bool, name, val string) {
 		if !first {
@@ -157,7 +181,11 @@ func appendCanonicalEntry(b []byte, e *ContextEntry) ([]byte, bool) {
 	}
 	b = append(b, '{')
 	member(true, "entry_id", e.EntryID)
-	if p := e.ProvenanceSummary; p != nil {
+	if parts != nil && parts.useProvenance {
+		if len(parts.provenance) > 0 {
+			b = appendSummaryOf(b, parts.provenance, &ok)
+		}
+	} else if p := e.ProvenanceSummary; p != nil {
 		b = append(b, `,"provenance_summary":{`...)
 		first := true
 		if p.EntryCount != nil {
@@ -206,7 +234,11 @@ func appendCanonicalEntry(b []byte, e *ContextEntry) ([]byte, bool) {
 		}
 		b = append(b, '}')
 	}
-	if e.RequestHash != "" {
+	if parts != nil && parts.requestSum != nil {
+		b = append(b, `,"request_hash":"`...)
+		b = hex.AppendEncode(b, parts.requestSum[:])
+		b = append(b, '"')
+	} else if e.RequestHash != "" {
 		member(false, "request_hash", e.RequestHash)
 	}
 	member(false, "step_id", e.StepID)
@@ -218,6 +250,60 @@ func appendCanonicalEntry(b []byte, e *ContextEntry) ([]byte, bool) {
 		member(false, "turn_id", e.TurnID)
 	}
 	return append(b, '}'), ok
+}
+
+// appendSummaryOf appends the provenance_summary member of an entry whose
+// summary is Summarize(ps), ps not empty, as appendCanonicalEntry writes
+// that summary, without its map: the distinct origins are few, counted on
+// the stack in order of first appearance and sorted there for
+// entry_count_by_origin.
+func appendSummaryOf(b []byte, ps []Provenance, ok *bool) []byte {
+	var originBuf [8]string
+	var countBuf [8]int
+	origins, counts := originBuf[:0], countBuf[:0]
+	for _, p := range ps {
+		i := slices.Index(origins, p.Origin)
+		if i < 0 {
+			origins, counts = append(origins, p.Origin), append(counts, 0)
+			i = len(origins) - 1
+		}
+		counts[i]++
+	}
+	var orderBuf [8]int
+	order := orderBuf[:0]
+	for i := range origins {
+		// Insertion by name: the names are distinct.
+		j := len(order)
+		order = append(order, i)
+		for ; j > 0 && origins[order[j-1]] > origins[i]; j-- {
+			order[j] = order[j-1]
+		}
+		order[j] = i
+	}
+	b = append(b, `,"provenance_summary":{"entry_count":`...)
+	b = appendCanonicalInt(b, len(ps), ok)
+	b = append(b, `,"entry_count_by_origin":{`...)
+	for j, i := range order {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		*ok = *ok && asciiKey(origins[i])
+		var kok bool
+		b, kok = appendCanonicalString(b, origins[i])
+		*ok = *ok && kok
+		b = append(b, ':')
+		b = appendCanonicalInt(b, counts[i], ok)
+	}
+	b = append(b, `},"origins_seen":[`...)
+	for i, o := range origins {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var sok bool
+		b, sok = appendCanonicalString(b, o)
+		*ok = *ok && sok
+	}
+	return append(b, "]}"...)
 }
 
 // appendCanonicalInt appends an int that ECMAScript prints as its decimal
@@ -284,11 +370,15 @@ func appendCanonicalID(b []byte, id json.RawMessage) ([]byte, bool) {
 	if id == nil {
 		return append(b, "null"...), true
 	}
-	s := string(id)
 	switch {
-	case s == "null":
-		return append(b, s...), true
-	case len(s) >= 2 && s[0] == '"':
+	case string(id) == "null":
+		return append(b, id...), true
+	case len(id) >= 2 && id[0] == '"':
+		if plainJSONString(id) {
+			// Nothing to unescape and nothing to escape: the canonical
+			// form is the id's own bytes.
+			return append(b, id...), true
+		}
 		// AppendUnquote rejects trailing bytes, raw control characters,
 		// invalid escapes and invalid UTF-8, all of which the reference
 		// path fails on as well.
@@ -299,13 +389,13 @@ func appendCanonicalID(b []byte, id json.RawMessage) ([]byte, bool) {
 		}
 		return appendCanonicalString(b, string(u))
 	}
-	digits := s
+	digits := id
 	if len(digits) > 0 && digits[0] == '-' {
 		digits = digits[1:]
 	}
 	// At most 15 digits: exactly representable, so ECMAScript prints them
 	// back unchanged.
-	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && (len(digits) > 1 || len(s) > 1)) {
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && (len(digits) > 1 || len(id) > 1)) {
 		return b, false
 	}
 	for i := 0; i < len(digits); i++ {
@@ -313,7 +403,23 @@ func appendCanonicalID(b []byte, id json.RawMessage) ([]byte, bool) {
 			return b, false
 		}
 	}
-	return append(b, s...), true
+	return append(b, id...), true
+}
+
+// plainJSONString reports a JSON string token whose content has no escape,
+// no raw control character and no '"' (so the token ends at its last
+// byte) and is valid UTF-8: its RFC 8785 form is itself.
+func plainJSONString(s []byte) bool {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return false
+	}
+	in := s[1 : len(s)-1]
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(in)
 }
 
 // appendMember appends ,"name": — name is a literal ASCII member name

@@ -67,7 +67,7 @@ func FuzzCanonicalEntry(f *testing.F) {
 			e.ProvenanceSummary = p
 		}
 		want, err := Canonical(e)
-		got, ok := appendCanonicalEntry(nil, &e)
+		got, ok := appendCanonicalEntry(nil, &e, nil)
 		if !ok {
 			return
 		}

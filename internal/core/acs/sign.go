@@ -171,28 +171,37 @@ func (k *Keyring) ResponseKey(requested, sessionID string) string {
 
 // SessionKey derives the session's signing key for a key_id.
 func (k *Keyring) SessionKey(keyID, sessionID string) ([]byte, error) {
+	key, err := k.sessionKey(keyID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return key[:], nil
+}
+
+// sessionKey is SessionKey without the allocation of its result.
+func (k *Keyring) sessionKey(keyID, sessionID string) ([sha256.Size]byte, error) {
 	ikm, ok := k.ikm(keyID, sessionID)
 	if !ok {
-		return nil, fmt.Errorf("unknown key_id %q", keyID)
+		return [sha256.Size]byte{}, fmt.Errorf("unknown key_id %q", keyID)
 	}
-	return DeriveSessionKey(ikm, sessionID)
+	return sessionKey(ikm, sessionID), nil
 }
 
 // DeriveSessionKey derives a session key from input keying material:
-// HKDF-SHA256, no salt, info = the session id, 32 bytes.
+// HKDF-SHA256, no salt, info = the session id, 32 bytes. The keyring
+// computes the same key without allocating (sessionKey); this is the
+// standard library's, the reference it is tested against.
 func DeriveSessionKey(ikm []byte, sessionID string) ([]byte, error) {
 	return hkdf.Key(sha256.New, ikm, nil, sessionID, 32)
 }
 
 // Sign signs a signing input with the session key of keyID.
 func (k *Keyring) Sign(keyID, sessionID string, input []byte) (*Signature, error) {
-	key, err := k.SessionKey(keyID, sessionID)
+	key, err := k.sessionKey(keyID, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(input)
-	return &Signature{Algorithm: AlgHMACSHA256, KeyID: keyID, Value: base64.StdEncoding.EncodeToString(m.Sum(nil))}, nil
+	return &Signature{Algorithm: AlgHMACSHA256, KeyID: keyID, Value: macValue(hmacSHA256(key[:], input))}, nil
 }
 
 // Verify checks a signature over a signing input.
@@ -200,7 +209,7 @@ func (k *Keyring) Verify(sig *Signature, sessionID string, input []byte) error {
 	if sig.Algorithm != AlgHMACSHA256 {
 		return fmt.Errorf("signature algorithm %s is not supported (want %s)", sig.Algorithm, AlgHMACSHA256)
 	}
-	key, err := k.SessionKey(sig.KeyID, sessionID)
+	key, err := k.sessionKey(sig.KeyID, sessionID)
 	if err != nil {
 		return err
 	}
@@ -208,9 +217,8 @@ func (k *Keyring) Verify(sig *Signature, sessionID string, input []byte) error {
 	if err != nil {
 		return fmt.Errorf("signature value is not base64: %w", err)
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(input)
-	if !hmac.Equal(got, m.Sum(nil)) {
+	mac := hmacSHA256(key[:], input)
+	if !hmac.Equal(got, mac[:]) {
 		return errors.New("signature does not match the envelope")
 	}
 	return nil
@@ -283,9 +291,14 @@ func (k *Keyring) SignResponse(r *Response, keyID, sessionID string) error {
 		slot = &none
 	}
 	*slot = nil
-	input, err := Canonical(r)
-	if err != nil {
-		return err
+	// Canonical(r), on the stack: the signing input is only hashed.
+	var buf [2048]byte
+	input, ok := appendCanonicalResponse(buf[:0], r)
+	if !ok {
+		var err error
+		if input, err = canonicalReference(r); err != nil {
+			return err
+		}
 	}
 	sig, err := k.Sign(keyID, sessionID, input)
 	if err != nil {

@@ -41,7 +41,10 @@ func checkBounds(e *envelope) *acs.Error {
 				Message: fmt.Sprintf("%d items; at most %d", len(in), acs.MaxExpectedInputs)})
 		}
 		for i, s := range in {
-			add(pp+"expected_inputs/"+strconv.Itoa(i), s, acs.MaxExpectedInputBytes)
+			// The pointer is spelled only for an item that is too long.
+			if acs.StoredLen(s) > acs.MaxExpectedInputBytes {
+				add(pp+"expected_inputs/"+strconv.Itoa(i), s, acs.MaxExpectedInputBytes)
+			}
 		}
 	case st.TurnEnd != nil:
 		add(pp+"turn_id", st.TurnEnd.TurnID, acs.MaxIDBytes)

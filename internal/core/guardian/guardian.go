@@ -212,8 +212,8 @@ func (g *Guardian) Decide(rs *policy.Set, state *turnstate.Session, agent *turns
 		out.Spawned = applied.Spawned
 		state.RememberSubagent(applied.Spawned.SessionID)
 	}
-	v.result.ChainHash = state.ChainHead
-	out.Response = &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: v.result}
+	v.response.Result.ChainHash = state.ChainHead
+	out.Response = v.response
 	out.Hits = rr.Hits
 	out.Alerts = v.alerts
 	return out
@@ -221,10 +221,11 @@ func (g *Guardian) Decide(rs *policy.Set, state *turnstate.Session, agent *turns
 
 // appendEntry appends the envelope's ContextEntry to the session's chain.
 func appendEntry(s *turnstate.Session, env *envelope) error {
+	// Its request hash and provenance summary are written from what the
+	// envelope holds (EntryHashOf), not made to be written once.
 	e := acs.ContextEntry{EntryID: strconv.FormatUint(s.ChainLength+1, 10), StepID: env.req.Params.RequestID, StepType: env.req.Method,
-		RequestHash: env.requestHash, Timestamp: env.req.Params.Timestamp, TurnID: env.req.Params.Metadata.TurnID,
-		ProvenanceSummary: acs.Summarize(env.provenance)}
-	h, err := acs.EntryHash(e, s.ChainHead)
+		Timestamp: env.req.Params.Timestamp, TurnID: env.req.Params.Metadata.TurnID}
+	h, err := acs.EntryHashOf(e, env.requestSum, env.provenance, s.ChainHead)
 	if err != nil {
 		return fmt.Errorf("chain entry %s: %w", e.EntryID, err)
 	}
@@ -312,34 +313,45 @@ func refusalResponse(k known, ref *acs.Error) *acs.Response {
 	if spec.DecisionEligible() {
 		d = acs.Deny
 	}
-	res := newResult(k.requestID, d, fmt.Sprintf("refused (%s %d): %s", ref.Code, int(ref.Code), ref.Message))
-	res.ReasonCodes = []string{ref.Reason}
-	res.PolicyReferences = []acs.PolicyReference{{PolicyID: ProtocolPolicyID, PolicyName: ProtocolPolicyName, RuleID: ref.Reason}}
-	res.PolicyData = map[string]any{"turnguard": map[string]any{"error": ref.RPC(k.method)}}
 	if string(id) == "null" {
 		// A result response must carry a non-null id; the request id is the
 		// best correlation left when the JSON-RPC id was unusable.
 		id, _ = json.Marshal(k.requestID)
 	}
-	return &acs.Response{JSONRPC: "2.0", ID: id, Result: res}
+	r := newResponse(id, k.requestID, d, fmt.Sprintf("refused (%s %d): %s", ref.Code, int(ref.Code), ref.Message))
+	res := r.Result
+	res.ReasonCodes = []string{ref.Reason}
+	res.PolicyReferences = []acs.PolicyReference{{PolicyID: ProtocolPolicyID, PolicyName: ProtocolPolicyName, RuleID: ref.Reason}}
+	res.PolicyData = map[string]any{"turnguard": map[string]any{"error": ref.RPC(k.method)}}
+	return r
 }
 
 // pingResponse answers system/ping: always allow, never recorded (ACS §13).
 func pingResponse(env *envelope, at time.Time) *acs.Response {
-	res := newResult(env.req.Params.RequestID, acs.Allow, "")
+	r := newResponse(env.req.ID, env.req.Params.RequestID, acs.Allow, "")
 	payload := map[string]any{"status": "ok", "server_timestamp": at.UTC().Format(time.RFC3339Nano)}
 	if p, ok := env.payload.(map[string]any); ok {
 		if echo, ok := p["echo"].(string); ok {
 			payload["echo"] = echo
 		}
 	}
-	res.Payload = payload
-	return &acs.Response{JSONRPC: "2.0", ID: env.req.ID, Result: res}
+	r.Result.Payload = payload
+	return r
 }
 
-func newResult(requestID string, d acs.Disposition, reasoning string) *acs.Result {
-	return &acs.Result{Type: acs.ResultTypeFinal, ACSVersion: acs.Version, RequestID: requestID, Decision: d,
-		Reasoning: reasoning, Metadata: &acs.ResultMetadata{Evaluator: "deterministic"}}
+// newResponse is a result response with its Result and the Result's
+// metadata, made in one allocation.
+func newResponse(id json.RawMessage, requestID string, d acs.Disposition, reasoning string) *acs.Response {
+	a := &struct {
+		resp acs.Response
+		res  acs.Result
+		md   acs.ResultMetadata
+	}{}
+	a.md = acs.ResultMetadata{Evaluator: "deterministic"}
+	a.res = acs.Result{Type: acs.ResultTypeFinal, ACSVersion: acs.Version, RequestID: requestID, Decision: d,
+		Reasoning: reasoning, Metadata: &a.md}
+	a.resp = acs.Response{JSONRPC: "2.0", ID: id, Result: &a.res}
+	return &a.resp
 }
 
 // Refuse is the outcome of a message the caller will not decide: it is

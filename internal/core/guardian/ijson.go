@@ -20,8 +20,13 @@ import (
 // escapes, very deep nesting). The caller then runs the jsontext decoder,
 // which decides and words the error exactly as before, so refusals are
 // unchanged.
-func fastDecodeIJSON(data []byte) (doc any, params []byte, ok bool) {
+//
+// known are strings the caller has that the document may repeat (the
+// session id and tenant its subject names): a string equal to one shares
+// its bytes. Only the first len(ijsonParser.known) count.
+func fastDecodeIJSON(data []byte, known ...string) (doc any, params []byte, ok bool) {
 	p := ijsonParser{data: data}
+	copy(p.known[:], known)
 	p.skipSpace()
 	v, ok := p.value(0, &params)
 	if !ok {
@@ -41,6 +46,15 @@ const maxFastDepth = 512
 type ijsonParser struct {
 	data []byte
 	pos  int
+	// recent are the last strings parsed, boxed, for a string that
+	// repeats one of them to share its value: an envelope names the same
+	// ids more than once (its JSON-RPC id is usually its request id, a
+	// turn's payload the turn its metadata names), and each string is two
+	// allocations (its bytes and its box). Strings are immutable, so
+	// sharing one changes nothing for whoever reads the document.
+	recent     [16]any
+	recentNext int
+	known      [2]string
 }
 
 func (p *ijsonParser) skipSpace() {
@@ -280,7 +294,24 @@ func (p *ijsonParser) str() (any, bool) {
 				return nil, false
 			}
 			p.pos = i + 1
-			return string(s), true
+			for _, r := range p.recent {
+				if rs, ok := r.(string); ok && rs == string(s) {
+					return r, true
+				}
+			}
+			var v any
+			for _, k := range p.known {
+				if k != "" && k == string(s) {
+					v = k
+					break
+				}
+			}
+			if v == nil {
+				v = string(s)
+			}
+			p.recent[p.recentNext] = v
+			p.recentNext = (p.recentNext + 1) % len(p.recent)
+			return v, true
 		case c == '\\':
 			return p.escapedStr(start)
 		case c < 0x20:

@@ -2,6 +2,7 @@ package guardian
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,8 +25,9 @@ type envelope struct {
 	step turnstate.Step
 	// payload is the decoded payload, numbers kept exact.
 	payload any
-	// requestHash is the SHA-256 of the canonical params (ContextEntry).
-	requestHash string
+	// requestSum is the SHA-256 of the canonical params, whose hex is the
+	// ContextEntry's request_hash.
+	requestSum [sha256.Size]byte
 	// signedWith is the key_id of a verified request signature.
 	signedWith string
 	// provenance is acs.ProvenanceOf(payload), walked by checkBounds
@@ -59,7 +61,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 	if ref := acs.CheckDepth(data, acs.MaxDepth); ref != nil {
 		return nil, k, ref
 	}
-	doc, rawParams, err := decodeIJSON(data)
+	doc, rawParams, err := decodeIJSON(data, route.SessionID, route.Tenant)
 	if err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeParseError, Reason: acs.ReasonParseError, Message: err.Error()}
 	}
@@ -78,7 +80,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, asRefusal(err)
 	}
 	// The envelope validated: every field read below has its type.
-	e := envelope{req: requestFrom(obj)}
+	e := envelope{req: requestFrom(obj, k.id)}
 	if ref := checkSubject(route, &e.req); ref != nil {
 		return nil, k, ref
 	}
@@ -97,7 +99,7 @@ func (g *Guardian) intake(route acs.Route, msg Message) (*envelope, known, *acs.
 		return nil, k, ref
 	}
 	e.payload = obj["params"].(map[string]any)["payload"]
-	if e.requestHash, err = acs.RequestHashOf(obj["params"], json.RawMessage(rawParams)); err != nil {
+	if e.requestSum, err = acs.RequestSumOf(obj["params"], json.RawMessage(rawParams)); err != nil {
 		return nil, k, &acs.Error{Code: acs.CodeInvalidRequest, Reason: acs.ReasonEnvelopeInvalid, Message: err.Error()}
 	}
 	if err := g.validator.ValidatePayload(e.req.Method, e.payload); err != nil {
@@ -153,12 +155,15 @@ func (g *Guardian) checkSkew(e *envelope, msg Message) *acs.Error {
 }
 
 // requestFrom reads the typed envelope out of its validated decoded form,
-// so the body is parsed once.
-func requestFrom(obj map[string]any) acs.Request {
+// so the body is parsed once. id is the id as readKnown encoded it (nil
+// when it did not: an id that is neither a string nor a number).
+func requestFrom(obj map[string]any, id json.RawMessage) acs.Request {
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	var r acs.Request
 	r.JSONRPC, r.Method = str(obj, "jsonrpc"), str(obj, "method")
-	r.ID = marshalID(obj["id"])
+	if r.ID = id; id == nil {
+		r.ID = marshalID(obj["id"])
+	}
 	params, _ := obj["params"].(map[string]any)
 	p := &r.Params
 	p.ACSVersion, p.RequestID, p.Timestamp = str(params, "acs_version"), str(params, "request_id"), str(params, "timestamp")
@@ -178,8 +183,8 @@ func requestFrom(obj map[string]any) acs.Request {
 // thing to a validator and another to a policy. Numbers stay exact
 // (json.Number), as the schema validator expects. It also returns the raw
 // params member, whose canonical form the chain hashes.
-func decodeIJSON(data []byte) (any, []byte, error) {
-	if v, params, ok := fastDecodeIJSON(data); ok {
+func decodeIJSON(data []byte, known ...string) (any, []byte, error) {
+	if v, params, ok := fastDecodeIJSON(data, known...); ok {
 		return v, params, nil
 	}
 	return slowDecodeIJSON(data)

@@ -22,7 +22,9 @@ type Alert struct {
 // verdict is the decision on an applied envelope and why.
 type verdict struct {
 	decision acs.Disposition
-	result   *acs.Result
+	// response is the response carrying the decision; its result's
+	// chain_hash is left to the caller.
+	response *acs.Response
 	alerts   []Alert
 }
 
@@ -40,7 +42,8 @@ var rank = map[policy.Decision]int{policy.DecideNone: 0, policy.DecideAllow: 1, 
 // recorded, never blocked). An evaluation error counts as a hit of the
 // configured posture.
 func (g *Guardian) decide(rs *policy.Set, env *envelope, st *turnstate.Session, vs []turnstate.Violation, rr policy.Result) verdict {
-	res := newResult(env.req.Params.RequestID, acs.Allow, "")
+	resp := newResponse(env.req.ID, env.req.Params.RequestID, acs.Allow, "")
+	res := resp.Result
 	for _, v := range vs {
 		res.ReasonCodes = appendUnique(res.ReasonCodes, v.Name)
 	}
@@ -79,7 +82,7 @@ func (g *Guardian) decide(rs *policy.Set, env *envelope, st *turnstate.Session, 
 	}
 	t.citeTaints(res, want, rr.Turn)
 	t.turnguardData(res, td, rs, vs)
-	v := verdict{decision: final, result: res}
+	v := verdict{decision: final, response: resp}
 	for i := range rr.Hits {
 		v.alerts = append(v.alerts, g.alertFor(env, st, &rr.Hits[i], rr.Turn, final))
 	}
@@ -211,7 +214,8 @@ func (t *tally) citeTaints(res *acs.Result, want policy.Decision, turn int) {
 // there is anything to say (a violation, a hit, an error or an outcome).
 func (t *tally) turnguardData(res *acs.Result, td map[string]any, rs *policy.Set, vs []turnstate.Violation) {
 	if rs != nil {
-		td["ruleset"] = map[string]any{"name": rs.Name, "revision": rs.Revision}
+		name, revision := rs.Cited()
+		td["ruleset"] = map[string]any{"name": name, "revision": revision}
 	}
 	if len(t.hits) > 0 {
 		td["hits"] = t.hits

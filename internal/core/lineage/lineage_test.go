@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func tokensOf(s string) (words, matters []string) {
@@ -482,5 +483,25 @@ func TestTypedBounded(t *testing.T) {
 	ix.AddTrusted(b.String())
 	if len(ix.typed) != MaxTyped {
 		t.Fatalf("typed %d, want %d", len(ix.typed), MaxTyped)
+	}
+}
+
+// typedHash is the hash of the text's words joined by one space, as it was
+// computed by joining them.
+func TestTypedHash(t *testing.T) {
+	reference := func(s string) (uint64, bool) {
+		s = strings.Join(strings.Fields(s), " ")
+		if s == "" || utf8.RuneCountInString(s) > maxTypedRunes {
+			return 0, false
+		}
+		return hashOf("\x00typed " + s), true
+	}
+	for _, s := range []string{"", " ", "a", " a  b\tc\n", "héllo  wörld", "\u00a0x\u2003y\u00a0", strings.Repeat("é ", maxTypedRunes/2),
+		strings.Repeat("é ", maxTypedRunes/2+1), strings.Repeat("x", maxTypedRunes), strings.Repeat("x", maxTypedRunes+1), "\xff \xfe"} {
+		gh, gok := typedHash(s)
+		wh, wok := reference(s)
+		if gh != wh || gok != wok {
+			t.Errorf("typedHash(%q) = %x, %v; want %x, %v", s, gh, gok, wh, wok)
+		}
 	}
 }

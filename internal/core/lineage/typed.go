@@ -25,12 +25,25 @@ const (
 )
 
 // typedHash is the hash of a span or value as Typed compares them.
+// It is hashOf("\x00typed " + strings.Join(strings.Fields(s), " ")),
+// false for no words or more than maxTypedRunes runes, hashed word by word
+// without joining them (TestTypedHash).
 func typedHash(s string) (uint64, bool) {
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" || utf8.RuneCountInString(s) > maxTypedRunes {
+	h := fnvAdd(fnvOffset, "\x00typed ")
+	words, runes := 0, 0
+	for w := range strings.FieldsSeq(s) {
+		if words > 0 {
+			h = fnvAdd(h, " ")
+			runes++
+		}
+		h = fnvAdd(h, w)
+		runes += utf8.RuneCountInString(w)
+		words++
+	}
+	if words == 0 || runes > maxTypedRunes {
 		return 0, false
 	}
-	return hashOf("\x00typed " + s), true
+	return h, true
 }
 
 // typedSpans returns the hashes of the spans of a text the user wrote,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 )
@@ -75,7 +76,7 @@ type Rule struct {
 	File      string
 	Pos       Pos
 
-	when       cel.Program
+	when       *condition
 	message    *template.Template
 	exceptions []exception
 }
@@ -102,7 +103,7 @@ type Threshold struct {
 
 type exception struct {
 	name string
-	when cel.Program
+	when *condition
 }
 
 // TaintLabel is a compiled taint declaration.
@@ -112,12 +113,12 @@ type TaintLabel struct {
 	// Window is the default window of tainted() and of guards without
 	// their own.
 	Window    Window
-	clearWhen cel.Program
+	clearWhen *condition
 }
 
 type taintSource struct {
 	id   string
-	when cel.Program
+	when *condition
 	// unanswered: see SourceDef.Unanswered.
 	unanswered bool
 	// output: see SourceDef.Output.
@@ -157,6 +158,26 @@ type Set struct {
 	usesLineage bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
+	// adapter converts the values of CEL variables as the environment
+	// does; noViolations is the violations variable of an envelope
+	// without any, converted once.
+	adapter      types.Adapter
+	noViolations any
+	// cited are Name and Revision boxed once (Cited).
+	cited [2]any
+}
+
+// Cited returns Name and Revision as interface values, as every decision's
+// policy_data cites them: boxed once by Compile instead of for each
+// decision (boxed anew when the fields have changed since, or for a Set
+// Compile did not make).
+func (s *Set) Cited() (name, revision any) {
+	if n, ok := s.cited[0].(string); ok && n == s.Name {
+		if r, ok := s.cited[1].(string); ok && r == s.Revision {
+			return s.cited[0], s.cited[1]
+		}
+	}
+	return s.Name, s.Revision
 }
 
 // TestCase is a test a rule file carries, as written: internal/ruletest
@@ -202,12 +223,15 @@ func Compile(files []*File) (*Set, error) {
 	}
 	c.set.Name = strings.Join(names, "+")
 	c.set.Revision = revision(files)
+	c.set.cited = [2]any{c.set.Name, c.set.Revision}
 	// Declarations first, so that any file may use what another declares.
 	for _, f := range files {
 		c.declare(f)
 	}
 	if len(c.diags) == 0 {
 		c.env = c.newEnv()
+		c.set.adapter = c.env.CELTypeAdapter()
+		c.set.noViolations = c.set.adapter.NativeToValue([]ViolationView{})
 	}
 	if c.env != nil {
 		for _, f := range files {

@@ -148,9 +148,89 @@ type exprError struct {
 
 func (e *exprError) Error() string { return e.msg }
 
+// condition is a compiled boolean condition.
+type condition struct {
+	prg cel.Program
+	// The guards are operands of the condition's top-level conjunction
+	// that an envelope can fail without the condition being evaluated:
+	// CEL's && is false when any operand is, whatever the others would
+	// give (errors included), so where a guard fails the condition is
+	// false and is not evaluated. Most taint sources run on every envelope
+	// and watch one hook, and the protocol rules run on every envelope and
+	// look for a violation, which nearly none has: evaluating them, with
+	// their cost tracking, was most of the rules' allocations.
+	//
+	// hook is set (hookGuarded) for an operand hook == "<hook>";
+	// needsViolations for an operand that is false on an envelope without
+	// violations: a comprehension over them (violations.exists(...)) whose
+	// result is its accumulator, initialised to false.
+	hook            string
+	hookGuarded     bool
+	needsViolations bool
+}
+
+// settledFalse reports whether one of c's guards fails on e's envelope.
+func (c *condition) settledFalse(e *evalCtx) bool {
+	return c.hookGuarded && c.hook != e.hook || c.needsViolations && len(e.in.Violations) == 0
+}
+
+// findGuards sets c's guards from the top-level conjunction of its
+// checked expression.
+func (c *condition) findGuards(a *cel.Ast) {
+	native := a.NativeRep()
+	refs := native.ReferenceMap()
+	// variable reports an identifier naming the variable name (at the top
+	// level, outside any comprehension, nothing shadows it).
+	variable := func(e ast.Expr, name string) bool {
+		if e.Kind() != ast.IdentKind || e.AsIdent() != name {
+			return false
+		}
+		r, ok := refs[e.ID()]
+		return ok && r.Name == name && r.Value == nil
+	}
+	literal := func(e ast.Expr) (string, bool) {
+		if e.Kind() != ast.LiteralKind {
+			return "", false
+		}
+		s, ok := e.AsLiteral().(types.String)
+		return string(s), ok
+	}
+	var walk func(e ast.Expr)
+	walk = func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.CallKind:
+			call := e.AsCall()
+			args := call.Args()
+			switch {
+			case call.IsMemberFunction():
+			case call.FunctionName() == "_&&_":
+				for _, a := range args {
+					walk(a)
+				}
+			case call.FunctionName() == "_==_" && len(args) == 2 && !c.hookGuarded:
+				if lit, ok := literal(args[1]); ok && variable(args[0], "hook") {
+					c.hook, c.hookGuarded = lit, true
+				} else if lit, ok := literal(args[0]); ok && variable(args[1], "hook") {
+					c.hook, c.hookGuarded = lit, true
+				}
+			}
+		case ast.ComprehensionKind:
+			// Over an empty range a comprehension is its result with the
+			// accumulator at its initial value: false here.
+			comp := e.AsComprehension()
+			init, result := comp.AccuInit(), comp.Result()
+			if variable(comp.IterRange(), "violations") && init.Kind() == ast.LiteralKind && init.AsLiteral() == types.False &&
+				result.Kind() == ast.IdentKind && result.AsIdent() == comp.AccuVar() {
+				c.needsViolations = true
+			}
+		}
+	}
+	walk(native.Expr())
+}
+
 // expr compiles a boolean CEL condition, reporting errors at their place in
 // the file.
-func (c *compiler) expr(f *File, s Str, what string) cel.Program {
+func (c *compiler) expr(f *File, s Str, what string) *condition {
 	if !s.Set() || strings.TrimSpace(s.Value) == "" {
 		c.errf(f, s.Pos, "%s: empty condition", what)
 		return nil
@@ -201,7 +281,9 @@ func (c *compiler) expr(f *File, s Str, what string) cel.Program {
 		c.errf(f, s.Pos, "%s: %v", what, err)
 		return nil
 	}
-	return prg
+	cond := &condition{prg: prg}
+	cond.findGuards(checked)
+	return cond
 }
 
 // offsetOf converts a CEL location (1-based line, 0-based column) into a

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
 
@@ -114,14 +113,37 @@ type evalCtx struct {
 	taintsReady bool
 	tool        *ToolView
 	payload     map[string]any
-	content     *string
 	lineage     map[string]LineageView
 
 	// The interface forms of the variables that cannot change during one
 	// Evaluate, kept once built: CEL resolves a name on every evaluation
 	// that reads it, and boxing a string or a view struct anew each time
-	// was an allocation per condition.
-	hookVal, toolVal, provVal, violationsVal any
+	// was an allocation per condition. The strings and the violations are
+	// kept as CEL values, which CEL takes as they are: a Go string or
+	// slice it converts (boxes, wraps) on every read.
+	hookVal, methodVal, toolVal, provVal, violationsVal, contentVal any
+	taintsVal, payloadVal, timeVal, lineageVal                      any
+}
+
+// specValues holds the CEL values of the hook and method variables of
+// every method, built once: nearly every condition reads hook.
+var specValues = func() map[string][2]any {
+	m := map[string][2]any{}
+	for _, spec := range acs.Methods() {
+		m[spec.Method] = [2]any{types.String(ruleHook(spec)), types.String(spec.Method)}
+	}
+	return m
+}()
+
+// specValue is the CEL value of hook (i=0) or method (i=1).
+func (e *evalCtx) specValue(i int) any {
+	if v, ok := specValues[e.in.Spec.Method]; ok && v[0] == types.String(e.hook) {
+		return v[i]
+	}
+	if i == 0 {
+		return types.String(e.hook)
+	}
+	return types.String(e.in.Spec.Method)
 }
 
 // ResolveName gives CEL the envelope's variables, computing each on first
@@ -130,14 +152,20 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 	switch name {
 	case "hook":
 		if e.hookVal == nil {
-			e.hookVal = e.hook
+			e.hookVal = e.specValue(0)
 		}
 		return e.hookVal, true
 	case "method":
-		return e.in.Spec.Method, true
+		if e.methodVal == nil {
+			e.methodVal = e.specValue(1)
+		}
+		return e.methodVal, true
 	case "tool":
+		// The views by pointer: CEL reads a struct's fields the same
+		// through one, and the pointer, unlike the struct, boxes without
+		// a copy. Neither view changes once built.
 		if e.toolVal == nil {
-			e.toolVal = *e.toolView()
+			e.toolVal = e.toolView()
 		}
 		return e.toolVal, true
 	case "session":
@@ -146,37 +174,53 @@ func (e *evalCtx) ResolveName(name string) (any, bool) {
 		return e.turnView(), true
 	case "provenance":
 		if e.provVal == nil {
-			e.provVal = e.prov
+			e.provVal = &e.prov
 		}
 		return e.provVal, true
 	case "violations":
 		if e.violationsVal == nil {
+			if len(e.in.Violations) == 0 {
+				e.violationsVal = e.set.noViolations
+				return e.violationsVal, true
+			}
 			vs := make([]ViolationView, len(e.in.Violations))
 			for i, v := range e.in.Violations {
 				vs[i] = ViolationView{Name: v.Name, Severity: string(v.Severity), Message: v.Message}
 			}
-			e.violationsVal = vs
+			e.violationsVal = e.set.adapter.NativeToValue(vs)
 		}
 		return e.violationsVal, true
 	case "taints":
-		if e.taintsReady && e.taints == nil {
+		if !e.taintsReady {
+			return e.taints, true
+		}
+		if e.taintsVal == nil {
 			e.taints = e.taintViews()
+			e.taintsVal = e.set.adapter.NativeToValue(e.taints)
 		}
-		return e.taints, true
+		return e.taintsVal, true
 	case "payload":
-		return e.payloadMap(), true
-	case "content":
-		if e.content == nil {
-			c := contentText(e.in.Payload)
-			e.content = &c
+		if e.payloadVal == nil {
+			e.payloadVal = e.set.adapter.NativeToValue(e.payloadMap())
 		}
-		return *e.content, true
+		return e.payloadVal, true
+	case "content":
+		if e.contentVal == nil {
+			e.contentVal = types.String(contentText(e.in.Payload))
+		}
+		return e.contentVal, true
 	case "time":
-		return e.in.Time, true
+		if e.timeVal == nil {
+			e.timeVal = types.Timestamp{Time: e.in.Time}
+		}
+		return e.timeVal, true
 	case "subagent":
 		return e.subagentView(), true
 	case "lineage":
-		return e.lineageViews(), true
+		if e.lineageVal == nil {
+			e.lineageVal = e.set.adapter.NativeToValue(e.lineageViews())
+		}
+		return e.lineageVal, true
 	}
 	return nil, false
 }
@@ -374,6 +418,11 @@ func (e *evalCtx) provenance() ProvenanceView {
 	mem := e.sess.Provenance
 	mem.Seen = true
 	v.Present = true
+	// The four lists, each at most one item per provenance object, share
+	// one array.
+	n := len(ps)
+	lists := make([]string, 4*n)
+	v.Origins, v.IDs, v.UntrustedIDs, v.SourceIDs = lists[:0:n], lists[n:n:2*n], lists[2*n:2*n:3*n], lists[3*n:3*n]
 	local := map[string]bool{}
 	for _, p := range ps {
 		if p.Origin != "agent_generated" {
@@ -472,8 +521,11 @@ func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
 	return h, true
 }
 
-func (e *evalCtx) eval(p cel.Program) (bool, error) {
-	out, _, err := p.Eval(e)
+func (e *evalCtx) eval(c *condition) (bool, error) {
+	if c.settledFalse(e) {
+		return false, nil
+	}
+	out, _, err := c.prg.Eval(e)
 	if err != nil {
 		return false, err
 	}

@@ -162,10 +162,15 @@ func (b Binding) check() error {
 // kind is decision, alert or endpoint, seq is decimal without leading
 // zeros. canonical is the body's RFC 8785 form (see acs.CanonicalRaw).
 func Message(b Binding, canonical []byte) ([]byte, error) {
+	return appendMessage(nil, b, canonical)
+}
+
+// appendMessage appends Message(b, canonical) to m.
+func appendMessage(m []byte, b Binding, canonical []byte) ([]byte, error) {
 	if err := b.check(); err != nil {
 		return nil, err
 	}
-	m := make([]byte, 0, len(Domain)+len(b.Kind)+len(b.Subject)+24+len(canonical))
+	m = slices.Grow(m, len(Domain)+len(b.Kind)+len(b.Subject)+24+len(canonical))
 	m = append(m, Domain...)
 	m = append(m, '\n')
 	m = append(m, b.Kind...)
@@ -210,12 +215,19 @@ func (s *Signer) timed() func() {
 
 // signCanonical signs the message of b and a body's canonical form.
 func (s *Signer) signCanonical(b Binding, canonical []byte) (string, error) {
-	m, err := Message(b, canonical)
+	// The message is only signed: it is built on the stack when it fits.
+	var buf [4096]byte
+	m, err := appendMessage(buf[:0], b, canonical)
 	if err != nil {
 		return "", err
 	}
-	return base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, m)), nil
+	var sig [encodedSigLen]byte
+	base64.StdEncoding.Encode(sig[:], ed25519.Sign(s.key, m))
+	return string(sig[:]), nil
 }
+
+// encodedSigLen is base64.StdEncoding.EncodedLen(ed25519.SignatureSize).
+const encodedSigLen = (ed25519.SignatureSize + 2) / 3 * 4
 
 // Public returns the public key.
 func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
