@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,11 @@ type syncReport struct {
 	// DroppedOtherEnvelope genuine decisions of other envelopes.
 	DroppedUnverified    uint64 `json:"dropped_unverified"`
 	DroppedOtherEnvelope uint64 `json:"dropped_other_envelope"`
+	// AllocsPerCall and BytesPerCall are runtime.MemStats' Mallocs and
+	// TotalAlloc over the decision phase per call: with the embedded
+	// target, of the whole process (client, server and processor).
+	AllocsPerCall float64 `json:"allocs_per_call"`
+	BytesPerCall  float64 `json:"bytes_per_call"`
 }
 
 type latencies struct {
@@ -70,6 +77,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (with the embedded target: server and processor too) to this file")
 	var group groupOptions
 	group.register(fs)
+	memProfile := fs.String("memprofile", "", "write this process's allocation profile (pprof allocs, both phases) to this file at the end")
 	receiptKey := fs.String("receipt-key", "", "with a NATS server: the processor's receipt public key (PEM: <data-dir>/receipt-key.pub or GET /receipt-key) decisions must verify with; \"none\" for processors run with --receipt-key none")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -112,9 +120,21 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rep.Raw = summarize(raw)
 
 	fmt.Fprintf(stderr, "synchronous decisions: %d at %.0f/s over %d sessions …\n", n, *rate, *sessions)
+	var memFrom, memTo runtime.MemStats
+	runtime.ReadMemStats(&memFrom)
 	dec, err := decide(ctx, t, n, interval, *sessions, *timeout, trust, &rep)
 	if err != nil {
 		return err
+	}
+	runtime.ReadMemStats(&memTo)
+	if n > 0 {
+		rep.AllocsPerCall = math.Round(float64(memTo.Mallocs-memFrom.Mallocs)/float64(n)*10) / 10
+		rep.BytesPerCall = math.Round(float64(memTo.TotalAlloc-memFrom.TotalAlloc) / float64(n))
+	}
+	if *memProfile != "" {
+		if err := writeAllocProfile(*memProfile); err != nil {
+			return err
+		}
 	}
 	rep.Decide = summarize(dec)
 	if rep.Raw.P99 > 0 {
@@ -132,6 +152,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}{{"raw JetStream sync publish", rep.Raw}, {"sync decision round trip", rep.Decide}} {
 		fmt.Fprintf(stdout, "%-34s %7d %9.3f %9.3f %9.3f %9.3f\n", row.name, row.l.Count, row.l.P50, row.l.P90, row.l.P99, row.l.Max)
 	}
+	fmt.Fprintf(stdout, "allocations per call %.1f, %.0f B (the whole process)\n", rep.AllocsPerCall, rep.BytesPerCall)
 	fmt.Fprintf(stdout, "p99 ratio (decision / raw publish): %.2f\ndecisions: %v, from posture: %d, errors: %d, dropped unverified: %d\n", rep.P99Ratio, rep.Decisions, rep.FromPosture, rep.Errors, rep.DroppedUnverified)
 	return nil
 }
