@@ -76,6 +76,9 @@ processors alike.
   allocs_per_envelope, bytes_per_envelope (embedded),
   batch_retries and batch_conflicts (embedded: batches the processors
     tried again, after an error or a lost revision check),
+  groups, grouped_batches, group_fallbacks (embedded: groups of live
+    batches applied together, the partition batches in them, and group
+    attempts that failed and were applied alone),
   decision_latency {count, p50_ms, p90_ms, p99_ms, max_ms},
   observed and expected {decisions, denies, alerts, alerts_by_rule},
   baseline {messages, message_bytes, replicas, publish_per_s,
@@ -94,21 +97,27 @@ Flags:
 
 // runReport is what `loadgen run` prints; runHelp documents the JSON.
 type runReport struct {
-	Target            string          `json:"target"`
-	Tenant            string          `json:"tenant"`
-	Seed              uint64          `json:"seed"`
-	Processors        int             `json:"processors,omitempty"`
-	Mode              string          `json:"mode"`
-	Backlog           bool            `json:"backlog"`
-	Sessions          int             `json:"sessions_concurrent"`
-	SessionsStarted   int             `json:"sessions_started"`
-	SessionsCompleted int             `json:"sessions_completed"`
-	PublishSeconds    float64         `json:"publish_seconds"`
-	Published         int64           `json:"envelopes_published"`
-	Retries           int64           `json:"publish_retries"`
-	Duplicates        int64           `json:"publish_duplicates"`
-	BatchRetries      uint64          `json:"batch_retries,omitempty"`
-	BatchConflicts    uint64          `json:"batch_conflicts,omitempty"`
+	Target            string  `json:"target"`
+	Tenant            string  `json:"tenant"`
+	Seed              uint64  `json:"seed"`
+	Processors        int     `json:"processors,omitempty"`
+	Mode              string  `json:"mode"`
+	Backlog           bool    `json:"backlog"`
+	Sessions          int     `json:"sessions_concurrent"`
+	SessionsStarted   int     `json:"sessions_started"`
+	SessionsCompleted int     `json:"sessions_completed"`
+	PublishSeconds    float64 `json:"publish_seconds"`
+	Published         int64   `json:"envelopes_published"`
+	Retries           int64   `json:"publish_retries"`
+	Duplicates        int64   `json:"publish_duplicates"`
+	BatchRetries      uint64  `json:"batch_retries,omitempty"`
+	BatchConflicts    uint64  `json:"batch_conflicts,omitempty"`
+	// Groups and GroupedBatches are the processors' groups of live
+	// batches applied together and the partition batches in them;
+	// GroupFallbacks the group attempts that failed (embedded).
+	Groups            uint64          `json:"groups,omitempty"`
+	GroupedBatches    uint64          `json:"grouped_batches,omitempty"`
+	GroupFallbacks    uint64          `json:"group_fallbacks,omitempty"`
 	PublishRate       float64         `json:"published_per_s"`
 	DecidedRate       float64         `json:"decided_per_s"`
 	LiveCapacity      float64         `json:"live_capacity_per_s,omitempty"`
@@ -408,6 +417,9 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	for _, p := range t.procs {
 		rep.BatchRetries += p.Stats().Retries.Load()
 		rep.BatchConflicts += p.Stats().Conflicts.Load()
+		rep.Groups += p.Stats().Groups.Load()
+		rep.GroupedBatches += p.Stats().GroupedBatches.Load()
+		rep.GroupFallbacks += p.Stats().GroupFallbacks.Load()
 	}
 	return rep, &loadRun{gen: gen, records: records, js: js}, nil
 }
