@@ -78,6 +78,36 @@ func (e *encoder) int(v int) { e.b = strconv.AppendInt(e.b, int64(v), 10) }
 
 func (e *encoder) uint(v uint64) { e.b = strconv.AppendUint(e.b, v, 10) }
 
+// optString, optUint, optInt and optStrings write a member that
+// encoding/json's omitempty leaves out when empty.
+func (e *encoder) optString(name, v string) {
+	if v != "" {
+		e.key(name)
+		e.string(v)
+	}
+}
+
+func (e *encoder) optUint(name string, v uint64) {
+	if v != 0 {
+		e.key(name)
+		e.uint(v)
+	}
+}
+
+func (e *encoder) optInt(name string, v int) {
+	if v != 0 {
+		e.key(name)
+		e.int(v)
+	}
+}
+
+func (e *encoder) optStrings(name string, v []string) {
+	if len(v) > 0 {
+		e.key(name)
+		e.strings(v)
+	}
+}
+
 // time writes t as time.Time's MarshalJSON does: RFC 3339 with the
 // nanoseconds, refusing what RFC 3339 cannot hold. AppendText is the same
 // text without the quotes and the allocation.
@@ -159,30 +189,18 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 	e.string(s.Tenant)
 	e.key(`"session_id":`)
 	e.string(s.SessionID)
-	if s.AgentID != "" {
-		e.key(`"agent_id":`)
-		e.string(s.AgentID)
-	}
+	e.optString(`"agent_id":`, s.AgentID)
 	e.key(`"status":`)
 	e.string(string(s.Status))
 	e.key(`"started":`)
 	e.bool(s.Started)
-	if s.EndReason != "" {
-		e.key(`"end_reason":`)
-		e.string(s.EndReason)
-	}
+	e.optString(`"end_reason":`, s.EndReason)
 	if s.Parent != nil {
 		e.key(`"parent":`)
 		e.parent(s.Parent)
 	}
-	if s.Caller != "" {
-		e.key(`"caller":`)
-		e.string(s.Caller)
-	}
-	if len(s.Subagents) > 0 {
-		e.key(`"subagents":`)
-		e.strings(s.Subagents)
-	}
+	e.optString(`"caller":`, s.Caller)
+	e.optStrings(`"subagents":`, s.Subagents)
 	e.key(`"turns_started":`)
 	e.int(s.TurnsStarted)
 	e.key(`"open_turns":`)
@@ -201,24 +219,12 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 	e.time(s.FirstTime)
 	e.key(`"last_time":`)
 	e.time(s.LastTime)
-	if s.ChainHead != "" {
-		e.key(`"chain_head":`)
-		e.string(s.ChainHead)
-	}
-	if s.ChainLength != 0 {
-		e.key(`"chain_length":`)
-		e.uint(s.ChainLength)
-	}
+	e.optString(`"chain_head":`, s.ChainHead)
+	e.optUint(`"chain_length":`, s.ChainLength)
 	e.key(`"recent_request_ids":`)
 	e.strings(s.RecentRequestIDs)
-	if len(s.RecentTurnIDs) > 0 {
-		e.key(`"recent_turn_ids":`)
-		e.strings(s.RecentTurnIDs)
-	}
-	if len(s.RecentNonces) > 0 {
-		e.key(`"recent_nonces":`)
-		e.strings(s.RecentNonces)
-	}
+	e.optStrings(`"recent_turn_ids":`, s.RecentTurnIDs)
+	e.optStrings(`"recent_nonces":`, s.RecentNonces)
 	if len(s.Violations) > 0 {
 		e.key(`"violations":`)
 		counts(e, s.Violations)
@@ -257,10 +263,7 @@ func (e *encoder) parent(p *turnstate.ParentLink) {
 	e.b = append(e.b, '{')
 	e.key(`"session_id":`)
 	e.string(p.SessionID)
-	if p.TurnID != "" {
-		e.key(`"turn_id":`)
-		e.string(p.TurnID)
-	}
+	e.optString(`"turn_id":`, p.TurnID)
 	e.key(`"request_id":`)
 	e.string(p.RequestID)
 	e.b = append(e.b, '}')
@@ -287,16 +290,10 @@ func (e *encoder) turn(t *turnstate.Turn) {
 	e.string(t.TurnID)
 	e.key(`"index":`)
 	e.int(t.Index)
-	if t.ParentTurnID != "" {
-		e.key(`"parent_turn_id":`)
-		e.string(t.ParentTurnID)
-	}
+	e.optString(`"parent_turn_id":`, t.ParentTurnID)
 	e.key(`"triggered_by":`)
 	e.string(t.TriggeredBy)
-	if len(t.ExpectedInputs) > 0 {
-		e.key(`"expected_inputs":`)
-		e.strings(t.ExpectedInputs)
-	}
+	e.optStrings(`"expected_inputs":`, t.ExpectedInputs)
 	e.key(`"start_seq":`)
 	e.uint(t.StartSeq)
 	e.key(`"start_time":`)
@@ -372,40 +369,19 @@ func (e *encoder) taintHit(h *turnstate.TaintHit) {
 	e.string(h.RequestID)
 	e.key(`"hook":`)
 	e.string(h.Hook)
-	if h.Tool != "" {
-		e.key(`"tool":`)
-		e.string(h.Tool)
-	}
+	e.optString(`"tool":`, h.Tool)
 	e.key(`"turn":`)
 	e.int(h.Turn)
-	if h.TurnID != "" {
-		e.key(`"turn_id":`)
-		e.string(h.TurnID)
-	}
+	e.optString(`"turn_id":`, h.TurnID)
 	e.key(`"time":`)
 	e.time(h.Time)
-	if h.Step != 0 {
-		e.key(`"step":`)
-		e.uint(h.Step)
-	}
+	e.optUint(`"step":`, h.Step)
 	e.key(`"source":`)
 	e.string(h.Source)
-	if len(h.ProvenanceIDs) > 0 {
-		e.key(`"provenance_ids":`)
-		e.strings(h.ProvenanceIDs)
-	}
-	if len(h.Origins) > 0 {
-		e.key(`"origins":`)
-		e.strings(h.Origins)
-	}
-	if len(h.SourceIDs) > 0 {
-		e.key(`"source_ids":`)
-		e.strings(h.SourceIDs)
-	}
-	if h.Session != "" {
-		e.key(`"session":`)
-		e.string(h.Session)
-	}
+	e.optStrings(`"provenance_ids":`, h.ProvenanceIDs)
+	e.optStrings(`"origins":`, h.Origins)
+	e.optStrings(`"source_ids":`, h.SourceIDs)
+	e.optString(`"session":`, h.Session)
 	e.b = append(e.b, '}')
 }
 
@@ -429,14 +405,8 @@ func (e *encoder) counter(c *turnstate.Counter) {
 	}
 	// Every field may be left out: an empty counter is {}.
 	e.b = append(e.b, '{')
-	if c.Count != 0 {
-		e.key(`"count":`)
-		e.int(c.Count)
-	}
-	if c.Turn != 0 {
-		e.key(`"turn":`)
-		e.int(c.Turn)
-	}
+	e.optInt(`"count":`, c.Count)
+	e.optInt(`"turn":`, c.Turn)
 	if len(c.Times) > 0 {
 		e.key(`"times":`)
 		e.b = append(e.b, '[')
