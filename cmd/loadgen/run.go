@@ -76,9 +76,10 @@ processors alike.
   allocs_per_envelope, bytes_per_envelope (embedded),
   batch_retries and batch_conflicts (embedded: batches the processors
     tried again, after an error or a lost revision check),
-  groups, grouped_batches, group_fallbacks (embedded: groups of live
-    batches applied together, the partition batches in them, and group
-    attempts that failed and were applied alone),
+  groups, grouped_batches, grouped_envelopes, group_fallbacks
+    (embedded: groups of live batches applied together, the partition
+    batches and envelopes in them, and group attempts that failed and
+    were applied alone),
   decision_latency {count, p50_ms, p90_ms, p99_ms, max_ms},
   observed and expected {decisions, denies, alerts, alerts_by_rule},
   baseline {messages, message_bytes, replicas, publish_per_s,
@@ -112,11 +113,13 @@ type runReport struct {
 	Duplicates        int64   `json:"publish_duplicates"`
 	BatchRetries      uint64  `json:"batch_retries,omitempty"`
 	BatchConflicts    uint64  `json:"batch_conflicts,omitempty"`
-	// Groups and GroupedBatches are the processors' groups of live
-	// batches applied together and the partition batches in them;
+	// Groups, GroupedBatches and GroupedEnvelopes are the processors'
+	// groups of live batches applied together and the partition batches
+	// and envelopes in them;
 	// GroupFallbacks the group attempts that failed (embedded).
 	Groups            uint64          `json:"groups,omitempty"`
 	GroupedBatches    uint64          `json:"grouped_batches,omitempty"`
+	GroupedEnvelopes  uint64          `json:"grouped_envelopes,omitempty"`
 	GroupFallbacks    uint64          `json:"group_fallbacks,omitempty"`
 	PublishRate       float64         `json:"published_per_s"`
 	DecidedRate       float64         `json:"decided_per_s"`
@@ -419,6 +422,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 		rep.BatchConflicts += p.Stats().Conflicts.Load()
 		rep.Groups += p.Stats().Groups.Load()
 		rep.GroupedBatches += p.Stats().GroupedBatches.Load()
+		rep.GroupedEnvelopes += p.Stats().GroupedEnvelopes.Load()
 		rep.GroupFallbacks += p.Stats().GroupFallbacks.Load()
 	}
 	return rep, &loadRun{gen: gen, records: records, js: js}, nil

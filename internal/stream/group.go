@@ -123,6 +123,7 @@ func (g *group) loop(ctx context.Context) {
 		if err == nil {
 			first.w.stats.Groups.Add(1)
 			first.w.stats.GroupedBatches.Add(uint64(len(offers)))
+			first.w.stats.GroupedEnvelopes.Add(uint64(n))
 		}
 		for _, o := range offers {
 			o.result <- err

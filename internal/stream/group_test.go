@@ -71,6 +71,9 @@ func TestGroupsTakePartitionsTogether(t *testing.T) {
 	}
 	checkExactlyOnce(t, js, total)
 	checkStates(t, js, states)
+	if e, b := stats.GroupedEnvelopes.Load(), stats.GroupedBatches.Load(); e < b {
+		t.Errorf("%d envelopes in %d grouped batches", e, b)
+	}
 	if f := stats.GroupFallbacks.Load(); f != 0 {
 		t.Errorf("%d group attempts fell back to applying alone", f)
 	}

@@ -170,11 +170,12 @@ type Stats struct {
 	// envelopes within the wait): the child counted as carrying every
 	// taint.
 	SubagentsUnknown atomic.Uint64
-	// Groups counts the groups of live batches applied together, and
-	// GroupedBatches the partition batches in them: their ratio is how
-	// many partitions a group took on average.
-	Groups         atomic.Uint64
-	GroupedBatches atomic.Uint64
+	// Groups counts the groups of live batches applied together,
+	// GroupedBatches the partition batches in them and GroupedEnvelopes
+	// their envelopes: the ratios say how much a group took on average.
+	Groups           atomic.Uint64
+	GroupedBatches   atomic.Uint64
+	GroupedEnvelopes atomic.Uint64
 	// GroupFallbacks counts live batches whose group attempt failed (a
 	// lost revision check, an error) and which were applied alone.
 	GroupFallbacks atomic.Uint64
