@@ -146,15 +146,16 @@ func (g *group) apply(ctx context.Context, w *worker, ins []inbound) error {
 	return <-o.result
 }
 
-// groupable reports whether ins can be applied in a group. A subagentStop
-// may wait for its child's partition to apply the child's envelopes
-// (freshChild): inside a group that wait would hold every partition of the
-// group, the child's included, so such a batch is applied alone.
-func groupable(ins []inbound) bool {
+// groupablePrefix is how many of ins, from the first, can be applied in a
+// group: those before the first subagentStop. A subagentStop may wait for
+// its child's partition to apply the child's envelopes (freshChild): inside
+// a group that wait would hold every partition of the group, the child's
+// included.
+func groupablePrefix(ins []inbound) int {
 	for i := range ins {
 		if ins[i].routeErr == nil && ins[i].route.Hook == "subagentStop" {
-			return false
+			return i
 		}
 	}
-	return true
+	return len(ins)
 }

@@ -485,11 +485,25 @@ func (w *worker) process(ctx context.Context, ins []inbound) error {
 
 // processLive processes a batch of fresh deliveries: together with other
 // partitions' batches when the processor groups them (group.go), else, or
-// when the group attempt fails, alone.
+// when the group attempt fails, alone. From its first subagentStop on, the
+// batch is applied alone: a subagentStop may wait for its child's
+// partition, which inside a group could be waiting for the group.
 func (w *worker) processLive(ctx context.Context, ins []inbound) error {
-	if w.group == nil || len(ins) == 0 || !groupable(ins) {
+	if w.group == nil {
 		return w.process(ctx, ins)
 	}
+	n := groupablePrefix(ins)
+	if n > 0 {
+		if err := w.processGrouped(ctx, ins[:n]); err != nil {
+			return err
+		}
+	}
+	return w.process(ctx, ins[n:])
+}
+
+// processGrouped applies ins, holding no subagentStop, in a group, or
+// alone when reading its sessions or the group attempt fails.
+func (w *worker) processGrouped(ctx context.Context, ins []inbound) error {
 	if err := w.warm(ctx, ins); err != nil {
 		w.log.Debug().Err(err).Int("batch", len(ins)).Msg("reading the batch's sessions failed; applying it alone")
 		return w.process(ctx, ins)
