@@ -160,9 +160,11 @@ type Set struct {
 	byHook map[string][]*Rule
 	// adapter converts the values of CEL variables as the environment
 	// does; noViolations is the violations variable of an envelope
-	// without any, converted once.
+	// without any, converted once; specValues the hook and method
+	// variables of each method (specValuesOf).
 	adapter      types.Adapter
 	noViolations any
+	specValues   map[string][2]any
 	// cited are Name and Revision boxed once (Cited).
 	cited [2]any
 }
@@ -232,6 +234,7 @@ func Compile(files []*File) (*Set, error) {
 		c.env = c.newEnv()
 		c.set.adapter = c.env.CELTypeAdapter()
 		c.set.noViolations = c.set.adapter.NativeToValue([]ViolationView{})
+		c.set.specValues = specValuesOf()
 	}
 	if c.env != nil {
 		for _, f := range files {

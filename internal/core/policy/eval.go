@@ -125,19 +125,20 @@ type evalCtx struct {
 	taintsVal, payloadVal, timeVal, lineageVal                      any
 }
 
-// specValues holds the CEL values of the hook and method variables of
-// every method, built once: nearly every condition reads hook.
-var specValues = func() map[string][2]any {
+// specValuesOf holds the CEL values of the hook and method variables of
+// every method, for a Set to build once: nearly every condition reads
+// hook.
+func specValuesOf() map[string][2]any {
 	m := map[string][2]any{}
 	for _, spec := range acs.Methods() {
 		m[spec.Method] = [2]any{types.String(ruleHook(spec)), types.String(spec.Method)}
 	}
 	return m
-}()
+}
 
 // specValue is the CEL value of hook (i=0) or method (i=1).
 func (e *evalCtx) specValue(i int) any {
-	if v, ok := specValues[e.in.Spec.Method]; ok && v[0] == types.String(e.hook) {
+	if v, ok := e.set.specValues[e.in.Spec.Method]; ok && v[0] == types.String(e.hook) {
 		return v[i]
 	}
 	if i == 0 {
