@@ -42,8 +42,9 @@ type pending[T any] struct {
 // batch is what apply keeps while it applies one batch.
 type batch struct {
 	// ins may come from several partition workers (group.go), each
-	// inbound naming its own.
-	ins []inbound
+	// inbound naming its own; owners lists those workers once each.
+	ins    []inbound
+	owners []*worker
 	// rules is one rule set for the whole batch, even if a reload lands
 	// meanwhile; byAgent says whether any of its rules counts per agent.
 	rules    *policy.Set
@@ -94,7 +95,7 @@ func (w *worker) apply(ctx context.Context, ins []inbound) error {
 		o.forget()
 	}
 	rs := w.rules.Current()
-	b := &batch{ins: ins, rules: rs, byAgent: rs != nil && rs.AgentKeyed(),
+	b := &batch{ins: ins, owners: owners, rules: rs, byAgent: rs != nil && rs.AgentKeyed(),
 		sessions: map[string]*pending[turnstate.Session]{}, agents: map[string]*pending[turnstate.Agent]{}}
 	if signer := w.guardian.Receipts(); signer != nil && !w.singleReceipts {
 		b.receipts = &receiptBatch{signer: signer, key: w.receiptKey}
@@ -435,7 +436,7 @@ func (w *worker) createSpawned(ctx context.Context, b *batch) error {
 		}
 		if created {
 			// Whichever of the batch's workers may hold it.
-			for _, o := range ownersOf(b.ins) {
+			for _, o := range b.owners {
 				o.cache.drop(s.Key())
 			}
 		}
