@@ -414,8 +414,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	rep.fill(gen, records, l, published, obs, decideFrom, x)
 	if t.embedded && rep.Observed.Decisions > 0 {
 		n := float64(rep.Observed.Decisions)
-		rep.AllocsPerEnvelope = math.Round(float64(memTo.Mallocs-memFrom.Mallocs)/n*10) / 10
-		rep.BytesPerEnvelope = math.Round(float64(memTo.TotalAlloc-memFrom.TotalAlloc) / n)
+		rep.AllocsPerEnvelope, rep.BytesPerEnvelope = allocsPer(memFrom, memTo, n)
 	}
 	for _, p := range t.procs {
 		rep.BatchRetries += p.Stats().Retries.Load()

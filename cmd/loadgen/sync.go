@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -128,8 +127,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	runtime.ReadMemStats(&memTo)
 	if n > 0 {
-		rep.AllocsPerCall = math.Round(float64(memTo.Mallocs-memFrom.Mallocs)/float64(n)*10) / 10
-		rep.BytesPerCall = math.Round(float64(memTo.TotalAlloc-memFrom.TotalAlloc) / float64(n))
+		rep.AllocsPerCall, rep.BytesPerCall = allocsPer(memFrom, memTo, float64(n))
 	}
 	if *memProfile != "" {
 		if err := writeAllocProfile(*memProfile); err != nil {

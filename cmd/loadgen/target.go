@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -225,4 +227,10 @@ func writeAllocProfile(path string) error {
 		return fmt.Errorf("allocation profile: %w", err)
 	}
 	return f.Close()
+}
+
+// allocsPer is the allocations (to a tenth) and bytes (whole) the process
+// made between two readings of its memory statistics, per one of n.
+func allocsPer(from, to runtime.MemStats, n float64) (allocs, bytes float64) {
+	return math.Round(float64(to.Mallocs-from.Mallocs)/n*10) / 10, math.Round(float64(to.TotalAlloc-from.TotalAlloc) / n)
 }
