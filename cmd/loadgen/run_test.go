@@ -181,7 +181,7 @@ func TestReconcileDetects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.close()
-	o := runOptions{duration: 5 * time.Second, sessions: 20, maxEnvelopes: 600, seed: 3, tenant: "reconcile-test", settle: 20 * time.Second, grace: time.Second,
+	o := runOptions{duration: 5 * time.Second, sessions: 20, maxEnvelopes: 1200, seed: 3, tenant: "reconcile-test", settle: 20 * time.Second, grace: time.Second,
 		partitions: 2, processors: 1}
 	rep, lr, err := executeRun(ctx, tg, o, zerolog.Nop(), io.Discard)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestLiveMatchesInProcess(t *testing.T) {
 	if len(got.Runs) != len(want.Runs) || len(got.Runs) == 0 {
 		t.Fatalf("%d runs live, %d in-process", len(got.Runs), len(want.Runs))
 	}
-	denied := 0
+	stopped := 0
 	for i, w := range want.Runs {
 		g := got.Runs[i]
 		if g.Source != w.Source || len(g.Calls) != len(w.Calls) {
@@ -97,11 +98,12 @@ func TestLiveMatchesInProcess(t *testing.T) {
 		for j := range w.Calls {
 			gd, wd := g.Calls[j].Decision, w.Calls[j].Decision
 			if gd.Decision != wd.Decision || strings.Join(gd.Rules, ",") != strings.Join(wd.Rules, ",") ||
-				strings.Join(gd.ReasonCodes, ",") != strings.Join(wd.ReasonCodes, ",") || gd.Reason != wd.Reason {
+				strings.Join(gd.ReasonCodes, ",") != strings.Join(wd.ReasonCodes, ",") ||
+				!sameReason(gd.Reason, wd.Reason) {
 				t.Errorf("%s call %d (%s): live %+v, in-process %+v", w.Source, j, w.Calls[j].Tool, gd, wd)
 			}
-			if wd.Decision == "deny" {
-				denied++
+			if wd.Decision != "allow" {
+				stopped++
 			}
 		}
 		if g.Refused != 0 || w.Refused != 0 || g.Others != w.Others || g.Score != w.Score {
@@ -109,8 +111,8 @@ func TestLiveMatchesInProcess(t *testing.T) {
 				w.Source, g.Refused, g.FirstError, g.Others, g.Score, w.Refused, w.Others, w.Score)
 		}
 	}
-	if denied == 0 {
-		t.Error("no call of the sample is denied: the comparison proves little")
+	if stopped == 0 {
+		t.Error("no call of the sample is denied or asked about: the comparison proves little")
 	}
 
 	// The same runs again need new ids: a processor refuses request ids it
@@ -131,4 +133,14 @@ func TestLiveUnreachable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "sample.jsonl:1") {
 		t.Fatalf("error %v, want the endpoint's 404 for the first run", err)
 	}
+}
+
+// requestIDs matches the ids a session's envelopes carry (UUIDs).
+var requestIDs = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// sameReason compares two decisions' reasons but for the request ids
+// they cite: a reason names the request a value came from, and each
+// session has request ids of its own.
+func sameReason(a, b string) bool {
+	return requestIDs.ReplaceAllString(a, "<id>") == requestIDs.ReplaceAllString(b, "<id>")
 }

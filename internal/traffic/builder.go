@@ -362,7 +362,11 @@ func (b *builder) toolCall(t *turnRec, tool toolSpec, taints bool) {
 	for _, arg := range tool.args {
 		a := map[string]any{"value": arg.value}
 		if b.s.Provenance {
-			a["provenance"] = b.prov("agent_generated", true)
+			// An addressed call's values are the model's own: derived
+			// from nothing the session saw, so no adapter declares a
+			// lineage for them (a derived_from naming the user's message
+			// could name one the session no longer remembers: asked).
+			a["provenance"] = b.prov("agent_generated", !tool.addressed)
 		}
 		args[arg.name] = a
 	}
@@ -373,8 +377,10 @@ func (b *builder) toolCall(t *turnRec, tool toolSpec, taints bool) {
 	// TG-TAINT-001: a consequential call in the anchor's turn or the next
 	// two (an enclosing turn older than the anchor counts as the anchor's),
 	// and within 30 minutes of it, is denied; TG-TAINT-002 (fail closed):
-	// so is any other call of a tool not classed read_only.
-	if b.inWindow(t) {
+	// so is any other call of a tool not classed read_only. An addressed
+	// tool is judged by its values instead (TG-TAINT-005/006), and none of
+	// its values came from untrusted content: allowed.
+	if b.inWindow(t) && !tool.addressed {
 		switch {
 		case tool.consequential:
 			b.emit("steps/toolCallRequest", rid, t, p, acs.Deny, RuleTaint)

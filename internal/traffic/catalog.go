@@ -10,6 +10,11 @@ type toolSpec struct {
 	args             []arg
 	output           string
 	consequential    bool
+	// addressed: the catalog classes the tool addressed, so inside a
+	// taint window the default pack judges its call by where its sinks'
+	// values came from (TG-TAINT-005/006). Its values here are its own
+	// (no output holds them), so it is allowed there.
+	addressed bool
 	// readOnly: the catalog classes the tool read_only, so TG-TAINT-002
 	// (fail closed) lets it through a taint window.
 	readOnly bool
@@ -33,10 +38,10 @@ var consequentialTools = []toolSpec{
 	{name: "write_file", capability: "filesystem.write", args: []arg{{"path", "CHANGELOG.md"}, {"content", "## v1.4.0\n- faster startup\n"}},
 		output: "wrote 32 bytes", consequential: true},
 	{name: "send_email", capability: "email.send", args: []arg{{"to", "team@acme.example"}, {"subject", "Release notes"}, {"body", "v1.4.0 is out."}},
-		output: "queued", consequential: true},
+		output: "queued", consequential: true, addressed: true},
 	{name: "git_push", capability: "repository.push", args: []arg{{"remote", "origin"}, {"branch", "release/1.4"}}, output: "pushed 3 commits", consequential: true},
 	{name: "http_post", capability: "network.post", args: []arg{{"url", "https://hooks.acme.example/deploy"}, {"body", "{\"version\":\"1.4.0\"}"}},
-		output: "202 Accepted", consequential: true},
+		output: "202 Accepted", consequential: true, addressed: true},
 }
 
 // catalogTaintTools taint with a result that carries no provenance: the

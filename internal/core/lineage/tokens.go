@@ -84,10 +84,14 @@ func each(s string, fn func(tok string, h uint64, k kind)) {
 			prev = t
 		}
 	}
+	var g groups
 	for len(s) > 0 {
 		i := strings.IndexFunc(s, tokenRune)
 		if i < 0 {
-			return
+			break
+		}
+		if !g.apart(s[:i]) {
+			g.flush(emit)
 		}
 		s = s[i:]
 		j := strings.IndexFunc(s, func(r rune) bool { return !tokenRune(r) })
@@ -95,8 +99,85 @@ func each(s string, fn func(tok string, h uint64, k kind)) {
 			j = len(s)
 		}
 		compound(s[:j], emit)
+		g.add(s[:j], emit)
 		s = s[j:]
 	}
+	g.flush(emit)
+}
+
+// Grouped identifiers: an account, a card or a phone number is written
+// in groups as often as whole ("GB33 BUKB 2020 1555 5555 55",
+// "4111-1111-1111-1111", "GB33BUKB20201555555555"), and a model rewrites
+// one into the other. A run of short letter-and-digit groups, apart by a
+// space or a hyphen, is also the token of the groups joined, so each
+// spelling finds the others.
+const (
+	maxGroup       = 6  // characters of one group
+	minGroupedLen  = 8  // characters of the groups joined
+	maxGroupedLen  = 64 // a longer run is cut
+	minGroupDigits = 4  // digits in the run: a number, not a sentence
+)
+
+type groups struct {
+	joined []byte
+	n      int // groups in joined
+	tail   int // len(joined) up to the end of its last group with a digit
+	digits int
+}
+
+// apart reports whether gap, the text between two compounds, keeps them
+// in one run: one or two spaces.
+func (g *groups) apart(gap string) bool {
+	return (gap == " " || gap == "  ") && g.n > 0
+}
+
+// add takes the compound c (raw, lower-cased) into the run, or ends the
+// run when c is not made of short groups.
+func (g *groups) add(c string, emit func(string, kind)) {
+	c = strings.TrimFunc(c, connector)
+	if c == "" || strings.ContainsFunc(c, func(r rune) bool { return connector(r) && r != '-' }) {
+		g.flush(emit)
+		return
+	}
+	for part := range strings.SplitSeq(c, "-") {
+		n := utf8.RuneCountInString(part)
+		if n == 0 || n > maxGroup || strings.ContainsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			g.flush(emit)
+			return
+		}
+		if len(g.joined)+len(part) > maxGroupedLen {
+			g.flush(emit)
+		}
+		d := 0
+		for _, r := range part {
+			if unicode.IsDigit(r) {
+				d++
+			}
+		}
+		if g.n == 0 {
+			// A run starts with a group holding a digit: the words
+			// before a number are not part of it.
+			g.joined, g.n, g.digits = g.joined[:0], 0, 0
+			if d == 0 {
+				continue
+			}
+		}
+		g.joined = append(g.joined, part...)
+		g.n++
+		g.digits += d
+		if d > 0 {
+			g.tail = len(g.joined)
+		}
+	}
+}
+
+// flush emits the run, without the groups after its last digit, and
+// starts a new one.
+func (g *groups) flush(emit func(string, kind)) {
+	if g.n >= 2 && g.tail >= minGroupedLen && g.digits >= minGroupDigits {
+		emit(string(g.joined[:g.tail]), matter)
+	}
+	g.joined, g.n, g.digits, g.tail = g.joined[:0], 0, 0, 0
 }
 
 // pairHash is hashOf(a + " " + b), without building the string.
