@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Origin is where a value came from.
@@ -199,6 +200,24 @@ func (ix *Index) classifyText(s string) Lineage {
 			}
 		}
 	}
+	// An identifier seen nowhere whole, put together from parts untrusted
+	// content gave: "attacker at evil dot com" written attacker@evil.com,
+	// "the host evil and example.com" written evil.example.com.
+	for _, t := range toks {
+		if out.Origin == FromUntrusted {
+			break
+		}
+		if t.k != matter || !strings.ContainsFunc(t.text, unicode.IsLetter) || ix.isTrusted(t.hash) {
+			continue
+		}
+		if _, ok := ix.untrustedSource(t.hash); ok {
+			continue
+		}
+		if src, ok := ix.assembled(t.text); ok {
+			cite(t, src)
+			out.Evidence = Identifier
+		}
+	}
 	if out.Origin == FromUntrusted {
 		return out
 	}
@@ -255,6 +274,36 @@ func (ix *Index) classifyText(s string) Lineage {
 		return Lineage{Origin: FromUntrusted, Unknown: true, Evidence: Unseen}
 	}
 	return Lineage{Origin: FromModel}
+}
+
+// assembled reports whether the identifier id (seen nowhere whole) is
+// made of parts every one of which was seen, one only in untrusted
+// content, and returns that content's source. A part is a run of
+// letters and digits between connectors, of minWord characters or more;
+// a domain's last label (com, org, io) is too common to count.
+func (ix *Index) assembled(id string) (int, bool) {
+	parts := strings.FieldsFunc(id, connector)
+	if i := strings.LastIndexByte(id, '.'); i > 0 && len(parts) > 1 && !strings.ContainsAny(id[i:], "/@") {
+		parts = parts[:len(parts)-1]
+	}
+	src, found := 0, false
+	for _, p := range parts {
+		if utf8.RuneCountInString(p) < minWord {
+			continue
+		}
+		h := hashOf(p)
+		if ix.isTrusted(h) {
+			continue
+		}
+		s, ok := ix.untrustedSource(h)
+		if !ok {
+			return 0, false // a part seen nowhere: the model's own
+		}
+		if !found {
+			src, found = s, true
+		}
+	}
+	return src, found
 }
 
 func clipTo(s string, n int) string {
