@@ -257,6 +257,10 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 		e.key(`"unanswered":`)
 		e.unanswered(s.Unanswered)
 	}
+	if len(s.FileTaints) > 0 {
+		e.key(`"file_taints":`)
+		e.fileTaints(s.FileTaints)
+	}
 }
 
 func (e *encoder) parent(p *turnstate.ParentLink) {
@@ -486,6 +490,25 @@ func (e *encoder) unanswered(us []turnstate.UnansweredCall) {
 			e.key(`"output":`)
 			e.bool(u.Output)
 		}
+		e.b = append(e.b, '}')
+	}
+	e.b = append(e.b, ']')
+}
+
+func (e *encoder) fileTaints(fs []turnstate.FileTaint) {
+	e.b = append(e.b, '[')
+	for i := range fs {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		f := &fs[i]
+		e.b = append(e.b, '{')
+		e.key(`"label":`)
+		e.string(f.Label)
+		e.key(`"path":`)
+		e.string(f.Path)
+		e.key(`"source":`)
+		e.string(f.Source)
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')

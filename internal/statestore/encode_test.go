@@ -194,10 +194,11 @@ func representativeStates() map[string]*turnstate.Session {
 	full.Provenance = &turnstate.ProvenanceMemory{Seen: true, Known: []turnstate.KnownProvenance{{ID: "p-1"}, {ID: "p-web-7", Untrusted: true}}}
 	full.Lineage = lineageIndex()
 	full.Unanswered = []turnstate.UnansweredCall{{Label: "untrusted_content", Hit: hit, Output: true}, {Label: "secrets", Hit: turnstate.TaintHit{}}}
+	full.FileTaints = []turnstate.FileTaint{{Label: "untrusted_content", Path: "install.sh", Source: "shell-fetch"}, {Label: "x", Path: "dir/\"q\"\u2028.sh"}}
 	states["full"] = full
 
 	states["empty lineage and provenance"] = &turnstate.Session{Tenant: "t", SessionID: "s", Lineage: &lineage.Index{}, Provenance: &turnstate.ProvenanceMemory{},
-		Counters: map[string]*turnstate.Counter{}, Taints: map[string]*turnstate.Taint{}, Subagents: []string{}, Unanswered: []turnstate.UnansweredCall{}}
+		Counters: map[string]*turnstate.Counter{}, Taints: map[string]*turnstate.Taint{}, Subagents: []string{}, Unanswered: []turnstate.UnansweredCall{}, FileTaints: []turnstate.FileTaint{}}
 
 	zones := turnstate.New("default", "zones")
 	zones.FirstTime = time.Date(1, 1, 1, 0, 0, 0, 1, time.FixedZone("", 5*3600+30*60))

@@ -123,6 +123,8 @@ type taintSource struct {
 	unanswered bool
 	// output: see SourceDef.Output.
 	output bool
+	// files: see SourceDef.Files.
+	files bool
 }
 
 type toolClass struct {
@@ -487,8 +489,11 @@ func (c *compiler) compileFile(f *File) {
 			if !isToken(s.ID.Value) {
 				c.errf(f, s.ID.Pos, "taint source id %q: letters, digits, '-' and '_'", s.ID.Value)
 			}
+			if s.Files && !s.Output {
+				c.errf(f, s.ID.Pos, "taint source %q: files needs output: the files are written when the call runs", s.ID.Value)
+			}
 			if p := c.expr(f, s.When, "when"); p != nil {
-				tl.Sources = append(tl.Sources, taintSource{id: s.ID.Value, when: p, unanswered: s.Unanswered || s.Output, output: s.Output})
+				tl.Sources = append(tl.Sources, taintSource{id: s.ID.Value, when: p, unanswered: s.Unanswered || s.Output, output: s.Output, files: s.Files})
 			}
 		}
 		if t.ClearWhen.Set() {

@@ -52,6 +52,9 @@ type Result struct {
 	// call: the caller remembers them (Set.Decided) once the decision lets
 	// the call run.
 	Unanswered []turnstate.UnansweredCall
+	// Files are the files the call writes that a files source gives a
+	// label: remembered once the decision lets the call run (Decided).
+	Files []turnstate.FileTaint
 }
 
 // Evaluate runs the rule set on one envelope already applied to sess. It

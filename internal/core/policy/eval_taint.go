@@ -15,6 +15,7 @@ import (
 // or refreshes the labels whose source matches.
 func (e *evalCtx) updateTaints(res *Result) {
 	e.taintUnanswered()
+	e.taintFileReads(res)
 	for _, t := range e.set.Taints {
 		if _, set := e.sess.Taints[t.ID]; set && t.clearWhen != nil {
 			ok, err := e.eval(t.clearWhen)
@@ -32,6 +33,11 @@ func (e *evalCtx) updateTaints(res *Result) {
 			}
 			if ok && src.unanswered {
 				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output})
+				if src.files {
+					for _, p := range commandWrites(e.toolView()) {
+						res.Files = append(res.Files, turnstate.FileTaint{Label: t.ID, Path: p, Source: src.id})
+					}
+				}
 				continue
 			}
 			if ok {
@@ -127,6 +133,7 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 	}
 	if d != acs.Deny {
 		pend(sess, res)
+		rememberFiles(sess, res.Files)
 	}
 }
 

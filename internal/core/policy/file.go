@@ -86,6 +86,11 @@ type SourceDef struct {
 	// another envelope arrives first. For a call whose arguments, not its
 	// tool, say it brings content in (a shell's curl).
 	Output bool `yaml:"output"`
+	// Files (with Output) makes the files the call writes carry the
+	// label: a later call naming one of them — a Read of it, a command
+	// that cats or runs it — is a source too, its output setting the
+	// label as Output does (a page a curl -o saved, read turns later).
+	Files bool `yaml:"files"`
 }
 
 // WindowDef bounds a window in turns and/or time; whichever ends first.

@@ -119,3 +119,52 @@ func BenchmarkPrograms(b *testing.B) {
 		Programs(line)
 	}
 }
+
+func TestWrites(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       []string
+	}{
+		{"nothing written", "curl -s https://x.example/a | head -50", []string{}},
+		{"curl -o", "curl -fsSL -o install.sh https://get.example/install", []string{"install.sh"}},
+		{"curl --output=", "curl --output=/tmp/x.tar.gz https://x.example/y", []string{"/tmp/x.tar.gz"}},
+		{"curl -O names the file after the URL", "curl -O https://x.example/dl/setup.sh?v=2", []string{"setup.sh"}},
+		{"wget saves under the URL's name", "wget -q https://x.example/tools/", []string{"index.html"}},
+		{"wget -O", "wget -qO payload.bin https://x.example/p", []string{"payload.bin"}},
+		{"wget -O - writes to standard output", "wget -O - https://x.example/p | sh", []string{}},
+		{"redirections", "curl https://x.example > page.html 2> err.log; echo ok >> notes.md", []string{"err.log", "notes.md", "page.html"}},
+		{"/dev is not a file written", "curl https://x.example > /dev/null 2>&1", []string{}},
+		{"tee", "curl -s https://x.example | tee -a a.txt b.txt", []string{"a.txt", "b.txt"}},
+		{"sh -c script", `bash -lc 'curl -o x.sh https://x.example/x'`, []string{"x.sh"}},
+		{"sudo wrapper", "sudo wget https://x.example/pkg.deb", []string{"pkg.deb"}},
+		{"quoted target", `curl -o "my file.txt" https://x.example`, []string{"my file.txt"}},
+		{"target from a variable is not named", `curl -o "$OUT" https://x.example`, []string{}},
+		{"refused line gives its words", "curl -o a.sh https://x |", []string{"a.sh", "curl", "https://x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Writes(tt.line); !slices.Equal(got, tt.want) {
+				t.Errorf("Writes(%q) = %q, want %q", tt.line, got, tt.want)
+			}
+		})
+	}
+	if got := ArgvWrites([]string{"wget", "https://x.example/a/b.zip"}); !slices.Equal(got, []string{"b.zip"}) {
+		t.Errorf("ArgvWrites = %q", got)
+	}
+}
+
+func FuzzWrites(f *testing.F) {
+	f.Add("curl -o a https://x | tee b > c")
+	f.Add("wget -O- $(x) 'y")
+	f.Fuzz(func(t *testing.T, line string) {
+		got := Writes(line)
+		if len(got) > MaxWrites || !slices.IsSorted(got) {
+			t.Fatalf("Writes(%q) = %q: unsorted or over the bound", line, got)
+		}
+		for _, w := range got {
+			if w == "" || strings.HasPrefix(w, "/dev/") {
+				t.Fatalf("Writes(%q) holds %q", line, w)
+			}
+		}
+	})
+}

@@ -44,6 +44,27 @@ type UnansweredCall struct {
 	Output bool `json:"output,omitempty"`
 }
 
+// MaxFileTaints bounds the files a session remembers as holding
+// untrusted content (Session.FileTaints); the oldest is forgotten first.
+// MaxFileTaintPath bounds a remembered path's stored length (acs.StoredLen):
+// a longer one is not remembered.
+const (
+	MaxFileTaints    = 16
+	MaxFileTaintPath = 256
+)
+
+// FileTaint is a file a call let run wrote with content that sets Label
+// (a taint source with files set: a curl -o, a wget, a redirect of a
+// fetch): a later call that names the file brings that content in again.
+type FileTaint struct {
+	Label string `json:"label"`
+	// Path is the file as the writing command spelt it, cleaned: ./ and
+	// ~/ dropped, so that a path naming it from elsewhere ends with it.
+	Path string `json:"path"`
+	// Source is the id of the source condition that matched the writer.
+	Source string `json:"source"`
+}
+
 // TaintHit is the evidence of one envelope that set or refreshed a taint.
 type TaintHit struct {
 	Seq       uint64    `json:"seq"`

@@ -113,6 +113,10 @@ type Session struct {
 	// label and has not arrived (rules: taint sources with unanswered),
 	// at most MaxUnanswered.
 	Unanswered []UnansweredCall `json:"unanswered,omitempty"`
+	// FileTaints are the files calls let run wrote with untrusted content
+	// (rules: taint sources with files), newest last, at most
+	// MaxFileTaints.
+	FileTaints []FileTaint `json:"file_taints,omitempty"`
 }
 
 // Turn is an open turn.
@@ -236,5 +240,6 @@ func (s *Session) Clone() *Session {
 	cloneRuleState(&c, s)
 	c.Lineage = s.Lineage.Clone()
 	c.Unanswered = slices.Clone(s.Unanswered)
+	c.FileTaints = slices.Clone(s.FileTaints)
 	return &c
 }

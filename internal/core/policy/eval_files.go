@@ -1,0 +1,166 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/shellcmd"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
+)
+
+// Files that carry a taint label (taint sources with files): what a
+// fetch wrote to disk enters the session again whenever a later call
+// names the file — a Read of it three turns on, a cat, a script run.
+
+// commandWrites are the files the command lines among the call's sinks
+// write (shellcmd.Writes), cleaned (cleanPath); those that cannot be
+// remembered (longer than turnstate.MaxFileTaintPath) left out.
+func commandWrites(t *ToolView) []string {
+	var out []string
+	add := func(ws []string) {
+		for _, w := range ws {
+			if p := cleanPath(w); p != "" && acs.StoredLen(p) <= turnstate.MaxFileTaintPath && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	for _, k := range t.Sinks {
+		name := normalize(k, false)
+		if !slices.Contains(commandArgs, name) {
+			continue
+		}
+		if name == "raw_command" && t.RawCommand != "" {
+			add(shellcmd.Writes(t.RawCommand))
+		}
+		switch v := t.Args[k].(type) {
+		case string:
+			add(shellcmd.Writes(v))
+		case []any:
+			argv := make([]string, 0, len(v))
+			for _, a := range v {
+				if s, ok := a.(string); ok {
+					argv = append(argv, s)
+				}
+			}
+			add(shellcmd.ArgvWrites(argv))
+		}
+	}
+	return out
+}
+
+// cleanPath is the form files are remembered and named in: path.Clean,
+// without a leading ./, ~/ or $HOME/ (a path naming the file from
+// elsewhere then ends with it). "" for no file ("", ".", "/", "~").
+func cleanPath(p string) string {
+	p = strings.TrimSpace(p)
+	for _, home := range []string{"~/", "$HOME/", "${HOME}/"} {
+		p = strings.TrimPrefix(p, home)
+	}
+	if p == "" {
+		return ""
+	}
+	p = path.Clean(p)
+	p = strings.TrimPrefix(p, "./")
+	switch p {
+	case ".", "/", "..", "~":
+		return ""
+	}
+	return p
+}
+
+// rememberFiles adds files to the session's FileTaints, newest last; past
+// turnstate.MaxFileTaints the oldest is forgotten.
+func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
+	for _, f := range files {
+		sess.FileTaints = slices.DeleteFunc(sess.FileTaints, func(o turnstate.FileTaint) bool { return o.Path == f.Path && o.Label == f.Label })
+		if len(sess.FileTaints) >= turnstate.MaxFileTaints {
+			sess.FileTaints = slices.Delete(sess.FileTaints, 0, len(sess.FileTaints)-turnstate.MaxFileTaints+1)
+		}
+		sess.FileTaints = append(sess.FileTaints, f)
+	}
+}
+
+// taintFileReads makes a call that names a remembered file a source of
+// the file's label, as an output source: once let run, the label is set
+// when its result arrives (or at the session's next envelope). A file is
+// named by any word of the call's string arguments and command line that
+// is its path, ends with it, or is the end of it (a relative name from
+// the directory it was written in).
+func (e *evalCtx) taintFileReads(res *Result) {
+	if e.hook != "toolCallRequest" || len(e.sess.FileTaints) == 0 {
+		return
+	}
+	byBase := make(map[string][]turnstate.FileTaint, len(e.sess.FileTaints))
+	for _, f := range e.sess.FileTaints {
+		b := path.Base(f.Path)
+		byBase[b] = append(byBase[b], f)
+	}
+	var labels []string
+	visit := func(word string) {
+		w := cleanPath(word)
+		if w == "" {
+			return
+		}
+		for _, f := range byBase[path.Base(w)] {
+			if slices.Contains(labels, f.Label) || !namesFile(w, f.Path) {
+				continue
+			}
+			labels = append(labels, f.Label)
+			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
+		}
+	}
+	t := e.toolView()
+	eachWord(t.RawCommand, visit)
+	eachString(t.Args, func(s string) { eachWord(s, visit) })
+}
+
+// namesFile reports whether the cleaned word w names the remembered file
+// p: the same path, a longer path ending with it, or its end.
+func namesFile(w, p string) bool {
+	return endsWithPath(w, p) || endsWithPath(p, w)
+}
+
+// endsWithPath reports whether the path a ends with the path b, at a
+// component boundary.
+func endsWithPath(a, b string) bool {
+	if !strings.HasSuffix(a, b) {
+		return false
+	}
+	i := len(a) - len(b)
+	return i == 0 || b[0] == '/' || a[i-1] == '/'
+}
+
+// eachWord calls fn with every word of s, split at white space and shell
+// punctuation.
+func eachWord(s string, fn func(string)) {
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+		return strings.ContainsRune(" \t\r\n;&|()<>`\"'=,", r)
+	}) {
+		fn(w)
+	}
+}
+
+// eachString calls fn with every string in an argument value, objects'
+// members in the order of their names (the decision must not follow a
+// map's order).
+func eachString(v any, fn func(string)) {
+	switch v := v.(type) {
+	case string:
+		fn(v)
+	case []any:
+		for _, x := range v {
+			eachString(x, fn)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			eachString(v[k], fn)
+		}
+	}
+}

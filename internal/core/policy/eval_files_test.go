@@ -1,0 +1,67 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/turnguard/turnguard/internal/core/turnstate"
+)
+
+func TestFileNames(t *testing.T) {
+	for _, tc := range []struct {
+		written, word string
+		names         bool
+	}{
+		{"install.sh", "install.sh", true},
+		{"./install.sh", "/home/dev/app/install.sh", true},
+		{"~/Downloads/x.sh", "/home/dev/Downloads/x.sh", true},
+		{"/tmp/x.sh", "x.sh", true},
+		{"/tmp/x.sh", "../tmp/x.sh", true},
+		{"install.sh", "reinstall.sh", false},
+		{"dir/install.sh", "other/install.sh", false},
+		{"a/b.txt", "b.txt", true},
+		{"install.sh", "install.shx", false},
+	} {
+		w, p := cleanPath(tc.word), cleanPath(tc.written)
+		if got := w != "" && p != "" && namesFile(w, p); got != tc.names {
+			t.Errorf("%q names %q: %v, want %v", tc.word, tc.written, got, tc.names)
+		}
+	}
+	for _, none := range []string{"", ".", "/", "~", "~/", "./", " "} {
+		if p := cleanPath(none); p != "" {
+			t.Errorf("cleanPath(%q) = %q, want no file", none, p)
+		}
+	}
+}
+
+func TestRememberFiles(t *testing.T) {
+	var s turnstate.Session
+	for i := range turnstate.MaxFileTaints + 3 {
+		rememberFiles(&s, []turnstate.FileTaint{{Label: "l", Path: fmt.Sprintf("f%d", i), Source: "src"}})
+	}
+	if len(s.FileTaints) != turnstate.MaxFileTaints || s.FileTaints[0].Path != "f3" {
+		t.Fatalf("%d files, first %q: want %d, the 3 oldest forgotten", len(s.FileTaints), s.FileTaints[0].Path, turnstate.MaxFileTaints)
+	}
+	// Written again, a file is the newest, once.
+	rememberFiles(&s, []turnstate.FileTaint{{Label: "l", Path: "f5", Source: "src"}})
+	paths := make([]string, 0, len(s.FileTaints))
+	for _, f := range s.FileTaints {
+		paths = append(paths, f.Path)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return p != "f5" })); n != 1 || paths[len(paths)-1] != "f5" {
+		t.Errorf("f5 written again: %q", paths)
+	}
+}
+
+func TestEachStringOrder(t *testing.T) {
+	v := map[string]any{"b": "2", "a": []any{"1", map[string]any{"d": "4", "c": "3"}}, "e": 5}
+	var got []string
+	for range 20 {
+		got = got[:0]
+		eachString(v, func(s string) { got = append(got, s) })
+		if !slices.Equal(got, []string{"1", "3", "4", "2"}) {
+			t.Fatalf("strings %q, want them in the order of their names", got)
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package shellcmd
+
+import (
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// MaxWrites bounds the files Writes returns.
+const MaxWrites = 32
+
+// downloaders save what they fetch to a file named after the URL unless
+// told otherwise; curl does with -O (--remote-name).
+var downloaders = map[string]bool{"wget": true, "wget2": true, "axel": true, "aria2c": true}
+
+// Writes returns the files a command line writes, as the line spells them
+// (unquoted; a relative path stays relative): the targets of its output
+// redirections (>, >>, &>, >|, with or without a descriptor; /dev/…
+// excepted), what tee writes, the value of an output option (-o, -O,
+// --output, --output-document, attached or not), and the name a
+// downloader gives a URL it saves without one (wget, wget2, axel,
+// aria2c, curl -O or --remote-name): the URL's last path segment, or
+// index.html. Sorted, distinct, at most MaxWrites. It over-approximates
+// (an option's value is taken for a file whatever the program), and a
+// line the parser refuses gives every word that is not an option.
+func Writes(line string) []string {
+	var w writes
+	w.line(line, 0)
+	return w.result()
+}
+
+// ArgvWrites is Writes of an argument vector (["wget", url] or
+// ["bash", "-lc", "curl -o x url"]).
+func ArgvWrites(argv []string) []string {
+	var w writes
+	w.call(argv, 0)
+	return w.result()
+}
+
+type writes struct {
+	files []string
+}
+
+func (w *writes) add(f string) {
+	f = strings.TrimSpace(f)
+	if f == "" || strings.HasPrefix(f, "/dev/") || len(w.files) >= MaxWrites || slices.Contains(w.files, f) {
+		return
+	}
+	w.files = append(w.files, f)
+}
+
+func (w *writes) result() []string {
+	out := slices.Clone(w.files)
+	slices.Sort(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func (w *writes) line(line string, depth int) {
+	if depth > maxDepth || len(line) > MaxParsed {
+		w.words(line)
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		w.words(line)
+		return
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			for _, r := range n.Redirs {
+				switch r.Op {
+				case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob:
+					if s, ok := literal(r.Word); ok {
+						w.add(s)
+					}
+				}
+			}
+		case *syntax.CallExpr:
+			argv := make([]string, 0, len(n.Args))
+			for _, a := range n.Args {
+				// A word holding an expansion is no file anyone can name.
+				s, _ := literal(a)
+				argv = append(argv, s)
+			}
+			w.call(argv, depth)
+		}
+		return true
+	})
+}
+
+// words is the reading of a line the parser refused: every word that is
+// not an option may be a file written.
+func (w *writes) words(line string) {
+	for _, s := range strings.FieldsFunc(line, func(r rune) bool {
+		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
+	}) {
+		if !strings.HasPrefix(s, "-") {
+			w.add(s)
+		}
+	}
+}
+
+// call adds the files one simple command writes: its output options'
+// values, tee's operands, a downloader's URL names, and the same of the
+// script a shell runs with -c.
+func (w *writes) call(argv []string, depth int) {
+	prog := ""          // the downloader or curl the words run, if any
+	remoteName := false // it names its file after the URL
+	explicit := false   // an output option named the file
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		name := strings.ToLower(path.Base(a))
+		switch {
+		case downloaders[name] || name == "curl":
+			prog = name
+		case name == "tee":
+			for _, f := range argv[i+1:] {
+				if !strings.HasPrefix(f, "-") {
+					w.add(f)
+				}
+			}
+			return
+		case shells[name] && depth < maxDepth:
+			for j := i + 1; j+1 < len(argv); j++ {
+				if o := argv[j]; strings.HasPrefix(o, "-") && !strings.HasPrefix(o, "--") && strings.Contains(o, "c") {
+					w.line(argv[j+1], depth+1)
+					break
+				}
+			}
+		case a == "--remote-name" || a == "--remote-name-all":
+			remoteName = true
+		case a == "--output" || a == "--output-document" || a == "--out":
+			if i+1 < len(argv) {
+				explicit = true
+				w.value(argv[i+1])
+				i++
+			}
+		case strings.HasPrefix(a, "--output=") || strings.HasPrefix(a, "--output-document=") || strings.HasPrefix(a, "--out="):
+			explicit = true
+			w.value(a[strings.IndexByte(a, '=')+1:])
+		case shortCluster(a) && (strings.HasSuffix(a, "o") || strings.HasSuffix(a, "O")):
+			// -o FILE, -O FILE, -qO FILE; curl's -O takes no value.
+			if prog == "curl" && strings.HasSuffix(a, "O") {
+				remoteName = true
+				continue
+			}
+			if i+1 < len(argv) {
+				explicit = true
+				w.value(argv[i+1])
+				i++
+			}
+		case len(a) > 2 && (a[:2] == "-o" || a[:2] == "-O") && !shortCluster(a):
+			explicit = true
+			w.value(a[2:])
+		}
+	}
+	if !(remoteName || downloaders[prog] && !explicit) {
+		return
+	}
+	for _, a := range argv {
+		if isURL(a) {
+			w.add(urlName(a))
+		}
+	}
+}
+
+// value adds an output option's value: not "-" (standard output), an
+// option or a URL.
+func (w *writes) value(v string) {
+	if v != "-" && !strings.HasPrefix(v, "-") && !isURL(v) {
+		w.add(v)
+	}
+}
+
+// shortCluster reports whether a is a cluster of short options: a dash
+// and letters only (-q, -qO, -fsSL).
+func shortCluster(a string) bool {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return false
+	}
+	for _, r := range a[1:] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+func isURL(s string) bool {
+	i := strings.Index(s, "://")
+	return i > 0 && !strings.ContainsAny(s[:i], "/ ")
+}
+
+// urlName is the file a downloader names a URL's content: its path's last
+// segment, or index.html for a path that ends in '/' or is empty.
+func urlName(raw string) string {
+	p := raw
+	if u, err := url.Parse(raw); err == nil {
+		p = u.Path
+	}
+	if p == "" || strings.HasSuffix(p, "/") {
+		return "index.html"
+	}
+	return path.Base(p)
+}
