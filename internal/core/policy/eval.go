@@ -322,40 +322,49 @@ var commandArgs = []string{"command", "cmd", "cmdline", "command_line", "raw_com
 // docs site's search command) is not run by a shell.
 func commandPrograms(t *ToolView) []string {
 	var out []string
+	eachCommand(t, func(line string) { out = append(out, shellcmd.Programs(line)...) },
+		func(argv []string) { out = append(out, shellcmd.Argv(argv)...) },
+		// Not a command line or an argument vector: nothing names what it runs.
+		func() { out = append(out, shellcmd.Unknown) })
+	if out == nil {
+		return []string{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// eachCommand calls line with each command line among the call's sinks
+// (commandArgs, and the payload's raw_command), argv with each argument
+// vector, and other for a command argument that is neither.
+func eachCommand(t *ToolView, line func(string), argv func([]string), other func()) {
 	for _, k := range t.Sinks {
 		name := normalize(k, false)
 		if !slices.Contains(commandArgs, name) {
 			continue
 		}
 		if name == "raw_command" && t.RawCommand != "" {
-			out = append(out, shellcmd.Programs(t.RawCommand)...)
+			line(t.RawCommand)
 		}
 		switch v := t.Args[k].(type) {
 		case string:
-			out = append(out, shellcmd.Programs(v)...)
+			line(v)
 		case []any:
-			argv := make([]string, 0, len(v))
+			words := make([]string, 0, len(v))
 			for _, a := range v {
 				if s, ok := a.(string); ok {
-					argv = append(argv, s)
+					words = append(words, s)
 				}
 			}
-			if len(argv) != len(v) {
-				// Not an argument vector: nothing names what it runs.
-				out = append(out, shellcmd.Unknown)
+			if len(words) != len(v) {
+				other()
 				continue
 			}
-			out = append(out, shellcmd.Argv(argv)...)
+			argv(words)
 		case nil:
 		default:
-			out = append(out, shellcmd.Unknown)
+			other()
 		}
 	}
-	if out == nil {
-		return []string{}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // carries reports whether an argument value is given: not null, false or

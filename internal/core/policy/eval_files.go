@@ -26,27 +26,7 @@ func commandWrites(t *ToolView) []string {
 			}
 		}
 	}
-	for _, k := range t.Sinks {
-		name := normalize(k, false)
-		if !slices.Contains(commandArgs, name) {
-			continue
-		}
-		if name == "raw_command" && t.RawCommand != "" {
-			add(shellcmd.Writes(t.RawCommand))
-		}
-		switch v := t.Args[k].(type) {
-		case string:
-			add(shellcmd.Writes(v))
-		case []any:
-			argv := make([]string, 0, len(v))
-			for _, a := range v {
-				if s, ok := a.(string); ok {
-					argv = append(argv, s)
-				}
-			}
-			add(shellcmd.ArgvWrites(argv))
-		}
-	}
+	eachCommand(t, func(line string) { add(shellcmd.Writes(line)) }, func(argv []string) { add(shellcmd.ArgvWrites(argv)) }, func() {})
 	return out
 }
 
