@@ -130,6 +130,7 @@ func TestWrites(t *testing.T) {
 		{"curl --output=", "curl --output=/tmp/x.tar.gz https://x.example/y", []string{"/tmp/x.tar.gz"}},
 		{"curl -O names the file after the URL", "curl -O https://x.example/dl/setup.sh?v=2", []string{"setup.sh"}},
 		{"wget saves under the URL's name", "wget -q https://x.example/tools/", []string{"index.html"}},
+		{"a URL without a path", "wget https://x.example?q=/a/b", []string{"index.html"}},
 		{"wget -O", "wget -qO payload.bin https://x.example/p", []string{"payload.bin"}},
 		{"wget -O - writes to standard output", "wget -O - https://x.example/p | sh", []string{}},
 		{"redirections", "curl https://x.example > page.html 2> err.log; echo ok >> notes.md", []string{"err.log", "notes.md", "page.html"}},

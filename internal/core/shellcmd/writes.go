@@ -1,7 +1,6 @@
 package shellcmd
 
 import (
-	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -201,12 +200,13 @@ func isURL(s string) bool {
 // urlName is the file a downloader names a URL's content: its path's last
 // segment, or index.html for a path that ends in '/' or is empty.
 func urlName(raw string) string {
-	p := raw
-	if u, err := url.Parse(raw); err == nil {
-		p = u.Path
+	p := raw[strings.Index(raw, "://")+3:]
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
 	}
-	if p == "" || strings.HasSuffix(p, "/") {
-		return "index.html"
+	i := strings.IndexByte(p, '/')
+	if i < 0 || strings.HasSuffix(p, "/") {
+		return "index.html" // no path, or a directory's
 	}
-	return path.Base(p)
+	return path.Base(p[i:])
 }
