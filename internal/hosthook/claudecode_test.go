@@ -162,7 +162,9 @@ func TestAnswer(t *testing.T) {
 	}{
 		{"pre-tool-use", Outcome{Decision: "allow"}, `{"permission":"allow"}`},
 		{"pre-tool-use", Outcome{Decision: "deny", Reason: "r"}, `{"agent_message":"turnguard: r","permission":"deny","user_message":"turnguard: r"}`},
-		{"before-shell-execution", Outcome{Decision: "ask", Reason: "r"}, `{"agent_message":"turnguard: r","permission":"ask","user_message":"turnguard: r"}`},
+		// Cursor may not enforce an ask (preToolUse; Auto-review mode): deny.
+		{"before-shell-execution", Outcome{Decision: "ask", Reason: "r"}, `{"agent_message":"turnguard: r (turnguard would ask you; Cursor may not enforce an ask, so the call is refused)","permission":"deny","user_message":"turnguard: r (turnguard would ask you; Cursor may not enforce an ask, so the call is refused)"}`},
+		{"pre-tool-use", Outcome{Decision: "ask", Reason: "r"}, `{"agent_message":"turnguard: r (turnguard would ask you; Cursor may not enforce an ask, so the call is refused)","permission":"deny","user_message":"turnguard: r (turnguard would ask you; Cursor may not enforce an ask, so the call is refused)"}`},
 		{"before-mcp-execution", Outcome{Failed: true, Reason: "down"}, `{"agent_message":"turnguard could not decide, and fails closed: down","permission":"deny","user_message":"turnguard could not decide, and fails closed: down"}`},
 		{"before-submit-prompt", Outcome{Decision: "allow"}, `{"continue":true}`},
 		{"before-submit-prompt", Outcome{Decision: "deny", Reason: "r"}, `{"continue":false,"user_message":"turnguard: r"}`},

@@ -125,7 +125,10 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 // cursorAnswer is Cursor's answer to a decision: permission on the gates,
 // continue on the prompt, additional_context on postToolUse, nothing on
 // the rest. An allowed gate says allow, as the adapter answers: Cursor's
-// permission hooks expect one.
+// permission hooks expect one. An ask is answered deny: Cursor accepts ask
+// on preToolUse without enforcing it, and runs a beforeShellExecution's
+// ask unprompted in its Auto-review mode, which a hook cannot see — an
+// approval it may skip would let the call run (fail closed).
 func (e *Event) cursorAnswer(decision, reason string) map[string]any {
 	switch e.Name {
 	case CursorPreToolUse, CursorBeforeShellExecution, CursorBeforeMCPExecution:
@@ -133,7 +136,8 @@ func (e *Event) cursorAnswer(decision, reason string) map[string]any {
 		case "allow", "":
 			return map[string]any{"permission": "allow"}
 		case "ask", "defer":
-			return map[string]any{"permission": "ask", "user_message": reason, "agent_message": reason}
+			reason += " (turnguard would ask you; Cursor may not enforce an ask, so the call is refused)"
+			return map[string]any{"permission": "deny", "user_message": reason, "agent_message": reason}
 		default:
 			return map[string]any{"permission": "deny", "user_message": reason, "agent_message": reason}
 		}
