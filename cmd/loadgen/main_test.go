@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -11,15 +10,7 @@ import (
 // A short sync run against the embedded target reports both phases, every
 // envelope decided, none from the posture.
 func TestSyncReport(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"sync", "--rate", "100", "--duration", "1s", "--sessions", "5", "--partitions", "4", "--json"}, &out, &errOut)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	var rep syncReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
-	}
+	rep, _, _ := runJSON[syncReport](t, context.Background(), "sync", "--rate", "100", "--duration", "1s", "--sessions", "5", "--partitions", "4", "--json")
 	if rep.Raw.Count != 100 || rep.Decide.Count != 100 || rep.FromPosture != 0 || rep.Errors != 0 || rep.Decisions["allow"] != 100 ||
 		rep.Raw.P99 <= 0 || rep.Decide.P99 <= 0 || rep.P99Ratio <= 0 {
 		t.Fatalf("report %+v", rep)

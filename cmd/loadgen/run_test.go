@@ -20,24 +20,31 @@ import (
 	"github.com/turnguard/turnguard/internal/traffic"
 )
 
+// runJSON runs loadgen with args, which must exit 0, and decodes its --json
+// report; it returns the report and what the run wrote to standard output
+// and standard error.
+func runJSON[R any](t *testing.T, ctx context.Context, args ...string) (rep R, stdout, stderr string) {
+	t.Helper()
+	var out bytes.Buffer
+	// The runs log from their publishers' goroutines.
+	var errOut syncbuf.Buffer
+	if code := run(ctx, args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	return rep, out.String(), errOut.String()
+}
+
 // A short run against the embedded target: every envelope decided, exactly
 // the expected denies and alerts, and a clean reconciliation; the text
 // report says so too.
 func TestRunReport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var out bytes.Buffer
-	// The run logs from its publishers' goroutines.
-	var errOut syncbuf.Buffer
-	args := []string{"run", "--duration", "10s", "--sessions", "300", "--max-envelopes", "6000", "--partitions", "4", "--seed", "7",
-		"--baseline-messages", "20000", "--baseline-time", "500ms", "--json"}
-	if code := run(ctx, args, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
-	}
-	var rep runReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
-	}
+	rep, out, _ := runJSON[runReport](t, ctx, "run", "--duration", "10s", "--sessions", "300", "--max-envelopes", "6000", "--partitions", "4", "--seed", "7",
+		"--baseline-messages", "20000", "--baseline-time", "500ms", "--json")
 	c := rep.Reconcile
 	if !c.OK || c.Mismatches != 0 || c.DecisionsRead != int(rep.Published) || c.DecisionsExpected != int(rep.Published) || c.StatesChecked != rep.SessionsStarted {
 		t.Fatalf("reconcile %+v for %d published", c, rep.Published)
@@ -58,8 +65,8 @@ func TestRunReport(t *testing.T) {
 		t.Fatalf("baseline %+v", rep.Baseline)
 	}
 	for _, field := range []string{`"pipeline_per_s"`, `"decided_vs_pipeline"`} {
-		if !strings.Contains(out.String(), field) {
-			t.Errorf("JSON lacks %s:\n%s", field, out.String())
+		if !strings.Contains(out, field) {
+			t.Errorf("JSON lacks %s:\n%s", field, out)
 		}
 	}
 	if !strings.HasPrefix(rep.Tenant, "lg-7-") {
@@ -146,24 +153,15 @@ func TestRunText(t *testing.T) {
 // instances sharing the partitions, without receipts — which decide the
 // whole backlog exactly.
 func TestRunBacklogWithTwoProcessors(t *testing.T) {
-	var out bytes.Buffer
-	// The run logs from its publishers' goroutines.
-	var errOut syncbuf.Buffer
-	args := []string{"run", "--backlog", "--processors", "2", "--no-receipts", "--duration", "20s", "--sessions", "50",
-		"--max-envelopes", "1500", "--partitions", "4", "--baseline=false", "--json"}
-	if code := run(context.Background(), args, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
-	}
-	var rep runReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, _, stderr := runJSON[runReport](t, context.Background(), "run", "--backlog", "--processors", "2", "--no-receipts", "--duration", "20s", "--sessions", "50",
+		"--max-envelopes", "1500", "--partitions", "4", "--baseline=false", "--json")
 	if !rep.Backlog || rep.Processors != 2 || !rep.Reconcile.OK || rep.Reconcile.DecisionsRead != 1500 || rep.DecidedRate <= 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	if !strings.Contains(errOut.String(), "starting 2 processor(s) on the backlog") {
-		t.Errorf("the processors did not start after publishing:\n%s", errOut.String())
+	if !strings.Contains(stderr, "starting 2 processor(s) on the backlog") {
+		t.Errorf("the processors did not start after publishing:\n%s", stderr)
 	}
+	var errOut syncbuf.Buffer
 	code := run(context.Background(), []string{"run", "--nats-url", "nats://127.0.0.1:1", "--backlog"}, io.Discard, &errOut)
 	if code == 0 || !strings.Contains(errOut.String(), "for the embedded target") {
 		t.Errorf("--backlog with --nats-url: exit %d, %s", code, errOut.String())
@@ -241,18 +239,8 @@ func TestReconcileDetects(t *testing.T) {
 // the decided rate the live capacity, with the process's allocations per
 // decided envelope.
 func TestRunClosedLoop(t *testing.T) {
-	var out bytes.Buffer
-	// The run logs from its publishers' goroutines.
-	var errOut syncbuf.Buffer
-	args := []string{"run", "--await-decisions", "--duration", "20s", "--sessions", "40", "--max-envelopes", "1200", "--partitions", "2",
-		"--baseline=false", "--json"}
-	if code := run(context.Background(), args, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
-	}
-	var rep runReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, _, _ := runJSON[runReport](t, context.Background(), "run", "--await-decisions", "--duration", "20s", "--sessions", "40", "--max-envelopes", "1200", "--partitions", "2",
+		"--baseline=false", "--json")
 	if rep.Mode != modeClosed || !rep.Reconcile.OK || rep.Reconcile.DecisionsRead != 1200 || rep.Observed.Decisions != 1200 {
 		t.Fatalf("mode %q, %d observed, reconcile %+v", rep.Mode, rep.Observed.Decisions, rep.Reconcile)
 	}
@@ -312,18 +300,8 @@ func TestAwaitDecisionTimeout(t *testing.T) {
 // loadgen curve: the live capacity, a small backlog, and two steps at
 // fractions of the live capacity, every run reconciled.
 func TestCurve(t *testing.T) {
-	var out bytes.Buffer
-	// The runs log from their publishers' goroutines.
-	var errOut syncbuf.Buffer
-	args := []string{"curve", "--duration", "1s", "--step-duration", "1s", "--points", "0.25,0.5", "--backlog-envelopes", "1000",
-		"--sessions", "20", "--partitions", "2", "--no-receipts", "--json"}
-	if code := run(context.Background(), args, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
-	}
-	var rep curveReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
-	}
+	rep, _, stderr := runJSON[curveReport](t, context.Background(), "curve", "--duration", "1s", "--step-duration", "1s", "--points", "0.25,0.5", "--backlog-envelopes", "1000",
+		"--sessions", "20", "--partitions", "2", "--no-receipts", "--json")
 	if !rep.Reconciled || rep.Live == nil || rep.Live.Mode != modeClosed || rep.LiveCapacity <= 0 || rep.LiveCapacity != rep.Live.LiveCapacity {
 		t.Fatalf("live %+v", rep.Live)
 	}
@@ -339,8 +317,8 @@ func TestCurve(t *testing.T) {
 			t.Errorf("step %d (rate want %.0f): %+v", i+1, want, s)
 		}
 	}
-	if !strings.Contains(errOut.String(), "curve: step 2/2") {
-		t.Errorf("no progress on stderr:\n%s", errOut.String())
+	if !strings.Contains(stderr, "curve: step 2/2") {
+		t.Errorf("no progress on stderr:\n%s", stderr)
 	}
 	var text bytes.Buffer
 	printCurve(&text, &rep)
