@@ -87,14 +87,18 @@ type Config struct {
 const DefaultGroupLoops = 2
 
 // groupLoops is the number of group loops, 0 when batches are not grouped.
-func (c Config) groupLoops() int {
+func (c Config) groupLoops() int { return orDefault(c.GroupLoops, DefaultGroupLoops) }
+
+// orDefault is a setting's value: def when it is 0 (unset), 0 (off) when
+// it is negative.
+func orDefault[T int | time.Duration](v, def T) T {
 	switch {
-	case c.GroupLoops < 0:
+	case v < 0:
 		return 0
-	case c.GroupLoops == 0:
-		return DefaultGroupLoops
+	case v == 0:
+		return def
 	}
-	return c.GroupLoops
+	return v
 }
 
 // groupMax is the most envelopes one group takes.
@@ -109,15 +113,7 @@ func (c Config) groupMax() int {
 // partition to apply a batch or two, short of an adapter's timeout.
 const DefaultSubagentWait = 2 * time.Second
 
-func (c Config) subagentWait() time.Duration {
-	switch {
-	case c.SubagentWait < 0:
-		return 0
-	case c.SubagentWait == 0:
-		return DefaultSubagentWait
-	}
-	return c.SubagentWait
-}
+func (c Config) subagentWait() time.Duration { return orDefault(c.SubagentWait, DefaultSubagentWait) }
 
 // DefaultConfig is the processor's default configuration.
 func DefaultConfig() Config {
