@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -63,16 +64,11 @@ func newGroup(limit int, linger time.Duration) *group {
 // next group while the other's writes are in flight.
 func (g *group) run(ctx context.Context, loops int) {
 	defer close(g.stopped)
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for range loops {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			g.loop(ctx)
-		}()
+		wg.Go(func() { g.loop(ctx) })
 	}
-	for range loops {
-		<-done
-	}
+	wg.Wait()
 }
 
 // loop takes a group of ready batches, applies it, and answers every
