@@ -113,7 +113,7 @@ func benchAgentDojo(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stderr, "%d runs decided in %s\n", len(rep.Runs), elapsed.Round(time.Millisecond))
 	for _, u := range rep.Unreadable {
-		fmt.Fprintf(stderr, "unreadable: %s: %s\n", u.Source, u.Error)
+		fmt.Fprintf(stderr, "unreadable: %s\n", u.Error)
 	}
 	if len(rep.Unreadable) > 0 {
 		return exitError, nil

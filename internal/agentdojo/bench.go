@@ -50,7 +50,9 @@ type CallResult struct {
 // Unreadable is a run that could not be read or mapped.
 type Unreadable struct {
 	Source string `json:"source"`
-	Error  string `json:"error"`
+	// Error says why, beginning with the source (ParseRun's and Build's
+	// errors name it).
+	Error string `json:"error"`
 }
 
 // Report is a benchmark's result: every run's, in the order read, and the
