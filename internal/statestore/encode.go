@@ -78,7 +78,7 @@ func (e *encoder) int(v int) { e.b = strconv.AppendInt(e.b, int64(v), 10) }
 
 func (e *encoder) uint(v uint64) { e.b = strconv.AppendUint(e.b, v, 10) }
 
-// optString, optUint, optInt and optStrings write a member that
+// optString, optUint, optInt, optBool and optStrings write a member that
 // encoding/json's omitempty leaves out when empty.
 func (e *encoder) optString(name, v string) {
 	if v != "" {
@@ -98,6 +98,13 @@ func (e *encoder) optInt(name string, v int) {
 	if v != 0 {
 		e.key(name)
 		e.int(v)
+	}
+}
+
+func (e *encoder) optBool(name string, v bool) {
+	if v {
+		e.key(name)
+		e.bool(v)
 	}
 }
 
@@ -306,14 +313,8 @@ func (e *encoder) turn(t *turnstate.Turn) {
 	e.int(t.Steps)
 	e.key(`"tool_calls":`)
 	e.int(t.ToolCalls)
-	if t.Denied {
-		e.key(`"denied":`)
-		e.bool(t.Denied)
-	}
-	if t.Implicit {
-		e.key(`"implicit":`)
-		e.bool(t.Implicit)
-	}
+	e.optBool(`"denied":`, t.Denied)
+	e.optBool(`"implicit":`, t.Implicit)
 	e.b = append(e.b, '}')
 }
 
@@ -333,10 +334,7 @@ func (e *encoder) closedTurn(t *turnstate.ClosedTurn) {
 	e.uint(t.EndSeq)
 	e.key(`"end_time":`)
 	e.time(t.EndTime)
-	if t.Implicit {
-		e.key(`"implicit":`)
-		e.bool(t.Implicit)
-	}
+	e.optBool(`"implicit":`, t.Implicit)
 	e.b = append(e.b, '}')
 }
 
@@ -486,10 +484,7 @@ func (e *encoder) unanswered(us []turnstate.UnansweredCall) {
 		e.string(u.Label)
 		e.key(`"hit":`)
 		e.taintHit(&u.Hit)
-		if u.Output {
-			e.key(`"output":`)
-			e.bool(u.Output)
-		}
+		e.optBool(`"output":`, u.Output)
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')
