@@ -457,20 +457,12 @@ func (e *encoder) provenance(p *turnstate.ProvenanceMemory) {
 	e.b = append(e.b, '}')
 }
 
-// lineage writes the index through its MarshalJSON, as encoding/json does.
-// encoding/json also compacts what a MarshalJSON returns and escapes its
-// HTML characters; Index.MarshalJSON returns json.Marshal's output, which
-// is compact and escaped already, so that would change nothing and is not
-// done again (the tests cover indexes with sources, tokens and asked
-// calls).
-func (e *encoder) lineage(ix *lineage.Index) {
-	b, err := ix.MarshalJSON()
-	if err != nil {
-		e.fail(fmt.Errorf("json: error calling MarshalJSON for type *lineage.Index: %w", err))
-		return
-	}
-	e.b = append(e.b, b...)
-}
+// lineage writes the index as its MarshalJSON does, straight into the
+// state (Index.AppendJSON, with this encoder's strings). encoding/json
+// also compacts what a MarshalJSON returns and escapes its HTML
+// characters; the stored form is compact and its strings escaped
+// already, so that would change nothing.
+func (e *encoder) lineage(ix *lineage.Index) { e.b = ix.AppendJSON(e.b, appendString) }
 
 func (e *encoder) unanswered(us []turnstate.UnansweredCall) {
 	e.b = append(e.b, '[')

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Bounds on what an Index remembers (docs/OPERATING.md, Limits). A session that sees
@@ -336,33 +337,129 @@ type storedAsk struct {
 	Tokens    string `json:"tokens,omitempty"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (ix Index) MarshalJSON() ([]byte, error) {
-	u := make([]byte, 0, 9*len(ix.untrusted))
-	for _, e := range ix.untrusted {
-		u = binary.BigEndian.AppendUint64(u, e.hash)
-		u = append(u, e.src)
-	}
-	out := stored{Sources: ix.Sources, Untrusted: base64.RawStdEncoding.EncodeToString(u),
-		Trusted: base64.RawStdEncoding.EncodeToString(packHashes(ix.trusted)), Fields: base64.RawStdEncoding.EncodeToString(packHashes(ix.fields)),
-		Typed: base64.RawStdEncoding.EncodeToString(packHashes(ix.typed)),
-		Full:  ix.Full, Unseen: ix.Unseen}
-	for _, a := range ix.asked {
-		out.Asked = append(out.Asked, storedAsk{RequestID: a.requestID, Tokens: base64.RawStdEncoding.EncodeToString(packHashes(a.hashes))})
-	}
-	return json.Marshal(out)
+// MarshalJSON implements json.Marshaler: the stored form, AppendJSON's.
+func (ix Index) MarshalJSON() ([]byte, error) { return ix.AppendJSON(nil, quoteJSON), nil }
+
+// quoteJSON appends s as encoding/json writes a string.
+func quoteJSON(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(dst, b...)
 }
 
-// packHashes is hs as 8 big-endian bytes each.
-func packHashes(hs []uint64) []byte {
-	b := make([]byte, 0, 8*len(hs))
-	for _, h := range hs {
-		b = binary.BigEndian.AppendUint64(b, h)
+// AppendJSON appends the index in its stored form — the JSON of stored,
+// members in its order, empty ones left out as omitempty does — with its
+// strings written by quote, which must write them as encoding/json does.
+// It is MarshalJSON without the marshal: statestore's encoder passes its
+// own quote and writes a session's index straight into the state it
+// encodes, the hashes packed and base64-encoded in place.
+func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byte {
+	dst = append(dst, '{')
+	first := true
+	member := func(name string) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, '"', ':')
 	}
-	return b
+	if len(ix.Sources) > 0 {
+		member("sources")
+		dst = append(dst, '[')
+		for i := range ix.Sources {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = ix.Sources[i].appendJSON(dst, quote)
+		}
+		dst = append(dst, ']')
+	}
+	if len(ix.untrusted) > 0 {
+		member("untrusted")
+		dst = append(dst, '"')
+		// 9 bytes an entry encode to 12 characters, no padding between.
+		var b [9]byte
+		for _, e := range ix.untrusted {
+			binary.BigEndian.PutUint64(b[:8], e.hash)
+			b[8] = e.src
+			dst = base64.RawStdEncoding.AppendEncode(dst, b[:])
+		}
+		dst = append(dst, '"')
+	}
+	for _, hs := range [...]struct {
+		name string
+		hs   []uint64
+	}{{"trusted", ix.trusted}, {"fields", ix.fields}, {"typed", ix.typed}} {
+		if len(hs.hs) > 0 {
+			member(hs.name)
+			dst = appendPacked(dst, hs.hs)
+		}
+	}
+	if ix.Full {
+		member("full")
+		dst = append(dst, "true"...)
+	}
+	if ix.Unseen {
+		member("unseen")
+		dst = append(dst, "true"...)
+	}
+	if len(ix.asked) > 0 {
+		member("asked")
+		dst = append(dst, '[')
+		for i, a := range ix.asked {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"request_id":`...)
+			dst = quote(dst, a.requestID)
+			if len(a.hashes) > 0 {
+				dst = append(dst, `,"tokens":`...)
+				dst = appendPacked(dst, a.hashes)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
 }
 
-// unpackHashes reads what packHashes wrote, at most max hashes, checking
+// appendJSON appends a source as encoding/json writes it.
+func (s *Source) appendJSON(dst []byte, quote func([]byte, string) []byte) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, s.Seq, 10)
+	for _, m := range [...]struct{ name, v string }{
+		{`,"request_id":`, s.RequestID}, {`,"hook":`, s.Hook}, {`,"tool":`, s.Tool}, {`,"provenance_id":`, s.ProvenanceID},
+	} {
+		if m.v != "" {
+			dst = append(dst, m.name...)
+			dst = quote(dst, m.v)
+		}
+	}
+	if s.Later {
+		dst = append(dst, `,"later":true`...)
+	}
+	return append(dst, '}')
+}
+
+// appendPacked appends hs as a JSON string: 8 big-endian bytes each, in
+// unpadded base64. Three hashes (24 bytes) encode to 32 characters with
+// no padding between, so they are packed three at a time on the stack.
+func appendPacked(dst []byte, hs []uint64) []byte {
+	dst = append(dst, '"')
+	var b [24]byte
+	for len(hs) > 0 {
+		n := min(len(hs), 3)
+		for i, h := range hs[:n] {
+			binary.BigEndian.PutUint64(b[8*i:], h)
+		}
+		dst = base64.RawStdEncoding.AppendEncode(dst, b[:8*n])
+		hs = hs[n:]
+	}
+	return append(dst, '"')
+}
+
+// unpackHashes reads what appendPacked wrote, at most max hashes, checking
 // they are sorted and distinct.
 func unpackHashes(s string, max int) ([]uint64, bool) {
 	b, err := base64.RawStdEncoding.DecodeString(s)

@@ -1,6 +1,8 @@
 package lineage
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,12 +171,16 @@ func TestIndexFull(t *testing.T) {
 	}
 }
 
-// roundTrip writes ix as a session's state stores it and reads it back.
+// roundTrip writes ix as a session's state stores it and reads it back,
+// checking the bytes written against storedJSON's.
 func roundTrip(t testing.TB, ix *Index) Index {
 	t.Helper()
 	b, err := json.Marshal(ix)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := storedJSON(t, ix); string(b) != string(want) {
+		t.Fatalf("stored form\n got %s\nwant %s", b, want)
 	}
 	var back Index
 	if err := json.Unmarshal(b, &back); err != nil {
@@ -211,6 +217,80 @@ func TestRoundTrip(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &ix); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", bad, err)
 		}
+	}
+}
+
+// storedJSON is the stored form as encoding/json writes it from the
+// stored struct: the oracle AppendJSON, which writes it without a marshal,
+// is held to.
+func storedJSON(t testing.TB, ix *Index) []byte {
+	t.Helper()
+	pack := func(hs []uint64) string {
+		b := make([]byte, 0, 8*len(hs))
+		for _, h := range hs {
+			b = binary.BigEndian.AppendUint64(b, h)
+		}
+		return base64.RawStdEncoding.EncodeToString(b)
+	}
+	u := make([]byte, 0, 9*len(ix.untrusted))
+	for _, e := range ix.untrusted {
+		u = binary.BigEndian.AppendUint64(u, e.hash)
+		u = append(u, e.src)
+	}
+	out := stored{Sources: ix.Sources, Untrusted: base64.RawStdEncoding.EncodeToString(u), Trusted: pack(ix.trusted), Fields: pack(ix.fields),
+		Typed: pack(ix.typed), Full: ix.Full, Unseen: ix.Unseen}
+	for _, a := range ix.asked {
+		out.Asked = append(out.Asked, storedAsk{RequestID: a.requestID, Tokens: pack(a.hashes)})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// AppendJSON writes what encoding/json writes of the stored struct, at
+// each count of hashes around base64's three-byte groups, with every
+// optional member present and absent, and strings that need escaping.
+func TestAppendJSON(t *testing.T) {
+	words := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "w%04d ", i)
+		}
+		return b.String()
+	}
+	cases := map[string]func(*Index){
+		"empty":  func(*Index) {},
+		"flags":  func(ix *Index) { ix.Full, ix.Unseen = true, true },
+		"unseen": func(ix *Index) { ix.Unseen = true },
+		"sources": func(ix *Index) {
+			ix.AddUntrusted("a <b> & c", Source{Seq: 3, RequestID: "r<1>", Hook: "toolCallResult", Tool: "t\"q\u2028", ProvenanceID: "p&1", Later: true})
+		},
+		"seq only": func(ix *Index) {
+			ix.AddUntrusted("x", Source{})
+			ix.AddRecords("- a\n- b\n- c\n- d\n- e\n")
+		},
+		"asked": func(ix *Index) {
+			ix.AddUntrusted("pay UK12345678901234567890", Source{Seq: 1})
+			ix.Ask("call <1>", []string{"UK12345678901234567890"})
+			ix.Ask("call-2", nil)
+		},
+	}
+	for n := range 8 {
+		cases[fmt.Sprintf("%d trusted", n)] = func(ix *Index) { ix.AddTrusted(words(n)) }
+		cases[fmt.Sprintf("%d untrusted", n)] = func(ix *Index) { ix.AddUntrusted(words(n), Source{Seq: uint64(n)}) }
+	}
+	for name, build := range cases {
+		t.Run(name, func(t *testing.T) {
+			ix := &Index{}
+			build(ix)
+			got, want := ix.AppendJSON([]byte("prefix "), quoteJSON), storedJSON(t, ix)
+			if string(got) != "prefix "+string(want) {
+				t.Fatalf("\n got %s\nwant prefix %s", got, want)
+			}
+			roundTrip(t, ix)
+		})
 	}
 }
 
