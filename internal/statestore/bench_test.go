@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
+	"github.com/turnguard/turnguard/internal/core/lineage"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
@@ -35,6 +36,28 @@ func busySession() *turnstate.Session {
 	s.Decisions = map[acs.Disposition]uint64{acs.Allow: 390, acs.Deny: 10}
 	s.RuleHits = map[string]uint64{"TG-TAINT-001": 10}
 	s.ChainHead, s.ChainLength = "3f1b0d8c2a7e4b6f9d0c1e2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e", 400
+	return s
+}
+
+// readingSession is busySession after the reads of an agent's task, as
+// lineage remembers them: the user's words and four tool outputs (a page,
+// a channel's messages, a file, a list of records), about 3 KB of text.
+func readingSession() *turnstate.Session {
+	s := busySession()
+	ix := &lineage.Index{}
+	ix.AddTrusted("Summarize the article Bob posted in 'general', send it to Alice and pay the bill in bill-december-2023.txt")
+	outputs := []string{
+		strings.Repeat("The quarterly report at https://www.informations.com/q3 shows revenue up 12 % on the year. ", 12),
+		"- body: read the article at www.informations.com\n  recipient: general\n  sender: Bob\n- body: lunch at 12?\n  recipient: general\n  sender: Eve\n",
+		"Bill for the month of December 2023\n-----------------------------------\nService  Amount\nCar Rental  98.70\nTotal  98.70\nIBAN: UK12345678901234567890\n",
+		"- id_: '1'\n  amount: 100.0\n  recipient: CH9300762011623852957\n  subject: Pizza party\n- id_: '2'\n  amount: 200.0\n  recipient: GB29NWBK60161331926819\n  subject: New year gift\n",
+	}
+	for i, out := range outputs {
+		src := lineage.Source{Seq: uint64(390 + i), RequestID: fmt.Sprintf("c4e9a1b2-7d3f-4a6e-8b5c-%012d", i), Hook: "toolCallResult", Tool: "read_channel_messages"}
+		ix.AddUntrusted(out, src)
+		ix.AddRecords(out)
+	}
+	s.Lineage = ix
 	return s
 }
 
@@ -166,7 +189,8 @@ func BenchmarkStateCodec(b *testing.B) {
 
 // BenchmarkSaveMsg is the encoding side of a session write as the
 // processor makes it: a busy session with a one-decision outbox encoded,
-// sealed and wrapped in its compare-and-set message (nothing sent).
+// sealed and wrapped in its compare-and-set message (nothing sent), then
+// its value released, as once its publish is acknowledged.
 func BenchmarkSaveMsg(b *testing.B) {
 	_, kv, _ := testBucket(b, "BENCH")
 	sealer, err := turnstate.NewSealer(bytes.Repeat([]byte{1}, turnstate.StateKeySize))
@@ -179,38 +203,46 @@ func BenchmarkSaveMsg(b *testing.B) {
 		Header: map[string][]string{acs.HdrMsgID: {"r:1"}, acs.HdrReceipt: {strings.Repeat("A", 200)}}, Data: bytes.Repeat([]byte("x"), 500)}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := store.SaveMsg(s, out, 7); err != nil {
+		w, err := store.SaveMsg(s, out, 7)
+		if err != nil {
 			b.Fatal(err)
 		}
+		w.Release()
 	}
 }
 
-// BenchmarkRecordJSON is the JSON of a busy session's write with a
-// one-decision outbox, alone: encoding/json's Marshal, as earlier versions
-// wrote it, and the encoder that replaced it (encode.go) into a reused
-// buffer, as the store writes it.
+// BenchmarkRecordJSON is the JSON of a session's write with a one-decision
+// outbox, alone, for a busy session and a reading one (with lineage):
+// encoding/json's Marshal, as earlier versions wrote it, and the encoder
+// that replaced it (encode.go) into a reused buffer, as the store writes
+// it.
 func BenchmarkRecordJSON(b *testing.B) {
-	s := busySession()
-	out := &statestore.Outbox{Written: s.LastTime, Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", s.SessionID),
-		Header: map[string][]string{acs.HdrMsgID: {"r:1"}, acs.HdrReceipt: {strings.Repeat("A", 200)}}, Data: bytes.Repeat([]byte("x"), 500)}}}
-	b.Run("encoding-json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := statestore.MarshalRecord(s, out); err != nil {
-				b.Fatal(err)
+	for _, st := range []struct {
+		name string
+		s    *turnstate.Session
+	}{{"busy", busySession()}, {"reading", readingSession()}} {
+		s := st.s
+		out := &statestore.Outbox{Written: s.LastTime, Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", s.SessionID),
+			Header: map[string][]string{acs.HdrMsgID: {"r:1"}, acs.HdrReceipt: {strings.Repeat("A", 200)}}, Data: bytes.Repeat([]byte("x"), 500)}}}
+		b.Run(st.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := statestore.MarshalRecord(s, out); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("encoder", func(b *testing.B) {
-		var buf []byte
-		b.ReportAllocs()
-		for b.Loop() {
-			var err error
-			if buf, err = statestore.AppendRecordJSON(buf[:0], s, out); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(st.name+"/encoder", func(b *testing.B) {
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if buf, err = statestore.AppendRecordJSON(buf[:0], s, out); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkOutboxCodec is a session write and read without the network,
@@ -244,14 +276,15 @@ func BenchmarkOutboxCodec(b *testing.B) {
 			out := &statestore.Outbox{Written: s.LastTime, Msgs: c.msgs}
 			b.ReportAllocs()
 			for b.Loop() {
-				m, err := store.SaveMsg(s, out, 7)
+				w, err := store.SaveMsg(s, out, 7)
 				if err != nil {
 					b.Fatal(err)
 				}
-				got, gotOut, err := store.OpenSession(s.Key(), m.Data)
+				got, gotOut, err := store.OpenSession(s.Key(), w.Msg.Data)
 				if err != nil || got == nil || len(gotOut.Msgs) != len(c.msgs) {
 					b.Fatal(err)
 				}
+				w.Release()
 			}
 		})
 	}

@@ -43,9 +43,9 @@ type Store struct {
 	// st, when set, is the bucket's stream, read so that delete and purge
 	// markers are seen (WithMarkers).
 	st jetstream.Stream
-	// encoding holds *bytes.Buffer to encode records in: a record is
-	// encoded there and sealed into one allocation of its stored size,
-	// instead of being marshalled into one slice and copied into another.
+	// encoding holds *bytes.Buffer to encode values in: a record is
+	// encoded there and sealed in place, its value lent to a write
+	// (SaveMsg) or copied once into one allocation of its stored size.
 	encoding sync.Pool
 }
 
@@ -228,11 +228,29 @@ func (s *Store) release(buf *bytes.Buffer) {
 func (s *Store) sealSession(key string, sess *turnstate.Session, out *Outbox) ([]byte, error) {
 	buf := s.buffer()
 	defer s.release(buf)
+	val, err := s.sealSessionInto(buf, key, sess, out)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(val), nil
+}
+
+// sealSessionInto encodes and seals the value of a session in buf and
+// returns it (a slice of buf): room for the seal, the framed record right
+// after it, the seal's closing byte.
+func (s *Store) sealSessionInto(buf *bytes.Buffer, key string, sess *turnstate.Session, out *Outbox) ([]byte, error) {
+	var room [turnstate.SealHeadLen]byte
+	buf.Write(room[:])
 	rec, err := appendRecord(buf, sess, out)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %s: %w", turnstate.KindSession, key, err)
 	}
-	return s.sealer.Seal(turnstate.KindSession, key, rec), nil
+	// The record ends buf; its framing may start past the room's end.
+	start := buf.Len() - len(rec) - turnstate.SealHeadLen
+	buf.WriteByte(0)
+	val := buf.Bytes()[start:]
+	s.sealer.SealInPlace(turnstate.KindSession, key, val)
+	return val, nil
 }
 
 // sealAgent returns the stored value of an agent: its JSON, sealed under
@@ -274,17 +292,43 @@ func (s *Store) save(ctx context.Context, what, key string, val []byte, rev uint
 // expected last sequence, as the KV API sends it. Many of them can be in
 // flight at once; the publish acknowledgement's sequence is the new
 // revision, and a refusal for which IsConflict holds means the revision
-// moved.
-func (s *Store) SaveMsg(sess *turnstate.Session, out *Outbox, rev uint64) (*nats.Msg, error) {
+// moved. The value is lent from the store's buffers: Release gives it back.
+func (s *Store) SaveMsg(sess *turnstate.Session, out *Outbox, rev uint64) (*Sealed, error) {
 	key := sess.Key()
-	val, err := s.sealSession(key, sess, out)
+	buf := s.buffer()
+	val, err := s.sealSessionInto(buf, key, sess, out)
 	if err != nil {
+		s.release(buf)
 		return nil, err
 	}
 	m := nats.NewMsg(acs.KVSubject(s.kv.Bucket(), key))
 	m.Data = val
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	return m, nil
+	return &Sealed{Msg: m, store: s, buf: buf}, nil
+}
+
+// Sealed is a session's write as SaveMsg prepares it: the compare-and-set
+// message, its value encoded and sealed in a buffer of the store's, not
+// copied out of it (a session's value is the largest thing the processor
+// allocates per envelope).
+type Sealed struct {
+	Msg   *nats.Msg
+	store *Store
+	buf   *bytes.Buffer
+}
+
+// Release gives the message's buffer back to the store for later values
+// and clears Msg.Data. Call it only once its publish is resolved —
+// acknowledged or refused — or was never made: until then the client may
+// send the bytes again (a retry), and they must not change. A write never
+// released costs its allocation, nothing else.
+func (w *Sealed) Release() {
+	if w.buf == nil {
+		return
+	}
+	w.Msg.Data = nil
+	w.store.release(w.buf)
+	w.buf = nil
 }
 
 // IsConflict reports whether a publish of SaveMsg's message was refused

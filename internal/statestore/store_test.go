@@ -37,10 +37,11 @@ func TestStoreRoundTrip(t *testing.T) {
 
 	out := &statestore.Outbox{Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", "s1"),
 		Header: map[string][]string{acs.HdrMsgID: {"r:1"}}, Data: []byte("{}")}}}
-	m, err := store.SaveMsg(sess, out, rev)
+	w, err := store.SaveMsg(sess, out, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := w.Msg
 	if m.Subject != acs.KVSubject("TEST", sess.Key()) {
 		t.Fatalf("SaveMsg subject %q", m.Subject)
 	}
@@ -72,8 +73,9 @@ func TestStoreRoundTrip(t *testing.T) {
 // TestSaveMsgEncoding: the record SaveMsg seals is the framed record —
 // '#', the JSON of the state and its outbox without the bodies, then each
 // body raw, every part a netstring — for one record after another through
-// the store's reused encoding buffers; its MAC verifies, and it opens
-// back as it was saved.
+// the store's reused buffers, each value released once read; its MAC
+// verifies, and it opens back as it was saved. A value not released is
+// never written over by later ones.
 func TestSaveMsgEncoding(t *testing.T) {
 	sealer := fixtureSealer(t)
 	_, kv, _ := testBucket(t, "ENC")
@@ -82,20 +84,23 @@ func TestSaveMsgEncoding(t *testing.T) {
 	small := turnstate.New("default", "s<&>\u2028")
 	out := &statestore.Outbox{Msgs: []statestore.Publication{{Subject: acs.DecisionSubject("default", "s1"),
 		Header: map[string][]string{acs.HdrMsgID: {"r:1"}}, Data: []byte(`{"a":"<b>"}`)}}}
+	kept, err := store.SaveMsg(busy, out, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptValue := bytes.Clone(kept.Msg.Data)
 	for i, c := range []struct {
 		sess *turnstate.Session
 		out  *statestore.Outbox
 	}{{busy, out}, {small, nil}, {busy, nil}, {small, out}, {busy, fixtureOutbox(busy)}, {small, &statestore.Outbox{}}} {
-		m, err := store.SaveMsg(c.sess, c.out, 3)
+		w, err := store.SaveMsg(c.sess, c.out, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
+		m := w.Msg
 		rec, reason := sealer.Open(turnstate.KindSession, c.sess.Key(), m.Data)
 		if want := framed(t, c.sess, c.out); reason != "" || !bytes.Equal(rec, want) {
 			t.Fatalf("record %d (%s):\n got %q\nwant %q", i, reason, rec, want)
-		}
-		if len(m.Data) != cap(m.Data) {
-			t.Fatalf("record %d: a value of %d bytes in %d", i, len(m.Data), cap(m.Data))
 		}
 		got, gotOut, err := store.OpenSession(c.sess.Key(), m.Data)
 		if err != nil {
@@ -103,6 +108,14 @@ func TestSaveMsgEncoding(t *testing.T) {
 		}
 		sameJSON(t, "state", got, c.sess)
 		sameOutbox(t, gotOut, c.out)
+		w.Release()
+		if m.Data != nil {
+			t.Fatalf("record %d: a released message keeps its value", i)
+		}
+		w.Release() // twice is harmless
+	}
+	if !bytes.Equal(kept.Msg.Data, keptValue) {
+		t.Fatal("a value not released was written over")
 	}
 }
 

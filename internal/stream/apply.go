@@ -69,8 +69,8 @@ type batch struct {
 // sessionWrite is one touched session's state, with its outbox, encoded
 // for its compare-and-set write.
 type sessionWrite struct {
-	key string
-	msg *nats.Msg
+	key   string
+	write *statestore.Sealed
 }
 
 // apply decides every message of the batch against the committed session
@@ -190,10 +190,13 @@ func (w *worker) prefetch(ctx context.Context, b *batch) error {
 		if err != nil {
 			return err
 		}
-		p := &pending[turnstate.Session]{owner: in.owner, rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
-		if c.state != nil {
-			p.state = c.state.Clone()
-		}
+		// The batch decides in the cached state itself, not in a copy
+		// (the core changes the state it is given): it is taken out of
+		// the cache, which gets it back once written (writeSessions). A
+		// batch that fails leaves no half-changed state behind; the
+		// session is read from the bucket again.
+		p := &pending[turnstate.Session]{owner: in.owner, state: c.state, rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
+		in.owner.cache.drop(key)
 		b.sessions[key] = p
 	}
 	return nil
@@ -475,14 +478,15 @@ func (w *worker) sessionWrites(ctx context.Context, b *batch) ([]sessionWrite, e
 			}
 			p.outbox = &statestore.Outbox{Written: written, Msgs: publications(p.out)}
 		}
-		m, err := w.store.SaveMsg(p.state, p.outbox, p.rev)
+		wr, err := w.store.SaveMsg(p.state, p.outbox, p.rev)
 		if err != nil {
 			return nil, err
 		}
-		if size, limit := len(m.Data)+msghdr.Size(m.Header), w.maxValue(); size > limit {
+		if size, limit := len(wr.Msg.Data)+msghdr.Size(wr.Msg.Header), w.maxValue(); size > limit {
+			wr.Release()
 			return nil, fmt.Errorf("session %s: %d bytes, limit %d: %w", key, size, limit, errStateTooLarge)
 		}
-		writes = append(writes, sessionWrite{key: key, msg: m})
+		writes = append(writes, sessionWrite{key: key, write: wr})
 	}
 	return writes, nil
 }
@@ -506,11 +510,16 @@ func (w *worker) createdMeanwhile(ctx context.Context, key string) (bool, error)
 func (w *worker) writeSessions(ctx context.Context, b *batch, writes []sessionWrite) ([]string, error) {
 	msgs := make([]*nats.Msg, len(writes))
 	for i, wr := range writes {
-		msgs[i] = wr.msg
+		msgs[i] = wr.write.Msg
 	}
 	acks, err := w.publish(ctx, msgs)
 	if err != nil {
+		// Some publish may be unresolved, and the client may still send
+		// its value: the values are not given back.
 		return nil, err
+	}
+	for _, wr := range writes {
+		wr.write.Release()
 	}
 	var saved []string
 	for i, wr := range writes {

@@ -198,7 +198,7 @@ func TestOutboxOutlivesACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.p.js.PublishMsg(ctx, save); err != nil {
+	if _, err := r.p.js.PublishMsg(ctx, save.Msg); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.b.process(ctx, r.ins[last:]); err != nil {

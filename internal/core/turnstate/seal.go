@@ -96,14 +96,28 @@ func (s *Sealer) mac(kind, key string, record []byte, dst []byte) []byte {
 // Seal returns the stored form of a marshalled record: one allocation, the
 // record copied once.
 func (s *Sealer) Seal(kind, key string, record []byte) []byte {
-	var sum [sha256.Size]byte
-	m := s.mac(kind, key, record, sum[:0])
-	out := make([]byte, 0, sealLen+len(record))
-	out = append(out, sealPrefix...)
-	out = hex.AppendEncode(out, m)
-	out = append(out, sealMiddle...)
+	out := make([]byte, SealHeadLen, sealLen+len(record))
 	out = append(out, record...)
-	return append(out, sealSuffix...)
+	out = append(out, sealSuffix...)
+	s.SealInPlace(kind, key, out)
+	return out
+}
+
+// SealHeadLen is the room a value keeps before its record for
+// SealInPlace to fill: the MAC and the layout around it.
+const SealHeadLen = len(sealPrefix) + macHexLen + len(sealMiddle)
+
+// SealInPlace seals a value laid out for it — SealHeadLen bytes of room,
+// the marshalled record, then one byte of room — by writing the head and
+// the closing byte around the record: Seal without the copy, for a caller
+// that encodes records into buffers of its own.
+func (s *Sealer) SealInPlace(kind, key string, value []byte) {
+	var sum [sha256.Size]byte
+	m := s.mac(kind, key, value[SealHeadLen:len(value)-len(sealSuffix)], sum[:0])
+	head := append(value[:0], sealPrefix...)
+	head = hex.AppendEncode(head, m)
+	_ = append(head, sealMiddle...)
+	copy(value[len(value)-len(sealSuffix):], sealSuffix)
 }
 
 // Open verifies a stored value written under key and returns its record

@@ -36,6 +36,23 @@ func TestSealRoundTrip(t *testing.T) {
 	}
 }
 
+// SealInPlace fills the room a caller left around a record, and nothing
+// past it: the value is Seal's.
+func TestSealInPlace(t *testing.T) {
+	s := testSealer(t, 1)
+	record := []byte(`{"tenant":"default","session_id":"s1"}`)
+	buf := bytes.Repeat([]byte{'x'}, turnstate.SealHeadLen+len(record)+1+8)
+	copy(buf[turnstate.SealHeadLen:], record)
+	value := buf[:turnstate.SealHeadLen+len(record)+1]
+	s.SealInPlace(turnstate.KindSession, "default.s1", value)
+	if want := s.Seal(turnstate.KindSession, "default.s1", record); !bytes.Equal(value, want) {
+		t.Fatalf("in place\n got %s\nwant %s", value, want)
+	}
+	if !bytes.Equal(buf[len(value):], []byte("xxxxxxxx")) {
+		t.Fatalf("wrote past the value: %q", buf[len(value):])
+	}
+}
+
 // TestOpenRefuses is every way a value can fail to be what a processor
 // holding the key wrote for that key.
 func TestOpenRefuses(t *testing.T) {

@@ -215,8 +215,8 @@ func (s *Session) openTurnIndex(turnID string) int {
 	return -1
 }
 
-// Clone returns a deep copy, so a caller can decide on a copy and keep the
-// committed state intact until the copy is durably saved.
+// Clone returns a deep copy. The processor does not decide on one: it
+// takes its cached state out of the cache for the batch instead.
 func (s *Session) Clone() *Session {
 	c := *s
 	if s.Parent != nil {
