@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -80,45 +81,67 @@ func (s *Signer) SignBatch(bt *Batch) ([]string, error) {
 		return []string{base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, bt.msgs[0]))}, nil
 	}
 	defer s.timed()()
-	leaves := make([][sha256.Size]byte, len(bt.msgs))
-	nonces := make([]string, len(bt.msgs))
+	n := len(bt.msgs)
+	leaves := make([][sha256.Size]byte, n)
+	nonces := make([][NonceSize]byte, n)
+	mac, h := hmac.New(sha256.New, s.blind), sha256.New()
 	for i, m := range bt.msgs {
-		nonce := s.leafNonce(m)
-		leaves[i] = leafHash(nonce, m)
-		nonces[i] = base64.StdEncoding.EncodeToString(nonce)
+		nonces[i] = leafNonce(mac, m)
+		leaves[i] = leafHashWith(h, nonces[i][:], m)
 	}
-	paths := make([][][sha256.Size]byte, len(leaves))
-	root := treeHash(leaves, paths, 0, len(leaves))
-	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, rootMessage(uint64(len(leaves)), root)))
-	size := strconv.Itoa(len(leaves))
-	out := make([]string, len(leaves))
+	// Every path fits in the tree's depth: one backing array for all.
+	depth := bits.Len(uint(n - 1))
+	hashes := make([][sha256.Size]byte, n*depth)
+	paths := make([][][sha256.Size]byte, n)
+	for i := range paths {
+		paths[i] = hashes[i*depth : i*depth : (i+1)*depth]
+	}
+	root := treeHash(leaves, paths, 0, n)
+	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, rootMessage(uint64(n), root)))
+	size := strconv.Itoa(n)
+	out := make([]string, n)
+	var b, raw []byte
 	for i, path := range paths {
-		raw := make([]byte, 0, len(path)*sha256.Size)
+		raw = raw[:0]
 		for _, h := range path {
 			raw = append(raw, h[:]...)
 		}
-		out[i] = sig + "." + strconv.Itoa(i) + "." + size + "." + nonces[i] + "." + base64.StdEncoding.EncodeToString(raw)
+		b = append(b[:0], sig...)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, '.')
+		b = append(b, size...)
+		b = append(b, '.')
+		b = base64.StdEncoding.AppendEncode(b, nonces[i][:])
+		b = append(b, '.')
+		b = base64.StdEncoding.AppendEncode(b, raw)
+		out[i] = string(b)
 	}
 	return out, nil
 }
 
 // leafNonce is the nonce of message m's leaf: the first NonceSize bytes of
-// HMAC-SHA256 of m under a key derived from the signing key. A receipt
-// shows the hashes of other messages of its batch — possibly other
-// tenants' — and without a nonce anyone holding a guess of one of those
-// messages could confirm it against them; only the signer can compute a
-// nonce, and each message's receipt carries its own alone. Being derived
-// from the message, not drawn at random, it keeps receipts deterministic.
-func (s *Signer) leafNonce(m []byte) []byte {
-	h := hmac.New(sha256.New, s.blind)
-	h.Write(m)
-	return h.Sum(nil)[:NonceSize]
+// HMAC-SHA256 of m under a key derived from the signing key (mac, reset
+// here). A receipt shows the hashes of other messages of its batch —
+// possibly other tenants' — and without a nonce anyone holding a guess of
+// one of those messages could confirm it against them; only the signer
+// can compute a nonce, and each message's receipt carries its own alone.
+// Being derived from the message, not drawn at random, it keeps receipts
+// deterministic.
+func leafNonce(mac hash.Hash, m []byte) [NonceSize]byte {
+	mac.Reset()
+	mac.Write(m)
+	var sum [sha256.Size]byte
+	return [NonceSize]byte(mac.Sum(sum[:0]))
 }
 
 // leafHash is RFC 9162's hash of a leaf, the leaf being the nonce and the
 // message: SHA-256(0x00 || nonce || message).
-func leafHash(nonce, m []byte) [sha256.Size]byte {
-	h := sha256.New()
+func leafHash(nonce, m []byte) [sha256.Size]byte { return leafHashWith(sha256.New(), nonce, m) }
+
+// leafHashWith is leafHash with h, a SHA-256 it resets.
+func leafHashWith(h hash.Hash, nonce, m []byte) [sha256.Size]byte {
+	h.Reset()
 	h.Write([]byte{0})
 	h.Write(nonce)
 	h.Write(m)
