@@ -185,7 +185,7 @@ func (w *worker) prefetch(ctx context.Context, b *batch) error {
 	first := firstOfEach(b.ins)
 	reads := readUncached(ctx, first)
 	for _, in := range first {
-		key := in.route.SessionKey()
+		key := in.key
 		c, err := in.owner.session(ctx, in, reads[key])
 		if err != nil {
 			return err
@@ -208,10 +208,10 @@ func firstOfEach(ins []inbound) []*inbound {
 	seen := map[string]bool{}
 	for i := range ins {
 		in := &ins[i]
-		if in.routeErr != nil || seen[in.route.SessionKey()] {
+		if in.routeErr != nil || seen[in.key] {
 			continue
 		}
-		seen[in.route.SessionKey()] = true
+		seen[in.key] = true
 		first = append(first, in)
 	}
 	return first
@@ -229,7 +229,7 @@ func (w *worker) warm(ctx context.Context, ins []inbound) error {
 	first := firstOfEach(ins)
 	reads := readUncached(ctx, first)
 	for _, in := range first {
-		if f, ok := reads[in.route.SessionKey()]; ok {
+		if f, ok := reads[in.key]; ok {
 			if _, err := w.session(ctx, in, f); err != nil {
 				return err
 			}
@@ -243,7 +243,7 @@ func (w *worker) warm(ctx context.Context, ins []inbound) error {
 func readUncached(ctx context.Context, ins []*inbound) map[string]*fetched {
 	var miss []*inbound
 	for _, in := range ins {
-		if _, ok := in.owner.cache.get(in.route.SessionKey()); !ok {
+		if _, ok := in.owner.cache.get(in.key); !ok {
 			miss = append(miss, in)
 		}
 	}
@@ -263,7 +263,7 @@ func readUncached(ctx context.Context, ins []*inbound) map[string]*fetched {
 	}
 	wg.Wait()
 	for i, in := range miss {
-		out[in.route.SessionKey()] = got[i]
+		out[in.key] = got[i]
 	}
 	return out
 }
@@ -278,7 +278,7 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 		in.owner.noteDecision(in, &out)
 		return nil
 	}
-	p := b.sessions[in.route.SessionKey()]
+	p := b.sessions[in.key]
 	p.touched = true
 	if p.refuse != nil {
 		// Its state cannot be trusted: refused, answered and

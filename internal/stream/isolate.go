@@ -112,7 +112,7 @@ func (w *worker) isolate(ctx context.Context, in *inbound, cause error) error {
 			// sequence past what the session's state accounts for; it
 			// says what that is, or a later load would take the state for
 			// a rolled-back one (rolledBack).
-			if accounted, ok := w.accountedNow(ctx, in.route.SessionKey()); ok {
+			if accounted, ok := w.accountedNow(ctx, in.key); ok {
 				m.Header.Set(acs.HdrStateAccounted, strconv.FormatUint(accounted, 10))
 			}
 			msgs = append(msgs, m)

@@ -26,7 +26,7 @@ import (
 // f, when not nil, is what prefetch already read of the session (it was
 // not cached then); else what is needed is read here.
 func (w *worker) session(ctx context.Context, in *inbound, f *fetched) (cached[turnstate.Session], error) {
-	key := in.route.SessionKey()
+	key := in.key
 	c, ok := w.cache.get(key)
 	// last is the session's newest stored decision, looked up once for the
 	// rollback check and the outbox.
@@ -115,7 +115,7 @@ type fetched struct {
 func (w *worker) fetch(ctx context.Context, in *inbound) *fetched {
 	f := &fetched{}
 	f.last, f.lastErr = w.lastDecision(ctx, in.route)
-	f.state, f.outbox, f.rev, f.err = w.store.Load(ctx, in.route.SessionKey())
+	f.state, f.outbox, f.rev, f.err = w.store.Load(ctx, in.key)
 	if f.state == nil && f.err == nil && f.lastErr == nil && f.last.seq == 0 {
 		f.earlier, f.earlierErr = w.earlierEnvelope(ctx, in)
 	}
@@ -288,7 +288,7 @@ func (w *worker) missingChild(ctx context.Context, rs *policy.Set, in *inbound, 
 		return nil, nil
 	}
 	w.stats.SubagentsUnknown.Add(1)
-	w.log.Error().Str("session", in.route.SessionKey()).Str("subagent", acs.SessionKey(in.route.Tenant, id)).
+	w.log.Error().Str("session", in.key).Str("subagent", acs.SessionKey(in.route.Tenant, id)).
 		Msg("subagentStop: the subagent's state is gone though its envelopes are stored (purged or expired); the subagent counts as carrying every taint")
 	return unknownChild(rs, in.route, id), nil
 }
@@ -320,7 +320,7 @@ func (w *worker) freshChild(ctx context.Context, rs *policy.Set, in *inbound, id
 		// Stored under a subject no partition owns: nothing can say
 		// whether it was applied.
 		w.stats.SubagentsUnknown.Add(1)
-		w.log.Warn().Err(err).Str("session", in.route.SessionKey()).Str("subagent", key).Msg("subagentStop: the subagent's newest envelope names no partition; the subagent counts as carrying every taint")
+		w.log.Warn().Err(err).Str("session", in.key).Str("subagent", key).Msg("subagentStop: the subagent's newest envelope names no partition; the subagent counts as carrying every taint")
 		return unknownChild(rs, in.route, id), nil
 	}
 	if r.Partition == in.route.Partition || s.LastSeq >= target {
@@ -340,7 +340,7 @@ func (w *worker) freshChild(ctx context.Context, rs *policy.Set, in *inbound, id
 		}
 		if time.Since(start)+pause > allowed {
 			w.stats.SubagentsUnknown.Add(1)
-			w.log.Warn().Str("session", in.route.SessionKey()).Str("subagent", key).Uint64("stop_seq", in.msg.Seq).
+			w.log.Warn().Str("session", in.key).Str("subagent", key).Uint64("stop_seq", in.msg.Seq).
 				Uint64("child_seq", target).Int("child_partition", r.Partition).Dur("waited", time.Since(start)).
 				Msg("subagentStop: the subagent's partition has not applied its envelopes; the subagent counts as carrying every taint")
 			return unknownChild(rs, in.route, id), nil

@@ -61,7 +61,9 @@ type inbound struct {
 	msg      guardian.Message
 	route    acs.Route
 	routeErr error
-	header   nats.Header
+	// key is route.SessionKey(), made once: a batch looks it up often.
+	key    string
+	header nats.Header
 	// owner is the worker of the partition the message was read from.
 	owner *worker
 	// js is the delivery to acknowledge; nil for messages read straight
@@ -401,6 +403,7 @@ func (w *worker) inbound(subject string, data []byte, h nats.Header, seq uint64,
 	} else {
 		in.routeErr = fmt.Errorf("subject %q is not %s.<tenant>.<session_id>.<hook>", subject, acs.InboundPrefix)
 	}
+	in.key = in.route.SessionKey()
 	return in
 }
 
