@@ -80,7 +80,7 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=30s --retries=3 \
 ENTRYPOINT ["/processor"]
 
 FROM scratch AS nats-prebuilt
-ARG NATS_VERSION=v2.15.2
+ARG NATS_VERSION=v2.15.3
 ARG REVISION=unknown
 ARG CREATED=unknown
 ARG SOURCE=https://github.com/turnguard/turnguard
@@ -150,7 +150,7 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=30s --retries=3 \
 ENTRYPOINT ["/processor"]
 
 FROM gcr.io/distroless/static-debian12:nonroot AS nats
-ARG NATS_VERSION=v2.15.2
+ARG NATS_VERSION=v2.15.3
 ARG REVISION=unknown
 ARG CREATED=unknown
 ARG SOURCE=https://github.com/turnguard/turnguard
