@@ -194,9 +194,12 @@ func (w *worker) prefetch(ctx context.Context, b *batch) error {
 		// (the core changes the state it is given): it is taken out of
 		// the cache, which gets it back once written (writeSessions). A
 		// batch that fails leaves no half-changed state behind; the
-		// session is read from the bucket again.
+		// session is read from the bucket again. A session known to have
+		// no state stays cached as such: there is nothing to change.
 		p := &pending[turnstate.Session]{owner: in.owner, state: c.state, rev: c.rev, dirty: c.rebuilt, refuse: c.refuse}
-		in.owner.cache.drop(key)
+		if c.state != nil {
+			in.owner.cache.drop(key)
+		}
 		b.sessions[key] = p
 	}
 	return nil
