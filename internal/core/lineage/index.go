@@ -387,13 +387,13 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 		}
 		dst = append(dst, '"')
 	}
-	for _, hs := range [...]struct {
-		name string
-		hs   []uint64
+	for _, m := range [...]struct {
+		name   string
+		hashes []uint64
 	}{{"trusted", ix.trusted}, {"fields", ix.fields}, {"typed", ix.typed}} {
-		if len(hs.hs) > 0 {
-			member(hs.name)
-			dst = appendPacked(dst, hs.hs)
+		if len(m.hashes) > 0 {
+			member(m.name)
+			dst = appendPacked(dst, m.hashes)
 		}
 	}
 	if ix.Full {

@@ -114,9 +114,9 @@ const SealHeadLen = len(sealPrefix) + macHexLen + len(sealMiddle)
 func (s *Sealer) SealInPlace(kind, key string, value []byte) {
 	var sum [sha256.Size]byte
 	m := s.mac(kind, key, value[SealHeadLen:len(value)-len(sealSuffix)], sum[:0])
-	head := append(value[:0], sealPrefix...)
-	head = hex.AppendEncode(head, m)
-	_ = append(head, sealMiddle...)
+	copy(value, sealPrefix)
+	hex.Encode(value[len(sealPrefix):], m)
+	copy(value[len(sealPrefix)+macHexLen:], sealMiddle)
 	copy(value[len(value)-len(sealSuffix):], sealSuffix)
 }
 
