@@ -187,7 +187,7 @@ func (ix *Index) classifyText(s string) Lineage {
 	}
 	// A token that matters, found only in untrusted content.
 	for _, t := range toks {
-		if t.k != matter || ix.isTrusted(t.hash) {
+		if t.k != matter || ix.isTrusted(t.hash) || ix.isOwn(t.hash) || minorPart(t, toks) {
 			continue
 		}
 		if src, ok := ix.untrustedSource(t.hash); ok {
@@ -227,6 +227,7 @@ func (ix *Index) classifyText(s string) Lineage {
 	var trusted, seen, pairsSeen, pairsUntrusted int
 	for _, t := range toks {
 		_, u := ix.untrustedSource(t.hash)
+		u = u && !ix.isOwn(t.hash) // the model's before any content's
 		tr := ix.isTrusted(t.hash)
 		if t.k == pair {
 			pairs++
@@ -274,6 +275,23 @@ func (ix *Index) classifyText(s string) Lineage {
 		return Lineage{Origin: FromUntrusted, Unknown: true, Evidence: Unseen}
 	}
 	return Lineage{Origin: FromModel}
+}
+
+// minorPart reports whether t is a short run of digits inside a longer
+// token that matters of the same value — the year of a date, a group of
+// a phone number: what untrusted content shares with the value is then
+// the whole, or nothing. A page that says "2024" has not given the date
+// 2024-05-05; a page that gives the date is found by the date.
+func minorPart(t tok, toks []tok) bool {
+	if len(t.text) > minMatter || strings.ContainsFunc(t.text, func(r rune) bool { return !unicode.IsDigit(r) }) {
+		return false
+	}
+	for _, o := range toks {
+		if o.k == matter && len(o.text) > len(t.text) && strings.Contains(o.text, t.text) {
+			return true
+		}
+	}
+	return false
 }
 
 // assembled reports whether the identifier id (seen nowhere whole) is

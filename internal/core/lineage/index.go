@@ -29,6 +29,11 @@ const (
 	// MaxTrusted is the number of distinct tokens of the user's words and
 	// trusted sources kept.
 	MaxTrusted = 2048
+	// MaxOwn is the number of distinct tokens that matter kept of the
+	// model's own calls (AddOwn); later ones are not kept, and a later
+	// content that echoes them then traces them as it would (fail
+	// closed).
+	MaxOwn = 1024
 	// MaxSources is the number of untrusted contents a token can be
 	// traced to; the tokens of later ones cite the last, "a later
 	// content" (Source.Later).
@@ -64,6 +69,10 @@ type Index struct {
 	// typed are the hashes of the spans of the user's words (typed.go),
 	// sorted, without duplicates.
 	typed []uint64
+	// own are the hashes of the tokens that matter which the model's own
+	// calls carried before the session saw them anywhere (AddOwn),
+	// sorted, without duplicates.
+	own []uint64
 	// Full is set once a token was not kept for want of room.
 	Full bool
 	// Unseen is set once content entered the session that the index never
@@ -197,6 +206,34 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 	ix.Full = ix.Full || full
 }
 
+// AddOwn indexes the tokens that matter of a call's argument texts that
+// the session has not seen anywhere: the model wrote them first. A token's
+// origin is where the session first saw it, so a content that later
+// echoes one — the event a calendar tool created, the path a write
+// reports, the booking a reservation confirms — does not make the model's
+// own value untrusted. A token the session had seen is left as it is: a
+// value taken from a page stays the page's, however often the model
+// repeats it. Nothing is added once the index is Full or Unseen: a token
+// seen nowhere may then have come from content the index did not keep.
+func (ix *Index) AddOwn(texts ...string) {
+	if ix.Full || ix.Unseen {
+		return
+	}
+	var hs []uint64
+	for _, t := range texts {
+		each(normal(t), func(_ string, h uint64, k kind) {
+			if k == matter && !ix.isTrusted(h) && !ix.isOwn(h) {
+				if _, seen := ix.untrustedSource(h); !seen {
+					hs = append(hs, h)
+				}
+			}
+		})
+	}
+	slices.Sort(hs)
+	// A token not kept is traced as before (fail closed): not Full.
+	ix.own, _ = mergeHashes(ix.own, slices.Compact(hs), MaxOwn)
+}
+
 // AddRecords indexes the fields of text when it is a JSON or YAML object
 // or list (fields.go): a tool's records, so that an argument equal to one
 // of them is Named. Its tokens are indexed by AddUntrusted.
@@ -297,6 +334,11 @@ func (ix *Index) isField(h uint64) bool {
 	return ok
 }
 
+func (ix *Index) isOwn(h uint64) bool {
+	_, ok := slices.BinarySearch(ix.own, h)
+	return ok
+}
+
 func (ix *Index) isTrusted(h uint64) bool {
 	_, ok := slices.BinarySearch(ix.trusted, h)
 	return ok
@@ -310,7 +352,7 @@ func (ix *Index) Clone() *Index {
 	if ix == nil {
 		return nil
 	}
-	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields), typed: slices.Clone(ix.typed),
+	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields), typed: slices.Clone(ix.typed), own: slices.Clone(ix.own),
 		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
@@ -327,6 +369,7 @@ type stored struct {
 	Trusted   string      `json:"trusted,omitempty"`
 	Fields    string      `json:"fields,omitempty"`
 	Typed     string      `json:"typed,omitempty"`
+	Own       string      `json:"own,omitempty"`
 	Full      bool        `json:"full,omitempty"`
 	Unseen    bool        `json:"unseen,omitempty"`
 	Asked     []storedAsk `json:"asked,omitempty"`
@@ -390,7 +433,7 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 	for _, m := range [...]struct {
 		name   string
 		hashes []uint64
-	}{{"trusted", ix.trusted}, {"fields", ix.fields}, {"typed", ix.typed}} {
+	}{{"trusted", ix.trusted}, {"fields", ix.fields}, {"typed", ix.typed}, {"own", ix.own}} {
 		if len(m.hashes) > 0 {
 			member(m.name)
 			dst = appendPacked(dst, m.hashes)
@@ -507,7 +550,11 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: typed spans", ErrCorrupt)
 	}
-	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: trusted, fields: fields, typed: typed}
+	own, ok := unpackHashes(s.Own, MaxOwn)
+	if !ok {
+		return fmt.Errorf("%w: own tokens", ErrCorrupt)
+	}
+	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: trusted, fields: fields, typed: typed, own: own}
 	for i := 0; i < len(u); i += 9 {
 		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
 		if int(e.src) >= len(s.Sources) || len(out.untrusted) > 0 && out.untrusted[len(out.untrusted)-1].hash >= e.hash {

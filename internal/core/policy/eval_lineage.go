@@ -295,6 +295,30 @@ func (e *evalCtx) lineageData() map[string]any {
 	return out
 }
 
+// ownValues indexes, under a rule set whose conditions read lineage, the
+// tokens that matter of a toolCallRequest's arguments that the session
+// had not seen: the model wrote them first (lineage.Index.AddOwn), so a
+// tool's output that echoes them later — the event it created, the
+// booking it confirms — does not trace them to that output. Called once
+// the call is decided, so the call itself was traced as it came.
+func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, payload any) {
+	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
+		return
+	}
+	args := argumentTexts(payload)
+	var texts []string
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		texts = append(texts, args[name]...)
+	}
+	if len(texts) == 0 {
+		return
+	}
+	if sess.Lineage == nil {
+		sess.Lineage = &lineage.Index{}
+	}
+	sess.Lineage.AddOwn(texts...)
+}
+
 // asked remembers a toolCallRequest the decision answered ask, under a
 // rule set whose conditions read lineage: when its result arrives — the
 // human let it run — its argument values are trusted for the rest of the

@@ -126,11 +126,13 @@ func (e *evalCtx) taintUnanswered() {
 // Evaluate gave res for means: a call that may run (anything but deny)
 // waits for its result, its output entering the session whether or not
 // the result is ever reported (pend); a call answered ask is remembered,
-// for its approval (asked).
+// for its approval (asked); what a call carried that the session had not
+// seen is the model's own from now on (ownValues).
 func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any, res Result, d acs.Disposition) {
 	if d == acs.Ask {
 		s.asked(sess, spec, requestID, payload)
 	}
+	s.ownValues(sess, spec, payload)
 	if d != acs.Deny {
 		pend(sess, res)
 		rememberFiles(sess, res.Files)
