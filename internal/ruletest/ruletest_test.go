@@ -149,7 +149,8 @@ tests:
 // Sources fail closed: a shell command that fetches, in the forms the
 // agents send it (a line, an argument vector, the payload's raw_command, a
 // program named through a variable), and an MCP server's output taint; a
-// server the operator classes trusted_source does not
+// server the operator classes trusted_source does not; a part of a user's
+// message labelled as from elsewhere is not the user's own words
 // (testdata/sources.yaml, run over the default pack).
 func TestSourcesFailClosed(t *testing.T) {
 	const file = "testdata/sources.yaml"
@@ -167,8 +168,33 @@ func TestSourcesFailClosed(t *testing.T) {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if ran != 4 {
-		t.Fatalf("%d cases of %s ran, want 4", ran, file)
+	if ran != 5 {
+		t.Fatalf("%d cases of %s ran, want 5", ran, file)
+	}
+}
+
+// TestSubagentReturn: a value a subagent hands back in its subagentStop
+// summary is traced to that return, not taken for the parent's own: the
+// default pack asks about a mail to an address the child read on a page
+// (testdata/subagent-return.yaml).
+func TestSubagentReturn(t *testing.T) {
+	const file = "testdata/subagent-return.yaml"
+	rs, err := rulepack.Load("builtin:default", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
+		if r.File != file {
+			continue
+		}
+		ran++
+		for _, f := range r.Failures {
+			t.Errorf("%s: %s", r.Name, f)
+		}
+	}
+	if ran != 1 {
+		t.Fatalf("%d cases of %s ran, want 1", ran, file)
 	}
 }
 

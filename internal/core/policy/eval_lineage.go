@@ -70,6 +70,12 @@ type LineageView struct {
 func (e *evalCtx) updateLineage() {
 	switch e.hook {
 	case "userMessage", "toolCallResult", "knowledgeRetrieval", "memoryContextRetrieval", "agentTrigger":
+	case "subagentStop":
+		// What a subagent returns (summary.value) is what it read,
+		// retold: untrusted, like any content the catalog does not
+		// trust, so that a value it hands back — an address from a page
+		// it read — is traced to it rather than taken for the parent's
+		// own.
 	default:
 		return
 	}
@@ -89,9 +95,12 @@ func (e *evalCtx) updateLineage() {
 		e.sess.Lineage = &lineage.Index{}
 	}
 	ix := e.sess.Lineage
+	if e.hook == "userMessage" {
+		e.indexUserMessage(ix, p)
+		return
+	}
 	tool := e.toolView()
-	trusted := e.hook == "userMessage" ||
-		e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) ||
+	trusted := e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) ||
 		e.hook == "agentTrigger" && p["trigger_type"] == "user_message"
 	if trusted {
 		for _, t := range texts {
@@ -101,6 +110,9 @@ func (e *evalCtx) updateLineage() {
 	}
 	src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
 		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes)}
+	if child, _ := p["subagent_session_id"].(string); e.hook == "subagentStop" {
+		src.Tool = acs.TruncateStored("subagent "+child, acs.MaxEvidenceBytes)
+	}
 	if len(e.prov.IDs) > 0 {
 		src.ProvenanceID = e.prov.IDs[0]
 	}
@@ -125,6 +137,35 @@ func (e *evalCtx) updateLineage() {
 		}
 	}
 	ix.AddFields(fields...)
+}
+
+// indexUserMessage indexes a userMessage's parts: the user's words as
+// trusted, and a part whose provenance says it came from elsewhere — a
+// file, a forwarded mail, a pasted page the adapter labels tool_output,
+// retrieved, a2a_inbound, external or agent_generated — as untrusted
+// content, so that neither its values nor its commands pass for ones the
+// user typed. A part without provenance is the user's.
+func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
+	parts, _ := p["content"].([]any)
+	for _, part := range parts {
+		m, _ := part.(map[string]any)
+		var texts []string
+		scalars(m, &texts)
+		prov, _ := m["provenance"].(map[string]any)
+		switch origin, _ := prov["origin"].(string); origin {
+		case "", "user_input", "system":
+			for _, t := range texts {
+				ix.AddTrusted(t)
+			}
+		default:
+			id, _ := prov["provenance_id"].(string)
+			src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
+				Tool: acs.TruncateStored("user message part ("+origin+")", acs.MaxEvidenceBytes), ProvenanceID: id}
+			for _, t := range texts {
+				ix.AddUntrusted(t, src)
+			}
+		}
+	}
 }
 
 // fieldValues appends every scalar under v and every key of its objects.
