@@ -28,12 +28,31 @@ type cluster struct {
 
 func natsCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	c := &cluster{t: t}
-	routes := make([]int, n)
-	clients := make([]int, n)
-	for i := range n {
-		clients[i], routes[i] = freePort(t), freePort(t)
+	// A node's ports are chosen before any node starts (each must know the
+	// others' routes), so one can be taken in between — by another test's
+	// client, whose source port comes from the same range. Such a node
+	// exits at once; the cluster then starts again on other ports.
+	for attempt := 1; ; attempt++ {
+		c, taken := startCluster(t, n)
+		if taken == "" {
+			c.awaitJetStream()
+			return c
+		}
+		if attempt == 3 {
+			t.Fatalf("three clusters in a row lost a port before binding it; the last: %s", taken)
+		}
+		t.Logf("a node's port was taken before it bound it (%s); starting the cluster on other ports", taken)
 	}
+}
+
+// startCluster starts n nodes on fresh ports and waits until each says it
+// listens on both. When one exits first because a port was taken, it stops
+// the others and reports what that node said.
+func startCluster(t *testing.T, n int) (*cluster, string) {
+	t.Helper()
+	c := &cluster{t: t}
+	ports := distinctPorts(t, 2*n)
+	clients, routes := ports[:n], ports[n:]
 	dir := t.TempDir()
 	for i := range n {
 		var rs []string
@@ -64,8 +83,32 @@ cluster {
 	for i := range n {
 		c.restart(i)
 	}
-	c.awaitJetStream()
-	return c
+	taken := ""
+	testwait.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		for i, p := range c.nodes {
+			out := p.out.String()
+			select {
+			case <-p.done:
+				if !strings.Contains(out, "address already in use") {
+					t.Fatalf("node %s exited at start: %v\n%s", c.names[i], p.err, out)
+				}
+				taken = c.names[i] + lastLine(out)
+				return nil
+			default:
+			}
+			// Bound both: the routes are listened on after the clients.
+			if !strings.Contains(out, "Listening for client connections") || !strings.Contains(out, "Listening for route connections") {
+				return fmt.Errorf("node %s is not listening yet", c.names[i])
+			}
+		}
+		return nil
+	})
+	if taken != "" {
+		for _, p := range c.nodes {
+			p.kill()
+		}
+	}
+	return c, taken
 }
 
 // url is every node's client URL, for a client that must survive a node.

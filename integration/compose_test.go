@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -268,21 +267,4 @@ func (c *composeRig) faults(step func(time.Duration, string, func())) {
 	step(40*time.Second, "reconnect processor2", func() {
 		docker(t, time.Minute, "network", "connect", "--alias", "processor2", network, c.container("processor2"))
 	})
-}
-
-// distinctPorts returns n free loopback ports, all different: each is held
-// until all are chosen (freePort, one at a time, can hand out the same
-// port twice, and docker then refuses the second container).
-func distinctPorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports
 }

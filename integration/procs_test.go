@@ -97,19 +97,27 @@ func (p *proc) wait(t *testing.T, within time.Duration) int {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago: another
-// process may take it before the test's does. Only the cluster uses it,
-// whose nodes must know each other's route ports before any starts and
-// come back on the same ports after a kill; everything else listens on a
-// port its server picks and reports (natsServer, processorAddrs).
-func freePort(t *testing.T) int {
+// distinctPorts returns n loopback ports that were free a moment ago, all
+// different: each is held until all are chosen, since one at a time the
+// kernel can hand out the same port twice and the second server or
+// container then cannot bind it. Another process may still take one before
+// the test's does. Only the cluster, the compose test and the README's
+// walkthrough use it, whose servers must know their ports before they
+// start (a cluster node's routes, and the same ports again after a kill);
+// everything else listens on a port its server picks and reports
+// (natsServer, processorAddrs).
+func distinctPorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // natsServer starts a single JetStream nats-server process on loopback.

@@ -877,8 +877,9 @@ func newWalkthrough(t *testing.T, root, nats string, update bool) *walkthrough {
 	})
 
 	portMap, back := map[string]string{}, map[string]string{}
-	for _, p := range readmePorts {
-		real := strconv.Itoa(freePort(t))
+	ports := distinctPorts(t, len(readmePorts))
+	for i, p := range readmePorts {
+		real := strconv.Itoa(ports[i])
 		portMap[p], back[real] = real, p
 	}
 	// `go run ./cmd/NAME` and `go run ./examples/client` run the binaries
