@@ -175,8 +175,9 @@ func TestSourcesFailClosed(t *testing.T) {
 
 // TestSubagentReturn: a value a subagent hands back in its subagentStop
 // summary is traced to that return, not taken for the parent's own: the
-// default pack asks about a mail to an address the child read on a page
-// (testdata/subagent-return.yaml).
+// default pack asks about a mail to an address the child read on a page;
+// and a subagent's prompt is the parent model's words, so a command in it
+// is not one a user typed (testdata/subagent-return.yaml).
 func TestSubagentReturn(t *testing.T) {
 	const file = "testdata/subagent-return.yaml"
 	rs, err := rulepack.Load("builtin:default", file)
@@ -193,8 +194,8 @@ func TestSubagentReturn(t *testing.T) {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if ran != 1 {
-		t.Fatalf("%d cases of %s ran, want 1", ran, file)
+	if ran != 2 {
+		t.Fatalf("%d cases of %s ran, want 2", ran, file)
 	}
 }
 

@@ -81,11 +81,17 @@ type Index struct {
 	Unseen bool
 	// asked are the calls answered ask, newest last: the tokens of their
 	// arguments, trusted once the call runs (Approve).
-	asked []asked
+	asked []callTokens
+	// carried are the calls whose arguments held tokens that matter the
+	// session had not seen (Carry), newest last, until their results
+	// arrive (Answered).
+	carried []callTokens
 }
 
-// asked is a call answered ask, waiting for its result.
-type asked struct {
+// callTokens are the tokens of a call's arguments, kept until its result
+// arrives: of a call answered ask (Index.asked), or those a call carried
+// first (Index.carried).
+type callTokens struct {
 	requestID string
 	hashes    []uint64
 }
@@ -97,6 +103,11 @@ const (
 	MaxAsked = 8
 	// MaxAskedTokens tokens of one call's arguments are remembered.
 	MaxAskedTokens = 256
+	// MaxCarried calls are remembered with the new tokens their arguments
+	// carried, MaxCarriedTokens each, until their results arrive; an
+	// older one's are dropped (they stay what the contents make them).
+	MaxCarried       = 8
+	MaxCarriedTokens = 64
 )
 
 type entry struct {
@@ -206,32 +217,75 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 	ix.Full = ix.Full || full
 }
 
-// AddOwn indexes the tokens that matter of a call's argument texts that
-// the session has not seen anywhere: the model wrote them first. A token's
-// origin is where the session first saw it, so a content that later
-// echoes one — the event a calendar tool created, the path a write
-// reports, the booking a reservation confirms — does not make the model's
-// own value untrusted. A token the session had seen is left as it is: a
-// value taken from a page stays the page's, however often the model
-// repeats it. Nothing is added once the index is Full or Unseen: a token
-// seen nowhere may then have come from content the index did not keep.
-func (ix *Index) AddOwn(texts ...string) {
-	if ix.Full || ix.Unseen {
+// Carry remembers, for the call requestID, the tokens that matter of its
+// argument texts that the session has not seen anywhere: the model wrote
+// them first. When the call's own result arrives (Answered), those it has
+// still seen nowhere else become the model's own: a token's origin is
+// where the session first saw it, so the output that echoes them — the
+// event a calendar tool created, the booking a reservation confirms —
+// does not make the model's own value untrusted, then or later. Only the
+// call's own result does this: a content that arrives between the call
+// and its result (an adapter that reports a result late) gives what it
+// holds as any content does. Nothing is kept once the index is Full or
+// Unseen: a token seen nowhere may then have come from content the index
+// did not keep.
+func (ix *Index) Carry(requestID string, texts ...string) {
+	if ix.Full || ix.Unseen || requestID == "" {
 		return
 	}
 	var hs []uint64
 	for _, t := range texts {
 		each(normal(t), func(_ string, h uint64, k kind) {
-			if k == matter && !ix.isTrusted(h) && !ix.isOwn(h) {
-				if _, seen := ix.untrustedSource(h); !seen {
-					hs = append(hs, h)
-				}
+			if k == matter && !ix.seen(h) {
+				hs = append(hs, h)
 			}
 		})
 	}
+	if len(hs) == 0 {
+		return
+	}
 	slices.Sort(hs)
+	hs = slices.Compact(hs)
+	if len(hs) > MaxCarriedTokens {
+		hs = hs[:MaxCarriedTokens]
+	}
+	if len(ix.carried) == MaxCarried {
+		ix.carried = slices.Delete(ix.carried, 0, 1)
+	}
+	ix.carried = append(ix.carried, callTokens{requestID: clip(requestID), hashes: hs})
+}
+
+// Answered takes the result of the call requestID, before its output is
+// indexed: the tokens the call carried first that the session has still
+// seen nowhere become the model's own (Carry).
+func (ix *Index) Answered(requestID string) {
+	i := slices.IndexFunc(ix.carried, func(c callTokens) bool { return c.requestID == requestID })
+	if i < 0 {
+		return
+	}
+	hs := ix.carried[i].hashes
+	ix.carried = slices.Delete(ix.carried, i, i+1)
+	if ix.Full || ix.Unseen {
+		return
+	}
+	fresh := hs[:0:0]
+	for _, h := range hs {
+		if !ix.seen(h) {
+			fresh = append(fresh, h)
+		}
+	}
 	// A token not kept is traced as before (fail closed): not Full.
-	ix.own, _ = mergeHashes(ix.own, slices.Compact(hs), MaxOwn)
+	ix.own, _ = mergeHashes(ix.own, fresh, MaxOwn)
+}
+
+// seen reports whether the session holds h anywhere: the user's words, a
+// content, or the model's own.
+func (ix *Index) seen(h uint64) bool {
+	if ix.isTrusted(h) || ix.isOwn(h) {
+		return true
+	}
+	_, ok := ix.untrustedSource(h)
+	return ok
 }
 
 // AddRecords indexes the fields of text when it is a JSON or YAML object
@@ -273,14 +327,14 @@ func (ix *Index) Ask(requestID string, texts []string) {
 	if len(ix.asked) == MaxAsked {
 		ix.asked = slices.Delete(ix.asked, 0, 1)
 	}
-	ix.asked = append(ix.asked, asked{requestID: clip(requestID), hashes: hs})
+	ix.asked = append(ix.asked, callTokens{requestID: clip(requestID), hashes: hs})
 }
 
 // Approve takes the call requestID answered ask as approved — its result
 // arrived — and trusts its arguments' tokens. It reports whether the call
 // was one the index remembered.
 func (ix *Index) Approve(requestID string) bool {
-	i := slices.IndexFunc(ix.asked, func(a asked) bool { return a.requestID == requestID })
+	i := slices.IndexFunc(ix.asked, func(a callTokens) bool { return a.requestID == requestID })
 	if i < 0 {
 		return false
 	}
@@ -353,9 +407,12 @@ func (ix *Index) Clone() *Index {
 		return nil
 	}
 	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields), typed: slices.Clone(ix.typed), own: slices.Clone(ix.own),
-		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked)}
+		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked), carried: slices.Clone(ix.carried)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
+	}
+	for i := range c.carried {
+		c.carried[i].hashes = slices.Clone(c.carried[i].hashes)
 	}
 	return c
 }
@@ -373,6 +430,7 @@ type stored struct {
 	Full      bool        `json:"full,omitempty"`
 	Unseen    bool        `json:"unseen,omitempty"`
 	Asked     []storedAsk `json:"asked,omitempty"`
+	Carried   []storedAsk `json:"carried,omitempty"`
 }
 
 type storedAsk struct {
@@ -447,10 +505,16 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 		member("unseen")
 		dst = append(dst, "true"...)
 	}
-	if len(ix.asked) > 0 {
-		member("asked")
+	for _, m := range [...]struct {
+		name  string
+		calls []callTokens
+	}{{"asked", ix.asked}, {"carried", ix.carried}} {
+		if len(m.calls) == 0 {
+			continue
+		}
+		member(m.name)
 		dst = append(dst, '[')
-		for i, a := range ix.asked {
+		for i, a := range m.calls {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -570,7 +634,17 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 		if !ok || len(a.RequestID) > maxFieldBytes {
 			return fmt.Errorf("%w: asked call", ErrCorrupt)
 		}
-		out.asked = append(out.asked, asked{requestID: a.RequestID, hashes: hs})
+		out.asked = append(out.asked, callTokens{requestID: a.RequestID, hashes: hs})
+	}
+	if len(s.Carried) > MaxCarried {
+		return fmt.Errorf("%w: %d carrying calls", ErrCorrupt, len(s.Carried))
+	}
+	for _, a := range s.Carried {
+		hs, ok := unpackHashes(a.Tokens, MaxCarriedTokens)
+		if !ok || len(a.RequestID) > maxFieldBytes {
+			return fmt.Errorf("%w: carrying call", ErrCorrupt)
+		}
+		out.carried = append(out.carried, callTokens{requestID: a.RequestID, hashes: hs})
 	}
 	*ix = out
 	return nil

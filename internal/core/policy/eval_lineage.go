@@ -80,9 +80,14 @@ func (e *evalCtx) updateLineage() {
 		return
 	}
 	p, _ := e.in.Payload.(map[string]any)
-	if ref, _ := p["request_id_ref"].(string); e.hook == "toolCallResult" && ref != "" && p["exit_status"] == "success" && e.sess.Lineage != nil {
-		// The call ran: if it was answered ask, a human approved it.
-		e.sess.Lineage.Approve(ref)
+	if ref, _ := p["request_id_ref"].(string); e.hook == "toolCallResult" && ref != "" && e.sess.Lineage != nil {
+		// What the call carried first and its output merely echoes is
+		// the model's own: taken before the output is indexed.
+		e.sess.Lineage.Answered(ref)
+		if p["exit_status"] == "success" {
+			// The call ran: if it was answered ask, a human approved it.
+			e.sess.Lineage.Approve(ref)
+		}
 	}
 	var texts []string
 	for _, key := range []string{"content", "outputs", "results", "summary", "trigger_source"} {
@@ -144,7 +149,9 @@ func (e *evalCtx) updateLineage() {
 // file, a forwarded mail, a pasted page the adapter labels tool_output,
 // retrieved, a2a_inbound, external or agent_generated — as untrusted
 // content, so that neither its values nor its commands pass for ones the
-// user typed. A part without provenance is the user's.
+// user typed. A part without provenance is the user's — except in a
+// subagent's session, whose messages are its parent model's words (the
+// task it was handed, perhaps a page's command), not a user's.
 func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 	parts, _ := p["content"].([]any)
 	for _, part := range parts {
@@ -152,18 +159,22 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 		var texts []string
 		scalars(m, &texts)
 		prov, _ := m["provenance"].(map[string]any)
-		switch origin, _ := prov["origin"].(string); origin {
-		case "", "user_input", "system":
+		origin, _ := prov["origin"].(string)
+		if e.sess.Parent == nil && (origin == "" || origin == "user_input" || origin == "system") {
 			for _, t := range texts {
 				ix.AddTrusted(t)
 			}
-		default:
-			id, _ := prov["provenance_id"].(string)
-			src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
-				Tool: acs.TruncateStored("user message part ("+origin+")", acs.MaxEvidenceBytes), ProvenanceID: id}
-			for _, t := range texts {
-				ix.AddUntrusted(t, src)
-			}
+			continue
+		}
+		from := "user message part (" + origin + ")"
+		if e.sess.Parent != nil {
+			from = "parent " + e.sess.Parent.SessionID
+		}
+		id, _ := prov["provenance_id"].(string)
+		src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
+			Tool: acs.TruncateStored(from, acs.MaxEvidenceBytes), ProvenanceID: id}
+		for _, t := range texts {
+			ix.AddUntrusted(t, src)
 		}
 	}
 }
@@ -336,13 +347,13 @@ func (e *evalCtx) lineageData() map[string]any {
 	return out
 }
 
-// ownValues indexes, under a rule set whose conditions read lineage, the
-// tokens that matter of a toolCallRequest's arguments that the session
-// had not seen: the model wrote them first (lineage.Index.AddOwn), so a
-// tool's output that echoes them later — the event it created, the
-// booking it confirms — does not trace them to that output. Called once
+// ownValues remembers, under a rule set whose conditions read lineage,
+// the tokens that matter of a toolCallRequest's arguments that the
+// session had not seen: the model wrote them first (lineage.Index.Carry),
+// so the call's own output, which echoes them — the event it created,
+// the booking it confirms — does not trace them to itself. Called once
 // the call is decided, so the call itself was traced as it came.
-func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, payload any) {
+func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
 	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
 		return
 	}
@@ -357,7 +368,7 @@ func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, payload an
 	if sess.Lineage == nil {
 		sess.Lineage = &lineage.Index{}
 	}
-	sess.Lineage.AddOwn(texts...)
+	sess.Lineage.Carry(requestID, texts...)
 }
 
 // asked remembers a toolCallRequest the decision answered ask, under a

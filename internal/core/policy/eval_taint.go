@@ -132,7 +132,7 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 	if d == acs.Ask {
 		s.asked(sess, spec, requestID, payload)
 	}
-	s.ownValues(sess, spec, payload)
+	s.ownValues(sess, spec, requestID, payload)
 	if d != acs.Deny {
 		pend(sess, res)
 		rememberFiles(sess, res.Files)
