@@ -194,8 +194,8 @@ func TestSubagentReturn(t *testing.T) {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if ran != 2 {
-		t.Fatalf("%d cases of %s ran, want 2", ran, file)
+	if ran != 3 {
+		t.Fatalf("%d cases of %s ran, want 3", ran, file)
 	}
 }
 

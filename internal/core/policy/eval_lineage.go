@@ -105,8 +105,10 @@ func (e *evalCtx) updateLineage() {
 		return
 	}
 	tool := e.toolView()
+	// A user's activation is the user's words, but not in a subagent's
+	// session, where the "user" is its parent model (indexUserMessage).
 	trusted := e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) ||
-		e.hook == "agentTrigger" && p["trigger_type"] == "user_message"
+		e.hook == "agentTrigger" && p["trigger_type"] == "user_message" && e.sess.Parent == nil
 	if trusted {
 		for _, t := range texts {
 			ix.AddTrusted(t)
