@@ -152,8 +152,19 @@ tests:
 // server the operator classes trusted_source does not; a part of a user's
 // message labelled as from elsewhere is not the user's own words
 // (testdata/sources.yaml, run over the default pack).
-func TestSourcesFailClosed(t *testing.T) {
-	const file = "testdata/sources.yaml"
+func TestSourcesFailClosed(t *testing.T) { runOnDefault(t, "testdata/sources.yaml", 5) }
+
+// TestSubagentReturn: a value a subagent hands back in its subagentStop
+// summary is traced to that return, not taken for the parent's own: the
+// default pack asks about a mail to an address the child read on a page;
+// and a subagent's prompt is the parent model's words, so a command in it
+// is not one a user typed (testdata/subagent-return.yaml).
+func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 3) }
+
+// runOnDefault runs the test cases of file, loaded on top of the default pack:
+// each must pass, and want of them must have run.
+func runOnDefault(t *testing.T, file string, want int) {
+	t.Helper()
 	rs, err := rulepack.Load(rulepack.DefaultPath, file)
 	if err != nil {
 		t.Fatal(err)
@@ -168,34 +179,8 @@ func TestSourcesFailClosed(t *testing.T) {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if ran != 5 {
-		t.Fatalf("%d cases of %s ran, want 5", ran, file)
-	}
-}
-
-// TestSubagentReturn: a value a subagent hands back in its subagentStop
-// summary is traced to that return, not taken for the parent's own: the
-// default pack asks about a mail to an address the child read on a page;
-// and a subagent's prompt is the parent model's words, so a command in it
-// is not one a user typed (testdata/subagent-return.yaml).
-func TestSubagentReturn(t *testing.T) {
-	const file = "testdata/subagent-return.yaml"
-	rs, err := rulepack.Load("builtin:default", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ran := 0
-	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
-		if r.File != file {
-			continue
-		}
-		ran++
-		for _, f := range r.Failures {
-			t.Errorf("%s: %s", r.Name, f)
-		}
-	}
-	if ran != 3 {
-		t.Fatalf("%d cases of %s ran, want 3", ran, file)
+	if ran != want {
+		t.Fatalf("%d cases of %s ran, want %d", ran, file, want)
 	}
 }
 

@@ -229,9 +229,10 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 // holds as any content does. Nothing is kept once the index is Full or
 // Unseen: a token seen nowhere may then have come from content the index
 // did not keep.
-func (ix *Index) Carry(requestID string, texts ...string) {
+// It reports whether it kept anything.
+func (ix *Index) Carry(requestID string, texts ...string) bool {
 	if ix.Full || ix.Unseen || requestID == "" {
-		return
+		return false
 	}
 	var hs []uint64
 	for _, t := range texts {
@@ -242,7 +243,7 @@ func (ix *Index) Carry(requestID string, texts ...string) {
 		})
 	}
 	if len(hs) == 0 {
-		return
+		return false
 	}
 	slices.Sort(hs)
 	hs = slices.Compact(hs)
@@ -253,6 +254,7 @@ func (ix *Index) Carry(requestID string, texts ...string) {
 		ix.carried = slices.Delete(ix.carried, 0, 1)
 	}
 	ix.carried = append(ix.carried, callTokens{requestID: clip(requestID), hashes: hs})
+	return true
 }
 
 // Answered takes the result of the call requestID, before its output is
@@ -626,26 +628,29 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 		}
 		out.untrusted = append(out.untrusted, e)
 	}
-	if len(s.Asked) > MaxAsked {
-		return fmt.Errorf("%w: %d asked calls", ErrCorrupt, len(s.Asked))
+	if out.asked, err = readCalls(s.Asked, MaxAsked, MaxAskedTokens, "asked"); err != nil {
+		return err
 	}
-	for _, a := range s.Asked {
-		hs, ok := unpackHashes(a.Tokens, MaxAskedTokens)
-		if !ok || len(a.RequestID) > maxFieldBytes {
-			return fmt.Errorf("%w: asked call", ErrCorrupt)
-		}
-		out.asked = append(out.asked, callTokens{requestID: a.RequestID, hashes: hs})
-	}
-	if len(s.Carried) > MaxCarried {
-		return fmt.Errorf("%w: %d carrying calls", ErrCorrupt, len(s.Carried))
-	}
-	for _, a := range s.Carried {
-		hs, ok := unpackHashes(a.Tokens, MaxCarriedTokens)
-		if !ok || len(a.RequestID) > maxFieldBytes {
-			return fmt.Errorf("%w: carrying call", ErrCorrupt)
-		}
-		out.carried = append(out.carried, callTokens{requestID: a.RequestID, hashes: hs})
+	if out.carried, err = readCalls(s.Carried, MaxCarried, MaxCarriedTokens, "carrying"); err != nil {
+		return err
 	}
 	*ix = out
 	return nil
+}
+
+// readCalls checks and reads stored calls' tokens: at most max calls of at
+// most maxTokens each, sorted and distinct, with request ids in bounds.
+func readCalls(stored []storedAsk, max, maxTokens int, what string) ([]callTokens, error) {
+	if len(stored) > max {
+		return nil, fmt.Errorf("%w: %d %s calls", ErrCorrupt, len(stored), what)
+	}
+	var out []callTokens
+	for _, a := range stored {
+		hs, ok := unpackHashes(a.Tokens, maxTokens)
+		if !ok || len(a.RequestID) > maxFieldBytes {
+			return nil, fmt.Errorf("%w: %s call", ErrCorrupt, what)
+		}
+		out = append(out, callTokens{requestID: a.RequestID, hashes: hs})
+	}
+	return out, nil
 }

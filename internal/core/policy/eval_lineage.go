@@ -354,23 +354,20 @@ func (e *evalCtx) lineageData() map[string]any {
 // session had not seen: the model wrote them first (lineage.Index.Carry),
 // so the call's own output, which echoes them — the event it created,
 // the booking it confirms — does not trace them to itself. Called once
-// the call is decided, so the call itself was traced as it came.
+// the call is decided, so the call itself was traced as it came. A
+// session gets an index only once there is something to keep.
 func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
-	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
+	texts, ok := s.callTexts(spec, payload)
+	if !ok || len(texts) == 0 {
 		return
 	}
-	args := argumentTexts(payload)
-	var texts []string
-	for _, name := range slices.Sorted(maps.Keys(args)) {
-		texts = append(texts, args[name]...)
+	ix := sess.Lineage
+	if ix == nil {
+		ix = &lineage.Index{}
 	}
-	if len(texts) == 0 {
-		return
+	if ix.Carry(requestID, texts...) {
+		sess.Lineage = ix
 	}
-	if sess.Lineage == nil {
-		sess.Lineage = &lineage.Index{}
-	}
-	sess.Lineage.Carry(requestID, texts...)
 }
 
 // asked remembers a toolCallRequest the decision answered ask, under a
@@ -378,16 +375,26 @@ func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, requestID 
 // human let it run — its argument values are trusted for the rest of the
 // session (updateLineage), so the same value is not asked about again.
 func (s *Set) asked(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
-	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
+	texts, ok := s.callTexts(spec, payload)
+	if !ok {
 		return
-	}
-	args := argumentTexts(payload)
-	var texts []string
-	for _, name := range slices.Sorted(maps.Keys(args)) {
-		texts = append(texts, args[name]...)
 	}
 	if sess.Lineage == nil {
 		sess.Lineage = &lineage.Index{}
 	}
 	sess.Lineage.Ask(requestID, texts)
+}
+
+// callTexts returns the texts of a toolCallRequest's arguments in name
+// order, under a rule set whose conditions read lineage; ok is false on
+// any other envelope or rule set.
+func (s *Set) callTexts(spec acs.MethodSpec, payload any) (texts []string, ok bool) {
+	if !s.usesLineage || ruleHook(spec) != "toolCallRequest" {
+		return nil, false
+	}
+	args := argumentTexts(payload)
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		texts = append(texts, args[name]...)
+	}
+	return texts, true
 }
