@@ -127,7 +127,8 @@ func (e *evalCtx) taintUnanswered() {
 // waits for its result, its output entering the session whether or not
 // the result is ever reported (pend); a call answered ask is remembered,
 // for its approval (asked); what a call carried that the session had not
-// seen is the model's own from now on (ownValues).
+// seen is remembered, to be the model's own once the call's own result
+// echoes it (ownValues).
 func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any, res Result, d acs.Disposition) {
 	if d == acs.Ask {
 		s.asked(sess, spec, requestID, payload)
