@@ -152,7 +152,7 @@ tests:
 // server the operator classes trusted_source does not; a part of a user's
 // message labelled as from elsewhere is not the user's own words
 // (testdata/sources.yaml, run over the default pack).
-func TestSourcesFailClosed(t *testing.T) { runOnDefault(t, "testdata/sources.yaml", 5) }
+func TestSourcesFailClosed(t *testing.T) { runOnDefault(t, "testdata/sources.yaml", 6) }
 
 // TestSubagentReturn: a value a subagent hands back in its subagentStop
 // summary is traced to that return, not taken for the parent's own: the

@@ -51,9 +51,9 @@ type Lineage struct {
 	// Tokens are up to 4 of the value's tokens found only in untrusted
 	// content (cut to 64 bytes).
 	Tokens []string
-	// Unknown: the index was full, or content entered that it never saw
-	// (Index.Unseen), and a token was seen nowhere; the value counts as
-	// untrusted.
+	// Unknown: the index was full, or content entered that it has not
+	// seen (Index.Unseen, Index.Miss), and a token was seen nowhere; the
+	// value counts as untrusted.
 	Unknown bool
 	// Named: every untrusted text of the value is, whole, a field of a
 	// structured untrusted output (fields.go) — a thing that output
@@ -271,7 +271,7 @@ func (ix *Index) classifyText(s string) Lineage {
 		}
 		return out
 	}
-	if (ix.Full || ix.Unseen) && seen < singles {
+	if (ix.Full || ix.unseen()) && seen < singles {
 		return Lineage{Origin: FromUntrusted, Unknown: true, Evidence: Unseen}
 	}
 	return Lineage{Origin: FromModel}

@@ -70,15 +70,19 @@ type Index struct {
 	// sorted, without duplicates.
 	typed []uint64
 	// own are the hashes of the tokens that matter which the model's own
-	// calls carried before the session saw them anywhere (AddOwn),
-	// sorted, without duplicates.
+	// calls carried before the session saw them anywhere (Carry,
+	// Answered), sorted, without duplicates.
 	own []uint64
 	// Full is set once a token was not kept for want of room.
 	Full bool
-	// Unseen is set once content entered the session that the index never
-	// saw: a call let through whose result was never reported. Like Full,
-	// it makes a value with a token seen nowhere untrusted.
+	// Unseen is set once content entered the session that the index will
+	// never see: more calls went unreported than missing holds (or a state
+	// of an earlier version said so). Like Full, it makes a value with a
+	// token seen nowhere untrusted, for good.
 	Unseen bool
+	// missing are the calls let through whose output entered the session
+	// before their results were reported (Miss), until the results arrive
+	// (Found): meanwhile the index is unseen too.
 	// asked are the calls answered ask, newest last: the tokens of their
 	// arguments, trusted once the call runs (Approve).
 	asked []callTokens
@@ -86,6 +90,8 @@ type Index struct {
 	// session had not seen (Carry), newest last, until their results
 	// arrive (Answered).
 	carried []callTokens
+	// missing: see Unseen (request ids only).
+	missing []callTokens
 }
 
 // callTokens are the tokens of a call's arguments, kept until its result
@@ -108,7 +114,37 @@ const (
 	// older one's are dropped (they stay what the contents make them).
 	MaxCarried       = 8
 	MaxCarriedTokens = 64
+	// MaxMissing calls whose output went unreported are remembered, until
+	// their results arrive; one more makes the index Unseen for good.
+	MaxMissing = 8
 )
+
+// Miss records that the output of the call requestID entered the session
+// unreported: the session moved on before its result came (calls run in
+// parallel, or an adapter that sends no results). Until the result
+// arrives (Found), a value with a token seen nowhere may have come from
+// it, so it counts as untrusted, as once the index is Full.
+func (ix *Index) Miss(requestID string) {
+	requestID = clip(requestID)
+	if slices.ContainsFunc(ix.missing, func(c callTokens) bool { return c.requestID == requestID }) {
+		return
+	}
+	if len(ix.missing) == MaxMissing {
+		ix.Unseen = true
+		return
+	}
+	ix.missing = append(ix.missing, callTokens{requestID: requestID})
+}
+
+// Found takes the result of the call requestID: if its output was
+// missing, the index now sees it.
+func (ix *Index) Found(requestID string) {
+	ix.missing = slices.DeleteFunc(ix.missing, func(c callTokens) bool { return c.requestID == requestID })
+}
+
+// unseen reports whether content entered the session that the index has
+// not seen: for good (Unseen), or until a missing result arrives.
+func (ix *Index) unseen() bool { return ix.Unseen || len(ix.missing) > 0 }
 
 type entry struct {
 	hash uint64
@@ -231,7 +267,7 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 // did not keep.
 // It reports whether it kept anything.
 func (ix *Index) Carry(requestID string, texts ...string) bool {
-	if ix.Full || ix.Unseen || requestID == "" {
+	if ix.Full || ix.unseen() || requestID == "" {
 		return false
 	}
 	var hs []uint64
@@ -267,7 +303,7 @@ func (ix *Index) Answered(requestID string) {
 	}
 	hs := ix.carried[i].hashes
 	ix.carried = slices.Delete(ix.carried, i, i+1)
-	if ix.Full || ix.Unseen {
+	if ix.Full || ix.unseen() {
 		return
 	}
 	fresh := hs[:0:0]
@@ -409,7 +445,7 @@ func (ix *Index) Clone() *Index {
 		return nil
 	}
 	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields), typed: slices.Clone(ix.typed), own: slices.Clone(ix.own),
-		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked), carried: slices.Clone(ix.carried)}
+		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked), carried: slices.Clone(ix.carried), missing: slices.Clone(ix.missing)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
 	}
@@ -433,6 +469,7 @@ type stored struct {
 	Unseen    bool        `json:"unseen,omitempty"`
 	Asked     []storedAsk `json:"asked,omitempty"`
 	Carried   []storedAsk `json:"carried,omitempty"`
+	Missing   []storedAsk `json:"missing,omitempty"`
 }
 
 type storedAsk struct {
@@ -510,7 +547,7 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 	for _, m := range [...]struct {
 		name  string
 		calls []callTokens
-	}{{"asked", ix.asked}, {"carried", ix.carried}} {
+	}{{"asked", ix.asked}, {"carried", ix.carried}, {"missing", ix.missing}} {
 		if len(m.calls) == 0 {
 			continue
 		}
@@ -632,6 +669,9 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if out.carried, err = readCalls(s.Carried, MaxCarried, MaxCarriedTokens, "carrying"); err != nil {
+		return err
+	}
+	if out.missing, err = readCalls(s.Missing, MaxMissing, 0, "missing"); err != nil {
 		return err
 	}
 	*ix = out

@@ -81,6 +81,9 @@ func (e *evalCtx) updateLineage() {
 	}
 	p, _ := e.in.Payload.(map[string]any)
 	if ref, _ := p["request_id_ref"].(string); e.hook == "toolCallResult" && ref != "" && e.sess.Lineage != nil {
+		// A result that comes after the session moved on: its output,
+		// indexed below, is no longer unseen.
+		e.sess.Lineage.Found(ref)
 		// What the call carried first and its output merely echoes is
 		// the model's own: taken before the output is indexed.
 		e.sess.Lineage.Answered(ref)

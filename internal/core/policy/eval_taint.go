@@ -111,12 +111,14 @@ func (e *evalCtx) taintUnanswered() {
 		}
 		setTaintHit(e.sess, u.Label, u.Hit)
 		if e.set.usesLineage {
-			// Its output entered unseen: lineage cannot tell a value
-			// taken from it from the model's own.
+			// Its output entered unseen: until its result arrives (calls
+			// run in parallel), if ever (an adapter that sends none),
+			// lineage cannot tell a value taken from it from the model's
+			// own.
 			if e.sess.Lineage == nil {
 				e.sess.Lineage = &lineage.Index{}
 			}
-			e.sess.Lineage.Unseen = true
+			e.sess.Lineage.Miss(u.Hit.RequestID)
 		}
 	}
 	e.sess.Unanswered = nil
