@@ -152,7 +152,20 @@ tests:
 // server the operator classes trusted_source does not; a part of a user's
 // message labelled as from elsewhere is not the user's own words
 // (testdata/sources.yaml, run over the default pack).
-func TestSourcesFailClosed(t *testing.T) { runOnDefault(t, "testdata/sources.yaml", 6) }
+func TestSourcesFailClosed(t *testing.T) {
+	for _, r := range runOnDefault(t, "testdata/sources.yaml", 6) {
+		if !strings.HasPrefix(r.Name, "calls run in parallel") {
+			continue
+		}
+		// Step 6, the mail while the page's result is missing: the
+		// question names the call whose output is not reported yet.
+		fetch := r.Outcomes[3].RequestID
+		res := r.Outcomes[5].Response
+		if res == nil || res.Result == nil || !strings.Contains(res.Result.Reasoning, "the output of request ["+fetch+"] is not reported yet") {
+			t.Errorf("the ask while the fetch %s is unreported does not name it: %+v", fetch, res)
+		}
+	}
+}
 
 // TestSubagentReturn: a value a subagent hands back in its subagentStop
 // summary is traced to that return, not taken for the parent's own: the
@@ -162,26 +175,27 @@ func TestSourcesFailClosed(t *testing.T) { runOnDefault(t, "testdata/sources.yam
 func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 3) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
-// each must pass, and want of them must have run.
-func runOnDefault(t *testing.T, file string, want int) {
+// each must pass, and want of them must have run. It returns their results.
+func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {
 	t.Helper()
 	rs, err := rulepack.Load(rulepack.DefaultPath, file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran := 0
+	var ran []ruletest.Result
 	for _, r := range ruletest.RunSet(newGuardian(t), rs) {
 		if r.File != file {
 			continue
 		}
-		ran++
+		ran = append(ran, r)
 		for _, f := range r.Failures {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if ran != want {
-		t.Fatalf("%d cases of %s ran, want %d", ran, file, want)
+	if len(ran) != want {
+		t.Fatalf("%d cases of %s ran, want %d", len(ran), file, want)
 	}
+	return ran
 }
 
 // TestAgentTree: taint follows the agent tree (issue 23, finding 3). With

@@ -142,6 +142,17 @@ func (ix *Index) Found(requestID string) {
 	ix.missing = slices.DeleteFunc(ix.missing, func(c callTokens) bool { return c.requestID == requestID })
 }
 
+// Missing returns the request ids of the calls whose output entered the
+// session unreported and whose results have not arrived (Miss), oldest
+// first.
+func (ix *Index) Missing() []string {
+	ids := make([]string, len(ix.missing))
+	for i, c := range ix.missing {
+		ids[i] = c.requestID
+	}
+	return ids
+}
+
 // unseen reports whether content entered the session that the index has
 // not seen: for good (Unseen), or until a missing result arrives.
 func (ix *Index) unseen() bool { return ix.Unseen || len(ix.missing) > 0 }

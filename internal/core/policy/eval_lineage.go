@@ -39,7 +39,9 @@ type LineageView struct {
 	Origin string `cel:"origin"`
 	// RequestIDs, Tools and ProvenanceIDs name the untrusted contents the
 	// value came from: the envelopes that brought them, the tools whose
-	// output they were, their provenance ids where they had one.
+	// output they were, their provenance ids where they had one. For an
+	// Unknown value, RequestIDs are the calls whose output the session has
+	// not seen yet.
 	RequestIDs    []string `cel:"request_ids"`
 	Tools         []string `cel:"tools"`
 	ProvenanceIDs []string `cel:"provenance_ids"`
@@ -294,6 +296,11 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 		}
 		if view.Tokens == nil {
 			view.Tokens = []string{}
+		}
+		if l.Unknown {
+			// Nothing to cite but the calls whose output the session has
+			// not seen yet (none when the index is full).
+			view.RequestIDs = append(view.RequestIDs, ix.Missing()...)
 		}
 		for _, i := range l.Sources {
 			s := ix.Sources[i]
