@@ -30,7 +30,7 @@ const (
 	// trusted sources kept.
 	MaxTrusted = 2048
 	// MaxOwn is the number of distinct tokens that matter kept of the
-	// model's own calls (AddOwn); later ones are not kept, and a later
+	// model's own calls (Answered); later ones are not kept, and a later
 	// content that echoes them then traces them as it would (fail
 	// closed).
 	MaxOwn = 1024
@@ -80,9 +80,6 @@ type Index struct {
 	// of an earlier version said so). Like Full, it makes a value with a
 	// token seen nowhere untrusted, for good.
 	Unseen bool
-	// missing are the calls let through whose output entered the session
-	// before their results were reported (Miss), until the results arrive
-	// (Found): meanwhile the index is unseen too.
 	// asked are the calls answered ask, newest last: the tokens of their
 	// arguments, trusted once the call runs (Approve).
 	asked []callTokens
@@ -90,7 +87,9 @@ type Index struct {
 	// session had not seen (Carry), newest last, until their results
 	// arrive (Answered).
 	carried []callTokens
-	// missing: see Unseen (request ids only).
+	// missing are the calls let through whose output entered the session
+	// before their results were reported (Miss), until the results arrive
+	// (Found): meanwhile the index is unseen too. Request ids only.
 	missing []callTokens
 }
 
@@ -139,6 +138,7 @@ func (ix *Index) Miss(requestID string) {
 // Found takes the result of the call requestID: if its output was
 // missing, the index now sees it.
 func (ix *Index) Found(requestID string) {
+	requestID = clip(requestID)
 	ix.missing = slices.DeleteFunc(ix.missing, func(c callTokens) bool { return c.requestID == requestID })
 }
 
@@ -275,8 +275,7 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 // and its result (an adapter that reports a result late) gives what it
 // holds as any content does. Nothing is kept once the index is Full or
 // Unseen: a token seen nowhere may then have come from content the index
-// did not keep.
-// It reports whether it kept anything.
+// did not keep. It reports whether it kept anything.
 func (ix *Index) Carry(requestID string, texts ...string) bool {
 	if ix.Full || ix.unseen() || requestID == "" {
 		return false
