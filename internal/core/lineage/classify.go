@@ -186,8 +186,9 @@ func (ix *Index) classifyText(s string) Lineage {
 		}
 	}
 	// A token that matters, found only in untrusted content.
+	minor := minorParts(toks)
 	for _, t := range toks {
-		if t.k != matter || ix.isTrusted(t.hash) || ix.isOwn(t.hash) || minorPart(t, toks) {
+		if t.k != matter || ix.isTrusted(t.hash) || ix.isOwn(t.hash) || minor[t.text] {
 			continue
 		}
 		if src, ok := ix.untrustedSource(t.hash); ok {
@@ -277,21 +278,34 @@ func (ix *Index) classifyText(s string) Lineage {
 	return Lineage{Origin: FromModel}
 }
 
-// minorPart reports whether t is a short run of digits inside a longer
-// token that matters of the same value — the year of a date, a group of
-// a phone number: what untrusted content shares with the value is then
-// the whole, or nothing. A page that says "2024" has not given the date
-// 2024-05-05; a page that gives the date is found by the date.
-func minorPart(t tok, toks []tok) bool {
-	if len(t.text) > minMatter || strings.ContainsFunc(t.text, func(r rune) bool { return !unicode.IsDigit(r) }) {
-		return false
-	}
+// minorParts are the short runs of digits inside the value's longer
+// tokens that matter — the year of a date, a group of a phone number:
+// what untrusted content shares with the value is then the whole, or
+// nothing. A page that says "2024" has not given the date 2024-05-05; a
+// page that gives the date is found by the date. Every window of
+// minMatter digits of a longer token is one, so a value is read once,
+// not once per short number in it.
+func minorParts(toks []tok) map[string]bool {
+	var minor map[string]bool
 	for _, o := range toks {
-		if o.k == matter && len(o.text) > len(t.text) && strings.Contains(o.text, t.text) {
-			return true
+		if o.k != matter || len(o.text) <= minMatter {
+			continue
+		}
+		run := 0 // digits ending at i
+		for i := 0; i < len(o.text); i++ {
+			if c := o.text[i]; c < '0' || c > '9' {
+				run = 0
+				continue
+			}
+			if run++; run >= minMatter {
+				if minor == nil {
+					minor = map[string]bool{}
+				}
+				minor[o.text[i+1-minMatter:i+1]] = true
+			}
 		}
 	}
-	return false
+	return minor
 }
 
 // assembled reports whether the identifier id (seen nowhere whole) is
