@@ -359,16 +359,16 @@ func (e *evalCtx) lineageData() map[string]any {
 	return out
 }
 
-// ownValues remembers, under a rule set whose conditions read lineage,
-// the tokens that matter of a toolCallRequest's arguments that the
-// session had not seen: the model wrote them first (lineage.Index.Carry),
-// so the call's own output, which echoes them — the event it created,
-// the booking it confirms — does not trace them to itself. Called once
-// the call is decided, so the call itself was traced as it came. A
-// session gets an index only once there is something to keep.
-func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
-	texts, ok := s.callTexts(spec, payload)
-	if !ok || len(texts) == 0 {
+// ownValues remembers, under a rule set whose conditions read lineage
+// (texts from callTexts), the tokens that matter of a toolCallRequest's
+// arguments that the session had not seen: the model wrote them first
+// (lineage.Index.Carry), so the call's own output, which echoes them —
+// the event it created, the booking it confirms — does not trace them to
+// itself. Called once the call is decided, so the call itself was traced
+// as it came. A session gets an index only once there is something to
+// keep.
+func (s *Set) ownValues(sess *turnstate.Session, requestID string, texts []string) {
+	if len(texts) == 0 {
 		return
 	}
 	ix := sess.Lineage
@@ -381,14 +381,10 @@ func (s *Set) ownValues(sess *turnstate.Session, spec acs.MethodSpec, requestID 
 }
 
 // asked remembers a toolCallRequest the decision answered ask, under a
-// rule set whose conditions read lineage: when its result arrives — the
+// rule set whose conditions read lineage (texts from callTexts): when its result arrives — the
 // human let it run — its argument values are trusted for the rest of the
 // session (updateLineage), so the same value is not asked about again.
-func (s *Set) asked(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any) {
-	texts, ok := s.callTexts(spec, payload)
-	if !ok {
-		return
-	}
+func (s *Set) asked(sess *turnstate.Session, requestID string, texts []string) {
 	if sess.Lineage == nil {
 		sess.Lineage = &lineage.Index{}
 	}

@@ -132,10 +132,12 @@ func (e *evalCtx) taintUnanswered() {
 // seen is remembered, to be the model's own once the call's own result
 // echoes it (ownValues).
 func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any, res Result, d acs.Disposition) {
-	if d == acs.Ask {
-		s.asked(sess, spec, requestID, payload)
+	if texts, ok := s.callTexts(spec, payload); ok {
+		if d == acs.Ask {
+			s.asked(sess, requestID, texts)
+		}
+		s.ownValues(sess, requestID, texts)
 	}
-	s.ownValues(sess, spec, requestID, payload)
 	if d != acs.Deny {
 		pend(sess, res)
 		rememberFiles(sess, res.Files)
