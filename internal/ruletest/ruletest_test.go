@@ -171,8 +171,9 @@ func TestSourcesFailClosed(t *testing.T) {
 // summary is traced to that return, not taken for the parent's own: the
 // default pack asks about a mail to an address the child read on a page;
 // and a subagent's prompt is the parent model's words, so a command in it
-// is not one a user typed (testdata/subagent-return.yaml).
-func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 3) }
+// is not one a user typed — also when the child's session began before
+// the spawn linked it (testdata/subagent-return.yaml).
+func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 4) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.

@@ -114,8 +114,16 @@ func (s *Store) Load(ctx context.Context, key string) (*turnstate.Session, *Outb
 // must not exist yet) and returns the new revision. A moved revision is
 // ErrConflict.
 func (s *Store) Save(ctx context.Context, sess *turnstate.Session, rev uint64) (uint64, error) {
+	return s.SaveKeeping(ctx, sess, nil, rev)
+}
+
+// SaveKeeping is Save for a state changed by someone other than its
+// session's worker: the value keeps out, the outbox Load returned with it,
+// so that the publications of the session's last batch are still found
+// there (and published after a crash) as if the worker had written it.
+func (s *Store) SaveKeeping(ctx context.Context, sess *turnstate.Session, out *Outbox, rev uint64) (uint64, error) {
 	key := sess.Key()
-	val, err := s.sealSession(key, sess, nil)
+	val, err := s.sealSession(key, sess, out)
 	if err != nil {
 		return 0, err
 	}

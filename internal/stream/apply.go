@@ -440,6 +440,11 @@ func (w *worker) createSpawned(ctx context.Context, b *batch) error {
 		if err != nil {
 			return err
 		}
+		if !created {
+			if created, err = w.adopt(ctx, s); err != nil {
+				return err
+			}
+		}
 		if created {
 			// Whichever of the batch's workers may hold it.
 			for _, o := range b.owners {
@@ -448,6 +453,42 @@ func (w *worker) createSpawned(ctx context.Context, b *batch) error {
 		}
 	}
 	return nil
+}
+
+// maxAdoptAttempts bounds adopt's compare-and-set retries against the
+// subagent's own worker; past them the batch is decided again.
+const maxAdoptAttempts = 8
+
+// adopt links a subagent whose session began before the spawn was applied
+// (turnstate.Session.Adopt): written over its stored revision, with the
+// outbox it has, so that the subagent's worker, whose next write then
+// conflicts, decides its pending envelopes again from the linked state. It
+// reports whether it wrote. A state that does not verify is left to its
+// worker, which rebuilds it from the stream (the spawn included).
+func (w *worker) adopt(ctx context.Context, spawned *turnstate.Session) (bool, error) {
+	key := spawned.Key()
+	for range maxAdoptAttempts {
+		s, out, rev, err := w.store.Load(ctx, key)
+		if ie := (*statestore.IntegrityError)(nil); errors.As(err, &ie) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("adopt subagent %s: %w", key, err)
+		}
+		if s == nil || !s.Adopt(spawned) {
+			return false, nil
+		}
+		if _, err = w.store.SaveKeeping(ctx, s, out, rev); errors.Is(err, statestore.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("adopt subagent %s: %w", key, err)
+		}
+		w.log.Info().Str("session", key).Str("parent", spawned.Parent.SessionID).
+			Msg("subagent session begun before its spawn was applied: linked to its parent, with the parent's live taints")
+		return true, nil
+	}
+	return false, fmt.Errorf("adopt subagent %s: %w", key, errConflict)
 }
 
 // sessionWrites encodes the write of every session the batch changed or

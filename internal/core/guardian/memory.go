@@ -49,8 +49,14 @@ func (m *Memory) Decide(g *Guardian, rs *policy.Set, route acs.Route, msg Messag
 		m.Agents[out.Agent.Key()] = out.Agent
 	}
 	if s := out.Spawned; s != nil {
-		if _, exists := m.Sessions[s.Key()]; !exists {
+		switch child, exists := m.Sessions[s.Key()]; {
+		case !exists:
 			m.Sessions[s.Key()] = s
+		case child != nil:
+			// Begun before the spawn: linked now, as the processor does.
+			if adopted := child.Clone(); adopted.Adopt(s) {
+				m.Sessions[s.Key()] = adopted
+			}
 		}
 	}
 	return out

@@ -247,7 +247,24 @@ func (ix *Index) addTrustedHashes(hs []uint64) {
 
 // AddUntrusted indexes the tokens of untrusted content src brought.
 func (ix *Index) AddUntrusted(text string, src Source) {
-	hs := tokenHashes(text)
+	ix.addUntrustedHashes(tokenHashes(text), src)
+}
+
+// Distrust makes what the index took for the user's words untrusted
+// content of src: a session found to be a subagent's only after its first
+// messages were indexed (turnstate.Session.Adopt) was told them by its
+// parent model; no user typed them. The tokens of sources the catalog
+// trusts go with them, as the index does not tell the two apart (fail
+// closed), and no span counts as typed any more.
+func (ix *Index) Distrust(src Source) {
+	hs := ix.trusted
+	ix.trusted, ix.typed = nil, nil
+	ix.addUntrustedHashes(hs, src)
+}
+
+// addUntrustedHashes merges sorted, distinct hashes src brought into the
+// untrusted set.
+func (ix *Index) addUntrustedHashes(hs []uint64, src Source) {
 	if len(hs) == 0 {
 		return
 	}

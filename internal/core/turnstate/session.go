@@ -181,6 +181,46 @@ func (s *Session) RememberSubagent(id string) {
 	}
 }
 
+// Adopt links this session, begun before the subagentStart that announces
+// it was applied, to that spawn, as if the spawn had created it: spawned
+// is the first state the spawn made (Result.Spawned, with the taints the
+// parent had live; policy inherits them). The taints are anchored at this
+// session's newest turn and envelope, so their windows run from now; what
+// the session indexed as a user's words is its parent model's (lineage
+// Distrust). A session that is linked already, or belongs to another
+// caller, is left alone; so are the decisions taken before. It reports
+// whether it changed the session.
+func (s *Session) Adopt(spawned *Session) bool {
+	p := spawned.Parent
+	if s.Parent != nil || p == nil || p.SessionID == s.SessionID || s.Caller != "" && s.Caller != spawned.Caller {
+		return false
+	}
+	link := *p
+	s.Parent = &link
+	s.Caller = spawned.Caller
+	turn := s.TurnsStarted
+	for _, t := range s.OpenTurns {
+		turn = max(turn, t.Index)
+	}
+	for id, t := range spawned.Taints {
+		last := t.Last.clone()
+		last.Turn, last.Step = turn, s.Envelopes
+		if own := s.Taints[id]; own != nil {
+			own.Last, own.Hits = last, own.Hits+1
+			continue
+		}
+		if s.Taints == nil {
+			s.Taints = map[string]*Taint{}
+		}
+		first := last.clone()
+		s.Taints[id] = &Taint{First: first, Last: last, Hits: 1}
+	}
+	if s.Lineage != nil {
+		s.Lineage.Distrust(lineage.Source{RequestID: link.RequestID, Hook: "subagentStart", Tool: "parent " + link.SessionID})
+	}
+	return true
+}
+
 // Spawned reports whether child is a subagent session of this one: linked
 // to it, or remembered among the subagents it spawned.
 func (s *Session) Spawned(child *Session) bool {

@@ -281,6 +281,63 @@ func TestSubagentStartSpawnsALinkedSession(t *testing.T) {
 	}
 }
 
+// Adopt links a session begun before its spawn was applied, with the
+// parent's live taints anchored at the child's newest turn and envelope;
+// a linked session, another caller's, or the parent itself is left alone.
+func TestAdopt(t *testing.T) {
+	spawned := func() *turnstate.Session {
+		sp := turnstate.New("acme", "child")
+		sp.Parent = &turnstate.ParentLink{SessionID: "parent", TurnID: "T", RequestID: "spawn-1"}
+		sp.Caller = "nats:A"
+		hit := turnstate.TaintHit{Seq: 7, Hook: "toolCallResult", Tool: "WebFetch", Session: "parent"}
+		sp.Taints = map[string]*turnstate.Taint{"untrusted_content": {First: hit, Last: hit, Hits: 1}}
+		return sp
+	}
+	child := func(caller string, linked bool) *turnstate.Session {
+		c := turnstate.New("acme", "child")
+		c.Caller, c.TurnsStarted, c.Envelopes = caller, 3, 11
+		c.OpenTurns = []turnstate.Turn{{TurnID: "c4", Index: 4}}
+		if linked {
+			c.Parent = &turnstate.ParentLink{SessionID: "other"}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name  string
+		child *turnstate.Session
+		want  bool
+	}{
+		{"unlinked, same caller", child("nats:A", false), true},
+		{"unlinked, caller not bound yet", child("", false), true},
+		{"linked already", child("nats:A", true), false},
+		{"another caller's", child("nats:B", false), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.child.Clone()
+			if got := tc.child.Adopt(spawned()); got != tc.want {
+				t.Fatalf("Adopt: %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				if tc.child.Parent != nil && *tc.child.Parent != *before.Parent || len(tc.child.Taints) != 0 {
+					t.Errorf("changed a session it did not adopt: %+v", tc.child)
+				}
+				return
+			}
+			if tc.child.Parent == nil || tc.child.Parent.SessionID != "parent" || tc.child.Caller != "nats:A" {
+				t.Errorf("link %+v, caller %q", tc.child.Parent, tc.child.Caller)
+			}
+			taint := tc.child.Taints["untrusted_content"]
+			if taint == nil || taint.Last.Turn != 4 || taint.Last.Step != 11 || taint.Last.Session != "parent" || taint.Last.Tool != "WebFetch" {
+				t.Errorf("inherited taint %+v, want the parent's evidence anchored at turn 4, step 11", taint)
+			}
+		})
+	}
+	self := turnstate.New("acme", "parent")
+	if self.Adopt(spawned()) {
+		t.Error("a session adopted itself")
+	}
+}
+
 func TestBoundedHistory(t *testing.T) {
 	sess := turnstate.New("t", "s")
 	var s stepper
