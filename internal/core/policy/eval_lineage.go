@@ -158,24 +158,31 @@ func (e *evalCtx) updateLineage() {
 // content, so that neither its values nor its commands pass for ones the
 // user typed. A part without provenance is the user's — except in a
 // subagent's session, whose messages are its parent model's words (the
-// task it was handed, perhaps a page's command), not a user's.
+// task it was handed, perhaps a page's command), not a user's; and in a
+// turn an external event opened (turnStart triggered_by external_event: a
+// webhook, a queue message, an incoming mail), where an unlabelled
+// message is what the event brought.
 func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 	parts, _ := p["content"].([]any)
+	event := e.externalEventTurn()
 	for _, part := range parts {
 		m, _ := part.(map[string]any)
 		var texts []string
 		scalars(m, &texts)
 		prov, _ := m["provenance"].(map[string]any)
 		origin, _ := prov["origin"].(string)
-		if e.sess.Parent == nil && (origin == "" || origin == "user_input" || origin == "system") {
+		if e.sess.Parent == nil && (origin == "" && !event || origin == "user_input" || origin == "system") {
 			for _, t := range texts {
 				ix.AddTrusted(t)
 			}
 			continue
 		}
 		from := "user message part (" + origin + ")"
-		if e.sess.Parent != nil {
+		switch {
+		case e.sess.Parent != nil:
 			from = "parent " + e.sess.Parent.SessionID
+		case origin == "":
+			from = "external event"
 		}
 		id, _ := prov["provenance_id"].(string)
 		src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
@@ -184,6 +191,13 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 			ix.AddUntrusted(t, src)
 		}
 	}
+}
+
+// externalEventTurn reports whether the envelope's turn was opened by an
+// external event.
+func (e *evalCtx) externalEventTurn() bool {
+	t := e.sess.OpenTurn(e.in.Req.Params.Metadata.TurnID)
+	return t != nil && t.TriggeredBy == "external_event"
 }
 
 // fieldValues appends every scalar under v and every key of its objects.
