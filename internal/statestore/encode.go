@@ -208,6 +208,7 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 	}
 	e.optString(`"caller":`, s.Caller)
 	e.optStrings(`"subagents":`, s.Subagents)
+	e.optString(`"activated_by":`, s.ActivatedBy)
 	e.key(`"turns_started":`)
 	e.int(s.TurnsStarted)
 	e.key(`"open_turns":`)

@@ -69,6 +69,7 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 	res := Result{Turn: e.turn}
 	e.prov = e.provenance()
 	res.Provenance = e.prov
+	e.noteActivation()
 	e.updateTaints(&res)
 	if s.usesLineage {
 		e.updateLineage()
@@ -385,7 +386,7 @@ func (e *evalCtx) sessionView() SessionView {
 	s := e.sess
 	return SessionView{ID: s.SessionID, Tenant: s.Tenant, AgentID: s.AgentID, Started: s.Started,
 		Envelopes: int64(s.Envelopes), TurnsStarted: int64(s.TurnsStarted), OpenTurns: int64(len(s.OpenTurns)),
-		ProvenanceSeen: s.Provenance != nil && s.Provenance.Seen}
+		ProvenanceSeen: s.Provenance != nil && s.Provenance.Seen, ActivatedBy: s.ActivatedBy}
 }
 
 func (e *evalCtx) turnView() TurnView {

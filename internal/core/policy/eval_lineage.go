@@ -158,20 +158,27 @@ func (e *evalCtx) updateLineage() {
 // content, so that neither its values nor its commands pass for ones the
 // user typed. A part without provenance is the user's — except in a
 // subagent's session, whose messages are its parent model's words (the
-// task it was handed, perhaps a page's command), not a user's; and in a
-// turn an external event opened (turnStart triggered_by external_event: a
-// webhook, a queue message, an incoming mail), where an unlabelled
-// message is what the event brought.
+// task it was handed, perhaps a page's command), not a user's; and, unless
+// labelled, in a session a peer agent or an external event activated
+// (Session.ActivatedBy) or a turn an external event opened (turnStart
+// triggered_by external_event: a webhook, a queue message, an incoming
+// mail), where a message is what the peer or the event sent.
 func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 	parts, _ := p["content"].([]any)
-	event := e.externalEventTurn()
+	var event string
+	switch {
+	case e.sess.ActivatedBy != "":
+		event = e.sess.ActivatedBy + " trigger"
+	case e.externalEventTurn():
+		event = "external event"
+	}
 	for _, part := range parts {
 		m, _ := part.(map[string]any)
 		var texts []string
 		scalars(m, &texts)
 		prov, _ := m["provenance"].(map[string]any)
 		origin, _ := prov["origin"].(string)
-		if e.sess.Parent == nil && (origin == "" && !event || origin == "user_input" || origin == "system") {
+		if e.sess.Parent == nil && (origin == "" && event == "" || origin == "user_input" || origin == "system") {
 			for _, t := range texts {
 				ix.AddTrusted(t)
 			}
@@ -182,7 +189,7 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 		case e.sess.Parent != nil:
 			from = "parent " + e.sess.Parent.SessionID
 		case origin == "":
-			from = "external event"
+			from = event
 		}
 		id, _ := prov["provenance_id"].(string)
 		src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
@@ -190,6 +197,18 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 		for _, t := range texts {
 			ix.AddUntrusted(t, src)
 		}
+	}
+}
+
+// noteActivation records an agentTrigger that activates the session for a
+// peer agent or an external event (Session.ActivatedBy; the first one).
+func (e *evalCtx) noteActivation() {
+	if e.hook != "agentTrigger" || e.sess.ActivatedBy != "" {
+		return
+	}
+	p, _ := e.in.Payload.(map[string]any)
+	if t, _ := p["trigger_type"].(string); t == "a2a_inbound" || t == "external_event" {
+		e.sess.ActivatedBy = t
 	}
 }
 

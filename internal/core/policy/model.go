@@ -51,6 +51,10 @@ type SessionView struct {
 	TurnsStarted   int64  `cel:"turns_started"`
 	OpenTurns      int64  `cel:"open_turns"`
 	ProvenanceSeen bool   `cel:"provenance_seen"`
+	// ActivatedBy: a2a_inbound or external_event when an agentTrigger of
+	// that type activated the session (turnstate.Session.ActivatedBy),
+	// else empty.
+	ActivatedBy string `cel:"activated_by"`
 }
 
 // TurnView is the turn the envelope belongs to (or opened, or closed).

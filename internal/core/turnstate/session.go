@@ -62,6 +62,12 @@ type Session struct {
 	// before the spawn was applied has no Parent link, and is still this
 	// session's to take taint back from.
 	Subagents []string `json:"subagents,omitempty"`
+	// ActivatedBy is the trigger_type of the first agentTrigger that
+	// activated the session for someone other than a user — a2a_inbound
+	// (a peer agent) or external_event (a webhook, a queue message, an
+	// incoming mail) — set by the rules (policy): the session's messages
+	// are then that peer's or event's, not a user's words.
+	ActivatedBy string `json:"activated_by,omitempty"`
 
 	// TurnsStarted counts the turns that count toward windows: a turn,
 	// opened by turnStart or implicitly (see Turn.Implicit), counts once a
