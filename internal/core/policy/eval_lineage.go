@@ -159,18 +159,23 @@ func (e *evalCtx) updateLineage() {
 // user typed. A part without provenance is the user's — except in a
 // subagent's session, whose messages are its parent model's words (the
 // task it was handed, perhaps a page's command), not a user's; and, unless
-// labelled, in a session a peer agent or an external event activated
-// (Session.ActivatedBy) or a turn an external event opened (turnStart
-// triggered_by external_event: a webhook, a queue message, an incoming
-// mail), where a message is what the peer or the event sent.
+// labelled, a file the message attaches (a part of type file: what the
+// file says, not what the user typed), and any part in a session a peer
+// agent or an external event activated (Session.ActivatedBy) or a turn an
+// external event opened (turnStart triggered_by external_event: a
+// webhook, a queue message, an incoming mail), where a message is what
+// the peer or the event sent.
 func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 	parts, _ := p["content"].([]any)
-	var event string
+	// Whom an unlabelled part is from: "" for the user.
+	var sender string
 	switch {
+	case e.sess.Parent != nil:
+		sender = "parent " + e.sess.Parent.SessionID
 	case e.sess.ActivatedBy != "":
-		event = e.sess.ActivatedBy + " trigger"
+		sender = e.sess.ActivatedBy + " trigger"
 	case e.externalEventTurn():
-		event = "external event"
+		sender = "external event"
 	}
 	for _, part := range parts {
 		m, _ := part.(map[string]any)
@@ -178,18 +183,18 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 		scalars(m, &texts)
 		prov, _ := m["provenance"].(map[string]any)
 		origin, _ := prov["origin"].(string)
-		if e.sess.Parent == nil && (origin == "" && event == "" || origin == "user_input" || origin == "system") {
+		from := sender
+		if typ, _ := m["type"].(string); from == "" && typ == "file" {
+			from = "attached file"
+		}
+		if e.sess.Parent == nil && (origin == "" && from == "" || origin == "user_input" || origin == "system") {
 			for _, t := range texts {
 				ix.AddTrusted(t)
 			}
 			continue
 		}
-		from := "user message part (" + origin + ")"
-		switch {
-		case e.sess.Parent != nil:
-			from = "parent " + e.sess.Parent.SessionID
-		case origin == "":
-			from = event
+		if origin != "" && e.sess.Parent == nil {
+			from = "user message part (" + origin + ")"
 		}
 		id, _ := prov["provenance_id"].(string)
 		src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
