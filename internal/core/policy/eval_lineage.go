@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/lineage"
@@ -95,10 +96,12 @@ func (e *evalCtx) updateLineage() {
 		}
 	}
 	var texts []string
+	media := false
 	for _, key := range []string{"content", "outputs", "results", "summary", "trigger_source"} {
 		scalars(p[key], &texts)
+		media = media || e.hook != "userMessage" && holdsMedia(p[key])
 	}
-	if len(texts) == 0 {
+	if len(texts) == 0 && !media {
 		return
 	}
 	if e.sess.Lineage == nil {
@@ -119,6 +122,11 @@ func (e *evalCtx) updateLineage() {
 			ix.AddTrusted(t)
 		}
 		return
+	}
+	if media {
+		// An image or a recording: the model reads what it shows, the
+		// index cannot, so a value seen nowhere may come from it.
+		ix.Unseen = true
 	}
 	src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
 		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes)}
@@ -193,6 +201,9 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 			}
 			continue
 		}
+		if holdsMedia(m) {
+			ix.Unseen = true // as for a tool's image (updateLineage)
+		}
 		if origin != "" && e.sess.Parent == nil {
 			from = "user message part (" + origin + ")"
 		}
@@ -222,6 +233,59 @@ func (e *evalCtx) noteActivation() {
 func (e *evalCtx) externalEventTurn() bool {
 	t := e.sess.OpenTurn(e.in.Req.Params.Metadata.TurnID)
 	return t != nil && t.TriggeredBy == "external_event"
+}
+
+// holdsMedia reports whether v holds an image, a recording or a video, in
+// the shapes agents pass them on: a content block whose type says so and
+// that carries it (Anthropic's and MCP's image and audio, OpenAI's
+// image_url, input_image and input_audio, ACS userMessage's image and
+// audio parts), data or a blob of a MIME type of that kind (MCP), or a
+// data URI. A record that merely names such a file (a listing's
+// mimeType) is not one.
+func holdsMedia(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return mediaDataURI(x)
+	case []any:
+		return slices.ContainsFunc(x, holdsMedia)
+	case map[string]any:
+		if t, _ := x["type"].(string); mediaBlock(t) && hasAny(x, "data", "source", "value", "url", "image_url", "input_audio", "blob") {
+			return true
+		}
+		for _, k := range []string{"mimeType", "mime_type", "media_type", "mediaType"} {
+			if mt, _ := x[k].(string); mediaMIME(mt) && hasAny(x, "data", "blob") {
+				return true
+			}
+		}
+		for k, item := range x {
+			if k != "provenance" && holdsMedia(item) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasAny(m map[string]any, keys ...string) bool {
+	return slices.ContainsFunc(keys, func(k string) bool { _, ok := m[k]; return ok })
+}
+
+func mediaBlock(t string) bool {
+	switch strings.ToLower(t) {
+	case "image", "audio", "video", "image_url", "input_image", "input_audio":
+		return true
+	}
+	return false
+}
+
+func mediaMIME(mt string) bool {
+	mt = strings.ToLower(mt)
+	return strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/")
+}
+
+func mediaDataURI(s string) bool {
+	const scheme = "data:"
+	return len(s) > len(scheme) && strings.EqualFold(s[:len(scheme)], scheme) && mediaMIME(s[len(scheme):])
 }
 
 // fieldValues appends every scalar under v and every key of its objects.
