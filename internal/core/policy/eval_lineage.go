@@ -235,13 +235,14 @@ func (e *evalCtx) externalEventTurn() bool {
 	return t != nil && t.TriggeredBy == "external_event"
 }
 
-// holdsMedia reports whether v holds an image, a recording or a video, in
-// the shapes agents pass them on: a content block whose type says so and
-// that carries it (Anthropic's and MCP's image and audio, OpenAI's
-// image_url, input_image and input_audio, ACS userMessage's image and
-// audio parts), data or a blob of a MIME type of that kind (MCP), or a
-// data URI. A record that merely names such a file (a listing's
-// mimeType) is not one.
+// holdsMedia reports whether v holds an image, a recording, a video or a
+// PDF — what a model reads and lineage cannot — in the shapes agents pass
+// them on: a content block whose type says so and that carries it
+// (Anthropic's and MCP's image and audio, Anthropic's document, OpenAI's
+// image_url, input_image, input_audio and input_file, ACS userMessage's
+// image and audio parts), data or a blob of a MIME type of that kind
+// (MCP), or a data URI. A record that merely names such a file (a
+// listing's mimeType) is not one.
 func holdsMedia(v any) bool {
 	switch x := v.(type) {
 	case string:
@@ -249,7 +250,7 @@ func holdsMedia(v any) bool {
 	case []any:
 		return slices.ContainsFunc(x, holdsMedia)
 	case map[string]any:
-		if t, _ := x["type"].(string); mediaBlock(t) && hasAny(x, "data", "source", "value", "url", "image_url", "input_audio", "blob") {
+		if t, _ := x["type"].(string); mediaBlock(t) && hasAny(x, "data", "source", "value", "url", "image_url", "input_audio", "file_data", "file_id", "blob") {
 			return true
 		}
 		for _, k := range []string{"mimeType", "mime_type", "media_type", "mediaType"} {
@@ -272,7 +273,7 @@ func hasAny(m map[string]any, keys ...string) bool {
 
 func mediaBlock(t string) bool {
 	switch strings.ToLower(t) {
-	case "image", "audio", "video", "image_url", "input_image", "input_audio":
+	case "image", "audio", "video", "document", "image_url", "input_image", "input_audio", "input_file":
 		return true
 	}
 	return false
@@ -280,7 +281,7 @@ func mediaBlock(t string) bool {
 
 func mediaMIME(mt string) bool {
 	mt = strings.ToLower(mt)
-	return strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/")
+	return strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/") || strings.HasPrefix(mt, "application/pdf")
 }
 
 func mediaDataURI(s string) bool {
