@@ -114,9 +114,10 @@ func (e *evalCtx) updateLineage() {
 	}
 	tool := e.toolView()
 	// A user's activation is the user's words, but not in a subagent's
-	// session, where the "user" is its parent model (indexUserMessage).
+	// session, where the "user" is its parent model, nor in one a peer or
+	// an event activated (indexUserMessage).
 	trusted := e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) ||
-		e.hook == "agentTrigger" && p["trigger_type"] == "user_message" && e.sess.Parent == nil
+		e.hook == "agentTrigger" && p["trigger_type"] == "user_message" && e.sess.Parent == nil && e.sess.ActivatedBy == ""
 	if trusted {
 		for _, t := range texts {
 			ix.AddTrusted(t)
