@@ -245,44 +245,7 @@ func TestSubagentBegunBeforeItsSpawn(t *testing.T) {
 	cfg := testConfig()
 	startProcessor(t, srv, cfg)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
-	var built scenario.Built
-	var parentPartition int
-	for n := 0; ; n++ {
-		var sc scenario.Scenario
-		if err := yaml.Unmarshal(fmt.Appendf(nil, unlinkedScenario, fmt.Sprintf("unlinked-%d", n)), &sc); err != nil {
-			t.Fatal(err)
-		}
-		if err := sc.Prepare(false); err != nil {
-			t.Fatal(err)
-		}
-		parentPartition = partitionOf("default", sc.SessionID("main"), cfg.Topology.Partitions)
-		if parentPartition == partitionOf("default", sc.SessionID("child"), cfg.Topology.Partitions) {
-			continue
-		}
-		var err error
-		if built, err = sc.Build(); err != nil {
-			t.Fatal(err)
-		}
-		break
-	}
-	for _, m := range built.Messages[:2] {
-		w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
-	}
-	ctx := context.Background()
-	held := acs.PartitionConsumer(parentPartition)
-	if _, err := js.PauseConsumer(ctx, acs.HooksStream, held, time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	spawn := natstest.Publish(t, js, built.Messages[2].Subject, built.Messages[2].Data)
-	for _, m := range built.Messages[3:5] {
-		w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
-	}
-	if _, err := js.ResumeConsumer(ctx, acs.HooksStream, held); err != nil {
-		t.Fatal(err)
-	}
-	if got := decisionOf(t, w.decision(t, spawn).Data); got != "allow" {
-		t.Fatalf("subagentStart: %s, want allow", got)
-	}
+	built := spawnWhileHeld(t, js, w, unlinkedScenario, "unlinked", cfg.Topology.Partitions, 2, 2)
 	w.decision(t, natstest.Publish(t, js, built.Messages[5].Subject, built.Messages[5].Data))
 	bash := built.Messages[6]
 	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
@@ -330,26 +293,41 @@ func TestSubagentAdoptedAtItsSpawn(t *testing.T) {
 	}
 	startProcessorWith(t, srv, cfg, rs)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
+	built := spawnWhileHeld(t, js, w, adoptedScenario, "adopted", cfg.Topology.Partitions, 3, 3)
+	bash := built.Messages[7]
+	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
+		t.Errorf("the child's Bash of the page's command after the spawn linked it: %s, want deny", got)
+	}
+}
+
+// spawnWhileHeld builds a scenario of tmpl (a parent and its child, named
+// after name, in different partitions), decides its first spawnAt steps,
+// then holds the parent's partition while the spawn (step spawnAt) waits
+// there and the child's next childSteps steps are decided in their own
+// partition; it releases the partition and checks the spawn is allowed.
+func spawnWhileHeld(t *testing.T, js jetstream.JetStream, w *watcher, tmpl, name string, partitions, spawnAt, childSteps int) scenario.Built {
+	t.Helper()
 	var built scenario.Built
 	var parentPartition int
 	for n := 0; ; n++ {
 		var sc scenario.Scenario
-		if err := yaml.Unmarshal(fmt.Appendf(nil, adoptedScenario, fmt.Sprintf("adopted-%d", n)), &sc); err != nil {
+		if err := yaml.Unmarshal(fmt.Appendf(nil, tmpl, fmt.Sprintf("%s-%d", name, n)), &sc); err != nil {
 			t.Fatal(err)
 		}
 		if err := sc.Prepare(false); err != nil {
 			t.Fatal(err)
 		}
-		parentPartition = partitionOf("default", sc.SessionID("main"), cfg.Topology.Partitions)
-		if parentPartition == partitionOf("default", sc.SessionID("child"), cfg.Topology.Partitions) {
+		parentPartition = partitionOf("default", sc.SessionID("main"), partitions)
+		if parentPartition == partitionOf("default", sc.SessionID("child"), partitions) {
 			continue
 		}
+		var err error
 		if built, err = sc.Build(); err != nil {
 			t.Fatal(err)
 		}
 		break
 	}
-	for _, m := range built.Messages[:3] {
+	for _, m := range built.Messages[:spawnAt] {
 		w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
 	}
 	ctx := context.Background()
@@ -357,18 +335,15 @@ func TestSubagentAdoptedAtItsSpawn(t *testing.T) {
 	if _, err := js.PauseConsumer(ctx, acs.HooksStream, held, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	spawn := natstest.Publish(t, js, built.Messages[3].Subject, built.Messages[3].Data)
-	for _, m := range built.Messages[4:7] {
+	spawn := natstest.Publish(t, js, built.Messages[spawnAt].Subject, built.Messages[spawnAt].Data)
+	for _, m := range built.Messages[spawnAt+1 : spawnAt+1+childSteps] {
 		w.decision(t, natstest.Publish(t, js, m.Subject, m.Data))
 	}
 	if _, err := js.ResumeConsumer(ctx, acs.HooksStream, held); err != nil {
 		t.Fatal(err)
 	}
 	if got := decisionOf(t, w.decision(t, spawn).Data); got != "allow" {
-		t.Fatalf("subagentStart: %s, want allow (TG-TAINT-004 in shadow)", got)
+		t.Fatalf("subagentStart: %s, want allow", got)
 	}
-	bash := built.Messages[7]
-	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
-		t.Errorf("the child's Bash of the page's command after the spawn linked it: %s, want deny", got)
-	}
+	return built
 }
