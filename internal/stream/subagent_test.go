@@ -234,9 +234,10 @@ steps:
 // subagentStart waits there and the child's session begins and reads a web
 // page in its own partition: the child's state is created without a link
 // to the parent, and the spawn, applied once the partition is released,
-// finds it there. The parent remembers the subagents it spawned, so its
-// stop still takes the child's taint back: the Bash is denied. Before, the
-// unlinked child counted as someone else's session and the Bash was allowed.
+// finds it there (and links it: TestSubagentAdoptedAtItsSpawn). The parent
+// remembers the subagents it spawned, so its stop takes the child's taint
+// back either way: the Bash is denied. Before either, the unlinked child
+// counted as someone else's session and the Bash was allowed.
 func TestSubagentBegunBeforeItsSpawn(t *testing.T) {
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
