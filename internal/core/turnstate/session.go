@@ -191,11 +191,11 @@ func (s *Session) RememberSubagent(id string) {
 // it was applied, to that spawn, as if the spawn had created it: spawned
 // is the first state the spawn made (Result.Spawned, with the taints the
 // parent had live; policy inherits them). The taints are anchored at this
-// session's newest turn and envelope, so their windows run from now; what
-// the session indexed as a user's words is its parent model's (lineage
-// Distrust). A session that is linked already, or belongs to another
-// caller, is left alone; so are the decisions taken before. It reports
-// whether it changed the session.
+// session's newest turn, envelope and time, so their windows run from now;
+// what the session indexed as a user's words is its parent model's
+// (lineage Distrust). A session that is linked already, or belongs to
+// another caller, is left alone; so are the decisions taken before. It
+// reports whether it changed the session.
 func (s *Session) Adopt(spawned *Session) bool {
 	p := spawned.Parent
 	if s.Parent != nil || p == nil || p.SessionID == s.SessionID || s.Caller != "" && s.Caller != spawned.Caller {
@@ -209,9 +209,17 @@ func (s *Session) Adopt(spawned *Session) bool {
 		turn = max(turn, t.Index)
 	}
 	for id, t := range spawned.Taints {
+		// Anchored at the newest of the child in every measure, so that
+		// no window of its own ends sooner for it.
 		last := t.Last.clone()
 		last.Turn, last.Step = turn, s.Envelopes
+		if s.LastTime.After(last.Time) {
+			last.Time = s.LastTime
+		}
 		if own := s.Taints[id]; own != nil {
+			if own.Last.Time.After(last.Time) {
+				last.Time = own.Last.Time
+			}
 			own.Last, own.Hits = last, own.Hits+1
 			continue
 		}

@@ -289,13 +289,17 @@ func TestAdopt(t *testing.T) {
 		sp := turnstate.New("acme", "child")
 		sp.Parent = &turnstate.ParentLink{SessionID: "parent", TurnID: "T", RequestID: "spawn-1"}
 		sp.Caller = "nats:A"
-		hit := turnstate.TaintHit{Seq: 7, Hook: "toolCallResult", Tool: "WebFetch", Session: "parent"}
+		hit := turnstate.TaintHit{Seq: 7, Hook: "toolCallResult", Tool: "WebFetch", Session: "parent", Time: time.Unix(1_700_000_500, 0).UTC()}
 		sp.Taints = map[string]*turnstate.Taint{"untrusted_content": {First: hit, Last: hit, Hits: 1}}
 		return sp
 	}
 	child := func(caller string, linked bool) *turnstate.Session {
 		c := turnstate.New("acme", "child")
 		c.Caller, c.TurnsStarted, c.Envelopes = caller, 3, 11
+		c.LastTime = time.Unix(1_700_000_900, 0).UTC()
+		// Its own hit, newer than the spawn: its window must not shrink.
+		own := turnstate.TaintHit{Seq: 10, Hook: "toolCallResult", Tool: "WebFetch", Turn: 2, Step: 9, Time: time.Unix(1_700_001_000, 0).UTC()}
+		c.Taints = map[string]*turnstate.Taint{"untrusted_content": {First: own, Last: own, Hits: 1}}
 		c.OpenTurns = []turnstate.Turn{{TurnID: "c4", Index: 4}}
 		if linked {
 			c.Parent = &turnstate.ParentLink{SessionID: "other"}
@@ -318,7 +322,7 @@ func TestAdopt(t *testing.T) {
 				t.Fatalf("Adopt: %v, want %v", got, tc.want)
 			}
 			if !tc.want {
-				if tc.child.Parent != nil && *tc.child.Parent != *before.Parent || len(tc.child.Taints) != 0 {
+				if tc.child.Parent != nil && *tc.child.Parent != *before.Parent || tc.child.Taints["untrusted_content"].Hits != 1 {
 					t.Errorf("changed a session it did not adopt: %+v", tc.child)
 				}
 				return
@@ -327,8 +331,9 @@ func TestAdopt(t *testing.T) {
 				t.Errorf("link %+v, caller %q", tc.child.Parent, tc.child.Caller)
 			}
 			taint := tc.child.Taints["untrusted_content"]
-			if taint == nil || taint.Last.Turn != 4 || taint.Last.Step != 11 || taint.Last.Session != "parent" || taint.Last.Tool != "WebFetch" {
-				t.Errorf("inherited taint %+v, want the parent's evidence anchored at turn 4, step 11", taint)
+			if taint == nil || taint.Last.Turn != 4 || taint.Last.Step != 11 || taint.Last.Session != "parent" || taint.Last.Tool != "WebFetch" ||
+				!taint.Last.Time.Equal(time.Unix(1_700_001_000, 0)) || taint.Hits != 2 || taint.First.Seq != 10 {
+				t.Errorf("taint %+v, want the child's own first hit, and the parent's evidence anchored at turn 4, step 11 and the child's newest time", taint)
 			}
 		})
 	}
