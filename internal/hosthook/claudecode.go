@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -491,6 +493,61 @@ func (e *Event) sessionStartPayload() map[string]any {
 
 // bounded is an output within MaxOutputBytes: itself, or the start of its
 // JSON text (a string as it is) with how much was cut.
+// blobBytes is the length past which a string of base64 alone is taken
+// for encoded data (an image, a file) rather than text, and shortened.
+const blobBytes = 1 << 10
+
+// elideBlobs returns a copy of v whose long base64 strings (a data: URI
+// keeps its header) are cut to their first 64 bytes and a note, or nil
+// when v holds none.
+func elideBlobs(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) <= blobBytes {
+			return nil
+		}
+		body := x
+		if strings.HasPrefix(body, "data:") {
+			if i := strings.IndexByte(body, ','); i > 0 {
+				body = body[i+1:]
+			}
+		}
+		if strings.TrimLeft(body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_\r\n") != "" {
+			return nil
+		}
+		return x[:len(x)-len(body)] + body[:64] + fmt.Sprintf("…[turnguard: %d bytes of encoded data left out]", len(body))
+	case []any:
+		var out []any
+		for i, item := range x {
+			if e := elideBlobs(item); e != nil {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = e
+			}
+		}
+		if out == nil {
+			return nil
+		}
+		return out
+	case map[string]any:
+		var out map[string]any
+		for k, item := range x {
+			if e := elideBlobs(item); e != nil {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = e
+			}
+		}
+		if out == nil {
+			return nil
+		}
+		return out
+	}
+	return nil
+}
+
 func bounded(v any) any {
 	var text string
 	if s, ok := v.(string); ok {
@@ -502,6 +559,15 @@ func bounded(v any) any {
 		raw, err := json.Marshal(v)
 		if err != nil || len(raw) <= MaxOutputBytes {
 			return v
+		}
+		// An image's or a file's base64 is what makes most outputs
+		// large, and nothing in it can be read: shortened, the output
+		// keeps its shape — the image block the rules must see, the
+		// text around it whole.
+		if short := elideBlobs(v); short != nil {
+			if raw, err = json.Marshal(short); err == nil && len(raw) <= MaxOutputBytes {
+				return short
+			}
 		}
 		text = string(raw)
 	}

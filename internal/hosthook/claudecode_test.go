@@ -268,7 +268,8 @@ func FuzzParse(f *testing.F) {
 }
 
 // A tool output over MaxOutputBytes is cut, at a character boundary, and
-// says so; a smaller one is sent as it is.
+// says so — unless shortening its base64 blobs brings it under; a smaller
+// one is sent as it is.
 func TestOutputIsBounded(t *testing.T) {
 	big := strings.Repeat("€", MaxOutputBytes) // 3 bytes each
 	for _, tc := range []struct {
@@ -287,7 +288,32 @@ func TestOutputIsBounded(t *testing.T) {
 			}
 		})
 	}
-	ev := &Event{Name: PostToolUse, Tool: "Read", Session: "s", Response: map[string]any{"ok": true}, HasResponse: true}
+	// An image's base64 is shortened rather than the whole output cut to
+	// text: the image block keeps its shape (what the rules look for),
+	// the text beside it stays whole.
+	png := strings.Repeat("iVBORw0KGgo", MaxOutputBytes/8)
+	shot := []any{
+		map[string]any{"type": "image", "data": png, "mimeType": "image/png"},
+		map[string]any{"type": "text", "text": "Page: vendor onboarding"},
+		map[string]any{"type": "text", "text": "data:image/png;base64," + png[:4000]},
+	}
+	ev := &Event{Name: PostToolUse, Tool: "mcp__playwright__browser_take_screenshot", Session: "s", Response: shot, HasResponse: true}
+	got, ok := ev.Plan(Session{Started: true, OpenTurn: "t"}, ids())[0].Payload["outputs"].([]any)[0].(map[string]any)["value"].([]any)
+	if !ok || len(got) != 3 {
+		t.Fatalf("a screenshot's output lost its shape: %v", got)
+	}
+	img, text, uri := got[0].(map[string]any), got[1].(map[string]any), got[2].(map[string]any)["text"].(string)
+	if img["type"] != "image" || img["mimeType"] != "image/png" || !strings.HasPrefix(img["data"].(string), png[:64]) ||
+		!strings.Contains(img["data"].(string), "bytes of encoded data left out") || len(img["data"].(string)) > 200 {
+		t.Errorf("image block %v", img)
+	}
+	if text["text"] != "Page: vendor onboarding" || !strings.HasPrefix(uri, "data:image/png;base64,"+png[:64]) || len(uri) > 200 {
+		t.Errorf("text %v, data URI %q", text, uri)
+	}
+	if shot[0].(map[string]any)["data"] != png {
+		t.Error("the event's own response was changed")
+	}
+	ev = &Event{Name: PostToolUse, Tool: "Read", Session: "s", Response: map[string]any{"ok": true}, HasResponse: true}
 	if v := ev.Plan(Session{Started: true, OpenTurn: "t"}, ids())[0].Payload["outputs"].([]any)[0].(map[string]any)["value"]; v.(map[string]any)["ok"] != true {
 		t.Fatalf("a small output changed: %v", v)
 	}
