@@ -96,12 +96,12 @@ func (e *evalCtx) updateLineage() {
 		}
 	}
 	var texts []string
-	media := false
+	unreadable := false
 	for _, key := range []string{"content", "outputs", "results", "summary", "trigger_source"} {
 		scalars(p[key], &texts)
-		media = media || e.hook != "userMessage" && holdsMedia(p[key])
+		unreadable = unreadable || e.hook != "userMessage" && holdsUnreadable(p[key])
 	}
-	if len(texts) == 0 && !media {
+	if len(texts) == 0 && !unreadable {
 		return
 	}
 	if e.sess.Lineage == nil {
@@ -124,9 +124,10 @@ func (e *evalCtx) updateLineage() {
 		}
 		return
 	}
-	if media {
-		// An image or a recording: the model reads what it shows, the
-		// index cannot, so a value seen nowhere may come from it.
+	if unreadable {
+		// An image, a recording, encoded data: the model reads what it
+		// holds, the index cannot, so a value seen nowhere may come from
+		// it.
 		ix.Unseen = true
 	}
 	src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
@@ -202,8 +203,8 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 			}
 			continue
 		}
-		if holdsMedia(m) {
-			ix.Unseen = true // as for a tool's image (updateLineage)
+		if holdsUnreadable(m) {
+			ix.Unseen = true // as for a tool's (updateLineage)
 		}
 		if origin != "" && e.sess.Parent == nil {
 			from = "user message part (" + origin + ")"
@@ -236,20 +237,22 @@ func (e *evalCtx) externalEventTurn() bool {
 	return t != nil && t.TriggeredBy == "external_event"
 }
 
-// holdsMedia reports whether v holds an image, a recording, a video or a
-// PDF — what a model reads and lineage cannot — in the shapes agents pass
-// them on: a content block whose type says so and that carries it
+// holdsUnreadable reports whether v holds what a model reads and lineage
+// cannot: an image, a recording, a video or a PDF, in the shapes agents
+// pass them on — a content block whose type says so and that carries it
 // (Anthropic's and MCP's image and audio, Anthropic's document, OpenAI's
 // image_url, input_image, input_audio and input_file, ACS userMessage's
 // image and audio parts), data or a blob of a MIME type of that kind
-// (MCP), or a data URI. A record that merely names such a file (a
-// listing's mimeType) is not one.
-func holdsMedia(v any) bool {
+// (MCP), a data URI — or encoded data: a run of base64 of a KiB or more
+// (a file's contents as an API returns them, which a model can decode),
+// or such data an adapter left out (hosthook's note). A record that
+// merely names such a file (a listing's mimeType) is not one.
+func holdsUnreadable(v any) bool {
 	switch x := v.(type) {
 	case string:
-		return mediaDataURI(x)
+		return mediaDataURI(x) || strings.Contains(x, encodedDataLeftOut) || base64Run(x, minEncodedBytes)
 	case []any:
-		return slices.ContainsFunc(x, holdsMedia)
+		return slices.ContainsFunc(x, holdsUnreadable)
 	case map[string]any:
 		if t, _ := x["type"].(string); mediaBlock(t) && hasAny(x, "data", "source", "value", "url", "image_url", "input_audio", "file_data", "file_id", "blob") {
 			return true
@@ -260,9 +263,38 @@ func holdsMedia(v any) bool {
 			}
 		}
 		for k, item := range x {
-			if k != "provenance" && holdsMedia(item) {
+			if k != "provenance" && holdsUnreadable(item) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// encodedDataLeftOut ends the note hosthook puts where it shortened a
+// blob; minEncodedBytes is the run of base64 taken for encoded data
+// rather than text (hosthook's blobBytes).
+const (
+	encodedDataLeftOut = "bytes of encoded data left out]"
+	minEncodedBytes    = 1 << 10
+)
+
+// base64Run reports whether s holds n or more base64 characters in a row,
+// line breaks (of wrapped base64) not counting as a break.
+func base64Run(s string, n int) bool {
+	if len(s) < n {
+		return false
+	}
+	run := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/', c == '=', c == '-', c == '_':
+			if run++; run >= n {
+				return true
+			}
+		case c == '\n' || c == '\r':
+		default:
+			run = 0
 		}
 	}
 	return false

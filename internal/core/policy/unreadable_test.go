@@ -2,12 +2,27 @@ package policy
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
-// holdsMedia finds an image, a recording or a video in the shapes agents
-// pass them on, and not in a record that merely names such a file.
-func TestHoldsMedia(t *testing.T) {
+// b64 is n characters of base64; wrapped breaks it into JSON-escaped
+// lines of 60, as an API wraps a file's contents.
+func b64(n int) string { return strings.Repeat("QUJD", n/4+1)[:n] }
+
+func wrapped(s string) string {
+	var b strings.Builder
+	for len(s) > 60 {
+		b.WriteString(s[:60] + `\n`)
+		s = s[60:]
+	}
+	return b.String() + s
+}
+
+// holdsUnreadable finds an image, a recording, a video, a PDF or encoded
+// data in the shapes agents pass them on, and not in a record that merely
+// names such a file, nor in text.
+func TestHoldsUnreadable(t *testing.T) {
 	for _, tc := range []struct {
 		name, js string
 		want     bool
@@ -30,14 +45,18 @@ func TestHoldsMedia(t *testing.T) {
 		{"a record whose type is image, nothing carried", `{"type":"image","name":"logo.png"}`, false},
 		{"a data URI quoted in prose", `"the logo is data:image/png;base64,iVBOR"`, false},
 		{"text part", `{"type":"text","value":"hello"}`, false},
+		{"a file's contents as an API returns them", `{"stdout":"{\"name\": \"README.md\", \"encoding\": \"base64\", \"content\": \"` + wrapped(b64(1500)) + `\"}"}`, true},
+		{"a blob an adapter shortened", `{"type":"text","text":"iVBORw0KGgo…[turnguard: 183412 bytes of encoded data left out]"}`, true},
+		{"a short token", `"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"`, false},
+		{"a long URL", `"https://example.com/a?` + b64(300) + `&b=` + b64(300) + `&c=` + b64(300) + `&d=` + b64(300) + `"`, false},
 		{"a data URI of text", `"data:text/plain,hello"`, false},
 	} {
 		var v any
 		if err := json.Unmarshal([]byte(tc.js), &v); err != nil {
 			t.Fatal(err)
 		}
-		if got := holdsMedia(v); got != tc.want {
-			t.Errorf("%s: holdsMedia %v, want %v", tc.name, got, tc.want)
+		if got := holdsUnreadable(v); got != tc.want {
+			t.Errorf("%s: holdsUnreadable %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
