@@ -279,22 +279,29 @@ const (
 	minEncodedBytes    = 1 << 10
 )
 
-// base64Run reports whether s holds n or more base64 characters in a row,
-// line breaks (of wrapped base64) not counting as a break.
+// base64Run reports whether s holds n or more base64 characters in a row
+// with a letter beyond hex among them, the line breaks of wrapped base64
+// (after lines of 60 or more) not counting as a break: not a list of
+// hashes or ids, one a line, nor of words.
 func base64Run(s string, n int) bool {
 	if len(s) < n {
 		return false
 	}
-	run := 0
+	run, line, nonHex := 0, 0, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/', c == '=', c == '-', c == '_':
-			if run++; run >= n {
+			run++
+			line++
+			nonHex = nonHex || c > 'f' && c <= 'z' || c > 'F' && c <= 'Z'
+			if run >= n && nonHex {
 				return true
 			}
-		case c == '\n' || c == '\r':
+		case (c == '\n' || c == '\r') && line >= 60:
+			line = 0
+		case c == '\r' && i+1 < len(s) && s[i+1] == '\n':
 		default:
-			run = 0
+			run, line, nonHex = 0, 0, false
 		}
 	}
 	return false

@@ -47,6 +47,8 @@ func TestHoldsUnreadable(t *testing.T) {
 		{"text part", `{"type":"text","value":"hello"}`, false},
 		{"a file's contents as an API returns them", `{"stdout":"{\"name\": \"README.md\", \"encoding\": \"base64\", \"content\": \"` + wrapped(b64(1500)) + `\"}"}`, true},
 		{"a blob an adapter shortened", `{"type":"text","text":"iVBORw0KGgo…[turnguard: 183412 bytes of encoded data left out]"}`, true},
+		{"commit hashes, one a line", `"` + strings.Repeat("3f1c9a7be0d24c51a8e6f2b9d0c7a4e1f5b8c3d2\\n", 40) + `"`, false},
+		{"names, one a line", `"` + strings.Repeat("internal\\ncmd\\ndocs\\nexamples\\nschema\\n", 40) + `"`, false},
 		{"a short token", `"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"`, false},
 		{"a long URL", `"https://example.com/a?` + b64(300) + `&b=` + b64(300) + `&c=` + b64(300) + `&d=` + b64(300) + `"`, false},
 		{"a data URI of text", `"data:text/plain,hello"`, false},
