@@ -175,6 +175,12 @@ func TestSourcesFailClosed(t *testing.T) {
 // the spawn linked it (testdata/subagent-return.yaml).
 func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 4) }
 
+// TestSubagentDeniedSpawn: a subagent that runs although its spawn was
+// denied is linked to its parent all the same — adopted if its session
+// began first, remembered by the parent if it begins later
+// (testdata/subagent-denied.yaml).
+func TestSubagentDeniedSpawn(t *testing.T) { runOnDefault(t, "testdata/subagent-denied.yaml", 2) }
+
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.
 func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {

@@ -52,8 +52,9 @@ type batch struct {
 	sessions map[string]*pending[turnstate.Session]
 	agents   map[string]*pending[turnstate.Agent]
 	// spawned are the first states of the subagent sessions the batch
-	// started.
-	spawned []*turnstate.Session
+	// started; unspawned those of the spawns it denied (linked only if
+	// they exist: guardian.Output.Unspawned).
+	spawned, unspawned []*turnstate.Session
 	// direct holds publications tied to no stored session: dead letters
 	// of unroutable subjects, refusals in sessions that do not exist or
 	// whose state cannot be trusted.
@@ -342,6 +343,9 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	if out.Spawned != nil {
 		b.spawned = append(b.spawned, out.Spawned)
 	}
+	if out.Unspawned != nil {
+		b.unspawned = append(b.unspawned, out.Unspawned)
+	}
 	in.owner.noteDecision(in, &out)
 	if out.Refusal != nil {
 		p.out = append(p.out, in.owner.deadLetter(in, out))
@@ -433,19 +437,22 @@ func (w *worker) commitAgents(ctx context.Context, b *batch) error {
 // started (its link to the spawning turn), before the spawning session's
 // write: once that write is stored the spawn is applied and would not be
 // made again after a crash. Creating it is idempotent, and the same from
-// any instance.
+// any instance. A subagent session that exists already is linked instead
+// (adopt) — also one whose spawn was denied.
 func (w *worker) createSpawned(ctx context.Context, b *batch) error {
-	for _, s := range b.spawned {
-		created, err := w.store.CreateIfAbsent(ctx, s)
+	for i, s := range slices.Concat(b.spawned, b.unspawned) {
+		var written bool
+		var err error
+		if i < len(b.spawned) {
+			written, err = w.store.CreateIfAbsent(ctx, s)
+		}
+		if err == nil && !written {
+			written, err = w.adopt(ctx, s)
+		}
 		if err != nil {
 			return err
 		}
-		if !created {
-			if created, err = w.adopt(ctx, s); err != nil {
-				return err
-			}
-		}
-		if created {
+		if written {
 			// Whichever of the batch's workers may hold it.
 			for _, o := range b.owners {
 				o.cache.drop(s.Key())

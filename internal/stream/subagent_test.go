@@ -246,7 +246,7 @@ func TestSubagentBegunBeforeItsSpawn(t *testing.T) {
 	cfg := testConfig()
 	startProcessor(t, srv, cfg)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
-	built := spawnWhileHeld(t, js, w, unlinkedScenario, "unlinked", cfg.Topology.Partitions, 2, 2)
+	built := spawnWhileHeld(t, js, w, unlinkedScenario, "unlinked", cfg.Topology.Partitions, 2, 2, "allow")
 	w.decision(t, natstest.Publish(t, js, built.Messages[5].Subject, built.Messages[5].Data))
 	bash := built.Messages[6]
 	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
@@ -294,10 +294,30 @@ func TestSubagentAdoptedAtItsSpawn(t *testing.T) {
 	}
 	startProcessorWith(t, srv, cfg, rs)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
-	built := spawnWhileHeld(t, js, w, adoptedScenario, "adopted", cfg.Topology.Partitions, 3, 3)
+	built := spawnWhileHeld(t, js, w, adoptedScenario, "adopted", cfg.Topology.Partitions, 3, 3, "allow")
 	bash := built.Messages[7]
 	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
 		t.Errorf("the child's Bash of the page's command after the spawn linked it: %s, want deny", got)
+	}
+}
+
+// TestSubagentLinkedDespiteDeniedSpawn is TestSubagentAdoptedAtItsSpawn
+// with the default pack, which denies the spawn inside the window
+// (TG-TAINT-004): a framework that did not wait for the decision runs the
+// child anyway, so the denied spawn links it all the same, and the child's
+// Bash is denied.
+func TestSubagentLinkedDespiteDeniedSpawn(t *testing.T) {
+	srv := natstest.RunServer(t)
+	nc := natstest.Connect(t, srv)
+	js := natstest.JetStream(t, nc)
+	w := watchDecisions(t, nc)
+	cfg := testConfig()
+	startProcessor(t, srv, cfg)
+	waitForConsumers(t, js, cfg.Topology.Partitions+1)
+	built := spawnWhileHeld(t, js, w, adoptedScenario, "denied", cfg.Topology.Partitions, 3, 3, "deny")
+	bash := built.Messages[7]
+	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
+		t.Errorf("the child's Bash of the page's command after its denied spawn: %s, want deny", got)
 	}
 }
 
@@ -305,8 +325,8 @@ func TestSubagentAdoptedAtItsSpawn(t *testing.T) {
 // after name, in different partitions), decides its first spawnAt steps,
 // then holds the parent's partition while the spawn (step spawnAt) waits
 // there and the child's next childSteps steps are decided in their own
-// partition; it releases the partition and checks the spawn is allowed.
-func spawnWhileHeld(t *testing.T, js jetstream.JetStream, w *watcher, tmpl, name string, partitions, spawnAt, childSteps int) scenario.Built {
+// partition; it releases the partition and checks the spawn's decision.
+func spawnWhileHeld(t *testing.T, js jetstream.JetStream, w *watcher, tmpl, name string, partitions, spawnAt, childSteps int, want string) scenario.Built {
 	t.Helper()
 	var built scenario.Built
 	var parentPartition int
@@ -343,8 +363,8 @@ func spawnWhileHeld(t *testing.T, js jetstream.JetStream, w *watcher, tmpl, name
 	if _, err := js.ResumeConsumer(ctx, acs.HooksStream, held); err != nil {
 		t.Fatal(err)
 	}
-	if got := decisionOf(t, w.decision(t, spawn).Data); got != "allow" {
-		t.Fatalf("subagentStart: %s, want allow", got)
+	if got := decisionOf(t, w.decision(t, spawn).Data); got != want {
+		t.Fatalf("subagentStart: %s, want %s", got, want)
 	}
 	return built
 }

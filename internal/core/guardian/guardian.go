@@ -121,9 +121,14 @@ type Outcome struct {
 	Violations []turnstate.Violation
 	// State is the session's next state, nil when the message did not
 	// change it. Spawned is a subagent session announced by an allowed
-	// subagentStart.
-	State   *turnstate.Session
-	Spawned *turnstate.Session
+	// subagentStart. Unspawned is the one a denied subagentStart
+	// announced: nothing is created for it, but a subagent session that
+	// already exists — a framework that started it without waiting for the
+	// decision — is linked to its parent all the same
+	// (turnstate.Session.Adopt).
+	State     *turnstate.Session
+	Spawned   *turnstate.Session
+	Unspawned *turnstate.Session
 	// Agent is the agent's shared state when an agent-keyed rule counted
 	// the envelope (it must be saved), else nil.
 	Agent *turnstate.Agent
@@ -208,9 +213,15 @@ func (g *Guardian) Decide(rs *policy.Set, state *turnstate.Session, agent *turns
 	}
 	out.State = state
 	out.Violations = applied.Violations
-	if v.decision != acs.Deny && applied.Spawned != nil {
-		out.Spawned = applied.Spawned
+	if applied.Spawned != nil {
+		// Remembered either way, so that its stop hands its taint back
+		// if it runs despite a deny.
 		state.RememberSubagent(applied.Spawned.SessionID)
+		if v.decision != acs.Deny {
+			out.Spawned = applied.Spawned
+		} else {
+			out.Unspawned = applied.Spawned
+		}
 	}
 	v.response.Result.ChainHash = state.ChainHead
 	out.Response = v.response

@@ -99,6 +99,12 @@ func TestDeniedSubagentStartSpawnsNothing(t *testing.T) {
 	if out.Response.Result.Decision != acs.Deny || out.Spawned != nil {
 		t.Fatalf("subagentStart on a closed session: decision %s, spawned %+v", out.Response.Result.Decision, out.Spawned)
 	}
+	// Nor is anything linked: a closed session applies no spawn. (A spawn
+	// the rules deny links a subagent that runs anyway: ruletest's
+	// TestSubagentDeniedSpawn.)
+	if out.Unspawned != nil || len(out.State.Subagents) != 0 {
+		t.Fatalf("subagentStart on a closed session: unspawned %+v, subagents %v", out.Unspawned, out.State.Subagents)
+	}
 	open := turnstate.New("default", testSession)
 	out = g.Decide(defaultRules(t), open, nil, routeFor("steps/subagentStart"), guardian.Message{Data: envelope("steps/subagentStart", payload), Seq: 1})
 	if out.Spawned == nil || out.Spawned.SessionID != "bf9b906b-a7a5-4cd4-89ce-82d223b09586" {

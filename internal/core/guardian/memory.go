@@ -48,10 +48,15 @@ func (m *Memory) Decide(g *Guardian, rs *policy.Set, route acs.Route, msg Messag
 	if out.Agent != nil {
 		m.Agents[out.Agent.Key()] = out.Agent
 	}
-	if s := out.Spawned; s != nil {
+	for _, s := range []*turnstate.Session{out.Spawned, out.Unspawned} {
+		if s == nil {
+			continue
+		}
 		switch child, exists := m.Sessions[s.Key()]; {
 		case !exists:
-			m.Sessions[s.Key()] = s
+			if s == out.Spawned {
+				m.Sessions[s.Key()] = s
+			}
 		case child != nil:
 			// Begun before the spawn: linked now, as the processor does.
 			if adopted := child.Clone(); adopted.Adopt(s) {
