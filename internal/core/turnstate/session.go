@@ -193,17 +193,18 @@ func (s *Session) RememberSubagent(id string) {
 // parent had live; policy inherits them). The taints are anchored at this
 // session's newest turn, envelope and time, so their windows run from now;
 // what the session indexed as a user's words is its parent model's
-// (lineage Distrust). A session that is linked already, or belongs to
-// another caller, is left alone; so are the decisions taken before. It
-// reports whether it changed the session.
+// (lineage Distrust). A session that is linked already, or does not belong
+// to the spawner's caller, is left alone; so are the decisions taken
+// before. It reports whether it changed the session.
 func (s *Session) Adopt(spawned *Session) bool {
 	p := spawned.Parent
-	if s.Parent != nil || p == nil || p.SessionID == s.SessionID || s.Caller != "" && s.Caller != spawned.Caller {
+	// Only the spawner's own caller's: a session not bound yet (a state
+	// of an earlier version) is not taken over.
+	if s.Parent != nil || p == nil || p.SessionID == s.SessionID || s.Caller != spawned.Caller {
 		return false
 	}
 	link := *p
 	s.Parent = &link
-	s.Caller = spawned.Caller
 	turn := s.TurnsStarted
 	for _, t := range s.OpenTurns {
 		turn = max(turn, t.Index)

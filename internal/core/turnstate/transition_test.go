@@ -312,7 +312,7 @@ func TestAdopt(t *testing.T) {
 		want  bool
 	}{
 		{"unlinked, same caller", child("nats:A", false), true},
-		{"unlinked, caller not bound yet", child("", false), true},
+		{"unlinked, caller not bound yet", child("", false), false},
 		{"linked already", child("nats:A", true), false},
 		{"another caller's", child("nats:B", false), false},
 	} {
