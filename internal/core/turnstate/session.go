@@ -237,9 +237,12 @@ func (s *Session) Adopt(spawned *Session) bool {
 }
 
 // Spawned reports whether child is a subagent session of this one: linked
-// to it, or remembered among the subagents it spawned.
+// to it, or remembered among the subagents it spawned — and belonging to
+// this session's caller (or to none yet: a state of an earlier version),
+// so that naming another caller's session in a subagentStart does not
+// let its state show through this one's decisions.
 func (s *Session) Spawned(child *Session) bool {
-	if child == nil {
+	if child == nil || child.Caller != "" && child.Caller != s.Caller {
 		return false
 	}
 	return child.Parent != nil && child.Parent.SessionID == s.SessionID || slices.Contains(s.Subagents, child.SessionID)

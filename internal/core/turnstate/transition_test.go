@@ -343,6 +343,36 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
+// Spawned: a child linked to the parent or remembered by it, and of the
+// parent's caller (or of none yet); never another caller's session named
+// in a subagentStart.
+func TestSpawned(t *testing.T) {
+	parent := turnstate.New("acme", "parent")
+	parent.Caller = "nats:A"
+	parent.RememberSubagent("remembered")
+	for _, tc := range []struct {
+		name, id, caller string
+		linked           bool
+		want             bool
+	}{
+		{"linked", "linked", "nats:A", true, true},
+		{"remembered", "remembered", "nats:A", false, true},
+		{"remembered, not bound yet", "remembered", "", false, true},
+		{"remembered, another caller's", "remembered", "nats:B", false, false},
+		{"linked, another caller's", "linked", "nats:B", true, false},
+		{"neither", "stranger", "nats:A", false, false},
+	} {
+		child := turnstate.New("acme", tc.id)
+		child.Caller = tc.caller
+		if tc.linked {
+			child.Parent = &turnstate.ParentLink{SessionID: "parent"}
+		}
+		if got := parent.Spawned(child); got != tc.want {
+			t.Errorf("%s: Spawned %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestBoundedHistory(t *testing.T) {
 	sess := turnstate.New("t", "s")
 	var s stepper
