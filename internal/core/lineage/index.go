@@ -227,12 +227,19 @@ func mergeHashes(set, hs []uint64, max int) ([]uint64, bool) {
 	return mergeNew(set, hs, max-len(set), same, same)
 }
 
-// AddTrusted indexes the tokens of text the user wrote, or a source the
-// catalog trusts.
+// AddTrusted indexes the tokens of text the user wrote, and its spans as
+// typed.
 func (ix *Index) AddTrusted(text string) {
-	ix.addTrustedHashes(tokenHashes(text))
+	ix.AddTrustedSource(text)
 	// A span not kept makes nothing Typed (fail closed): not Full.
 	ix.typed, _ = mergeHashes(ix.typed, typedSpans(text), MaxTyped)
+}
+
+// AddTrustedSource indexes the tokens of the output of a source the
+// catalog trusts: its values are trusted, but no command or span of it is
+// one the user typed.
+func (ix *Index) AddTrustedSource(text string) {
+	ix.addTrustedHashes(tokenHashes(text))
 }
 
 // addTrustedHashes merges sorted, distinct hashes into the trusted set.

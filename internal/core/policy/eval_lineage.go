@@ -113,12 +113,18 @@ func (e *evalCtx) updateLineage() {
 		return
 	}
 	tool := e.toolView()
+	// A source the catalog trusts gives trusted values, not commands the
+	// user typed.
+	if e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) {
+		for _, t := range texts {
+			ix.AddTrustedSource(t)
+		}
+		return
+	}
 	// A user's activation is the user's words, but not in a subagent's
 	// session, where the "user" is its parent model, nor in one a peer or
 	// an event activated (indexUserMessage).
-	trusted := e.hook == "toolCallResult" && slices.Contains(tool.Classes, TrustedSourceClass) ||
-		e.hook == "agentTrigger" && p["trigger_type"] == "user_message" && e.sess.Parent == nil && e.sess.ActivatedBy == ""
-	if trusted {
+	if e.hook == "agentTrigger" && p["trigger_type"] == "user_message" && e.sess.Parent == nil && e.sess.ActivatedBy == "" {
 		for _, t := range texts {
 			ix.AddTrusted(t)
 		}
