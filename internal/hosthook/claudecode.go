@@ -512,7 +512,7 @@ func elideBlobs(v any) any {
 				body = body[i+1:]
 			}
 		}
-		if strings.TrimLeft(body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_\r\n") != "" {
+		if len(body) <= blobBytes || strings.TrimLeft(body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_\r\n") != "" {
 			return nil
 		}
 		return x[:len(x)-len(body)] + body[:64] + fmt.Sprintf("…[turnguard: %d bytes of encoded data left out]", len(body))

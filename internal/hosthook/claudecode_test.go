@@ -318,3 +318,54 @@ func TestOutputIsBounded(t *testing.T) {
 		t.Fatalf("a small output changed: %v", v)
 	}
 }
+
+// A long data: URI header over a short body is no blob (it once cut the
+// body past its end); long base64 is, short base64 and text are not.
+func TestElideBlobs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    string
+		want bool
+	}{
+		{"long header, short body", "data:" + strings.Repeat("a", 1100) + ",abc", false},
+		{"long base64", strings.Repeat("QUJD", 300), true},
+		{"long data URI", "data:image/png;base64," + strings.Repeat("QUJD", 300), true},
+		{"short base64", strings.Repeat("QUJD", 100), false},
+		{"long text", strings.Repeat("the page says ", 100), false},
+	} {
+		if got := elideBlobs(tc.s) != nil; got != tc.want {
+			t.Errorf("%s: shortened %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// FuzzElideBlobs: a tool's output, as untrusted as it comes, is shortened
+// without a panic, to something smaller that still marshals, and the
+// original is left as it was.
+func FuzzElideBlobs(f *testing.F) {
+	f.Add("data:image/png;base64,", "iVBORw0KGgo")
+	f.Add("", "QUJD\n")
+	f.Add("data:,", "€")
+	f.Fuzz(func(t *testing.T, head, body string) {
+		s := head + strings.Repeat(body, 1+blobBytes/max(1, len(body)))
+		v := map[string]any{"data": s, "list": []any{s, 1.0, map[string]any{"x": s}}}
+		before, err := json.Marshal(v)
+		if err != nil {
+			return // not UTF-8: encoding/json replaces, nothing to compare
+		}
+		short := elideBlobs(v)
+		if short == nil {
+			return
+		}
+		after, err := json.Marshal(short)
+		if err != nil {
+			t.Fatalf("shortened output does not marshal: %v", err)
+		}
+		if len(after) >= len(before) {
+			t.Fatalf("shortened %d bytes to %d", len(before), len(after))
+		}
+		if again, _ := json.Marshal(v); string(again) != string(before) {
+			t.Fatal("the original was changed")
+		}
+	})
+}
