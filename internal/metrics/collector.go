@@ -60,6 +60,8 @@ var counters = []counter{
 		func(s *stream.Stats) uint64 { return s.MembersRejected.Load() }),
 	newCounter("subagents_unknown", "subagentStops decided without a current state of their subagent (its partition had not applied its envelopes within the wait): the subagent counted as carrying every taint.",
 		func(s *stream.Stats) uint64 { return s.SubagentsUnknown.Load() }),
+	newCounter("subagents_adopted", "Subagent sessions that began before their parent's subagentStart was applied (a framework that does not wait for the spawn's decision) and were linked to their parent then, with its live taints.",
+		func(s *stream.Stats) uint64 { return s.SubagentsAdopted.Load() }),
 }
 
 var (

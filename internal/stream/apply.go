@@ -491,6 +491,7 @@ func (w *worker) adopt(ctx context.Context, spawned *turnstate.Session) (bool, e
 		if err != nil {
 			return false, fmt.Errorf("adopt subagent %s: %w", key, err)
 		}
+		w.stats.SubagentsAdopted.Add(1)
 		w.log.Info().Str("session", key).Str("parent", spawned.Parent.SessionID).
 			Msg("subagent session begun before its spawn was applied: linked to its parent, with the parent's live taints")
 		return true, nil

@@ -166,6 +166,10 @@ type Stats struct {
 	// envelopes within the wait): the child counted as carrying every
 	// taint.
 	SubagentsUnknown atomic.Uint64
+	// SubagentsAdopted counts subagent sessions that began before their
+	// spawn was applied and were linked to their parent then (adopt): a
+	// framework that does not wait for subagentStart's decision.
+	SubagentsAdopted atomic.Uint64
 	// Groups counts the groups of live batches applied together,
 	// GroupedBatches the partition batches in them and GroupedEnvelopes
 	// their envelopes: the ratios say how much a group took on average.

@@ -312,12 +312,15 @@ func TestSubagentLinkedDespiteDeniedSpawn(t *testing.T) {
 	js := natstest.JetStream(t, nc)
 	w := watchDecisions(t, nc)
 	cfg := testConfig()
-	startProcessor(t, srv, cfg)
+	proc := startProcessor(t, srv, cfg)
 	waitForConsumers(t, js, cfg.Topology.Partitions+1)
 	built := spawnWhileHeld(t, js, w, adoptedScenario, "denied", cfg.Topology.Partitions, 3, 3, "deny")
 	bash := built.Messages[7]
 	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
 		t.Errorf("the child's Bash of the page's command after its denied spawn: %s, want deny", got)
+	}
+	if got := proc.p.Stats().SubagentsAdopted.Load(); got == 0 {
+		t.Error("the adoption was not counted")
 	}
 }
 
