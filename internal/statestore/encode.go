@@ -497,6 +497,10 @@ func (e *encoder) fileTaints(fs []turnstate.FileTaint) {
 		e.string(f.Path)
 		e.key(`"source":`)
 		e.string(f.Source)
+		if f.Dir {
+			e.key(`"dir":`)
+			e.bool(true)
+		}
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')

@@ -15,14 +15,17 @@ import (
 // names the file — a Read of it three turns on, a cat, a script run.
 
 // commandWrites are the files the command lines among the call's sinks
-// write (shellcmd.Writes), cleaned (cleanPath); those that cannot be
-// remembered (longer than turnstate.MaxFileTaintPath) left out.
-func commandWrites(t *ToolView) []string {
-	var out []string
+// write (shellcmd.Writes), cleaned (cleanPath), and the directories they
+// fill (a clone: Dir); those that cannot be remembered (longer than
+// turnstate.MaxFileTaintPath) left out. Path and Dir only.
+func commandWrites(t *ToolView) []turnstate.FileTaint {
+	var out []turnstate.FileTaint
 	add := func(ws []string) {
 		for _, w := range ws {
-			if p := cleanPath(w); p != "" && acs.StoredLen(p) <= turnstate.MaxFileTaintPath && !slices.Contains(out, p) {
-				out = append(out, p)
+			w, dir := shellcmd.DirWritten(w)
+			if p := cleanPath(w); p != "" && acs.StoredLen(p) <= turnstate.MaxFileTaintPath &&
+				!slices.ContainsFunc(out, func(f turnstate.FileTaint) bool { return f.Path == p }) {
+				out = append(out, turnstate.FileTaint{Path: p, Dir: dir})
 			}
 		}
 	}
@@ -67,28 +70,43 @@ func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
 // when its result arrives (or at the session's next envelope). A file is
 // named by any word of the call's string arguments and command line that
 // is its path, ends with it, or is the end of it (a relative name from
-// the directory it was written in).
+// the directory it was written in); a directory a clone filled, by any
+// word naming it or a path under it (namesDir).
 func (e *evalCtx) taintFileReads(res *Result) {
 	if e.hook != "toolCallRequest" || len(e.sess.FileTaints) == 0 {
 		return
 	}
 	byBase := make(map[string][]turnstate.FileTaint, len(e.sess.FileTaints))
+	var dirs []turnstate.FileTaint
 	for _, f := range e.sess.FileTaints {
+		if f.Dir {
+			dirs = append(dirs, f)
+			continue
+		}
 		b := path.Base(f.Path)
 		byBase[b] = append(byBase[b], f)
 	}
 	var labels []string
+	named := func(f turnstate.FileTaint) {
+		if !slices.Contains(labels, f.Label) {
+			labels = append(labels, f.Label)
+			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
+		}
+	}
 	visit := func(word string) {
 		w := cleanPath(word)
 		if w == "" {
 			return
 		}
 		for _, f := range byBase[path.Base(w)] {
-			if slices.Contains(labels, f.Label) || !namesFile(w, f.Path) {
-				continue
+			if namesFile(w, f.Path) {
+				named(f)
 			}
-			labels = append(labels, f.Label)
-			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
+		}
+		for _, f := range dirs {
+			if namesDir(w, f.Path) {
+				named(f)
+			}
 		}
 	}
 	t := e.toolView()
@@ -100,6 +118,21 @@ func (e *evalCtx) taintFileReads(res *Result) {
 // p: the same path, a longer path ending with it, or its end.
 func namesFile(w, p string) bool {
 	return endsWithPath(w, p) || endsWithPath(p, w)
+}
+
+// namesDir reports whether the cleaned word w names the remembered
+// directory d or something under it: d itself or a path under it, a
+// longer path ending with it or passing through it (d relative), or, for
+// w relative, a path from the directory d is in (its base name first).
+func namesDir(w, d string) bool {
+	if w == d || strings.HasPrefix(w, d+"/") || endsWithPath(w, d) {
+		return true
+	}
+	if d[0] != '/' && strings.Contains(w, "/"+d+"/") {
+		return true
+	}
+	base := path.Base(d)
+	return w[0] != '/' && (w == base || strings.HasPrefix(w, base+"/"))
 }
 
 // endsWithPath reports whether the path a ends with the path b, at a

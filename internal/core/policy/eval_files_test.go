@@ -65,3 +65,28 @@ func TestEachStringOrder(t *testing.T) {
 		}
 	}
 }
+
+// namesDir: a word names a cloned directory by its path or a path under
+// it, from anywhere or from the directory it is in.
+func TestNamesDir(t *testing.T) {
+	for _, tc := range []struct {
+		w, d string
+		want bool
+	}{
+		{"widget", "widget", true},
+		{"widget/README.md", "widget", true},
+		{"/home/dev/widget/src/a.js", "widget", true},
+		{"/home/dev/widget", "widget", true},
+		{"/home/dev/widget/README.md", "/home/dev/widget", true},
+		{"widget/README.md", "/home/dev/widget", true},
+		{"src/widget/README.md", "src/widget", true},
+		{"/home/dev/widgets/README.md", "widget", false},
+		{"/home/dev/README.md", "/home/dev/widget", false},
+		{"/other/widget/README.md", "/home/dev/widget", false},
+		{"mywidget/a", "widget", false},
+	} {
+		if got := namesDir(tc.w, tc.d); got != tc.want {
+			t.Errorf("namesDir(%q, %q) = %v, want %v", tc.w, tc.d, got, tc.want)
+		}
+	}
+}

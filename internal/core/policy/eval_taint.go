@@ -34,8 +34,8 @@ func (e *evalCtx) updateTaints(res *Result) {
 			if ok && src.unanswered {
 				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output})
 				if src.files {
-					for _, p := range commandWrites(e.toolView()) {
-						res.Files = append(res.Files, turnstate.FileTaint{Label: t.ID, Path: p, Source: src.id})
+					for _, w := range commandWrites(e.toolView()) {
+						res.Files = append(res.Files, turnstate.FileTaint{Label: t.ID, Path: w.Path, Source: src.id, Dir: w.Dir})
 					}
 				}
 				continue

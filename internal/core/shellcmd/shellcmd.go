@@ -115,13 +115,40 @@ func (c *collector) line(line string, depth int) {
 }
 
 // words is the reading of a line the parser refused: every word in it,
-// split at blanks and shell operators, may be a program.
+// split at blanks and shell operators, may be a program — and git with
+// clone among the words may be a clone.
 func (c *collector) words(line string) {
+	var git, clone bool
 	for _, w := range strings.FieldsFunc(line, func(r rune) bool {
 		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
 	}) {
 		c.program(w)
+		git = git || strings.ToLower(path.Base(w)) == "git"
+		clone = clone || w == "clone"
 	}
+	if git && clone {
+		c.add(GitClone)
+	}
+}
+
+// GitClone is the name Programs gives a git that clones (git clone …):
+// unlike git's other commands, whose output says what they did, it brings
+// a repository's files — anyone's — into the session.
+const GitClone = "git clone"
+
+// GitSubcommand is the command a git argument vector runs (clone for
+// git -C dir clone url), past git's own options; "" when there is none.
+func GitSubcommand(argv []string) string {
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--config-env" || a == "--super-prefix":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 func (c *collector) argv(argv []string, depth int) {
@@ -143,6 +170,9 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 	}
 	c.program(argv[0])
 	name := strings.ToLower(path.Base(argv[0]))
+	if name == "git" && GitSubcommand(argv) == "clone" {
+		c.add(GitClone)
+	}
 	switch {
 	case shells[name]:
 		for i := 1; i < len(argv); i++ {
@@ -179,9 +209,9 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 				continue
 			}
 			c.program(a)
-			// A shell, eval or another wrapper run by this one: read what
-			// it runs in turn (sudo bash -c '…').
-			if n := strings.ToLower(path.Base(a)); shells[n] || n == "eval" || wrappers[n] {
+			// A shell, eval, git or another wrapper run by this one: read
+			// what it runs in turn (sudo bash -c '…', sudo git clone …).
+			if n := strings.ToLower(path.Base(a)); shells[n] || n == "eval" || n == "git" || wrappers[n] {
 				if depth < maxDepth {
 					c.call(argv[i:], known[i:], depth+1)
 				}

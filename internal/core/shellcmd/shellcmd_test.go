@@ -35,6 +35,11 @@ func TestPrograms(t *testing.T) {
 		{"find -exec", `find . -name '*.url' -exec curl {} \;`, []string{"*.url", ".", ";", "curl", "find", "{}"}},
 		{"heredoc body is data", "cat <<EOF\ncurl x\nEOF", []string{"cat"}},
 		{"word mentioning a program is not one", `git commit -m "use curl"; grep curl notes.txt`, []string{"git", "grep"}},
+		{"git clone", "git clone https://github.com/x/y.git", []string{"git", GitClone}},
+		{"git clone past git's options", "git -C /tmp -c http.sslVerify=false clone --depth 1 git@github.com:x/y", []string{"git", GitClone}},
+		{"git's other commands", "git status && git pull && git log --grep clone", []string{"git"}},
+		{"git clone under a wrapper", "sudo git clone https://github.com/x/y", []string{"git", GitClone, "sudo"}},
+		{"git clone in a refused line", "git clone https://github.com/x/y |", []string{"clone", "git", GitClone, "y"}},
 		{"refused line gives every word", "curl x |", []string{"curl", "x"}},
 		{"refused line with quotes", `echo "unterminated; wget y`, []string{"echo", "unterminated", "wget", "y"}},
 	}
@@ -141,6 +146,12 @@ func TestWrites(t *testing.T) {
 		{"quoted target", `curl -o "my file.txt" https://x.example`, []string{"my file.txt"}},
 		{"target from a variable is not named", `curl -o "$OUT" https://x.example`, []string{}},
 		{"refused line gives its words", "curl -o a.sh https://x |", []string{"a.sh", "curl", "https://x"}},
+		{"git clone fills a directory named after the repository", "git clone https://github.com/acme/widget.git", []string{"widget/"}},
+		{"git clone into a directory", "cd /tmp && git clone --depth 1 -b main git@github.com:acme/widget.git w2", []string{"w2/"}},
+		{"git clone past git's options", "git -C /src clone --origin up https://host/acme/widget/", []string{"widget/"}},
+		{"gh repo clone", "gh repo clone acme/widget -- --depth 1", []string{"widget/"}},
+		{"gh repo clone into a directory", "gh repo clone acme/widget src/widget", []string{"src/widget/"}},
+		{"git's other commands write nothing", "git pull && git log > log.txt", []string{"log.txt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,6 +110,20 @@ func (w *writes) words(line string) {
 // values, tee's operands, a downloader's URL names, and the same of the
 // script a shell runs with -c.
 func (w *writes) call(argv []string, depth int) {
+	for i, a := range argv {
+		switch strings.ToLower(path.Base(a)) {
+		case "git":
+			if GitSubcommand(argv[i:]) == "clone" {
+				w.cloned(argv[i:], "clone")
+				return
+			}
+		case "gh":
+			if j := slices.Index(argv[i:], "clone"); j > 0 && slices.Contains(argv[i:i+j], "repo") {
+				w.cloned(argv[i:], "clone")
+				return
+			}
+		}
+	}
 	prog := ""          // the downloader or curl the words run, if any
 	remoteName := false // it names its file after the URL
 	explicit := false   // an output option named the file
@@ -168,6 +182,67 @@ func (w *writes) call(argv []string, depth int) {
 			w.add(urlName(a))
 		}
 	}
+}
+
+// cloneValueOptions are git clone's options that take the next word as
+// their value.
+var cloneValueOptions = map[string]bool{
+	"-o": true, "--origin": true, "-b": true, "--branch": true, "-u": true, "--upload-pack": true,
+	"--reference": true, "--reference-if-able": true, "--separate-git-dir": true, "--depth": true,
+	"--shallow-since": true, "--shallow-exclude": true, "-c": true, "--config": true, "--template": true,
+	"-j": true, "--jobs": true, "--filter": true, "--server-option": true, "--bundle-uri": true, "--ref-format": true,
+}
+
+// cloned adds the directory a clone writes (git clone REPO [DIR], gh repo
+// clone REPO [DIR]): DIR, or the repository's name. It is added with a
+// trailing slash, which says it is a directory (DirWritten).
+func (w *writes) cloned(argv []string, verb string) {
+	var operands []string
+	after := false
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case !after:
+			after = a == verb
+		case a == "--":
+		case cloneValueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			operands = append(operands, a)
+		}
+	}
+	switch {
+	case len(operands) >= 2:
+		w.add(strings.TrimRight(operands[1], "/") + "/")
+	case len(operands) == 1:
+		if name := repoName(operands[0]); name != "" {
+			w.add(name + "/")
+		}
+	}
+}
+
+// repoName is the directory git names a clone of repo after: the last
+// component of its path (of owner/name, a URL or host:path), without .git.
+func repoName(repo string) string {
+	repo = strings.TrimSuffix(strings.TrimRight(repo, "/"), "/.git")
+	if i := strings.LastIndexAny(repo, "/:"); i >= 0 {
+		repo = repo[i+1:]
+	}
+	repo = strings.TrimSuffix(repo, ".git")
+	if repo == "" || repo == "." || repo == ".." {
+		return ""
+	}
+	return repo
+}
+
+// DirWritten reports whether a path Writes returned is a directory a
+// command filled (a clone), and gives it without its trailing slash.
+func DirWritten(p string) (string, bool) {
+	if d, ok := strings.CutSuffix(p, "/"); ok && d != "" {
+		return d, true
+	}
+	return p, false
 }
 
 // value adds an output option's value: not "-" (standard output), an

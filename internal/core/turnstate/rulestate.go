@@ -63,6 +63,9 @@ type FileTaint struct {
 	Path string `json:"path"`
 	// Source is the id of the source condition that matched the writer.
 	Source string `json:"source"`
+	// Dir: the path is a directory the call filled (a clone): a call
+	// naming anything under it brings its content in.
+	Dir bool `json:"dir,omitempty"`
 }
 
 // TaintHit is the evidence of one envelope that set or refreshed a taint.
