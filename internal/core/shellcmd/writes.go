@@ -114,12 +114,12 @@ func (w *writes) call(argv []string, depth int) {
 		switch strings.ToLower(path.Base(a)) {
 		case "git":
 			if GitSubcommand(argv[i:]) == "clone" {
-				w.cloned(argv[i:], "clone")
+				w.cloned(argv[i:])
 				return
 			}
 		case "gh":
 			if j := slices.Index(argv[i:], "clone"); j > 0 && slices.Contains(argv[i:i+j], "repo") {
-				w.cloned(argv[i:], "clone")
+				w.cloned(argv[i:])
 				return
 			}
 		}
@@ -196,14 +196,14 @@ var cloneValueOptions = map[string]bool{
 // cloned adds the directory a clone writes (git clone REPO [DIR], gh repo
 // clone REPO [DIR]): DIR, or the repository's name. It is added with a
 // trailing slash, which says it is a directory (DirWritten).
-func (w *writes) cloned(argv []string, verb string) {
+func (w *writes) cloned(argv []string) {
 	var operands []string
 	after := false
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		switch {
 		case !after:
-			after = a == verb
+			after = a == "clone"
 		case a == "--":
 		case cloneValueOptions[a]:
 			i++
