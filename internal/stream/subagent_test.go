@@ -281,46 +281,40 @@ steps:
 // there (turnstate.Session.Adopt): the child gets the parent's live taint
 // and its message counts as the parent model's words, so the command is
 // denied. Before, the unlinked child had no taint and a "typed" command:
-// the Bash was allowed.
+// the Bash was allowed. With the default pack the spawn itself is denied
+// inside the window (TG-TAINT-004); a framework that did not wait for the
+// decision runs the child anyway, so the denied spawn links it all the
+// same.
 func TestSubagentAdoptedAtItsSpawn(t *testing.T) {
-	srv := natstest.RunServer(t)
-	nc := natstest.Connect(t, srv)
-	js := natstest.JetStream(t, nc)
-	w := watchDecisions(t, nc)
-	cfg := testConfig()
-	rs, err := rulepack.Load(rulepack.DefaultPath, "testdata/spawn-in-window.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	startProcessorWith(t, srv, cfg, rs)
-	waitForConsumers(t, js, cfg.Topology.Partitions+1)
-	built := spawnWhileHeld(t, js, w, adoptedScenario, "adopted", cfg.Topology.Partitions, 3, 3, "allow")
-	bash := built.Messages[7]
-	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
-		t.Errorf("the child's Bash of the page's command after the spawn linked it: %s, want deny", got)
-	}
-}
-
-// TestSubagentLinkedDespiteDeniedSpawn is TestSubagentAdoptedAtItsSpawn
-// with the default pack, which denies the spawn inside the window
-// (TG-TAINT-004): a framework that did not wait for the decision runs the
-// child anyway, so the denied spawn links it all the same, and the child's
-// Bash is denied.
-func TestSubagentLinkedDespiteDeniedSpawn(t *testing.T) {
-	srv := natstest.RunServer(t)
-	nc := natstest.Connect(t, srv)
-	js := natstest.JetStream(t, nc)
-	w := watchDecisions(t, nc)
-	cfg := testConfig()
-	proc := startProcessor(t, srv, cfg)
-	waitForConsumers(t, js, cfg.Topology.Partitions+1)
-	built := spawnWhileHeld(t, js, w, adoptedScenario, "denied", cfg.Topology.Partitions, 3, 3, "deny")
-	bash := built.Messages[7]
-	if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
-		t.Errorf("the child's Bash of the page's command after its denied spawn: %s, want deny", got)
-	}
-	if got := proc.p.Stats().SubagentsAdopted.Load(); got == 0 {
-		t.Error("the adoption was not counted")
+	for _, tc := range []struct {
+		name  string
+		rules []string
+		spawn string
+	}{
+		{"spawn allowed (TG-TAINT-004 in shadow)", []string{rulepack.DefaultPath, "testdata/spawn-in-window.yaml"}, "allow"},
+		{"spawn denied (default pack)", []string{rulepack.DefaultPath}, "deny"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := natstest.RunServer(t)
+			nc := natstest.Connect(t, srv)
+			js := natstest.JetStream(t, nc)
+			w := watchDecisions(t, nc)
+			cfg := testConfig()
+			rs, err := rulepack.Load(tc.rules...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proc := startProcessorWith(t, srv, cfg, rs)
+			waitForConsumers(t, js, cfg.Topology.Partitions+1)
+			built := spawnWhileHeld(t, js, w, adoptedScenario, "adopted-"+tc.spawn, cfg.Topology.Partitions, 3, 3, tc.spawn)
+			bash := built.Messages[7]
+			if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
+				t.Errorf("the child's Bash of the page's command after the spawn (%s) linked it: %s, want deny", tc.spawn, got)
+			}
+			if got := proc.p.Stats().SubagentsAdopted.Load(); got == 0 {
+				t.Error("the adoption was not counted")
+			}
+		})
 	}
 }
 
