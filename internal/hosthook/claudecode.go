@@ -23,6 +23,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/turnguard/turnguard/internal/core/policy"
 )
 
 // Host names a host protocol (the path segment of its endpoint).
@@ -515,7 +517,7 @@ func elideBlobs(v any) any {
 		if len(body) <= blobBytes || strings.TrimLeft(body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_\r\n") != "" {
 			return nil
 		}
-		return x[:len(x)-len(body)] + body[:64] + fmt.Sprintf("…[turnguard: %d bytes of encoded data left out]", len(body))
+		return x[:len(x)-len(body)] + body[:64] + policy.LeftOut(len(body))
 	case []any:
 		var out []any
 		for i, item := range x {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/turnguard/turnguard/internal/core/policy"
+
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -368,4 +370,17 @@ func FuzzElideBlobs(f *testing.F) {
 			t.Fatal("the original was changed")
 		}
 	})
+}
+
+// What hosthook leaves of a blob is what the rules take for content
+// lineage cannot read.
+func TestElidedBlobIsUnreadable(t *testing.T) {
+	short := elideBlobs(map[string]any{"type": "text", "text": strings.Repeat("QUJD", 300)})
+	if short == nil {
+		t.Fatal("nothing shortened")
+	}
+	text := short.(map[string]any)["text"].(string)
+	if !strings.HasSuffix(text, policy.LeftOut(1200)) {
+		t.Fatalf("shortened to %q", text)
+	}
 }

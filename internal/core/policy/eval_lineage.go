@@ -277,13 +277,20 @@ func holdsUnreadable(v any) bool {
 	return false
 }
 
-// encodedDataLeftOut ends the note hosthook puts where it shortened a
-// blob; minEncodedBytes is the run of base64 taken for encoded data
-// rather than text (hosthook's blobBytes).
+// encodedDataLeftOut ends the note LeftOut writes; minEncodedBytes is the
+// run of base64 taken for encoded data rather than text (hosthook's
+// blobBytes).
 const (
 	encodedDataLeftOut = "bytes of encoded data left out]"
 	minEncodedBytes    = 1 << 10
 )
+
+// LeftOut is the note an adapter puts where it shortened n bytes of
+// encoded data (an image's base64), which marks the content as holding
+// what lineage cannot read (holdsUnreadable).
+func LeftOut(n int) string {
+	return "…[turnguard: " + strconv.Itoa(n) + " " + encodedDataLeftOut
+}
 
 // base64Run reports whether s holds n or more base64 characters in a row
 // with a letter beyond hex among them, the line breaks of wrapped base64

@@ -61,4 +61,7 @@ func TestHoldsUnreadable(t *testing.T) {
 			t.Errorf("%s: holdsUnreadable %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	if !holdsUnreadable("iVBORw0KGgo" + LeftOut(183412)) {
+		t.Error("LeftOut's note is not taken for data left out")
+	}
 }
