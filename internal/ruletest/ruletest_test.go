@@ -179,7 +179,7 @@ func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-retur
 // denied is linked to its parent all the same — adopted if its session
 // began first, remembered by the parent if it begins later
 // (testdata/subagent-denied.yaml).
-func TestSubagentDeniedSpawn(t *testing.T) { runOnDefault(t, "testdata/subagent-denied.yaml", 2) }
+func TestSubagentDeniedSpawn(t *testing.T) { runOnDefault(t, "testdata/subagent-denied.yaml", 5) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.

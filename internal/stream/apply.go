@@ -51,10 +51,9 @@ type batch struct {
 	byAgent  bool
 	sessions map[string]*pending[turnstate.Session]
 	agents   map[string]*pending[turnstate.Agent]
-	// spawned are the first states of the subagent sessions the batch
-	// started; unspawned those of the spawns it denied (linked only if
-	// they exist: guardian.Output.Unspawned).
-	spawned, unspawned []*turnstate.Session
+	// spawned are the first states of the subagent sessions the batch's
+	// spawns announced, allowed or denied (guardian.Outcome.Spawned).
+	spawned []*turnstate.Session
 	// direct holds publications tied to no stored session: dead letters
 	// of unroutable subjects, refusals in sessions that do not exist or
 	// whose state cannot be trusted.
@@ -343,9 +342,6 @@ func (w *worker) decideOne(ctx context.Context, b *batch, in *inbound) error {
 	if out.Spawned != nil {
 		b.spawned = append(b.spawned, out.Spawned)
 	}
-	if out.Unspawned != nil {
-		b.unspawned = append(b.unspawned, out.Unspawned)
-	}
 	in.owner.noteDecision(in, &out)
 	if out.Refusal != nil {
 		p.out = append(p.out, in.owner.deadLetter(in, out))
@@ -433,19 +429,16 @@ func (w *worker) commitAgents(ctx context.Context, b *batch) error {
 	return nil
 }
 
-// createSpawned creates the first state of each subagent session the batch
-// started (its link to the spawning turn), before the spawning session's
-// write: once that write is stored the spawn is applied and would not be
-// made again after a crash. Creating it is idempotent, and the same from
-// any instance. A subagent session that exists already is linked instead
-// (adopt) — also one whose spawn was denied.
+// createSpawned creates the first state of each subagent session the
+// batch's spawns announced, allowed or denied (its link to the spawning
+// turn, the parent's live taints), before the spawning session's write:
+// once that write is stored the spawn is applied and would not be made
+// again after a crash. Creating it is idempotent, and the same from any
+// instance. A subagent session that exists already is linked instead, or
+// given the parent's live taints if it is linked (adopt).
 func (w *worker) createSpawned(ctx context.Context, b *batch) error {
-	for i, s := range slices.Concat(b.spawned, b.unspawned) {
-		var written bool
-		var err error
-		if i < len(b.spawned) {
-			written, err = w.store.CreateIfAbsent(ctx, s)
-		}
+	for _, s := range b.spawned {
+		written, err := w.store.CreateIfAbsent(ctx, s)
 		if err == nil && !written {
 			written, err = w.adopt(ctx, s)
 		}

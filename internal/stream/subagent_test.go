@@ -284,15 +284,23 @@ steps:
 // the Bash was allowed. With the default pack the spawn itself is denied
 // inside the window (TG-TAINT-004); a framework that did not wait for the
 // decision runs the child anyway, so the denied spawn links it all the
-// same.
+// same — and when the denied spawn is applied first (the parent's
+// partition not behind), it creates the child's state, linked and
+// tainted, as an allowed spawn does: before, it created nothing, and the
+// child ran unlinked.
 func TestSubagentAdoptedAtItsSpawn(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		rules []string
 		spawn string
+		// held: the parent's partition is held while the child begins,
+		// so that the spawn finds the child's state and adopts it;
+		// otherwise the spawn is applied first and creates it.
+		held bool
 	}{
-		{"spawn allowed (TG-TAINT-004 in shadow)", []string{rulepack.DefaultPath, "testdata/spawn-in-window.yaml"}, "allow"},
-		{"spawn denied (default pack)", []string{rulepack.DefaultPath}, "deny"},
+		{"spawn allowed (TG-TAINT-004 in shadow)", []string{rulepack.DefaultPath, "testdata/spawn-in-window.yaml"}, "allow", true},
+		{"spawn denied (default pack)", []string{rulepack.DefaultPath}, "deny", true},
+		{"spawn denied, applied before the child begins", []string{rulepack.DefaultPath}, "deny", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := natstest.RunServer(t)
@@ -306,13 +314,23 @@ func TestSubagentAdoptedAtItsSpawn(t *testing.T) {
 			}
 			proc := startProcessorWith(t, srv, cfg, rs)
 			waitForConsumers(t, js, cfg.Topology.Partitions+1)
-			built := spawnWhileHeld(t, js, w, adoptedScenario, "adopted-"+tc.spawn, cfg.Topology.Partitions, 3, 3, tc.spawn)
+			var built scenario.Built
+			if tc.held {
+				built = spawnWhileHeld(t, js, w, adoptedScenario, "adopted-"+tc.spawn, cfg.Topology.Partitions, 3, 3, tc.spawn)
+			} else {
+				built = buildScenario(t, fmt.Sprintf(adoptedScenario, "spawned-first-"+tc.spawn))
+				for i, m := range built.Messages[:7] {
+					if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, m.Subject, m.Data)).Data); i == 3 && got != tc.spawn {
+						t.Fatalf("subagentStart: %s, want %s", got, tc.spawn)
+					}
+				}
+			}
 			bash := built.Messages[7]
 			if got := decisionOf(t, w.decision(t, natstest.Publish(t, js, bash.Subject, bash.Data)).Data); got != "deny" {
 				t.Errorf("the child's Bash of the page's command after the spawn (%s) linked it: %s, want deny", tc.spawn, got)
 			}
-			if got := proc.p.Stats().SubagentsAdopted.Load(); got == 0 {
-				t.Error("the adoption was not counted")
+			if got := proc.p.Stats().SubagentsAdopted.Load(); tc.held != (got > 0) {
+				t.Errorf("adoptions counted: %d, want them only where the child began first", got)
 			}
 		})
 	}
@@ -362,6 +380,23 @@ func spawnWhileHeld(t *testing.T, js jetstream.JetStream, w *watcher, tmpl, name
 	}
 	if got := decisionOf(t, w.decision(t, spawn).Data); got != want {
 		t.Fatalf("subagentStart: %s, want %s", got, want)
+	}
+	return built
+}
+
+// buildScenario prepares and builds the scenario src.
+func buildScenario(t *testing.T, src string) scenario.Built {
+	t.Helper()
+	var sc scenario.Scenario
+	if err := yaml.Unmarshal([]byte(src), &sc); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Prepare(false); err != nil {
+		t.Fatal(err)
+	}
+	built, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return built
 }

@@ -120,15 +120,14 @@ type Outcome struct {
 	Refusal    *acs.Error
 	Violations []turnstate.Violation
 	// State is the session's next state, nil when the message did not
-	// change it. Spawned is a subagent session announced by an allowed
-	// subagentStart. Unspawned is the one a denied subagentStart
-	// announced: nothing is created for it, but a subagent session that
-	// already exists — a framework that started it without waiting for the
-	// decision — is linked to its parent all the same
-	// (turnstate.Session.Adopt).
-	State     *turnstate.Session
-	Spawned   *turnstate.Session
-	Unspawned *turnstate.Session
+	// change it. Spawned is the first state of the subagent session a
+	// subagentStart announced — allowed or denied: a framework that does
+	// not wait for the decision runs the subagent either way, and it must
+	// start linked, with the parent's live taints. A subagent session that
+	// already exists (begun before the spawn was applied) is linked to it
+	// instead (turnstate.Session.Adopt).
+	State   *turnstate.Session
+	Spawned *turnstate.Session
 	// Agent is the agent's shared state when an agent-keyed rule counted
 	// the envelope (it must be saved), else nil.
 	Agent *turnstate.Agent
@@ -214,14 +213,11 @@ func (g *Guardian) Decide(rs *policy.Set, state *turnstate.Session, agent *turns
 	out.State = state
 	out.Violations = applied.Violations
 	if applied.Spawned != nil {
-		// Remembered either way, so that its stop hands its taint back
-		// if it runs despite a deny.
+		// Created and remembered even when denied: a framework that did
+		// not wait for the decision runs the subagent anyway, and it must
+		// carry the parent's taint and hand its own back at its stop.
 		state.RememberSubagent(applied.Spawned.SessionID)
-		if v.decision != acs.Deny {
-			out.Spawned = applied.Spawned
-		} else {
-			out.Unspawned = applied.Spawned
-		}
+		out.Spawned = applied.Spawned
 	}
 	v.response.Result.ChainHash = state.ChainHead
 	out.Response = v.response

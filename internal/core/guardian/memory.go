@@ -48,17 +48,13 @@ func (m *Memory) Decide(g *Guardian, rs *policy.Set, route acs.Route, msg Messag
 	if out.Agent != nil {
 		m.Agents[out.Agent.Key()] = out.Agent
 	}
-	for _, s := range []*turnstate.Session{out.Spawned, out.Unspawned} {
-		if s == nil {
-			continue
-		}
+	if s := out.Spawned; s != nil {
 		switch child, exists := m.Sessions[s.Key()]; {
 		case !exists:
-			if s == out.Spawned {
-				m.Sessions[s.Key()] = s
-			}
+			m.Sessions[s.Key()] = s
 		case child != nil:
-			// Begun before the spawn: linked now, as the processor does.
+			// Begun before the spawn, or spawned before: linked now, or
+			// given the parent's live taints, as the processor does.
 			if adopted := child.Clone(); adopted.Adopt(s) {
 				m.Sessions[s.Key()] = adopted
 			}

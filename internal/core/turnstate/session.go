@@ -193,26 +193,46 @@ func (s *Session) RememberSubagent(id string) {
 // parent had live; policy inherits them). The taints are anchored at this
 // session's newest turn, envelope and time, so their windows run from now;
 // what the session indexed as a user's words is its parent model's
-// (lineage Distrust). A session that is linked already, or does not belong
-// to the spawner's caller, is left alone; so are the decisions taken
-// before. It reports whether it changed the session.
+// (lineage Distrust). A session linked already — spawned before, resumed
+// now — keeps its link and gets the taints the same way: a clean first
+// spawn does not let it run a tainted parent's later task untainted; one
+// that never started takes the newest spawn of its parent whole. A
+// session that does not belong to the spawner's caller is left alone; so
+// are the decisions taken before. It reports whether it changed the
+// session.
 func (s *Session) Adopt(spawned *Session) bool {
 	p := spawned.Parent
 	// Only the spawner's own caller's: a session not bound yet (a state
 	// of an earlier version) is not taken over.
-	if s.Parent != nil || p == nil || p.SessionID == s.SessionID || s.Caller != spawned.Caller {
+	if p == nil || p.SessionID == s.SessionID || s.Caller != spawned.Caller {
 		return false
 	}
-	link := *p
-	s.Parent = &link
+	if s.Parent != nil && s.Parent.SessionID == p.SessionID && s.Envelopes == 0 {
+		// Made by an earlier spawn of the same parent and never started
+		// (a framework that honoured that spawn's deny, then spawned it
+		// again): the newest spawn is the one that runs it, with the
+		// taints live now and its turn for the subagent's first.
+		fresh := spawned.Clone()
+		s.Parent, s.Taints = fresh.Parent, fresh.Taints
+		return true
+	}
+	changed := false
+	if s.Parent == nil {
+		link := *p
+		s.Parent = &link
+		if s.Lineage != nil {
+			s.Lineage.Distrust(lineage.Source{RequestID: link.RequestID, Hook: "subagentStart", Tool: "parent " + link.SessionID})
+		}
+		changed = true
+	}
 	turn := s.TurnsStarted
 	for _, t := range s.OpenTurns {
 		turn = max(turn, t.Index)
 	}
-	for id, t := range spawned.Taints {
+	for _, id := range slices.Sorted(maps.Keys(spawned.Taints)) {
 		// Anchored at the newest of the child in every measure, so that
 		// no window of its own ends sooner for it.
-		last := t.Last.clone()
+		last := spawned.Taints[id].Last.clone()
 		last.Turn, last.Step = turn, s.Envelopes
 		if s.LastTime.After(last.Time) {
 			last.Time = s.LastTime
@@ -221,7 +241,13 @@ func (s *Session) Adopt(spawned *Session) bool {
 			if own.Last.Time.After(last.Time) {
 				last.Time = own.Last.Time
 			}
+			if own.Last.Turn >= last.Turn && own.Last.Step >= last.Step && !own.Last.Time.Before(last.Time) {
+				// Its own window runs as long already (the spawn applied
+				// again, or a child no older than its spawn).
+				continue
+			}
 			own.Last, own.Hits = last, own.Hits+1
+			changed = true
 			continue
 		}
 		if s.Taints == nil {
@@ -229,11 +255,9 @@ func (s *Session) Adopt(spawned *Session) bool {
 		}
 		first := last.clone()
 		s.Taints[id] = &Taint{First: first, Last: last, Hits: 1}
+		changed = true
 	}
-	if s.Lineage != nil {
-		s.Lineage.Distrust(lineage.Source{RequestID: link.RequestID, Hook: "subagentStart", Tool: "parent " + link.SessionID})
-	}
-	return true
+	return changed
 }
 
 // Spawned reports whether child is a subagent session of this one: linked

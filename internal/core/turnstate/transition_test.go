@@ -310,11 +310,14 @@ func TestAdopt(t *testing.T) {
 		name  string
 		child *turnstate.Session
 		want  bool
+		// parent the child is linked to after: a linked child keeps its
+		// link, and gets the spawner's taints all the same.
+		parent string
 	}{
-		{"unlinked, same caller", child("nats:A", false), true},
-		{"unlinked, caller not bound yet", child("", false), false},
-		{"linked already", child("nats:A", true), false},
-		{"another caller's", child("nats:B", false), false},
+		{"unlinked, same caller", child("nats:A", false), true, "parent"},
+		{"unlinked, caller not bound yet", child("", false), false, ""},
+		{"linked already", child("nats:A", true), true, "other"},
+		{"another caller's", child("nats:B", false), false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.child.Clone()
@@ -327,7 +330,7 @@ func TestAdopt(t *testing.T) {
 				}
 				return
 			}
-			if tc.child.Parent == nil || tc.child.Parent.SessionID != "parent" || tc.child.Caller != "nats:A" {
+			if tc.child.Parent == nil || tc.child.Parent.SessionID != tc.parent || tc.child.Caller != "nats:A" {
 				t.Errorf("link %+v, caller %q", tc.child.Parent, tc.child.Caller)
 			}
 			taint := tc.child.Taints["untrusted_content"]
@@ -340,6 +343,26 @@ func TestAdopt(t *testing.T) {
 	self := turnstate.New("acme", "parent")
 	if self.Adopt(spawned()) {
 		t.Error("a session adopted itself")
+	}
+	// Adopted, then the same spawn applied again (a batch decided again):
+	// nothing more changes.
+	again := child("nats:A", false)
+	again.Adopt(spawned())
+	before := again.Clone()
+	if again.Adopt(spawned()) || again.Taints["untrusted_content"].Hits != before.Taints["untrusted_content"].Hits {
+		t.Errorf("the same spawn adopted twice: hits %d, want %d", again.Taints["untrusted_content"].Hits, before.Taints["untrusted_content"].Hits)
+	}
+	// Made by an earlier spawn of the same parent and never started: the
+	// newest spawn takes it whole — its link (the turn the subagent's
+	// first turn names) and its taints, none if the parent is clean now.
+	unstarted := turnstate.New("acme", "child")
+	unstarted.Caller = "nats:A"
+	unstarted.Parent = &turnstate.ParentLink{SessionID: "parent", TurnID: "T0", RequestID: "spawn-0"}
+	unstarted.Taints = spawned().Taints
+	clean := spawned()
+	clean.Parent.TurnID, clean.Parent.RequestID, clean.Taints = "T4", "spawn-4", nil
+	if !unstarted.Adopt(clean) || unstarted.Parent.TurnID != "T4" || unstarted.Parent.RequestID != "spawn-4" || len(unstarted.Taints) != 0 {
+		t.Errorf("a never-started child spawned again: link %+v, taints %v; want the newest spawn's", unstarted.Parent, unstarted.Taints)
 	}
 }
 
