@@ -158,6 +158,9 @@ type Set struct {
 	// index what enters them (eval_lineage.go). Without it they keep no
 	// index: no cost, no state.
 	usesLineage bool
+	// usesPathParts: some condition reads tool.path_parts, so calls'
+	// paths are split for it (pathParts); otherwise it stays empty.
+	usesPathParts bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
 	// adapter converts the values of CEL variables as the environment

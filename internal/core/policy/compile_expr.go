@@ -67,6 +67,10 @@ func (c *compiler) newEnv() *cel.Env {
 
 var refPattern = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
 
+// pathPartsRef finds a read of tool.path_parts in an expanded condition
+// (a string literal holding the word only makes every call pay for it).
+var pathPartsRef = regexp.MustCompile(`\bpath_parts\b`)
+
 // expansion maps offsets of an expanded expression back to its source.
 type expansion struct {
 	text string
@@ -256,6 +260,9 @@ func (c *compiler) expr(f *File, s Str, what string) *condition {
 		// here, where its author sees it, instead.
 		c.errf(f, s.Pos, "%s: the condition's cost grows faster than the envelope (nested comprehensions over envelope data?): estimated at more than %d CEL cost units on a 1 MiB envelope", what, uint64(MaxEstimatedCost))
 		return nil
+	}
+	if pathPartsRef.MatchString(exp.text) {
+		c.set.usesPathParts = true
 	}
 	for _, ref := range checked.NativeRep().ReferenceMap() {
 		if ref.Name == "lineage" {

@@ -310,6 +310,10 @@ func (e *evalCtx) toolView() *ToolView {
 		t.Sinks = []string{}
 	}
 	t.Programs = commandPrograms(t)
+	t.PathParts = []string{}
+	if e.set.usesPathParts {
+		t.PathParts = pathParts(t)
+	}
 	e.tool = t
 	return t
 }

@@ -177,3 +177,30 @@ func eachString(v any, fn func(string)) {
 		}
 	}
 }
+
+// pathParts is ToolView.PathParts: the names along every path the call's
+// string arguments and command line name. A word is a path when it holds
+// a separator, '/' or a Windows '\'; a URL's words are not (its path is
+// on a server, and a fetch taints by its own source).
+func pathParts(t *ToolView) []string {
+	var out []string
+	visit := func(word string) {
+		if !strings.ContainsAny(word, `/\`) || strings.Contains(word, "://") {
+			return
+		}
+		for _, part := range strings.FieldsFunc(word, func(r rune) bool { return r == '/' || r == '\\' }) {
+			switch part {
+			case ".", "..", "~":
+				continue
+			}
+			out = append(out, part)
+		}
+	}
+	eachWord(t.RawCommand, visit)
+	eachString(t.Args, func(s string) { eachWord(s, visit) })
+	if out == nil {
+		return []string{}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -90,3 +90,29 @@ func TestNamesDir(t *testing.T) {
 		}
 	}
 }
+
+func TestPathParts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		command string
+		args    map[string]any
+		want    []string
+	}{
+		{"a Read's path", "", map[string]any{"file_path": "/Users/dev/Downloads/INSTALL.md"}, []string{"Downloads", "INSTALL.md", "Users", "dev"}},
+		{"home, dot and dot-dot are no names", "cat ~/./Downloads/../notes/a.txt", nil, []string{"Downloads", "a.txt", "notes"}},
+		{"a Windows path", `type C:\Users\dev\Downloads\x.txt`, nil, []string{"C:", "Downloads", "Users", "dev", "x.txt"}},
+		{"an option's value", "", map[string]any{"args": []any{"--config=~/Downloads/cfg.yaml"}}, []string{"Downloads", "cfg.yaml"}},
+		{"a URL's words are not paths", "curl https://example.com/Downloads/x", nil, []string{}},
+		{"words without a separator are not paths", "make Downloads", map[string]any{"q": "Downloads"}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if args == nil {
+				args = map[string]any{}
+			}
+			if got := pathParts(&ToolView{RawCommand: tc.command, Args: args}); !slices.Equal(got, tc.want) {
+				t.Errorf("pathParts = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

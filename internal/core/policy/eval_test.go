@@ -110,3 +110,30 @@ rules: []
 		})
 	}
 }
+
+// TestPathPartsReadThroughMacro: tool.path_parts is filled for a rule set
+// that reads it only through a macro, so a condition written that way
+// does not see it empty (fail open).
+func TestPathPartsReadThroughMacro(t *testing.T) {
+	rs := compile(t, `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+lists:
+  dirs: [Inbox]
+macros:
+  under: 'tool.path_parts.exists(p, p in $dirs)'
+rules:
+  - {id: R, title: r, severity: low, on: [toolCallRequest], when: "$under", decision: deny}
+`)
+	for _, tc := range []struct {
+		path string
+		deny bool
+	}{{"/home/dev/Inbox/x.eml", true}, {"/home/dev/Outbox/x.eml", false}} {
+		in := toolCall(t, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+		in.Payload = map[string]any{"tool": map[string]any{"name": "x"}, "arguments": map[string]any{"path": map[string]any{"value": tc.path}}}
+		res := rs.Evaluate(turnstate.New("t", "s"), nil, in)
+		if got := len(res.Hits) == 1; got != tc.deny {
+			t.Errorf("%s: hits %+v, want a hit %v", tc.path, res.Hits, tc.deny)
+		}
+	}
+}

@@ -38,6 +38,12 @@ type ToolView struct {
 	// a variable or a substitution, and every word of a wrapper (sudo,
 	// env, xargs, find -exec) or of a line the shell parser refuses.
 	Programs []string `cel:"programs"`
+	// PathParts are the directory and file names of the paths the call
+	// names — every word of its string arguments and command line with a
+	// '/' or a '\' in it, split there (~, ., .. and a URL's words left
+	// out) — distinct and sorted: "Downloads" for a Read of
+	// ~/Downloads/invoice.pdf or a cat of C:\Users\me\Downloads\x.
+	PathParts []string `cel:"path_parts"`
 }
 
 // SessionView is the session the envelope belongs to, after the envelope

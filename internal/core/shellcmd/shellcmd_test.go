@@ -152,6 +152,12 @@ func TestWrites(t *testing.T) {
 		{"gh repo clone", "gh repo clone acme/widget -- --depth 1", []string{"widget/"}},
 		{"gh repo clone into a directory", "gh repo clone acme/widget src/widget", []string{"src/widget/"}},
 		{"git's other commands write nothing", "git pull && git log > log.txt", []string{"log.txt"}},
+		{"a copy is named by its destination, or in it", "cp ~/Downloads/setup.sh scripts/setup.sh", []string{"scripts/setup.sh", "scripts/setup.sh/setup.sh"}},
+		{"copies into a directory", "cp -r a.sh lib/ dist/", []string{"dist/", "dist/a.sh", "dist/lib"}},
+		{"mv past sudo, cp -t", "sudo mv -f x.sh /usr/local/bin && cp -t bin -- y.sh", []string{"/usr/local/bin", "/usr/local/bin/x.sh", "bin", "bin/y.sh"}},
+		{"install's mode is no file", "install -m 0755 tool ~/.local/bin/tool", []string{"~/.local/bin/tool", "~/.local/bin/tool/tool"}},
+		{"a copier's name as a URL's last segment is no copy", "curl -O https://x.example/dl/install", []string{"install"}},
+		{"one operand copies nothing", "cp --help", []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,7 +22,8 @@ var downloaders = map[string]bool{"wget": true, "wget2": true, "axel": true, "ar
 // --output, --output-document, attached or not), and the name a
 // downloader gives a URL it saves without one (wget, wget2, axel,
 // aria2c, curl -O or --remote-name): the URL's last path segment, or
-// index.html. Sorted, distinct, at most MaxWrites. It over-approximates
+// index.html; and where cp, mv, install or ln puts a file: the
+// destination, and the name each source gets in it. Sorted, distinct, at most MaxWrites. It over-approximates
 // (an option's value is taken for a file whatever the program), and a
 // line the parser refuses gives every word that is not an option.
 func Writes(line string) []string {
@@ -124,6 +125,10 @@ func (w *writes) call(argv []string, depth int) {
 			}
 		}
 	}
+	if i := programAt(argv); i >= 0 && copiers[strings.ToLower(path.Base(argv[i]))] {
+		w.copied(argv[i+1:])
+		return
+	}
 	prog := ""          // the downloader or curl the words run, if any
 	remoteName := false // it names its file after the URL
 	explicit := false   // an output option named the file
@@ -180,6 +185,72 @@ func (w *writes) call(argv []string, depth int) {
 	for _, a := range argv {
 		if isURL(a) {
 			w.add(urlName(a))
+		}
+	}
+}
+
+// programAt is the index of the program a simple command runs, past
+// wrappers (sudo, env, timeout …), their options and values and variable
+// assignments; -1 for none.
+func programAt(argv []string) int {
+	for i, a := range argv {
+		if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") || strings.Trim(a, "0123456789.smhd") == "" ||
+			wrappers[strings.ToLower(path.Base(a))] {
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// copiers put a file's content under another name: the copy says what
+// the file said.
+var copiers = map[string]bool{"cp": true, "mv": true, "install": true, "ln": true}
+
+// copyValueOptions are the copiers' options that take the next word as
+// their value (GNU coreutils).
+var copyValueOptions = map[string]bool{"-S": true, "--suffix": true, "-m": true, "--mode": true,
+	"-o": true, "--owner": true, "-g": true, "--group": true}
+
+// copied adds what cp, mv, install or ln writes: the destination (the
+// last operand, or the -t/--target-directory value) and, as the
+// destination may be a directory, the name each source gets in it.
+func (w *writes) copied(args []string) {
+	var operands []string
+	dest := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+		case a == "-t" || a == "--target-directory":
+			if i+1 < len(args) {
+				dest = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(a, "--target-directory="):
+			dest = a[len("--target-directory="):]
+		case copyValueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-") && a != "-":
+		default:
+			operands = append(operands, a)
+		}
+	}
+	if dest == "" {
+		if len(operands) < 2 {
+			return
+		}
+		dest, operands = operands[len(operands)-1], operands[:len(operands)-1]
+	}
+	if dest == "" {
+		return
+	}
+	w.add(dest)
+	for _, src := range operands {
+		if b := path.Base(strings.TrimRight(src, "/")); b != "" && b != "." && b != "/" && b != ".." {
+			w.add(strings.TrimRight(dest, "/") + "/" + b)
 		}
 	}
 }
