@@ -184,7 +184,7 @@ type warmUp struct {
 // pass finds the sessions in range and the warm-up starts at the first
 // envelope of any of them (or of the sessions spawning them or spawned by
 // them). ok is false when no session of the selection is in range.
-func planWarmUp(ctx context.Context, src *Source, r Range, sel Selection, links map[string]string, progress io.Writer) (w warmUp, ok bool, err error) {
+func planWarmUp(ctx context.Context, src *Source, r Range, sel Selection, links map[string][]string, progress io.Writer) (w warmUp, ok bool, err error) {
 	// A range from the start of the stream holds every session from its
 	// first envelope: no warm-up, so no first pass to find the sessions.
 	// inRange nil means every session is in range.
@@ -214,7 +214,7 @@ func planWarmUp(ctx context.Context, src *Source, r Range, sel Selection, links 
 // stream order, each worker with its own engine. It returns each worker's
 // partial report, the number of sessions with envelopes in range, and the
 // read's error (the workers have finished either way).
-func decideSharded(ctx context.Context, src *Source, newEngine func() *Engine, r Range, w warmUp, links map[string]string, against comparer, workers int, progress io.Writer) ([]*Report, int, error) {
+func decideSharded(ctx context.Context, src *Source, newEngine func() *Engine, r Range, w warmUp, links map[string][]string, against comparer, workers int, progress io.Writer) ([]*Report, int, error) {
 	shards := make([]chan []Envelope, workers)
 	partial := make([]*Report, workers)
 	var wg sync.WaitGroup
@@ -232,7 +232,7 @@ func decideSharded(ctx context.Context, src *Source, newEngine func() *Engine, r
 	}
 	const batchSize = 64
 	pending := make([][]Envelope, workers)
-	roots := map[string]string{}
+	roots := spawnRoots(links)
 	sessions := map[string]bool{}
 	bar := NewProgress(progress, w.from, r.To)
 	err := src.Each(ctx, Range{From: w.from, To: r.To, ToTime: r.ToTime}, w.filters, func(e Envelope) error {
@@ -240,7 +240,7 @@ func decideSharded(ctx context.Context, src *Source, newEngine func() *Engine, r
 		if against.in(e) {
 			sessions[e.Route.SessionKey()] = true
 		}
-		i := shardOf(e, links, roots, workers)
+		i := shardOf(e, roots, workers)
 		pending[i] = append(pending[i], e)
 		if len(pending[i]) == batchSize {
 			shards[i] <- pending[i]
@@ -286,9 +286,9 @@ func (r *Report) merge(p *Report) {
 }
 
 // shardOf picks the worker of an envelope: by the root of its session's
-// spawn tree, so that a parent's subagentStart is decided before its
-// subagent's envelopes, as in the stream.
-func shardOf(e Envelope, links, roots map[string]string, workers int) int {
+// spawn tree (spawnRoots), so that a parent's subagentStart is decided
+// before its subagent's envelopes, as in the stream.
+func shardOf(e Envelope, roots map[string]string, workers int) int {
 	if workers == 1 || e.RouteErr != nil {
 		return 0
 	}
@@ -296,10 +296,6 @@ func shardOf(e Envelope, links, roots map[string]string, workers int) int {
 	root, ok := roots[key]
 	if !ok {
 		root = key
-		for seen := 0; links[root] != "" && seen < len(links); seen++ {
-			root = links[root]
-		}
-		roots[key] = root
 	}
 	h := fnv.New32a()
 	h.Write([]byte(root))

@@ -360,10 +360,12 @@ func (s *Source) readAll(ctx context.Context, st jetstream.Stream, name string, 
 }
 
 // SpawnLinks maps each subagent session of tenant ("*": of every tenant)
-// announced by a subagentStart up to seq to the session that announced it
-// (the first announcement wins, as in the state bucket).
-func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[string]string, error) {
-	links := map[string]string{}
+// announced by a subagentStart up to seq to the sessions that announced
+// it, in stream order: the first is the one it is linked to (as in the
+// state bucket), a later one gave it the taints live at its spawn
+// (turnstate.Session.Adopt).
+func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[string][]string, error) {
+	links := map[string][]string{}
 	err := s.Each(ctx, Range{From: 1, To: to}, []string{acs.StoredFilter(tenant, "*", "subagentStart")}, func(e Envelope) error {
 		if e.RouteErr != nil {
 			return nil
@@ -375,8 +377,8 @@ func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[
 		// The subagent's session is of the announcing session's tenant;
 		// tenant may be "*".
 		child := acs.SessionKey(e.Route.Tenant, id)
-		if _, seen := links[child]; !seen {
-			links[child] = e.Route.SessionKey()
+		if parent := e.Route.SessionKey(); child != parent && !slices.Contains(links[child], parent) {
+			links[child] = append(links[child], parent)
 		}
 		return nil
 	})
@@ -385,26 +387,71 @@ func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[
 
 // withSpawnTree adds to sessions (keys) the rest of their spawn trees: the
 // sessions that spawned them, transitively — a subagent's state starts
-// from its parent's subagentStart, so replaying it needs the parent
-// replayed too — and every session those spawned, transitively — a
-// subagent's taint reaches its parent at subagentStop, so replaying the
-// parent needs its subagents replayed too.
-func withSpawnTree(sessions map[string]bool, links map[string]string) map[string]bool {
+// from its parents' subagentStarts, so replaying it needs them replayed
+// too — every session those spawned — a subagent's taint reaches its
+// parent at subagentStop — and so on: every session connected to them by
+// a spawn (a subagent spawned by two sessions joins their trees).
+func withSpawnTree(sessions map[string]bool, links map[string][]string) map[string]bool {
+	roots := spawnRoots(links)
+	rootOf := func(k string) string {
+		if r, ok := roots[k]; ok {
+			return r
+		}
+		return k
+	}
+	wanted := map[string]bool{}
 	out := make(map[string]bool, len(sessions))
 	for key := range sessions {
-		for k := key; k != "" && !out[k]; k = links[k] {
+		out[key] = true
+		wanted[rootOf(key)] = true
+	}
+	for k, r := range roots {
+		if wanted[r] {
 			out[k] = true
 		}
 	}
-	for grew := true; grew; {
-		grew = false
-		for child, parent := range links {
-			if out[parent] && !out[child] {
-				out[child], grew = true, true
+	return out
+}
+
+// spawnRoots maps every session named in links to the root of its spawn
+// tree — of its spawn graph, where a subagent spawned by two sessions
+// joins their trees: the least key of the sessions connected to it, so
+// that one worker decides them all, in stream order.
+func spawnRoots(links map[string][]string) map[string]string {
+	up := map[string]string{}
+	var find func(string) string
+	find = func(k string) string {
+		p, ok := up[k]
+		if !ok || p == k {
+			return k
+		}
+		r := find(p)
+		up[k] = r
+		return r
+	}
+	for child, parents := range links {
+		for _, p := range parents {
+			a, b := find(child), find(p)
+			if a == b {
+				continue
 			}
+			if b < a {
+				a, b = b, a
+			}
+			up[b] = a
 		}
 	}
-	return out
+	roots := make(map[string]string, len(up))
+	for k := range up {
+		roots[k] = find(k)
+	}
+	for child, parents := range links {
+		roots[child] = find(child)
+		for _, p := range parents {
+			roots[p] = find(p)
+		}
+	}
+	return roots
 }
 
 // sessionFilters are the subject filters of sessions (keys), sorted.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,11 +149,20 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 		return nil, err
 	}
 	var filters []string
-	chain := map[string]bool{}
-	for k := key; k != "" && !chain[k]; k = links[k] {
-		chain[k] = true
+	// The chain: the session and every session that spawned it or one of
+	// its spawners — a subagent spawned again (resumed) takes the live
+	// taints of each spawn, not only of the first.
+	chain := map[string]bool{key: true}
+	for todo := []string{key}; len(todo) > 0; todo = todo[1:] {
+		k := todo[0]
 		tenant, id, _ := strings.Cut(k, ".")
 		filters = append(filters, acs.StoredFilter(tenant, id, "*"))
+		for _, parent := range links[k] {
+			if !chain[parent] {
+				chain[parent] = true
+				todo = append(todo, parent)
+			}
+		}
 	}
 	// A subagent's taint reaches its parent at subagentStop (the rules'
 	// subagent variable), so the sessions the chain spawned are decided
@@ -160,8 +171,11 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 	spawned := map[string]bool{}
 	for grew := true; grew; {
 		grew = false
-		for child, parent := range links {
-			if (chain[parent] || spawned[parent]) && !chain[child] && !spawned[child] {
+		for _, child := range slices.Sorted(maps.Keys(links)) {
+			if chain[child] || spawned[child] {
+				continue
+			}
+			if slices.ContainsFunc(links[child], func(p string) bool { return chain[p] || spawned[p] }) {
 				spawned[child], grew = true, true
 				tenant, id, _ := strings.Cut(child, ".")
 				filters = append(filters, acs.StoredFilter(tenant, id, "*"))
@@ -199,10 +213,11 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 }
 
 // spawnLinks maps each subagent session of tenant announced before upper
-// to the session that announced it (the first announcement wins, as in the
-// state bucket).
-func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (map[string]string, error) {
-	links := map[string]string{}
+// to the sessions that announced it, in stream order: the first is the one
+// it is linked to (as in the state bucket), a later one gave it the taints
+// live at its spawn (turnstate.Session.Adopt).
+func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (map[string][]string, error) {
+	links := map[string][]string{}
 	err := w.history(ctx, []string{acs.StoredFilter(tenant, "*", "subagentStart")}, upper, func(subject string, data []byte, _ nats.Header, _ uint64, _ time.Time) {
 		r, err := acs.ParsePartitioned(subject)
 		if err != nil {
@@ -213,8 +228,8 @@ func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (m
 			return
 		}
 		child := acs.SessionKey(tenant, id)
-		if _, seen := links[child]; !seen && child != r.SessionKey() {
-			links[child] = r.SessionKey()
+		if parent := r.SessionKey(); child != parent && !slices.Contains(links[child], parent) {
+			links[child] = append(links[child], parent)
 		}
 	})
 	return links, err

@@ -499,6 +499,52 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 	}
 }
 
+// TestTamperedResumedSubagentIsRebuiltWithEverySpawner tampers a subagent
+// that a second session spawned again inside its window: the rebuild must
+// replay both spawners, or the subagent would lose the second spawn's
+// taint and its deploy would pass. Every decision stays the pure core's.
+func TestTamperedResumedSubagentIsRebuiltWithEverySpawner(t *testing.T) {
+	sc, built := loadScenario(t, "subagent-resumed")
+	pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
+	r := newIntegrityRig(t, nil)
+	child := sc.SessionID("child")
+	last := len(built.Messages) - 1
+	if built.Messages[last].SessionID != child {
+		t.Fatal("the scenario's last step is not the subagent's; the test proves nothing")
+	}
+	for i, m := range built.Messages {
+		if i == last {
+			// Its taint is what the forgery drops.
+			key := acs.SessionKey(m.Tenant, child)
+			e, err := r.kv.Get(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec map[string]any
+			if err := json.Unmarshal(recordJSON(t, e.Value()), &rec); err != nil || rec["taints"] == nil {
+				t.Fatalf("subagent state without the taint of its second spawn (%v): %s", err, e.Value())
+			}
+			delete(rec, "taints")
+			forged, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.kv.Put(context.Background(), key, forged); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seq := natstest.Publish(t, r.js, m.Subject, m.Data)
+		if m.Expect.Decision == "none" {
+			continue
+		}
+		d, _ := r.w.await(t, seq, true, m.Expect.DeadLetter)
+		if raw, _ := acs.Canonical(pure.Outcomes[i].Response); string(raw) != string(d.Data) {
+			t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, d.Data, raw)
+		}
+	}
+	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": child, "action": "rebuilt_from_stream"})
+}
+
 // TestDeletedStateIsRebuilt: `nats kv del` or `kv purge` of one session's
 // key used to wedge its whole partition (every write expected the key
 // absent and failed against the marker) and, once that was fixed, would
