@@ -181,6 +181,10 @@ func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-retur
 // (testdata/subagent-denied.yaml).
 func TestSubagentDeniedSpawn(t *testing.T) { runOnDefault(t, "testdata/subagent-denied.yaml", 5) }
 
+// TestLineageLate: TG-TAINT-005/006 ask about a value traced to content
+// after the taint window too (testdata/lineage-late.yaml).
+func TestLineageLate(t *testing.T) { runOnDefault(t, "testdata/lineage-late.yaml", 3) }
+
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.
 func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {
