@@ -558,7 +558,7 @@ func bounded(v any) any {
 		}
 		text = s
 	} else {
-		raw, err := json.Marshal(v)
+		raw, err := plainJSON(v)
 		if err != nil || len(raw) <= MaxOutputBytes {
 			return v
 		}
@@ -567,7 +567,7 @@ func bounded(v any) any {
 		// keeps its shape — the image block the rules must see, the
 		// text around it whole.
 		if short := elideBlobs(v); short != nil {
-			if raw, err = json.Marshal(short); err == nil && len(raw) <= MaxOutputBytes {
+			if raw, err = plainJSON(short); err == nil && len(raw) <= MaxOutputBytes {
 				return short
 			}
 		}
@@ -577,7 +577,22 @@ func bounded(v any) any {
 	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	return text[:cut] + fmt.Sprintf(" …[turnguard: cut at %d of %d bytes]", cut, len(text))
+	// The note tells lineage that the model read more than it did.
+	return text[:cut] + policy.CutShort(cut, len(text))
+}
+
+// plainJSON is v's JSON as the envelope will carry it, without
+// encoding/json's HTML escapes: a '<' counted as the six bytes of \u003c
+// would let 22 KB of them pass for an output over MaxOutputBytes and cut
+// off what follows.
+func plainJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // wrap gives each tool input its ACS argument form, {value}: no

@@ -256,7 +256,7 @@ func (e *evalCtx) externalEventTurn() bool {
 func holdsUnreadable(v any) bool {
 	switch x := v.(type) {
 	case string:
-		return mediaDataURI(x) || strings.Contains(x, encodedDataLeftOut) || base64Run(x, minEncodedBytes)
+		return mediaDataURI(x) || strings.Contains(x, encodedDataLeftOut) || strings.Contains(x, outputCutMark) || base64Run(x, minEncodedBytes)
 	case []any:
 		return slices.ContainsFunc(x, holdsUnreadable)
 	case map[string]any:
@@ -277,13 +277,22 @@ func holdsUnreadable(v any) bool {
 	return false
 }
 
-// encodedDataLeftOut ends the note LeftOut writes; minEncodedBytes is the
-// run of base64 taken for encoded data rather than text (hosthook's
-// blobBytes).
+// encodedDataLeftOut ends the note LeftOut writes, outputCutMark begins
+// the one CutShort writes; minEncodedBytes is the run of base64 taken for
+// encoded data rather than text (hosthook's blobBytes).
 const (
 	encodedDataLeftOut = "bytes of encoded data left out]"
+	outputCutMark      = "…[turnguard: cut at "
 	minEncodedBytes    = 1 << 10
 )
+
+// CutShort is the note an adapter puts where it cut an output at cut of
+// total bytes: what followed is read by the model, not by lineage, which
+// marks the content as holding what lineage cannot read
+// (holdsUnreadable).
+func CutShort(cut, total int) string {
+	return " " + outputCutMark + strconv.Itoa(cut) + " of " + strconv.Itoa(total) + " bytes]"
+}
 
 // LeftOut is the note an adapter puts where it shortened n bytes of
 // encoded data (an image's base64), which marks the content as holding

@@ -64,4 +64,7 @@ func TestHoldsUnreadable(t *testing.T) {
 	if !holdsUnreadable("iVBORw0KGgo" + LeftOut(183412)) {
 		t.Error("LeftOut's note is not taken for data left out")
 	}
+	if !holdsUnreadable("Issue 12 <!-- <<<" + CutShort(131072, 160000)) {
+		t.Error("CutShort's note is not taken for content lineage did not see")
+	}
 }
