@@ -185,6 +185,10 @@ func TestSubagentDeniedSpawn(t *testing.T) { runOnDefault(t, "testdata/subagent-
 // after the taint window too (testdata/lineage-late.yaml).
 func TestLineageLate(t *testing.T) { runOnDefault(t, "testdata/lineage-late.yaml", 3) }
 
+// TestLineageFields: a whole free-text field of a record (a message's
+// body, a subject) names nothing (testdata/lineage-fields.yaml).
+func TestLineageFields(t *testing.T) { runOnDefault(t, "testdata/lineage-fields.yaml", 2) }
+
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.
 func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {

@@ -69,15 +69,51 @@ func structuredFields(text string) []uint64 {
 			if h, ok := fieldHash(n.Value); ok {
 				hs = append(hs, h)
 			}
-		case yaml.MappingNode, yaml.SequenceNode:
+		case yaml.SequenceNode:
 			for _, c := range n.Content {
 				walk(c)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				walk(k)
+				if k.Kind == yaml.ScalarNode && freeText(k.Value) && v.Kind != yaml.MappingNode {
+					// What a message, a mail or a file says is its
+					// author's words, whole or not: a message that is
+					// nothing but an account names nothing.
+					continue
+				}
+				walk(v)
 			}
 		}
 	}
 	walk(doc)
 	slices.Sort(hs)
 	return slices.Compact(hs)
+}
+
+// freeTextKeys are the names of fields that hold what a record says — a
+// message's body, a mail's subject, a file's content, an event's
+// description — rather than what it is called: their values, written by
+// whoever wrote the record, name nothing (compared without case, '_' and
+// '-').
+var freeTextKeys = map[string]bool{
+	"body": true, "htmlbody": true, "textbody": true, "bodytext": true, "subject": true, "content": true,
+	"filecontent": true, "text": true, "description": true, "message": true, "summary": true, "notes": true,
+	"note": true, "comment": true, "comments": true, "snippet": true, "caption": true, "bio": true, "about": true, "title": true,
+}
+
+func freeText(key string) bool {
+	if len(key) > 32 {
+		return false
+	}
+	k := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, key)
+	return freeTextKeys[k]
 }
 
 // looksStructured is a cheap test before a parse: a JSON object or list,
