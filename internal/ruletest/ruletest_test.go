@@ -189,6 +189,11 @@ func TestLineageLate(t *testing.T) { runOnDefault(t, "testdata/lineage-late.yaml
 // body, a subject) names nothing (testdata/lineage-fields.yaml).
 func TestLineageFields(t *testing.T) { runOnDefault(t, "testdata/lineage-fields.yaml", 2) }
 
+// TestLineageSpelling: an account spelt with invisible or compatibility
+// characters, or wrapped, is traced to the page
+// (testdata/lineage-spelling.yaml).
+func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spelling.yaml", 1) }
+
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.
 func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {

@@ -60,6 +60,15 @@ func TestTokens(t *testing.T) {
 		{"GB33, BUKB 2020", []string{"gb33", "bukb", "2020"}, []string{"gb33", "2020"}},
 		{"ok", nil, nil},
 		{"Ünïcode Straße", []string{"ünïcode", "straße"}, nil},
+		// Compatibility forms folded, what shows nothing dropped: a
+		// no-break space is a space, soft hyphens and zero-width spaces
+		// vanish, fullwidth digits are digits.
+		{"IBAN GB33\u00a0BUKB\u00a02020\u00a01555", []string{"iban", "gb33", "bukb", "2020", "1555"}, []string{"gb33", "2020", "1555", "gb33bukb20201555"}},
+		{"NL91\u200bABNA\u00ad0417", []string{"nl91abna0417"}, []string{"nl91abna0417"}},
+		{"\uff23\uff28\uff19\uff13\uff10\uff10", []string{"ch9300"}, []string{"ch9300"}},
+		// A number wrapped at the end of a line is one run; a label on
+		// the next line is not part of it.
+		{"DE89 3704\n0044 0532\nIBAN: x", []string{"de89", "3704", "0044", "0532", "iban"}, []string{"de89", "3704", "0044", "0532", "de89370400440532"}},
 		{strings.Repeat("a", 300), []string{strings.Repeat("a", 256), strings.Repeat("a", 44)}, nil},
 	} {
 		w, m := tokensOf(tc.in)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // A text is compared with others by its tokens, never scanned whole: each
@@ -112,7 +114,7 @@ func each(s string, fn func(tok string, h uint64, k kind)) {
 // space or a hyphen, is also the token of the groups joined, so each
 // spelling finds the others.
 const (
-	maxGroup       = 6  // characters of one group
+	maxGroup       = 8  // characters of one group
 	minGroupedLen  = 8  // characters of the groups joined
 	maxGroupedLen  = 64 // a longer run is cut
 	minGroupDigits = 4  // digits in the run: a number, not a sentence
@@ -123,19 +125,30 @@ type groups struct {
 	n      int // groups in joined
 	tail   int // len(joined) up to the end of its last group with a digit
 	digits int
+	// wrapped: the gap before the next compound holds a line break; the
+	// run goes on to the next line only with a group holding a digit.
+	wrapped bool
 }
 
 // apart reports whether gap, the text between two compounds, keeps them
-// in one run: one or two spaces.
+// in one run: one to three characters of white space, a line break among
+// them at most (a number wrapped at the end of a line).
 func (g *groups) apart(gap string) bool {
-	return (gap == " " || gap == "  ") && g.n > 0
+	if g.n == 0 || gap == "" || len(gap) > 3 || strings.Count(gap, "\n") > 1 {
+		return false
+	}
+	g.wrapped = strings.Contains(gap, "\n")
+	return strings.TrimFunc(gap, unicode.IsSpace) == ""
 }
 
 // add takes the compound c (raw, lower-cased) into the run, or ends the
 // run when c is not made of short groups.
 func (g *groups) add(c string, emit func(string, kind)) {
+	label := strings.HasSuffix(c, ":")
 	c = strings.TrimFunc(c, connector)
-	if c == "" || strings.ContainsFunc(c, func(r rune) bool { return connector(r) && r != '-' }) {
+	if c == "" || label || strings.ContainsFunc(c, func(r rune) bool { return connector(r) && r != '-' }) ||
+		g.wrapped && !strings.ContainsFunc(c, unicode.IsDigit) {
+		// Not a group: a label ("IBAN:"), a word opening the next line.
 		g.flush(emit)
 		return
 	}
@@ -177,7 +190,7 @@ func (g *groups) flush(emit func(string, kind)) {
 	if g.n >= 2 && g.tail >= minGroupedLen && g.digits >= minGroupDigits {
 		emit(string(g.joined[:g.tail]), matter)
 	}
-	g.joined, g.n, g.digits, g.tail = g.joined[:0], 0, 0, 0
+	g.joined, g.n, g.digits, g.tail, g.wrapped = g.joined[:0], 0, 0, 0, false
 }
 
 // pairHash is hashOf(a + " " + b), without building the string.
@@ -254,5 +267,23 @@ func matters(c string) bool {
 	return i > 0 && i < len(c)-1
 }
 
-// normal is the form texts and values are tokenised in.
-func normal(s string) string { return strings.ToLower(s) }
+// normal is the form texts and values are tokenised in: lower case, and —
+// for text that is not ASCII — compatibility forms folded (NFKC: a
+// fullwidth "ＣＨ９３" is "ch93", a no-break space a space) and the
+// characters that show nothing dropped (format characters: zero-width
+// spaces and joiners, soft hyphens; variation selectors). A page can
+// write an account with them between its characters; a model copying it
+// leaves them out.
+func normal(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.ToLower(strings.Map(func(r rune) rune {
+				if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) {
+					return -1
+				}
+				return r
+			}, norm.NFKC.String(s)))
+		}
+	}
+	return strings.ToLower(s)
+}
