@@ -405,11 +405,12 @@ func (p *planner) inTurn() {
 }
 
 // prompt opens a turn with the user's prompt, ending one still open.
-func (p *planner) prompt(text string) {
+func (p *planner) prompt(text string, attached ...any) {
 	p.start(p.e.sessionStartPayload())
 	p.endTurn("completed")
 	p.openTurn()
-	p.add("steps/userMessage", p.newID(), map[string]any{"content": []any{map[string]any{"type": "text", "value": text}}})
+	content := append([]any{map[string]any{"type": "text", "value": text}}, attached...)
+	p.add("steps/userMessage", p.newID(), map[string]any{"content": content})
 }
 
 // endTurn ends the open turn, if any.

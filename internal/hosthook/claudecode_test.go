@@ -54,7 +54,7 @@ func TestPlanGolden(t *testing.T) {
 		ClaudeCode: {"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit"},
-		Cursor: {"session-start", "before-submit-prompt", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
+		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit",
 			"after-agent-response", "stop", "subagent-stop", "session-end"},
 	}

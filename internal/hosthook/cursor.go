@@ -3,6 +3,8 @@ package hosthook
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
+	"path"
 	"strings"
 )
 
@@ -69,7 +71,7 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 		}
 		p.endTurn(outcome)
 	case CursorBeforeSubmitPrompt:
-		p.prompt(e.Prompt)
+		p.prompt(e.Prompt, cursorAttachments(f, newID)...)
 	case CursorPreToolUse:
 		p.inTurn()
 		p.add("steps/toolCallRequest", e.callID("tool_use", newID), map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(objectOf(f["tool_input"]))})
@@ -198,4 +200,65 @@ func outputsOf(v any) []any {
 	default:
 		return []any{map[string]any{"value": bounded(x)}}
 	}
+}
+
+// Bounds on the attachments of a prompt mapped.
+const (
+	maxAttachments     = 64
+	maxAttachmentBytes = 4096
+)
+
+// cursorAttachments are the files a Cursor prompt attaches (attachments
+// of type file; a rule is the workspace's own instructions), as ACS file
+// parts of the userMessage, their value the path. One inside a workspace
+// root is the user's own, as a Read of it is (provenance user_input); one
+// from elsewhere — a download, a mail's attachment saved — carries no
+// label, so the default pack's attached-file source takes what it says
+// for content, not the user's words. Cursor sends the path alone; what
+// the file says reaches the model, not the hook.
+func cursorAttachments(f map[string]any, newID func() string) []any {
+	list, _ := f["attachments"].([]any)
+	var roots []string
+	if rs, ok := f["workspace_roots"].([]any); ok {
+		for _, r := range rs {
+			if s, ok := r.(string); ok && s != "" {
+				roots = append(roots, slashed(s))
+			}
+		}
+	}
+	var parts []any
+	for i, a := range list {
+		if len(parts) == maxAttachments {
+			// The rest are not listed; unlabelled, they count as
+			// content (fail closed).
+			parts[len(parts)-1] = map[string]any{"type": "file", "value": fmt.Sprintf("(%d more attachments)", len(list)-i+1)}
+			break
+		}
+		m, ok := a.(map[string]any)
+		if !ok || m["type"] != "file" {
+			continue
+		}
+		p, _ := m["file_path"].(string)
+		if p == "" {
+			p, _ = m["filePath"].(string)
+		}
+		if p == "" || len(p) > maxAttachmentBytes {
+			continue
+		}
+		part := map[string]any{"type": "file", "value": p}
+		sp := slashed(p)
+		for _, r := range roots {
+			if sp == r || strings.HasPrefix(sp, strings.TrimSuffix(r, "/")+"/") {
+				part["provenance"] = map[string]any{"provenance_id": newID(), "origin": "user_input"}
+				break
+			}
+		}
+		parts = append(parts, part)
+	}
+	return parts
+}
+
+// slashed is a path cleaned, with Windows separators as '/'.
+func slashed(p string) string {
+	return path.Clean(strings.ReplaceAll(p, "\\", "/"))
 }
