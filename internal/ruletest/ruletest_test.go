@@ -194,6 +194,10 @@ func TestLineageFields(t *testing.T) { runOnDefault(t, "testdata/lineage-fields.
 // (testdata/lineage-spelling.yaml).
 func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spelling.yaml", 1) }
 
+// TestLineageBodies: a link passed on in any argument, not only one named
+// like a body (testdata/lineage-bodies.yaml).
+func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.yaml", 1) }
+
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.
 func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {

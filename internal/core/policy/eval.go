@@ -309,6 +309,18 @@ func (e *evalCtx) toolView() *ToolView {
 	if t.Sinks == nil {
 		t.Sinks = []string{}
 	}
+	// The carried arguments that are not sinks (lookup wrote the sinks
+	// over carried).
+	t.Others = []string{}
+	if n := len(t.Args) - len(t.Sinks); n > 0 {
+		t.Others = make([]string, 0, n)
+		for k, v := range t.Args {
+			if carries(v) && !slices.Contains(t.Sinks, k) {
+				t.Others = append(t.Others, k)
+			}
+		}
+		slices.Sort(t.Others)
+	}
 	t.Programs = commandPrograms(t)
 	t.PathParts = []string{}
 	if e.set.usesPathParts {
@@ -592,7 +604,7 @@ func (e *evalCtx) render(r *Rule, h Hit) string {
 
 func toolData(t *ToolView) map[string]any {
 	return map[string]any{"name": t.Name, "capability": t.Capability, "operation": t.Operation, "classes": t.Classes, "args": t.Args,
-		"sinks": t.Sinks, "sinks_known": t.SinksKnown}
+		"sinks": t.Sinks, "sinks_known": t.SinksKnown, "others": t.Others}
 }
 
 func hitData(h turnstate.TaintHit) map[string]any {

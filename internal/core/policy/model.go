@@ -31,6 +31,10 @@ type ToolView struct {
 	// every argument carried is a sink (see Set.ToolSinks).
 	Sinks      []string `cel:"sinks"`
 	SinksKnown bool     `cel:"sinks_known"`
+	// Others are the names of the arguments the call carries that are
+	// not sinks — a message's body under whatever name, an amount, a
+	// date — sorted.
+	Others []string `cel:"others"`
 	// Programs are the programs the call's command lines run — those of
 	// its sinks named command, cmd, cmdline, command_line or raw_command
 	// (the payload's), a shell line or an argument vector — as lower-cased
