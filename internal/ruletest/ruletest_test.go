@@ -196,7 +196,7 @@ func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spell
 
 // TestLineageBodies: a link passed on in any argument, not only one named
 // like a body (testdata/lineage-bodies.yaml).
-func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.yaml", 1) }
+func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.yaml", 2) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.

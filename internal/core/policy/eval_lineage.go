@@ -556,6 +556,23 @@ func (s *Set) asked(sess *turnstate.Session, requestID string, texts []string) {
 	sess.Lineage.Ask(requestID, texts)
 }
 
+// sinkTexts returns the texts of a toolCallRequest's sinks in name order
+// (every argument of a tool whose sinks the catalog does not know).
+func (s *Set) sinkTexts(payload any) []string {
+	p, _ := payload.(map[string]any)
+	tool, _ := p["tool"].(map[string]any)
+	name, _ := tool["name"].(string)
+	capability, _ := p["capability"].(string)
+	args := argumentTexts(payload)
+	names := slices.Sorted(maps.Keys(args))
+	sinks, _ := s.ToolSinks(name, capability, names...)
+	var texts []string
+	for _, n := range sinks {
+		texts = append(texts, args[n]...)
+	}
+	return texts
+}
+
 // callTexts returns the texts of a toolCallRequest's arguments in name
 // order, under a rule set whose conditions read lineage; ok is false on
 // any other envelope or rule set.

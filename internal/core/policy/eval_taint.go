@@ -128,13 +128,15 @@ func (e *evalCtx) taintUnanswered() {
 // Evaluate gave res for means: a call that may run (anything but deny)
 // waits for its result, its output entering the session whether or not
 // the result is ever reported (pend); a call answered ask is remembered,
-// for its approval (asked); what a call carried that the session had not
-// seen is remembered, to be the model's own once the call's own result
-// echoes it (ownValues).
+// for its approval (asked) — its sinks' values, where it goes, not what
+// its body carries: approving a mail that quotes a bill's account sends
+// the quote, it does not make the account one to pay; what a call
+// carried that the session had not seen is remembered, to be the model's
+// own once the call's own result echoes it (ownValues).
 func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID string, payload any, res Result, d acs.Disposition) {
 	if texts, ok := s.callTexts(spec, payload); ok {
 		if d == acs.Ask {
-			s.asked(sess, requestID, texts)
+			s.asked(sess, requestID, s.sinkTexts(payload))
 		}
 		s.ownValues(sess, requestID, texts)
 	}
