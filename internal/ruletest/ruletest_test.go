@@ -198,6 +198,10 @@ func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spell
 // like a body (testdata/lineage-bodies.yaml).
 func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.yaml", 2) }
 
+// TestLineageEncoded: a percent-encoded link or address is traced to the
+// page when written decoded (testdata/lineage-encoded.yaml).
+func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encoded.yaml", 1) }
+
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.
 func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {

@@ -66,6 +66,11 @@ func TestTokens(t *testing.T) {
 		{"IBAN GB33\u00a0BUKB\u00a02020\u00a01555", []string{"iban", "gb33", "bukb", "2020", "1555"}, []string{"gb33", "2020", "1555", "gb33bukb20201555"}},
 		{"NL91\u200bABNA\u00ad0417", []string{"nl91abna0417"}, []string{"nl91abna0417"}},
 		{"\uff23\uff28\uff19\uff13\uff10\uff10", []string{"ch9300"}, []string{"ch9300"}},
+		// A link wrapped in a percent-encoded one, an escaped address:
+		// the decoded runs count too.
+		{"go https://safe.example/?url=https%3A%2F%2Fcollect.example%2Fsubmit",
+			[]string{"https", "safe", "example", "url", "https", "collect", "example", "submit", "https", "safe", "example", "url", "https", "2fcollect", "example", "2fsubmit"},
+			[]string{"https://safe.example/?url=https%3a%2f%2fcollect.example%2fsubmit", "https://safe.example/?url=https://collect.example/submit", "safe.example", "collect.example", "safe.example", "https%3a%2f%2fcollect.example%2fsubmit", "2fcollect", "2fsubmit"}},
 		// A number wrapped at the end of a line is one run; a label on
 		// the next line is not part of it.
 		{"DE89 3704\n0044 0532\nIBAN: x", []string{"de89", "3704", "0044", "0532", "iban"}, []string{"de89", "3704", "0044", "0532", "de89370400440532"}},

@@ -222,6 +222,15 @@ func compound(c string, fn func(string, kind)) {
 	if matters(c) {
 		fn(c, matter)
 	}
+	if d, ok := percentDecoded(c); ok {
+		// A link wrapped in another (a mail filter's safe link, a
+		// redirect) or an address escaped in a mailto: is written
+		// percent-encoded; a model unwraps it. Its decoded runs count
+		// too.
+		for part := range strings.FieldsFuncSeq(d, func(r rune) bool { return !tokenRune(r) }) {
+			compound(part, fn)
+		}
+	}
 	if !strings.Contains(c, "@") && strings.ContainsFunc(c, structural) {
 		// A URL or path: its host and each segment stand on their own
 		// ("https://www.evil.com/x" is also "www.evil.com", "evil.com").
@@ -265,6 +274,44 @@ func matters(c string) bool {
 	}
 	i := strings.IndexByte(c, '.')
 	return i > 0 && i < len(c)-1
+}
+
+// percentDecoded is c with its %XX escapes decoded (lower-cased: c is),
+// and whether it held any. An escape that is not two hex digits stays.
+func percentDecoded(c string) (string, bool) {
+	if !strings.Contains(c, "%") {
+		return "", false
+	}
+	unhex := func(b byte) (byte, bool) {
+		switch {
+		case b >= '0' && b <= '9':
+			return b - '0', true
+		case b >= 'a' && b <= 'f':
+			return b - 'a' + 10, true
+		case b >= 'A' && b <= 'F':
+			return b - 'A' + 10, true
+		}
+		return 0, false
+	}
+	var b strings.Builder
+	decoded := false
+	for i := 0; i < len(c); i++ {
+		if c[i] == '%' && i+2 < len(c) {
+			hi, ok1 := unhex(c[i+1])
+			lo, ok2 := unhex(c[i+2])
+			if ok1 && ok2 {
+				b.WriteByte(hi<<4 | lo)
+				i += 2
+				decoded = true
+				continue
+			}
+		}
+		b.WriteByte(c[i])
+	}
+	if !decoded {
+		return "", false
+	}
+	return strings.ToLower(b.String()), true
 }
 
 // normal is the form texts and values are tokenised in: lower case, and —
