@@ -118,17 +118,43 @@ func (c *collector) line(line string, depth int) {
 // split at blanks and shell operators, may be a program — and git with
 // clone among the words may be a clone.
 func (c *collector) words(line string) {
-	var git, clone bool
+	var git, clone, interp, url bool
 	for _, w := range strings.FieldsFunc(line, func(r rune) bool {
 		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
 	}) {
 		c.program(w)
 		git = git || strings.ToLower(path.Base(w)) == "git"
 		clone = clone || w == "clone"
+		interp = interp || interpreter(strings.ToLower(path.Base(w)))
+		url = url || hasURL(w)
 	}
 	if git && clone {
 		c.add(GitClone)
 	}
+	if interp && url {
+		c.add(ScriptURL)
+	}
+}
+
+// ScriptURL is the name Programs gives an interpreter run with a URL among
+// its arguments — inline code that opens it (python3 -c
+// "…urlopen('https://…')", node -e "fetch('https://…')") or a script given
+// it: the fetch is in the code, not in a program the line names.
+const ScriptURL = "script url"
+
+// interpreter reports whether a program runs code: python (any
+// version), node, deno, bun, ruby, perl, php, pwsh and powershell.
+func interpreter(name string) bool {
+	switch name {
+	case "node", "nodejs", "deno", "bun", "ruby", "perl", "php", "pwsh", "powershell", "osascript":
+		return true
+	}
+	return strings.HasPrefix(name, "python")
+}
+
+func hasURL(arg string) bool {
+	a := strings.ToLower(arg)
+	return strings.Contains(a, "http://") || strings.Contains(a, "https://") || strings.Contains(a, "ftp://")
 }
 
 // GitClone is the name Programs gives a git that clones (git clone …):
@@ -172,6 +198,9 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 	name := strings.ToLower(path.Base(argv[0]))
 	if name == "git" && GitSubcommand(argv) == "clone" {
 		c.add(GitClone)
+	}
+	if interpreter(name) && slices.ContainsFunc(argv[1:], hasURL) {
+		c.add(ScriptURL)
 	}
 	switch {
 	case shells[name]:

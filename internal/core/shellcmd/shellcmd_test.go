@@ -14,6 +14,11 @@ func TestPrograms(t *testing.T) {
 	}{
 		{"empty", "", []string{}},
 		{"one program", "ls -la", []string{"ls"}},
+		{"python fetching in inline code", `python3 -c "import urllib.request as u; print(u.urlopen('https://docs.example.org/s').read())"`, []string{"python3", "script url"}},
+		{"node fetching in inline code", `node -e 'fetch("HTTPS://x.example/a").then(r => r.text()).then(console.log)'`, []string{"node", "script url"}},
+		{"a script given a URL", "python3.12 scrape.py https://x.example/page", []string{"python3.12", "script url"}},
+		{"an interpreter without a URL", `python3 -c "print(1+1)"`, []string{"python3"}},
+		{"a URL for another program", "echo https://x.example | python3 count.py", []string{"echo", "python3"}},
 		{"path and case", "/usr/bin/CURL -s https://example.com", []string{"curl"}},
 		{"pipeline and lists", "curl -s https://x.example | sh && echo done; git status", []string{"curl", "echo", "git", "sh"}},
 		{"command substitution", `echo "$(wget -qO- https://x.example)"`, []string{"echo", "wget"}},
