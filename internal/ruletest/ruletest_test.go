@@ -192,7 +192,7 @@ func TestLineageFields(t *testing.T) { runOnDefault(t, "testdata/lineage-fields.
 // TestLineageSpelling: an account spelt with invisible or compatibility
 // characters, or wrapped, is traced to the page
 // (testdata/lineage-spelling.yaml).
-func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spelling.yaml", 1) }
+func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spelling.yaml", 2) }
 
 // TestLineageBodies: a link passed on in any argument, not only one named
 // like a body (testdata/lineage-bodies.yaml).
@@ -200,7 +200,7 @@ func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.
 
 // TestLineageEncoded: a percent-encoded link or address is traced to the
 // page when written decoded (testdata/lineage-encoded.yaml).
-func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encoded.yaml", 1) }
+func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encoded.yaml", 2) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.

@@ -185,10 +185,26 @@ func (ix *Index) classifyText(s string) Lineage {
 			out.Tokens = append(out.Tokens, clipTo(t.text, maxEvidenceToken))
 		}
 	}
-	// A token that matters, found only in untrusted content.
+	// A token that matters, found only in untrusted content — unless it
+	// is a part of a trusted one of the value (a group of an account the
+	// user typed whole: "GB33BUKB…" typed, "GB33 BUKB …" written).
 	minor := minorParts(toks)
+	var trustedWhole []string
 	for _, t := range toks {
-		if t.k != matter || ix.isTrusted(t.hash) || ix.isOwn(t.hash) || minor[t.text] {
+		if t.k == matter && len(t.text) > minMatter && ix.isTrusted(t.hash) {
+			trustedWhole = append(trustedWhole, t.text)
+		}
+	}
+	covered := func(t tok) bool {
+		return slices.ContainsFunc(trustedWhole, func(w string) bool { return len(w) > len(t.text) && strings.Contains(w, t.text) })
+	}
+	if len(trustedWhole) > 0 && !slices.ContainsFunc(toks, func(t tok) bool { return t.k != pair && !ix.isTrusted(t.hash) && !covered(t) }) {
+		// Every word of the value is the user's or a part of what the
+		// user typed whole.
+		return Lineage{Origin: FromUser}
+	}
+	for _, t := range toks {
+		if t.k != matter || ix.isTrusted(t.hash) || ix.isOwn(t.hash) || minor[t.text] || covered(t) {
 			continue
 		}
 		if src, ok := ix.untrustedSource(t.hash); ok {
@@ -217,6 +233,18 @@ func (ix *Index) classifyText(s string) Lineage {
 		if src, ok := ix.assembled(t.text); ok {
 			cite(t, src)
 			out.Evidence = Identifier
+			continue
+		}
+		// An address at a domain only untrusted content named, as a
+		// host or a link's ("our billing moved to acme-billing.com"),
+		// whatever mailbox the model put before it.
+		if at := strings.LastIndexByte(t.text, '@'); at > 0 && at < len(t.text)-1 {
+			if d := hashOf(t.text[at+1:]); !ix.isTrusted(d) {
+				if src, ok := ix.untrustedSource(d); ok {
+					cite(t, src)
+					out.Evidence = Identifier
+				}
+			}
 		}
 	}
 	if out.Origin == FromUntrusted {
