@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/ruletest"
+	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
@@ -458,38 +459,14 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 	r := newIntegrityRig(t, nil)
 	child := sc.SessionID("child")
 	tampered := false
-	for i, m := range built.Messages {
+	decideAsCore(t, r, built, pure, func(i int, m scenario.Message) {
 		if !tampered && m.SessionID == child && i > 0 && built.Messages[i-1].SessionID == child {
 			// The child's sessionStart is applied; its link to the parent
 			// is what the forgery drops.
-			key := acs.SessionKey(m.Tenant, child)
-			e, err := r.kv.Get(context.Background(), key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rec map[string]any
-			if err := json.Unmarshal(recordJSON(t, e.Value()), &rec); err != nil || rec["parent"] == nil {
-				t.Fatalf("child state without its parent link (%v): %s", err, e.Value())
-			}
-			delete(rec, "parent")
-			forged, err := json.Marshal(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.kv.Put(context.Background(), key, forged); err != nil {
-				t.Fatal(err)
-			}
+			forgeWithout(t, r, acs.SessionKey(m.Tenant, child), "parent")
 			tampered = true
 		}
-		seq := natstest.Publish(t, r.js, m.Subject, m.Data)
-		if m.Expect.Decision == "none" {
-			continue
-		}
-		d, _ := r.w.await(t, seq, true, m.Expect.DeadLetter)
-		if raw, _ := acs.Canonical(pure.Outcomes[i].Response); string(raw) != string(d.Data) {
-			t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, d.Data, raw)
-		}
-	}
+	})
 	if !tampered {
 		t.Fatal("the scenario has no second step of the child; the test proves nothing")
 	}
@@ -512,27 +489,22 @@ func TestTamperedResumedSubagentIsRebuiltWithEverySpawner(t *testing.T) {
 	if built.Messages[last].SessionID != child {
 		t.Fatal("the scenario's last step is not the subagent's; the test proves nothing")
 	}
-	for i, m := range built.Messages {
+	decideAsCore(t, r, built, pure, func(i int, m scenario.Message) {
 		if i == last {
 			// Its taint is what the forgery drops.
-			key := acs.SessionKey(m.Tenant, child)
-			e, err := r.kv.Get(context.Background(), key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rec map[string]any
-			if err := json.Unmarshal(recordJSON(t, e.Value()), &rec); err != nil || rec["taints"] == nil {
-				t.Fatalf("subagent state without the taint of its second spawn (%v): %s", err, e.Value())
-			}
-			delete(rec, "taints")
-			forged, err := json.Marshal(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.kv.Put(context.Background(), key, forged); err != nil {
-				t.Fatal(err)
-			}
+			forgeWithout(t, r, acs.SessionKey(m.Tenant, child), "taints")
 		}
+	})
+	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": child, "action": "rebuilt_from_stream"})
+}
+
+// decideAsCore publishes the scenario's messages one at a time, calling
+// before with each first, and checks every decision is byte for byte the
+// pure core's.
+func decideAsCore(t *testing.T, r *integrityRig, built scenario.Built, pure ruletest.Result, before func(i int, m scenario.Message)) {
+	t.Helper()
+	for i, m := range built.Messages {
+		before(i, m)
 		seq := natstest.Publish(t, r.js, m.Subject, m.Data)
 		if m.Expect.Decision == "none" {
 			continue
@@ -542,7 +514,28 @@ func TestTamperedResumedSubagentIsRebuiltWithEverySpawner(t *testing.T) {
 			t.Errorf("step %d: the processor decided\n%s\nthe pure core\n%s", i+1, d.Data, raw)
 		}
 	}
-	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": child, "action": "rebuilt_from_stream"})
+}
+
+// forgeWithout rewrites the session state at key without field, as an
+// unsigned value: a forgery that drops it.
+func forgeWithout(t *testing.T, r *integrityRig, key, field string) {
+	t.Helper()
+	e, err := r.kv.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(recordJSON(t, e.Value()), &rec); err != nil || rec[field] == nil {
+		t.Fatalf("state %s without %s (%v): %s", key, field, err, e.Value())
+	}
+	delete(rec, field)
+	forged, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.kv.Put(context.Background(), key, forged); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestDeletedStateIsRebuilt: `nats kv del` or `kv purge` of one session's
