@@ -207,11 +207,12 @@ func (s *Session) Adopt(spawned *Session) bool {
 	if p == nil || p.SessionID == s.SessionID || s.Caller != spawned.Caller {
 		return false
 	}
-	if s.Parent != nil && s.Parent.SessionID == p.SessionID && s.Envelopes == 0 {
+	if s.Parent != nil && s.Parent.SessionID == p.SessionID && s.Envelopes == 0 && s.Parent.RequestID != p.RequestID {
 		// Made by an earlier spawn of the same parent and never started
 		// (a framework that honoured that spawn's deny, then spawned it
 		// again): the newest spawn is the one that runs it, with the
-		// taints live now and its turn for the subagent's first.
+		// taints live now and its turn for the subagent's first. (The
+		// same spawn applied again changes nothing.)
 		fresh := spawned.Clone()
 		s.Parent, s.Taints = fresh.Parent, fresh.Taints
 		return true

@@ -364,6 +364,9 @@ func TestAdopt(t *testing.T) {
 	if !unstarted.Adopt(clean) || unstarted.Parent.TurnID != "T4" || unstarted.Parent.RequestID != "spawn-4" || len(unstarted.Taints) != 0 {
 		t.Errorf("a never-started child spawned again: link %+v, taints %v; want the newest spawn's", unstarted.Parent, unstarted.Taints)
 	}
+	if unstarted.Adopt(clean) {
+		t.Error("the same spawn applied again to a never-started child changed it")
+	}
 }
 
 // Spawned: a child linked to the parent or remembered by it, and of the
