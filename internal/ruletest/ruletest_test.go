@@ -200,7 +200,7 @@ func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.
 
 // TestLineageEncoded: a percent-encoded link or address is traced to the
 // page when written decoded (testdata/lineage-encoded.yaml).
-func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encoded.yaml", 2) }
+func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encoded.yaml", 3) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.

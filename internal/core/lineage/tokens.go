@@ -207,6 +207,15 @@ func compound(c string, fn func(string, kind)) {
 	if c == "" {
 		return
 	}
+	if len(c) > maxToken && strings.ContainsFunc(c, structural) {
+		// A long URL (a redirect's, a tracker's) is read by its parts —
+		// host, path segments, query values — before any is cut, so that
+		// no cut falls inside the host it leads to.
+		for part := range strings.FieldsFuncSeq(c, structural) {
+			compound(part, fn)
+		}
+		return
+	}
 	for len(c) > maxToken {
 		cut := maxToken
 		for cut > 0 && !utf8.RuneStart(c[cut]) {
