@@ -494,8 +494,6 @@ func (e *Event) sessionStartPayload() map[string]any {
 	return map[string]any{"platform_context": ctx}
 }
 
-// bounded is an output within MaxOutputBytes: itself, or the start of its
-// JSON text (a string as it is) with how much was cut.
 // blobBytes is the length past which a string of base64 alone is taken
 // for encoded data (an image, a file) rather than text, and shortened.
 const blobBytes = 1 << 10
@@ -551,6 +549,8 @@ func elideBlobs(v any) any {
 	return nil
 }
 
+// bounded is an output within MaxOutputBytes: itself, or the start of its
+// JSON text (a string as it is) with how much was cut.
 func bounded(v any) any {
 	var text string
 	if s, ok := v.(string); ok {
