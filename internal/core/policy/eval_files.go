@@ -109,9 +109,7 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			}
 		}
 	}
-	t := e.toolView()
-	eachWord(t.RawCommand, visit)
-	eachString(t.Args, func(s string) { eachWord(s, visit) })
+	eachCallWord(e.toolView(), visit)
 }
 
 // namesFile reports whether the cleaned word w names the remembered file
@@ -143,6 +141,13 @@ func endsWithPath(a, b string) bool {
 	}
 	i := len(a) - len(b)
 	return i == 0 || b[0] == '/' || a[i-1] == '/'
+}
+
+// eachCallWord calls fn with every word of the call's command line and
+// string arguments (eachWord).
+func eachCallWord(t *ToolView, fn func(string)) {
+	eachWord(t.RawCommand, fn)
+	eachString(t.Args, func(s string) { eachWord(s, fn) })
 }
 
 // eachWord calls fn with every word of s, split at white space and shell
@@ -196,8 +201,7 @@ func pathParts(t *ToolView) []string {
 			out = append(out, part)
 		}
 	}
-	eachWord(t.RawCommand, visit)
-	eachString(t.Args, func(s string) { eachWord(s, visit) })
+	eachCallWord(t, visit)
 	if out == nil {
 		return []string{}
 	}

@@ -35,7 +35,8 @@ func (e *evalCtx) updateTaints(res *Result) {
 				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output})
 				if src.files {
 					for _, w := range commandWrites(e.toolView()) {
-						res.Files = append(res.Files, turnstate.FileTaint{Label: t.ID, Path: w.Path, Source: src.id, Dir: w.Dir})
+						w.Label, w.Source = t.ID, src.id
+						res.Files = append(res.Files, w)
 					}
 				}
 				continue
