@@ -96,7 +96,9 @@ type TaintEvent struct {
 	Origins       []string `json:"origins,omitempty"`
 	SourceIDs     []string `json:"source_ids,omitempty"`
 	// UntilTurn and UntilTime end the label's default window (0 / "": no
-	// bound of that kind; it holds until cleared).
+	// bound of that kind; it holds until cleared). UntilTurn is the turn
+	// index it ends at if every turn until then ages it: a turn that
+	// continues the agent's work (turnstate.ContinuesWork) pushes it on.
 	UntilTurn int    `json:"until_turn,omitempty"`
 	UntilTime string `json:"until_time,omitempty"`
 }

@@ -211,6 +211,7 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 	e.optString(`"activated_by":`, s.ActivatedBy)
 	e.key(`"turns_started":`)
 	e.int(s.TurnsStarted)
+	e.optInt(`"window_turns":`, s.WindowTurns)
 	e.key(`"open_turns":`)
 	e.openTurns(s.OpenTurns)
 	if s.LastClosedTurn != nil {
@@ -302,6 +303,7 @@ func (e *encoder) turn(t *turnstate.Turn) {
 	e.string(t.TurnID)
 	e.key(`"index":`)
 	e.int(t.Index)
+	e.optInt(`"window_index":`, t.WindowIndex)
 	e.optString(`"parent_turn_id":`, t.ParentTurnID)
 	e.key(`"triggered_by":`)
 	e.string(t.TriggeredBy)
@@ -375,6 +377,7 @@ func (e *encoder) taintHit(h *turnstate.TaintHit) {
 	e.optString(`"tool":`, h.Tool)
 	e.key(`"turn":`)
 	e.int(h.Turn)
+	e.optInt(`"window_turn":`, h.WindowTurn)
 	e.optString(`"turn_id":`, h.TurnID)
 	e.key(`"time":`)
 	e.time(h.Time)

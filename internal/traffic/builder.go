@@ -37,8 +37,12 @@ type turnPlan struct {
 
 // turnRec is an open turn as the model tracks it.
 type turnRec struct {
-	id        string
-	index     int
+	id    string
+	index int
+	// window is the turn's index among the turns that age windows: a
+	// turn continuing the agent's work shares the one before it
+	// (turnstate.ContinuesWork).
+	window    int
 	steps     int
 	toolCalls int
 	denied    bool
@@ -57,6 +61,7 @@ type builder struct {
 	s   *Session
 
 	turnsStarted int
+	windowTurns  int
 	open         []*turnRec
 	// autoRun counts consecutive auto_continuation turnStarts (TG-CONT-001).
 	autoRun int
@@ -202,6 +207,7 @@ func (b *builder) emit(method, rid string, t *turnRec, payload map[string]any, d
 	// at their start all do some.
 	if t != nil && !t.denied && d == acs.Allow && turnstate.Work(acs.LookupMethod(method)) && t.index > b.turnsStarted {
 		b.turnsStarted = t.index
+		b.windowTurns = max(b.windowTurns, t.window)
 	}
 	env := wireEnvelope{JSONRPC: "2.0", Method: method, ID: rid, Params: wireParams{
 		ACSVersion: acs.Version, RequestID: rid, Timestamp: b.now.UTC().Format(time.RFC3339),
@@ -258,9 +264,12 @@ func (b *builder) turnStart(trigger string, parent *turnRec) *turnRec {
 	rid := b.next()
 	// A nested turn shares its enclosing turn's index; a new top-level
 	// turn gets the next one, which it takes once it does some work.
-	t := &turnRec{id: rid, index: b.turnsStarted + 1}
+	t := &turnRec{id: rid, index: b.turnsStarted + 1, window: b.windowTurns + 1}
+	if turnstate.ContinuesWork(trigger) && b.windowTurns > 0 {
+		t.window = b.windowTurns
+	}
 	if parent != nil {
-		t.index = parent.index
+		t.index, t.window = parent.index, parent.window
 	}
 	b.open = append(b.open, t)
 	p := map[string]any{"turn_id": rid, "triggered_by": trigger}
@@ -346,10 +355,11 @@ func (b *builder) subagent(t *turnRec) {
 }
 
 // inWindow reports whether a step of turn t now lies in the taint window:
-// the anchor's turn or the next two (an enclosing turn older than the
-// anchor counts as the anchor's), and within 30 minutes of it.
+// the anchor's turn or the next two that age windows (an enclosing turn
+// older than the anchor counts as the anchor's; a continuation ages
+// none), and within 30 minutes of it.
 func (b *builder) inWindow(t *turnRec) bool {
-	return b.taint != nil && max(t.index-b.taint.turn, 0) <= taintTurns && b.now.Sub(b.taint.at) <= taintDuration
+	return b.taint != nil && max(t.window-b.taint.turn, 0) <= taintTurns && b.now.Sub(b.taint.at) <= taintDuration
 }
 
 // toolCall emits a toolCallRequest and, unless it is denied, its result;
@@ -403,7 +413,7 @@ func (b *builder) toolCall(t *turnRec, tool toolSpec, taints bool) {
 			}
 			out["provenance"] = pv
 		}
-		b.taint = &anchor{turn: max(t.index, b.turnsStarted), at: b.now}
+		b.taint = &anchor{turn: max(t.window, b.windowTurns), at: b.now}
 	}
 	b.emit("steps/toolCallResult", res, t, map[string]any{
 		"tool": map[string]any{"name": tool.name}, "exit_status": "success", "request_id_ref": rid,

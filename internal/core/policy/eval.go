@@ -66,6 +66,7 @@ type Result struct {
 func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input) Result {
 	e := &evalCtx{set: s, sess: sess, agent: agent, in: in, hook: ruleHook(*in.Spec)}
 	e.turn = sess.CurrentTurn(in.Req.Params.Metadata.TurnID)
+	e.windowTurn = sess.CurrentWindowTurn(in.Req.Params.Metadata.TurnID)
 	res := Result{Turn: e.turn}
 	e.prov = e.provenance()
 	res.Provenance = e.prov
@@ -108,7 +109,10 @@ type evalCtx struct {
 	agentCounted bool
 	hook         string
 	turn         int
-	prov         ProvenanceView
+	// windowTurn is the envelope's turn among those that age windows
+	// (turnstate.Session.WindowTurns).
+	windowTurn int
+	prov       ProvenanceView
 
 	// taints is built on first use once the labels are final (most
 	// conditions never read it); before that, while taint conditions run,
@@ -401,7 +405,7 @@ func carries(v any) bool {
 func (e *evalCtx) sessionView() SessionView {
 	s := e.sess
 	return SessionView{ID: s.SessionID, Tenant: s.Tenant, AgentID: s.AgentID, Started: s.Started,
-		Envelopes: int64(s.Envelopes), TurnsStarted: int64(s.TurnsStarted), OpenTurns: int64(len(s.OpenTurns)),
+		Envelopes: int64(s.Envelopes), TurnsStarted: int64(s.TurnsStarted), WindowTurns: int64(s.WindowTurns), OpenTurns: int64(len(s.OpenTurns)),
 		ProvenanceSeen: s.Provenance != nil && s.Provenance.Seen, ActivatedBy: s.ActivatedBy}
 }
 

@@ -67,7 +67,7 @@ func (e *evalCtx) setTaint(label, source string) {
 // own provenance is not the content that will enter).
 func (e *evalCtx) hit(source string, provenance bool) turnstate.TaintHit {
 	h := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
-		Turn: max(e.turn, e.sess.TurnsStarted), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Step: e.sess.Envelopes, Source: source}
+		Turn: max(e.turn, e.sess.TurnsStarted), WindowTurn: max(e.windowTurn, e.sess.WindowTurns), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Step: e.sess.Envelopes, Source: source}
 	if provenance {
 		h.ProvenanceIDs, h.Origins, h.SourceIDs = bounded(e.prov.UntrustedIDs), bounded(untrustedOrigins(e.prov.Origins)), bounded(e.prov.SourceIDs)
 	}
@@ -209,12 +209,13 @@ func bounded(s []string) []string {
 
 // within reports whether the envelope is inside a window anchored at a
 // taint's newest hit: turns: N admits the anchor's turn and the next N
-// turns; steps: N the anchor's envelope and the session's next N;
-// duration: D admits envelope times up to anchor time + D. An envelope in
-// an enclosing turn older than the anchor's (nested turns) counts as the
-// anchor's turn.
+// turns that age windows (a turn continuing the agent's work does not:
+// turnstate.ContinuesWork); steps: N the anchor's envelope and the
+// session's next N; duration: D admits envelope times up to anchor time +
+// D. An envelope in an enclosing turn older than the anchor's (nested
+// turns) counts as the anchor's turn.
 func (e *evalCtx) within(t *turnstate.Taint, w Window) (bool, int) {
-	age := max(e.turn-t.Last.Turn, 0)
+	age := max(e.windowTurn-t.Last.WindowTurn, 0)
 	if w.Turns != nil && age > *w.Turns {
 		return false, age
 	}

@@ -53,14 +53,17 @@ type ToolView struct {
 // SessionView is the session the envelope belongs to, after the envelope
 // was applied to it.
 type SessionView struct {
-	ID             string `cel:"id"`
-	Tenant         string `cel:"tenant"`
-	AgentID        string `cel:"agent_id"`
-	Started        bool   `cel:"started"`
-	Envelopes      int64  `cel:"envelopes"`
-	TurnsStarted   int64  `cel:"turns_started"`
-	OpenTurns      int64  `cel:"open_turns"`
-	ProvenanceSeen bool   `cel:"provenance_seen"`
+	ID           string `cel:"id"`
+	Tenant       string `cel:"tenant"`
+	AgentID      string `cel:"agent_id"`
+	Started      bool   `cel:"started"`
+	Envelopes    int64  `cel:"envelopes"`
+	TurnsStarted int64  `cel:"turns_started"`
+	// WindowTurns counts the turns that age taint windows
+	// (turnstate.Session.WindowTurns).
+	WindowTurns    int64 `cel:"window_turns"`
+	OpenTurns      int64 `cel:"open_turns"`
+	ProvenanceSeen bool  `cel:"provenance_seen"`
 	// ActivatedBy: a2a_inbound or external_event when an agentTrigger of
 	// that type activated the session (turnstate.Session.ActivatedBy),
 	// else empty.

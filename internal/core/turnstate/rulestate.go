@@ -70,13 +70,16 @@ type FileTaint struct {
 
 // TaintHit is the evidence of one envelope that set or refreshed a taint.
 type TaintHit struct {
-	Seq       uint64    `json:"seq"`
-	RequestID string    `json:"request_id"`
-	Hook      string    `json:"hook"`
-	Tool      string    `json:"tool,omitempty"`
-	Turn      int       `json:"turn"`
-	TurnID    string    `json:"turn_id,omitempty"`
-	Time      time.Time `json:"time"`
+	Seq       uint64 `json:"seq"`
+	RequestID string `json:"request_id"`
+	Hook      string `json:"hook"`
+	Tool      string `json:"tool,omitempty"`
+	Turn      int    `json:"turn"`
+	// WindowTurn is the session's WindowTurns at the hit: windows in
+	// turns are measured from it (Session.WindowTurns).
+	WindowTurn int       `json:"window_turn,omitempty"`
+	TurnID     string    `json:"turn_id,omitempty"`
+	Time       time.Time `json:"time"`
 	// Step is the session's envelope count (Session.Envelopes) with this
 	// envelope: windows in steps are measured from it. An inherited hit's
 	// is 0, the child's spawn.
@@ -103,7 +106,7 @@ func (h TaintHit) Inherited(parent string) TaintHit {
 	if h.Session == "" {
 		h.Session = parent
 	}
-	h.Turn, h.TurnID, h.Step = 0, "", 0
+	h.Turn, h.WindowTurn, h.TurnID, h.Step = 0, 0, "", 0
 	return h
 }
 
@@ -158,6 +161,15 @@ func (s *Session) CurrentTurn(turnID string) int {
 		return t.Index
 	}
 	return s.TurnsStarted
+}
+
+// CurrentWindowTurn is CurrentTurn among the turns that age windows
+// (WindowTurns, Turn.WindowIndex).
+func (s *Session) CurrentWindowTurn(turnID string) int {
+	if t := s.OpenTurn(turnID); t != nil && turnID != "" {
+		return t.WindowIndex
+	}
+	return s.WindowTurns
 }
 
 func cloneRuleState(c *Session, s *Session) {

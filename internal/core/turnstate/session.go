@@ -69,13 +69,24 @@ type Session struct {
 	// are then that peer's or event's, not a user's words.
 	ActivatedBy string `json:"activated_by,omitempty"`
 
-	// TurnsStarted counts the turns that count toward windows: a turn,
-	// opened by turnStart or implicitly (see Turn.Implicit), counts once a
-	// work step in it is let through (RecordDecision, Work), and a nested
-	// turn is part of the turn it nests in. It is the index of the newest
-	// turn that counted (1-based). The name is kept from when it counted
-	// every turn opened, so that stored states stay readable.
-	TurnsStarted   int         `json:"turns_started"`
+	// TurnsStarted counts the turns that count (turn indexes, per-turn
+	// limits): a turn, opened by turnStart or implicitly (see
+	// Turn.Implicit), counts once a work step in it is let through
+	// (RecordDecision, Work), and a nested turn is part of the turn it
+	// nests in. It is the index of the newest turn that counted (1-based).
+	// The name is kept from when it counted every turn opened, so that
+	// stored states stay readable.
+	TurnsStarted int `json:"turns_started"`
+	// WindowTurns counts the counted turns that age taint windows: those
+	// a user's message opened (or a trigger from outside, or a step
+	// naming a fresh turn id), not those the agent opened to go on with
+	// its own work — auto_continuation, agent_loop, subagent_return —
+	// which continue the turn before them (Turn.WindowIndex). A window in
+	// turns is meant to close once the user has moved the session on; an
+	// agent looping on, or a Stop hook keeping it going, is still working
+	// from what it read. Zero on states of earlier versions: their windows
+	// are then measured from the first turn counted after (fail closed).
+	WindowTurns    int         `json:"window_turns,omitempty"`
 	OpenTurns      []Turn      `json:"open_turns"`
 	LastClosedTurn *ClosedTurn `json:"last_closed_turn,omitempty"`
 
@@ -132,7 +143,12 @@ type Turn struct {
 	// once it counts): a turn that has not counted yet shares it with the
 	// next turn opened, and a nested turn has the index of the turn it
 	// nests in.
-	Index          int       `json:"index"`
+	Index int `json:"index"`
+	// WindowIndex is the turn's place among the turns that age windows
+	// (WindowTurns once it counts): a turn continuing the agent's work
+	// (ContinuesWork), and a nested turn, have the index of the turn
+	// they continue or nest in.
+	WindowIndex    int       `json:"window_index,omitempty"`
 	ParentTurnID   string    `json:"parent_turn_id,omitempty"`
 	TriggeredBy    string    `json:"triggered_by"`
 	ExpectedInputs []string  `json:"expected_inputs,omitempty"`
@@ -226,15 +242,15 @@ func (s *Session) Adopt(spawned *Session) bool {
 		}
 		changed = true
 	}
-	turn := s.TurnsStarted
+	turn, window := s.TurnsStarted, s.WindowTurns
 	for _, t := range s.OpenTurns {
-		turn = max(turn, t.Index)
+		turn, window = max(turn, t.Index), max(window, t.WindowIndex)
 	}
 	for _, id := range slices.Sorted(maps.Keys(spawned.Taints)) {
 		// Anchored at the newest of the child in every measure, so that
 		// no window of its own ends sooner for it.
 		last := spawned.Taints[id].Last.clone()
-		last.Turn, last.Step = turn, s.Envelopes
+		last.Turn, last.WindowTurn, last.Step = turn, window, s.Envelopes
 		if s.LastTime.After(last.Time) {
 			last.Time = s.LastTime
 		}
@@ -242,7 +258,7 @@ func (s *Session) Adopt(spawned *Session) bool {
 			if own.Last.Time.After(last.Time) {
 				last.Time = own.Last.Time
 			}
-			if own.Last.Turn >= last.Turn && own.Last.Step >= last.Step && !own.Last.Time.Before(last.Time) {
+			if own.Last.Turn >= last.Turn && own.Last.WindowTurn >= last.WindowTurn && own.Last.Step >= last.Step && !own.Last.Time.Before(last.Time) {
 				// Its own window runs as long already (the spawn applied
 				// again, or a child no older than its spawn).
 				continue

@@ -131,6 +131,7 @@ func (s *Session) RecordDecision(st Step, d acs.Disposition) {
 	if (d == acs.Allow || d == acs.Modify) && st.TurnID != "" && Work(st.Method) {
 		if t := s.OpenTurn(st.TurnID); t != nil && t.Index > s.TurnsStarted && !s.insideDenied(t) {
 			s.TurnsStarted = t.Index
+			s.WindowTurns = max(s.WindowTurns, t.WindowIndex)
 		}
 	}
 }
@@ -203,12 +204,15 @@ func (s *Session) startTurn(st Step, r *Result) {
 	// A turn's index is the count it brings the session to once it does
 	// some work (RecordDecision); a nested turn is part of the turn it
 	// nests in and shares its index, so nesting adds nothing to a count.
-	index := s.TurnsStarted + 1
+	index, window := s.TurnsStarted+1, s.WindowTurns+1
+	if ContinuesWork(p.TriggeredBy) && s.WindowTurns > 0 {
+		window = s.WindowTurns
+	}
 	switch {
 	case p.ParentTurnID != "":
 		spawnedBy := len(s.RecentTurnIDs) == 0 && s.Parent != nil && s.Parent.TurnID == p.ParentTurnID
 		if pt := s.OpenTurn(p.ParentTurnID); pt != nil {
-			index = pt.Index
+			index, window = pt.Index, pt.WindowIndex
 		} else if !spawnedBy {
 			r.add(ParentTurnUnknown, "parent_turn_id %q names no open turn", p.ParentTurnID)
 		}
@@ -220,12 +224,27 @@ func (s *Session) startTurn(st Step, r *Result) {
 		return
 	}
 	s.OpenTurns = append(s.OpenTurns, Turn{
-		TurnID: p.TurnID, Index: index, ParentTurnID: p.ParentTurnID, TriggeredBy: p.TriggeredBy,
+		TurnID: p.TurnID, Index: index, WindowIndex: window, ParentTurnID: p.ParentTurnID, TriggeredBy: p.TriggeredBy,
 		ExpectedInputs: p.ExpectedInputs, StartSeq: st.Seq, StartTime: st.Time,
 	})
 	s.RecentTurnIDs = remember(s.RecentTurnIDs, p.TurnID, MaxRecentTurnIDs)
 	t := s.OpenTurns[len(s.OpenTurns)-1]
 	r.Turn = &t
+}
+
+// ContinuesWork reports whether a turn opened with this triggered_by goes
+// on with the agent's own work — a Stop hook's continuation directive
+// (auto_continuation), the agent's loop (agent_loop), a subagent's return
+// (subagent_return) — rather than bringing the session something new: a
+// user's message, a schedule, an outside event. Such a turn counts as a
+// turn (its index, per-turn limits) but does not age taint windows: it
+// shares the window index of the turn it continues (Session.WindowTurns).
+func ContinuesWork(triggeredBy string) bool {
+	switch triggeredBy {
+	case "auto_continuation", "agent_loop", "subagent_return":
+		return true
+	}
+	return false
 }
 
 // checkTurnIDs checks that a turnStart or turnEnd carries metadata.turn_id
@@ -322,7 +341,7 @@ func (s *Session) countStep(st Step, r *Result) {
 // it names replaces the previous one, which nobody will end.
 func (s *Session) openImplicitTurn(st Step, r *Result) {
 	s.closeImplicitTurns(st, "")
-	s.OpenTurns = append(s.OpenTurns, Turn{TurnID: st.TurnID, Index: s.TurnsStarted + 1, StartSeq: st.Seq, StartTime: st.Time, Implicit: true})
+	s.OpenTurns = append(s.OpenTurns, Turn{TurnID: st.TurnID, Index: s.TurnsStarted + 1, WindowIndex: s.WindowTurns + 1, StartSeq: st.Seq, StartTime: st.Time, Implicit: true})
 	s.RecentTurnIDs = remember(s.RecentTurnIDs, st.TurnID, MaxRecentTurnIDs)
 	r.add(TurnImplicit, "%s opened turn %q implicitly: no turnStart announced it", st.Method.Hook, st.TurnID)
 }
