@@ -285,6 +285,12 @@ type Session struct {
 	Started bool
 	// OpenTurn is the id of the newest open turn, "" when none is open.
 	OpenTurn string
+	// TurnEnded: a turn of the session has ended. A step that then finds
+	// no turn open is the agent going on without a prompt — a Stop hook's
+	// continuation directive (Claude Code's decision "block" on Stop,
+	// Cursor's followup_message) — and the turn it opens is an
+	// auto_continuation, which ages no taint window.
+	TurnEnded bool
 }
 
 // Step is one ACS step to send.
@@ -389,18 +395,25 @@ func (p *planner) start(payload map[string]any) {
 	}
 }
 
-func (p *planner) openTurn() {
+func (p *planner) openTurn(trigger string) {
 	id := p.newID()
 	p.steps = append(p.steps, Step{Method: "steps/turnStart", RequestID: id, TurnID: id,
-		Payload: map[string]any{"turn_id": id, "triggered_by": "user_message"}, Hook: p.e.Name})
+		Payload: map[string]any{"turn_id": id, "triggered_by": trigger}, Hook: p.e.Name})
 	p.s.OpenTurn = id
 }
 
-// inTurn makes sure the session started and a turn is open.
+// inTurn makes sure the session started and a turn is open: a step that
+// finds none opens one — the session's first (a host configured without
+// a prompt hook) as a user's, one after a turn ended as the agent's
+// continuation (Session.TurnEnded).
 func (p *planner) inTurn() {
 	p.start(p.e.sessionStartPayload())
 	if p.s.OpenTurn == "" {
-		p.openTurn()
+		trigger := "user_message"
+		if p.s.TurnEnded {
+			trigger = "auto_continuation"
+		}
+		p.openTurn(trigger)
 	}
 }
 
@@ -408,7 +421,7 @@ func (p *planner) inTurn() {
 func (p *planner) prompt(text string, attached ...any) {
 	p.start(p.e.sessionStartPayload())
 	p.endTurn("completed")
-	p.openTurn()
+	p.openTurn("user_message")
 	content := append([]any{map[string]any{"type": "text", "value": text}}, attached...)
 	p.add("steps/userMessage", p.newID(), map[string]any{"content": content})
 }
@@ -417,7 +430,7 @@ func (p *planner) prompt(text string, attached ...any) {
 func (p *planner) endTurn(outcome string) {
 	if p.s.Started && p.s.OpenTurn != "" {
 		p.add("steps/turnEnd", p.newID(), map[string]any{"turn_id": p.s.OpenTurn, "outcome": outcome})
-		p.s.OpenTurn = ""
+		p.s.OpenTurn, p.s.TurnEnded = "", true
 	}
 }
 

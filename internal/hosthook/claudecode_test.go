@@ -46,8 +46,10 @@ func readHostEvent(t *testing.T, host Host, name string) *Event {
 
 // TestPlanGolden plans every documented event of each host (testdata/
 // <host>, the hooks references' inputs) against a new session, one
-// started with a turn open, and one started with none (an ended one too:
-// its steps are sent, and the core refuses them), and checks each step is a
+// started with a turn open, one started with none (an ended one too:
+// its steps are sent, and the core refuses them), and one whose turn
+// ended (a step then opens an auto_continuation turn, but a Cursor Tab
+// edit the user's), and checks each step is a
 // valid ACS request (the embedded schemas) and matches the golden file.
 func TestPlanGolden(t *testing.T) {
 	hosts := map[Host][]string{
@@ -55,7 +57,7 @@ func TestPlanGolden(t *testing.T) {
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit"},
 		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
-			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit",
+			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit", "after-tab-file-edit",
 			"after-agent-response", "stop", "subagent-stop", "session-end"},
 	}
 	for host, events := range hosts {
@@ -76,6 +78,7 @@ func planGolden(t *testing.T, host Host, events []string) {
 		{"new session", Session{}},
 		{"started, a turn open", Session{Started: true, OpenTurn: open}},
 		{"started, no turn open", Session{Started: true}},
+		{"started, a turn ended, none open", Session{Started: true, TurnEnded: true}},
 	}
 	var b strings.Builder
 	for _, name := range events {

@@ -113,6 +113,12 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 		}
 		result(e.Tool, "success", outputs, "")
 	case CursorAfterFileEdit, CursorAfterTabFileEdit:
+		if e.Name == CursorAfterTabFileEdit && p.s.OpenTurn == "" {
+			// A Tab completion is the user typing, not the agent going
+			// on after its stop.
+			p.start(e.sessionStartPayload())
+			p.openTurn("user_message")
+		}
 		out := map[string]any{"file_path": str("file_path")}
 		if edits, ok := f["edits"].([]any); ok && len(edits) > 0 {
 			out["edits"] = edits
