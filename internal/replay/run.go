@@ -19,6 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // Selection narrows a back-test: a tenant ("*": every tenant), and
@@ -198,7 +199,7 @@ func planWarmUp(ctx context.Context, src *Source, r Range, sel Selection, links 
 		if len(w.inRange) == 0 {
 			return w, false, nil
 		}
-		warm := withSpawnTree(w.inRange, links)
+		warm := turnstate.SpawnConnected(w.inRange, links)
 		if sel.SessionID != "" {
 			w.filters = sessionFilters(warm)
 		}
@@ -232,7 +233,7 @@ func decideSharded(ctx context.Context, src *Source, newEngine func() *Engine, r
 	}
 	const batchSize = 64
 	pending := make([][]Envelope, workers)
-	roots := spawnRoots(links)
+	roots := turnstate.SpawnRoots(links)
 	sessions := map[string]bool{}
 	bar := NewProgress(progress, w.from, r.To)
 	err := src.Each(ctx, Range{From: w.from, To: r.To, ToTime: r.ToTime}, w.filters, func(e Envelope) error {
@@ -286,7 +287,7 @@ func (r *Report) merge(p *Report) {
 }
 
 // shardOf picks the worker of an envelope: by the root of its session's
-// spawn tree (spawnRoots), so that a parent's subagentStart is decided
+// spawn tree (turnstate.SpawnRoots), so that a parent's subagentStart is decided
 // before its subagent's envelopes, as in the stream.
 func shardOf(e Envelope, roots map[string]string, workers int) int {
 	if workers == 1 || e.RouteErr != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/receipt"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // Source is turnguard's recorded streams.
@@ -377,81 +378,10 @@ func (s *Source) SpawnLinks(ctx context.Context, tenant string, to uint64) (map[
 		// The subagent's session is of the announcing session's tenant;
 		// tenant may be "*".
 		child := acs.SessionKey(e.Route.Tenant, id)
-		if parent := e.Route.SessionKey(); child != parent && !slices.Contains(links[child], parent) {
-			links[child] = append(links[child], parent)
-		}
+		turnstate.AddSpawnLink(links, child, e.Route.SessionKey())
 		return nil
 	})
 	return links, err
-}
-
-// withSpawnTree adds to sessions (keys) the rest of their spawn trees: the
-// sessions that spawned them, transitively — a subagent's state starts
-// from its parents' subagentStarts, so replaying it needs them replayed
-// too — every session those spawned — a subagent's taint reaches its
-// parent at subagentStop — and so on: every session connected to them by
-// a spawn (a subagent spawned by two sessions joins their trees).
-func withSpawnTree(sessions map[string]bool, links map[string][]string) map[string]bool {
-	roots := spawnRoots(links)
-	rootOf := func(k string) string {
-		if r, ok := roots[k]; ok {
-			return r
-		}
-		return k
-	}
-	wanted := map[string]bool{}
-	out := make(map[string]bool, len(sessions))
-	for key := range sessions {
-		out[key] = true
-		wanted[rootOf(key)] = true
-	}
-	for k, r := range roots {
-		if wanted[r] {
-			out[k] = true
-		}
-	}
-	return out
-}
-
-// spawnRoots maps every session named in links to the root of its spawn
-// tree — of its spawn graph, where a subagent spawned by two sessions
-// joins their trees: the least key of the sessions connected to it, so
-// that one worker decides them all, in stream order.
-func spawnRoots(links map[string][]string) map[string]string {
-	up := map[string]string{}
-	var find func(string) string
-	find = func(k string) string {
-		p, ok := up[k]
-		if !ok || p == k {
-			return k
-		}
-		r := find(p)
-		up[k] = r
-		return r
-	}
-	for child, parents := range links {
-		for _, p := range parents {
-			a, b := find(child), find(p)
-			if a == b {
-				continue
-			}
-			if b < a {
-				a, b = b, a
-			}
-			up[b] = a
-		}
-	}
-	roots := make(map[string]string, len(up))
-	for k := range up {
-		roots[k] = find(k)
-	}
-	for child, parents := range links {
-		roots[child] = find(child)
-		for _, p := range parents {
-			roots[p] = find(p)
-		}
-	}
-	return roots
 }
 
 // sessionFilters are the subject filters of sessions (keys), sorted.

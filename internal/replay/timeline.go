@@ -122,7 +122,7 @@ func BuildTimeline(ctx context.Context, src *Source, g *guardian.Guardian, rs *p
 	}
 	depth := map[string]int{}
 	whole := Range{From: 1, To: r.To, ToTime: r.ToTime}
-	err = src.Each(ctx, whole, sessionFilters(withSpawnTree(map[string]bool{key: true}, links)), func(e Envelope) error {
+	err = src.Each(ctx, whole, sessionFilters(turnstate.SpawnConnected(map[string]bool{key: true}, links)), func(e Envelope) error {
 		if e.RouteErr != nil || e.Route.SessionKey() != key {
 			// Another session of the spawn tree: an ancestor shapes a
 			// subagent's first state, a subagent's taint reaches its

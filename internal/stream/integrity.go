@@ -165,21 +165,16 @@ func (w *worker) rebuild(ctx context.Context, route acs.Route, upper uint64) (*t
 		}
 	}
 	// A subagent's taint reaches its parent at subagentStop (the rules'
-	// subagent variable), so the sessions the chain spawned are decided
-	// too; they are not checked for completeness below: only the chain's
-	// own states are rebuilt.
-	spawned := map[string]bool{}
-	for grew := true; grew; {
-		grew = false
-		for _, child := range slices.Sorted(maps.Keys(links)) {
-			if chain[child] || spawned[child] {
-				continue
-			}
-			if slices.ContainsFunc(links[child], func(p string) bool { return chain[p] || spawned[p] }) {
-				spawned[child], grew = true, true
-				tenant, id, _ := strings.Cut(child, ".")
-				filters = append(filters, acs.StoredFilter(tenant, id, "*"))
-			}
+	// subagent variable), and a subagent takes the taints of every
+	// session that spawns it: the rest of the session's connected spawn
+	// graph is decided too (as replay decides it), not only what the
+	// chain spawned — a subagent the session spawned and another session
+	// resumed brings that one's taint back. Those sessions are not checked
+	// for completeness below: only the chain's own states are rebuilt.
+	for _, k := range slices.Sorted(maps.Keys(turnstate.SpawnConnected(chain, links))) {
+		if !chain[k] {
+			tenant, id, _ := strings.Cut(k, ".")
+			filters = append(filters, acs.StoredFilter(tenant, id, "*"))
 		}
 	}
 	mem := guardian.NewMemory()
@@ -228,9 +223,7 @@ func (w *worker) spawnLinks(ctx context.Context, tenant string, upper uint64) (m
 			return
 		}
 		child := acs.SessionKey(tenant, id)
-		if parent := r.SessionKey(); child != parent && !slices.Contains(links[child], parent) {
-			links[child] = append(links[child], parent)
-		}
+		turnstate.AddSpawnLink(links, child, r.SessionKey())
 	})
 	return links, err
 }

@@ -498,6 +498,29 @@ func TestTamperedResumedSubagentIsRebuiltWithEverySpawner(t *testing.T) {
 	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": child, "action": "rebuilt_from_stream"})
 }
 
+// TestTamperedParentOfResumedSubagentIsRebuiltWithItsSpawnGraph tampers
+// the session that spawned a subagent another session later resumed
+// inside its window: the rebuild must replay that other session too (the
+// whole spawn graph, as replay does), or the subagent's stop would find
+// it clean and the parent's deploy would pass.
+func TestTamperedParentOfResumedSubagentIsRebuiltWithItsSpawnGraph(t *testing.T) {
+	sc, built := loadScenario(t, "subagent-stop-resumed")
+	pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
+	r := newIntegrityRig(t, nil)
+	main := sc.SessionID("main")
+	last := len(built.Messages) - 1
+	if built.Messages[last].SessionID != main || pure.Outcomes[last].Response == nil {
+		t.Fatal("the scenario's last step is not the main session's decided call; the test proves nothing")
+	}
+	decideAsCore(t, r, built, pure, func(i int, m scenario.Message) {
+		if i == last {
+			// Its taint, from the subagent's stop, is what the forgery drops.
+			forgeWithout(t, r, acs.SessionKey(m.Tenant, main), "taints")
+		}
+	})
+	r.awaitOp(t, stream.AlertStateIntegrity, map[string]any{"session_id": main, "action": "rebuilt_from_stream"})
+}
+
 // decideAsCore publishes the scenario's messages one at a time, calling
 // before with each first, and checks every decision is byte for byte the
 // pure core's.

@@ -1,14 +1,17 @@
-package replay
+package turnstate_test
 
 import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
 // A subagent spawned by two sessions (resumed by the second) joins their
-// trees: replaying any of them replays all three, and one worker decides
-// them, so that both spawns are applied before the subagent's envelopes.
+// graphs: replaying (or rebuilding) any of them decides all three, and one
+// replay worker decides them, so that both spawns are applied before the
+// subagent's envelopes.
 func TestSpawnGraph(t *testing.T) {
 	links := map[string][]string{
 		"t.child":      {"t.a", "t.b"},
@@ -30,11 +33,11 @@ func TestSpawnGraph(t *testing.T) {
 		for _, k := range tc.from {
 			in[k] = true
 		}
-		if got := slices.Sorted(maps.Keys(withSpawnTree(in, links))); !slices.Equal(got, tc.want) {
+		if got := slices.Sorted(maps.Keys(turnstate.SpawnConnected(in, links))); !slices.Equal(got, tc.want) {
 			t.Errorf("spawn tree of %v: %v, want %v", tc.from, got, tc.want)
 		}
 	}
-	roots := spawnRoots(links)
+	roots := turnstate.SpawnRoots(links)
 	for _, k := range []string{"t.a", "t.b", "t.child", "t.grandchild"} {
 		if roots[k] != "t.a" {
 			t.Errorf("root of %s: %q, want t.a (one worker for the joined trees)", k, roots[k])
