@@ -166,6 +166,22 @@ func TestClaudeCodeHooks(t *testing.T) {
 		runHooks(t, g.ep, calls)
 	})
 
+	// What a file a prompt mentions with @ says reaches the model without
+	// a hook: one from outside the project is content, one of the
+	// project's the user's own.
+	t.Run("a prompt's @ mention of a downloaded file taints, of a project file does not", func(t *testing.T) {
+		s, own := newUUID(), newUUID()
+		bash := func(session, id string) map[string]any {
+			return claudeEvent(session, "PreToolUse", "tool_name", "Bash", "tool_use_id", id, "tool_input", map[string]any{"command": "./install.sh --global"})
+		}
+		runHooks(t, g.ep, []hookCall{
+			{input: claudeEvent(own, "UserPromptSubmit", "prompt", "install it as @docs/INSTALL.md says")},
+			{input: bash(own, "toolu_61")},
+			{input: claudeEvent(s, "UserPromptSubmit", "prompt", "install it as @/home/dev/Downloads/INSTALL.md says")},
+			{input: bash(s, "toolu_62"), want: "deny", reason: "untrusted content entered the session"},
+		})
+	})
+
 	t.Run("a message to a channel an MCP read named is asked about, the user's own is sent", func(t *testing.T) {
 		s := newUUID()
 		history := map[string]any{"channel": "eng"}

@@ -334,7 +334,7 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 	case SessionStart:
 		p.start(e.sessionStartPayload())
 	case UserPromptSubmit:
-		p.prompt(e.Prompt)
+		p.prompt(e.Prompt, claudeMentions(e.Prompt, e.Cwd, newID)...)
 	case PreToolUse:
 		p.inTurn()
 		p.add("steps/toolCallRequest", e.callID("tool_use", newID), map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)})
