@@ -200,7 +200,8 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 		prov, _ := m["provenance"].(map[string]any)
 		origin, _ := prov["origin"].(string)
 		from := sender
-		if typ, _ := m["type"].(string); from == "" && typ == "file" {
+		typ, _ := m["type"].(string)
+		if from == "" && typ == "file" {
 			from = "attached file"
 		}
 		if e.sess.Parent == nil && (origin == "" && from == "" || origin == "user_input" || origin == "system") {
@@ -209,8 +210,12 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 			}
 			continue
 		}
-		if holdsUnreadable(m) {
-			ix.Unseen = true // as for a tool's (updateLineage)
+		if holdsUnreadable(m) || typ == "file" && m["provenance"] == nil && namesAFile(m["value"]) {
+			// A file the message attaches, unlabelled, by its path alone
+			// (as the native Cursor and Claude Code mappings send it): the
+			// model reads what it says and the index never will, as for a
+			// tool's unreadable content (updateLineage).
+			ix.Unseen = true
 		}
 		if origin != "" && e.sess.Parent == nil {
 			from = "user message part (" + origin + ")"
@@ -275,6 +280,13 @@ func holdsUnreadable(v any) bool {
 		}
 	}
 	return false
+}
+
+// namesAFile reports whether a file part's value names the file (a path,
+// a URI, a resource: one line) rather than carries what it says.
+func namesAFile(v any) bool {
+	s, ok := v.(string)
+	return ok && !strings.ContainsAny(s, "\n\r")
 }
 
 // encodedDataLeftOut ends the note LeftOut writes, outputCutMark begins
