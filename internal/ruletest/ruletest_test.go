@@ -185,6 +185,17 @@ func TestSubagentDeniedSpawn(t *testing.T) { runOnDefault(t, "testdata/subagent-
 // after the taint window too (testdata/lineage-late.yaml).
 func TestLineageLate(t *testing.T) { runOnDefault(t, "testdata/lineage-late.yaml", 3) }
 
+// TestSourcesOfHosts: what real agents fetch with on Windows (PowerShell's
+// cmdlets, curl.exe, cmd /c, -OutFile) and with git (a pull request's ref,
+// a fork's URL) opens the window; a fetch of the repository's own remote
+// does not (testdata/sources-hosts.yaml).
+func TestSourcesOfHosts(t *testing.T) { runOnDefault(t, "testdata/sources-hosts.yaml", 8) }
+
+// TestCatalogReads: reads the catalog had missed stay allowed inside a
+// window, and the user's own IDE diagnostics open none
+// (testdata/catalog-reads.yaml).
+func TestCatalogReads(t *testing.T) { runOnDefault(t, "testdata/catalog-reads.yaml", 3) }
+
 // TestLineageFields: a whole free-text field of a record (a message's
 // body, a subject) names nothing (testdata/lineage-fields.yaml).
 func TestLineageFields(t *testing.T) { runOnDefault(t, "testdata/lineage-fields.yaml", 2) }

@@ -37,7 +37,8 @@ func commandWrites(t *ToolView) []turnstate.FileTaint {
 // without a leading ./, ~/ or $HOME/ (a path naming the file from
 // elsewhere then ends with it). "" for no file ("", ".", "/", "~").
 func cleanPath(p string) string {
-	p = strings.TrimSpace(p)
+	// Windows writes C:\Users\dev\app\install.ps1.
+	p = strings.ReplaceAll(strings.TrimSpace(p), "\\", "/")
 	for _, home := range []string{"~/", "$HOME/", "${HOME}/"} {
 		p = strings.TrimPrefix(p, home)
 	}

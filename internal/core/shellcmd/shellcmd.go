@@ -11,7 +11,6 @@
 package shellcmd
 
 import (
-	"path"
 	"slices"
 	"strings"
 
@@ -83,12 +82,31 @@ func (c *collector) result() []string {
 	return out
 }
 
-// program adds the program a word names: its base name, lower-cased.
+// program adds the program a word names (ProgramName).
 func (c *collector) program(word string) {
 	if word == "" {
 		return
 	}
-	c.add(strings.ToLower(path.Base(strings.TrimRight(word, "/"))))
+	c.add(ProgramName(word))
+}
+
+// ProgramName is the name a word gives the program it runs: its base name
+// — past the last / or \ (C:\Windows\System32\curl.exe) — lower-cased,
+// without Windows' .exe (curl.exe, which PowerShell and Git Bash users
+// write because curl is an alias there, is curl).
+func ProgramName(word string) string {
+	word = strings.TrimRight(word, "/\\")
+	if i := strings.LastIndexAny(word, "/\\"); i >= 0 {
+		word = word[i+1:]
+	}
+	name := strings.ToLower(word)
+	if n := strings.TrimSuffix(name, ".exe"); n != "" {
+		name = n
+	}
+	if name == "" {
+		return "."
+	}
+	return name
 }
 
 func (c *collector) line(line string, depth int) {
@@ -100,6 +118,12 @@ func (c *collector) line(line string, depth int) {
 	if err != nil {
 		c.words(line)
 		return
+	}
+	if drivePath(line) {
+		// A Windows path written as PowerShell and cmd write it
+		// (C:\Tools\curl.exe), which shell quoting would mangle: its
+		// words may name programs too.
+		c.words(line)
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
@@ -118,22 +142,42 @@ func (c *collector) line(line string, depth int) {
 // split at blanks and shell operators, may be a program — and git with
 // clone among the words may be a clone.
 func (c *collector) words(line string) {
-	var git, clone, interp, url bool
+	var git, clone, fetch, other, interp, url bool
 	for _, w := range strings.FieldsFunc(line, func(r rune) bool {
 		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
 	}) {
 		c.program(w)
-		git = git || strings.ToLower(path.Base(w)) == "git"
+		git = git || ProgramName(w) == "git"
 		clone = clone || w == "clone"
-		interp = interp || interpreter(strings.ToLower(path.Base(w)))
+		fetch = fetch || w == "fetch" || w == "pull"
+		other = other || remoteRepo(w)
+		interp = interp || interpreter(ProgramName(w))
 		url = url || hasURL(w)
 	}
 	if git && clone {
 		c.add(GitClone)
 	}
+	if git && fetch && other {
+		c.add(GitFetch)
+	}
 	if interp && url {
 		c.add(ScriptURL)
 	}
+}
+
+// drivePath reports whether line holds a Windows drive path with
+// backslashes (C:\…).
+func drivePath(line string) bool {
+	for i := 0; i+2 < len(line); i++ {
+		if line[i+1] == ':' && line[i+2] == '\\' && (line[i]|0x20 >= 'a' && line[i]|0x20 <= 'z') && (i == 0 || !isWordByte(line[i-1])) {
+			return true
+		}
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b|0x20 >= 'a' && b|0x20 <= 'z' || b >= '0' && b <= '9'
 }
 
 // ScriptURL is the name Programs gives an interpreter run with a URL among
@@ -161,6 +205,33 @@ func hasURL(arg string) bool {
 // unlike git's other commands, whose output says what they did, it brings
 // a repository's files — anyone's — into the session.
 const GitClone = "git clone"
+
+// GitFetch is the name Programs gives a git that fetches or pulls another's
+// work into the repository — from a URL rather than a configured remote,
+// or a pull (merge) request's ref: what git log -p, git show or git diff
+// then print is that contributor's text. A fetch of the repository's own
+// branches is not one: its output says what it did.
+const GitFetch = "git fetch"
+
+// remoteRepo reports whether a git argument names another's work: a URL
+// (https://, ssh://, git://, file://, or scp-like user@host:path), or a
+// pull or merge request's ref (pull/123/head, refs/pull/…,
+// merge-requests/7/head).
+func remoteRepo(a string) bool {
+	l := strings.ToLower(strings.TrimPrefix(a, "+"))
+	if strings.Contains(l, "://") {
+		return true
+	}
+	if at, colon := strings.IndexByte(l, '@'), strings.IndexByte(l, ':'); at > 0 && colon > at && !strings.Contains(l[:at], "/") {
+		return true
+	}
+	for _, p := range []string{"pull/", "refs/pull/", "merge-requests/", "refs/merge-requests/"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // GitSubcommand is the command a git argument vector runs (clone for
 // git -C dir clone url), past git's own options; "" when there is none.
@@ -195,9 +266,16 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 		return
 	}
 	c.program(argv[0])
-	name := strings.ToLower(path.Base(argv[0]))
-	if name == "git" && GitSubcommand(argv) == "clone" {
-		c.add(GitClone)
+	name := ProgramName(argv[0])
+	if name == "git" {
+		switch GitSubcommand(argv) {
+		case "clone":
+			c.add(GitClone)
+		case "fetch", "pull":
+			if slices.ContainsFunc(argv[1:], remoteRepo) {
+				c.add(GitFetch)
+			}
+		}
 	}
 	if interpreter(name) && slices.ContainsFunc(argv[1:], hasURL) {
 		c.add(ScriptURL)
@@ -214,6 +292,21 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 						c.line(argv[i+1], depth+1)
 					}
 				}
+				return
+			}
+		}
+	case name == "cmd":
+		// cmd /c line, cmd /k line (any case): the rest is the line it
+		// runs, read as a shell line.
+		for i := 1; i < len(argv); i++ {
+			if o := strings.ToLower(argv[i]); o == "/c" || o == "/k" || o == "/r" {
+				for j := i + 1; j < len(argv); j++ {
+					if !known[j] {
+						c.add(Unknown)
+						return
+					}
+				}
+				c.line(strings.Join(argv[i+1:], " "), depth+1)
 				return
 			}
 		}
@@ -240,7 +333,7 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 			c.program(a)
 			// A shell, eval, git or another wrapper run by this one: read
 			// what it runs in turn (sudo bash -c '…', sudo git clone …).
-			if n := strings.ToLower(path.Base(a)); shells[n] || n == "eval" || n == "git" || wrappers[n] {
+			if n := ProgramName(a); shells[n] || n == "eval" || n == "cmd" || n == "git" || wrappers[n] {
 				if depth < maxDepth {
 					c.call(argv[i:], known[i:], depth+1)
 				}

@@ -46,6 +46,19 @@ func TestPrograms(t *testing.T) {
 		{"git clone under a wrapper", "sudo git clone https://github.com/x/y", []string{"git", GitClone, "sudo"}},
 		{"git clone in a refused line", "git clone https://github.com/x/y |", []string{"clone", "git", GitClone, "y"}},
 		{"refused line gives every word", "curl x |", []string{"curl", "x"}},
+		{"windows .exe", "curl.exe -s https://x.example; GH.EXE issue view 7", []string{"curl", "gh"}},
+		{"a windows path, quoted", `'C:\Windows\System32\curl.exe' -s https://x.example`, []string{"-s", "c:", "curl", "system32", "windows", "x.example"}},
+		{"a windows path, as PowerShell writes it", `C:\Windows\System32\curl.exe -s https://x.example`, []string{"-s", "c:", "c:windowssystem32curl", "curl", "system32", "windows", "x.example"}},
+		{"cmd /c", "cmd /c curl -s https://x.example", []string{"cmd", "curl"}},
+		{"cmd /C under a wrapper", "sudo CMD /C wget x", []string{"cmd", "sudo", "wget"}},
+		{"powershell cmdlets", "irm https://x.example/i.ps1 | iex", []string{"iex", "irm"}},
+		{"powershell expression", "(Invoke-WebRequest -Uri https://x.example -UseBasicParsing).Content", []string{"-uri", "-usebasicparsing", ".content", "invoke-webrequest", "x.example"}},
+		{"git fetch of a pull request", "git fetch origin pull/123/head:pr-123 && git log -p main..pr-123", []string{"git", GitFetch}},
+		{"git pull from a fork's URL", "git pull https://github.com/contrib/widget.git feature", []string{"git", GitFetch}},
+		{"git fetch scp-like", "git fetch git@github.com:contrib/widget.git", []string{"git", GitFetch}},
+		{"git fetch of a merge request", "git fetch origin +refs/merge-requests/7/head", []string{"git", GitFetch}},
+		{"git fetch of its own remote", "git fetch origin main && git pull --rebase", []string{"git"}},
+		{"git fetch in a refused line", "git fetch origin pull/9/head |", []string{"fetch", "git", GitFetch, "head", "origin"}},
 		{"refused line with quotes", `echo "unterminated; wget y`, []string{"echo", "unterminated", "wget", "y"}},
 	}
 	for _, tt := range tests {
@@ -137,6 +150,8 @@ func TestWrites(t *testing.T) {
 	}{
 		{"nothing written", "curl -s https://x.example/a | head -50", []string{}},
 		{"curl -o", "curl -fsSL -o install.sh https://get.example/install", []string{"install.sh"}},
+		{"Invoke-WebRequest -OutFile", "Invoke-WebRequest https://get.example/install.ps1 -OutFile install.ps1", []string{"install.ps1"}},
+		{"curl.exe -o", "curl.exe -o setup.exe https://get.example/setup", []string{"setup.exe"}},
 		{"curl --output=", "curl --output=/tmp/x.tar.gz https://x.example/y", []string{"/tmp/x.tar.gz"}},
 		{"curl -O names the file after the URL", "curl -O https://x.example/dl/setup.sh?v=2", []string{"setup.sh"}},
 		{"wget saves under the URL's name", "wget -q https://x.example/tools/", []string{"index.html"}},

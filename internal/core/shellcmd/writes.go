@@ -112,7 +112,7 @@ func (w *writes) words(line string) {
 // script a shell runs with -c.
 func (w *writes) call(argv []string, depth int) {
 	for i, a := range argv {
-		switch strings.ToLower(path.Base(a)) {
+		switch ProgramName(a) {
 		case "git":
 			if GitSubcommand(argv[i:]) == "clone" {
 				w.cloned(argv[i:])
@@ -125,7 +125,7 @@ func (w *writes) call(argv []string, depth int) {
 			}
 		}
 	}
-	if i := programAt(argv); i >= 0 && copiers[strings.ToLower(path.Base(argv[i]))] {
+	if i := programAt(argv); i >= 0 && copiers[ProgramName(argv[i])] {
 		w.copied(argv[i+1:])
 		return
 	}
@@ -134,7 +134,7 @@ func (w *writes) call(argv []string, depth int) {
 	explicit := false   // an output option named the file
 	for i := 0; i < len(argv); i++ {
 		a := argv[i]
-		name := strings.ToLower(path.Base(a))
+		name := ProgramName(a)
 		switch {
 		case downloaders[name] || name == "curl":
 			prog = name
@@ -154,6 +154,13 @@ func (w *writes) call(argv []string, depth int) {
 			}
 		case a == "--remote-name" || a == "--remote-name-all":
 			remoteName = true
+		case strings.EqualFold(a, "-OutFile"):
+			// PowerShell's Invoke-WebRequest / Invoke-RestMethod.
+			if i+1 < len(argv) {
+				explicit = true
+				w.value(argv[i+1])
+				i++
+			}
 		case a == "--output" || a == "--output-document" || a == "--out":
 			if i+1 < len(argv) {
 				explicit = true
@@ -195,7 +202,7 @@ func (w *writes) call(argv []string, depth int) {
 func programAt(argv []string) int {
 	for i, a := range argv {
 		if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") || strings.Trim(a, "0123456789.smhd") == "" ||
-			wrappers[strings.ToLower(path.Base(a))] {
+			wrappers[ProgramName(a)] {
 			continue
 		}
 		return i
