@@ -54,9 +54,10 @@ func (e *evalCtx) updateTaints(res *Result) {
 // the tool name, which no rule reads back from a taint, is evidence only and
 // truncated to acs.MaxEvidenceBytes instead of refused.
 //
-// A hit is anchored at its turn's index, or at the session's turn count
-// when that is newer: a step may name an open turn older than the newest
-// turn that counted (overlapping or long-open turns), and a window
+// A hit is anchored at its turn's index, or at the session's newest turn
+// when that is newer (Session.NewestTurn: counted or open): a step may
+// name an open turn older than the newest (overlapping or long-open
+// turns), or none (a late result after the next turn opened), and a window
 // anchored there would start already aged.
 func (e *evalCtx) setTaint(label, source string) {
 	setTaintHit(e.sess, label, e.hit(source, true))
@@ -66,8 +67,9 @@ func (e *evalCtx) setTaint(label, source string) {
 // or without (an unanswered call's, kept until its result: the request's
 // own provenance is not the content that will enter).
 func (e *evalCtx) hit(source string, provenance bool) turnstate.TaintHit {
+	turn, window := e.sess.NewestTurn()
 	h := turnstate.TaintHit{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook, Tool: acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes),
-		Turn: max(e.turn, e.sess.TurnsStarted), WindowTurn: max(e.windowTurn, e.sess.WindowTurns), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Step: e.sess.Envelopes, Source: source}
+		Turn: max(e.turn, turn), WindowTurn: max(e.windowTurn, window), TurnID: e.in.Req.Params.Metadata.TurnID, Time: e.in.Time, Step: e.sess.Envelopes, Source: source}
 	if provenance {
 		h.ProvenanceIDs, h.Origins, h.SourceIDs = bounded(e.prov.UntrustedIDs), bounded(untrustedOrigins(e.prov.Origins)), bounded(e.prov.SourceIDs)
 	}
@@ -91,8 +93,11 @@ func setTaintHit(sess *turnstate.Session, label string, hit turnstate.TaintHit) 
 // sources decide; an output source's label, with the result as
 // evidence), and any other envelope arriving first sets each call's
 // label with the call as evidence — its output entered the session, but
-// the session will not see it (an adapter that sends no results), so the
-// window starts at the call.
+// the session will not see it (an adapter that sends no results, or a
+// result that names no request: Cursor's afterShellExecution). The window
+// starts at the settling envelope, the latest the output may have entered
+// (a server that held its answer for half an hour delivers it then), not
+// at the call.
 func (e *evalCtx) taintUnanswered() {
 	if len(e.sess.Unanswered) == 0 {
 		return
@@ -110,7 +115,7 @@ func (e *evalCtx) taintUnanswered() {
 			}
 			continue
 		}
-		setTaintHit(e.sess, u.Label, u.Hit)
+		setTaintHit(e.sess, u.Label, e.settledAt(u.Hit))
 		if e.set.usesLineage {
 			// Its output entered unseen: until its result arrives (calls
 			// run in parallel), if ever (an adapter that sends none),
@@ -123,6 +128,18 @@ func (e *evalCtx) taintUnanswered() {
 		}
 	}
 	e.sess.Unanswered = nil
+}
+
+// settledAt is a call's evidence anchored at this envelope: the call's
+// request, tool and source, this envelope's time, turn and step where
+// they are later.
+func (e *evalCtx) settledAt(h turnstate.TaintHit) turnstate.TaintHit {
+	now := e.hit(h.Source, false)
+	h.Turn, h.WindowTurn, h.Step = max(h.Turn, now.Turn), max(h.WindowTurn, now.WindowTurn), max(h.Step, now.Step)
+	if now.Time.After(h.Time) {
+		h.Time = now.Time
+	}
+	return h
 }
 
 // Decided records in the rule state what the decision d on the envelope

@@ -242,10 +242,7 @@ func (s *Session) Adopt(spawned *Session) bool {
 		}
 		changed = true
 	}
-	turn, window := s.TurnsStarted, s.WindowTurns
-	for _, t := range s.OpenTurns {
-		turn, window = max(turn, t.Index), max(window, t.WindowIndex)
-	}
+	turn, window := s.NewestTurn()
 	for _, id := range slices.Sorted(maps.Keys(spawned.Taints)) {
 		// Anchored at the newest of the child in every measure, so that
 		// no window of its own ends sooner for it.
@@ -341,4 +338,17 @@ func (s *Session) Clone() *Session {
 	c.Unanswered = slices.Clone(s.Unanswered)
 	c.FileTaints = slices.Clone(s.FileTaints)
 	return &c
+}
+
+// NewestTurn is the newest turn index and window index of the session: of
+// the turns that counted and of those open (one that has not counted yet
+// included — if it never does, the next turn opened takes its index). A
+// taint anchored there starts its window with the newest turn, not one
+// already aged.
+func (s *Session) NewestTurn() (turn, window int) {
+	turn, window = s.TurnsStarted, s.WindowTurns
+	for _, t := range s.OpenTurns {
+		turn, window = max(turn, t.Index), max(window, t.WindowIndex)
+	}
+	return turn, window
 }

@@ -205,7 +205,7 @@ func (s *Session) startTurn(st Step, r *Result) {
 	// some work (RecordDecision); a nested turn is part of the turn it
 	// nests in and shares its index, so nesting adds nothing to a count.
 	index, window := s.TurnsStarted+1, s.WindowTurns+1
-	if ContinuesWork(p.TriggeredBy) && s.WindowTurns > 0 {
+	if ContinuesWork(p.TriggeredBy) {
 		window = s.WindowTurns
 	}
 	switch {
