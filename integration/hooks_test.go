@@ -142,7 +142,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 
 	// A Stop hook of the user's (a loop that feeds the task back) makes
 	// Claude Code go on after Stop with no prompt: each continuation opens
-	// a turn, as auto_continuation, and none ages the fetch's window.
+	// a turn, as agent_loop, and none ages the fetch's window.
 	t.Run("continuations after Stop age no window", func(t *testing.T) {
 		s := newUUID()
 		calls := []hookCall{

@@ -288,8 +288,12 @@ type Session struct {
 	// TurnEnded: a turn of the session has ended. A step that then finds
 	// no turn open is the agent going on without a prompt — a Stop hook's
 	// continuation directive (Claude Code's decision "block" on Stop,
-	// Cursor's followup_message) — and the turn it opens is an
-	// auto_continuation, which ages no taint window.
+	// Cursor's followup_message), a background subagent still at work, the
+	// agent woken by a background task's completion — and the turn it opens
+	// is an agent_loop, which ages no taint window. Not auto_continuation:
+	// the event does not say which of these it is, and a host's background
+	// agents would run into the pack's limit on consecutive
+	// auto-continuations (TG-CONT-001) without any loop.
 	TurnEnded bool
 }
 
@@ -334,6 +338,10 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 	case SessionStart:
 		p.start(e.sessionStartPayload())
 	case UserPromptSubmit:
+		if taskNotification(e.Prompt) {
+			p.taskReport(e.Prompt)
+			break
+		}
 		p.prompt(e.Prompt, claudeMentions(e.Prompt, e.Cwd, newID)...)
 	case PreToolUse:
 		p.inTurn()
@@ -411,7 +419,7 @@ func (p *planner) inTurn() {
 	if p.s.OpenTurn == "" {
 		trigger := "user_message"
 		if p.s.TurnEnded {
-			trigger = "auto_continuation"
+			trigger = "agent_loop"
 		}
 		p.openTurn(trigger)
 	}
@@ -424,6 +432,26 @@ func (p *planner) prompt(text string, attached ...any) {
 	p.openTurn("user_message")
 	content := append([]any{map[string]any{"type": "text", "value": text}}, attached...)
 	p.add("steps/userMessage", p.newID(), map[string]any{"content": content})
+}
+
+// taskNotification reports whether a prompt is Claude Code's notice that a
+// background task (a shell, a subagent) finished, which it submits as a
+// prompt of its own: <task-notification>…, no user typed it.
+func taskNotification(prompt string) bool {
+	return strings.HasPrefix(strings.TrimSpace(prompt), "<task-notification>")
+}
+
+// taskReport opens the turn a background task's notice wakes the agent
+// for — a subagent_return, which ages no taint window — with the notice
+// as what the agent's own work produced (provenance agent_generated), not
+// a user's words: a subagent's report quoted there is not a command the
+// user typed.
+func (p *planner) taskReport(text string) {
+	p.start(p.e.sessionStartPayload())
+	p.endTurn("completed")
+	p.openTurn("subagent_return")
+	p.add("steps/userMessage", p.newID(), map[string]any{"content": []any{map[string]any{"type": "text", "value": text,
+		"provenance": map[string]any{"provenance_id": p.newID(), "origin": "agent_generated"}}}})
 }
 
 // endTurn ends the open turn, if any.

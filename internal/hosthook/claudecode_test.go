@@ -48,12 +48,12 @@ func readHostEvent(t *testing.T, host Host, name string) *Event {
 // <host>, the hooks references' inputs) against a new session, one
 // started with a turn open, one started with none (an ended one too:
 // its steps are sent, and the core refuses them), and one whose turn
-// ended (a step then opens an auto_continuation turn, but a Cursor Tab
+// ended (a step then opens an agent_loop turn, but a Cursor Tab
 // edit the user's), and checks each step is a
 // valid ACS request (the embedded schemas) and matches the golden file.
 func TestPlanGolden(t *testing.T) {
 	hosts := map[Host][]string{
-		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
+		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "user-prompt-submit-task-notification", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit"},
 		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
