@@ -119,7 +119,14 @@ func TestInstancesSharePartitions(t *testing.T) {
 			killed = time.Now()
 		}
 	})
-	if second.p.Stats().Processed.Load() == 0 || first.p.Stats().Processed.Load() == 0 {
+	// a may still be catching up on a loaded machine: wait for it to
+	// decide, rather than read its count at one moment. b's is final.
+	if err := testwait.Wait(waitFor, 5*time.Millisecond, func() error {
+		if first.p.Stats().Processed.Load() == 0 {
+			return errors.New("a has decided nothing")
+		}
+		return nil
+	}); err != nil || second.p.Stats().Processed.Load() == 0 {
 		t.Fatalf("both instances should have decided: a %d, b %d", first.p.Stats().Processed.Load(), second.p.Stats().Processed.Load())
 	}
 	awaitOwners(t, js, cfg.Topology.Partitions, "a")
