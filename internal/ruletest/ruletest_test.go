@@ -189,7 +189,7 @@ func TestLineageLate(t *testing.T) { runOnDefault(t, "testdata/lineage-late.yaml
 // cmdlets, curl.exe, cmd /c, -OutFile) and with git (a pull request's ref,
 // a fork's URL) opens the window; a fetch of the repository's own remote
 // does not (testdata/sources-hosts.yaml).
-func TestSourcesOfHosts(t *testing.T) { runOnDefault(t, "testdata/sources-hosts.yaml", 8) }
+func TestSourcesOfHosts(t *testing.T) { runOnDefault(t, "testdata/sources-hosts.yaml", 14) }
 
 // TestCatalogReads: reads the catalog had missed stay allowed inside a
 // window, and the user's own IDE diagnostics open none

@@ -133,6 +133,15 @@ func (c *collector) line(line string, depth int) {
 				argv[i], known[i] = literal(w)
 			}
 			c.call(argv, known, depth)
+			// A URL handed over in the command's environment (U=https://…
+			// node -e 'fetch(process.env.U)') is one of its arguments.
+			if name := ProgramName(argv[0]); known[0] && readsURL(name) {
+				for _, a := range call.Assigns {
+					if v, ok := literal(a.Value); ok && a.Value != nil && hasURL(v) {
+						c.add(ScriptURL)
+					}
+				}
+			}
 		}
 		return true
 	})
@@ -151,7 +160,7 @@ func (c *collector) words(line string) {
 		clone = clone || w == "clone"
 		fetch = fetch || w == "fetch" || w == "pull"
 		other = other || remoteRepo(w)
-		interp = interp || interpreter(ProgramName(w))
+		interp = interp || readsURL(ProgramName(w))
 		url = url || hasURL(w)
 	}
 	if git && clone {
@@ -181,9 +190,13 @@ func isWordByte(b byte) bool {
 }
 
 // ScriptURL is the name Programs gives an interpreter run with a URL among
-// its arguments — inline code that opens it (python3 -c
-// "…urlopen('https://…')", node -e "fetch('https://…')") or a script given
-// it: the fetch is in the code, not in a program the line names.
+// its arguments or in its environment — inline code that opens it
+// (python3 -c "…urlopen('https://…')", node -e "fetch('https://…')") or a
+// script given it — or with inline code that opens a connection however
+// it names the host (node -e "require('https').get({host: …})"); and a
+// program that reads a URL it is given (pandoc, a headless browser's
+// --dump-dom, svn, hg): the fetch is in the code or the program, not in a
+// program the line names.
 const ScriptURL = "script url"
 
 // interpreter reports whether a program runs code: python (any
@@ -196,9 +209,54 @@ func interpreter(name string) bool {
 	return strings.HasPrefix(name, "python")
 }
 
+// urlReaders read what a URL among their arguments names: documents
+// converted or printed from the web, a page rendered by a headless
+// browser, another version control system's checkout or cat.
+var urlReaders = map[string]bool{"pandoc": true, "chromium": true, "chromium-browser": true, "google-chrome": true,
+	"google-chrome-stable": true, "chrome": true, "firefox": true, "wkhtmltopdf": true, "wkhtmltoimage": true,
+	"yt-dlp": true, "youtube-dl": true, "svn": true, "hg": true, "fossil": true}
+
+// readsURL reports whether a program given a URL reads it: an
+// interpreter (the code may) or a URL reader.
+func readsURL(name string) bool { return interpreter(name) || urlReaders[name] }
+
+// networkCode are what inline code calls to open a connection without a
+// URL literal (a host and a path apart, a URL built at run time).
+var networkCode = []string{"urlopen", "urllib", "requests.", "http.client", "httpx", "aiohttp", "socket.",
+	"require('http", `require("http`, "require('net", `require("net`, "from 'http", `from "http`,
+	"fetch(", "axios", "net/http", "net::http", "open-uri", "lwp::", "http::tiny", "io::socket",
+	"file_get_contents('http", `file_get_contents("http`, "curl_init", "fsockopen", "invoke-webrequest",
+	"invoke-restmethod", "net.webclient", "deno.connect"}
+
+// opensConnection reports whether inline code calls networkCode.
+func opensConnection(code string) bool {
+	code = strings.ToLower(code)
+	for _, n := range networkCode {
+		if strings.Contains(code, n) {
+			return true
+		}
+	}
+	return false
+}
+
 func hasURL(arg string) bool {
 	a := strings.ToLower(arg)
 	return strings.Contains(a, "http://") || strings.Contains(a, "https://") || strings.Contains(a, "ftp://")
+}
+
+// inlineCode reports whether the code an interpreter's -c, -e, -r or
+// --eval option runs (or any other argument, for a refused line's words)
+// satisfies f.
+func inlineCode(args []string, f func(string) bool) bool {
+	for i, a := range args {
+		switch a {
+		case "-c", "-e", "-r", "-E", "--eval", "-p", "--print", "-Command", "-command", "-c:":
+			if i+1 < len(args) && f(args[i+1]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // GitClone is the name Programs gives a git that clones (git clone …):
@@ -275,9 +333,17 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 			if slices.ContainsFunc(argv[1:], remoteRepo) {
 				c.add(GitFetch)
 			}
+		case "archive":
+			// git archive --remote=<repository>: another's files.
+			if slices.ContainsFunc(argv[1:], func(a string) bool { return a == "--remote" || strings.HasPrefix(a, "--remote=") }) {
+				c.add(GitFetch)
+			}
 		}
 	}
-	if interpreter(name) && slices.ContainsFunc(argv[1:], hasURL) {
+	if readsURL(name) && slices.ContainsFunc(argv[1:], hasURL) {
+		c.add(ScriptURL)
+	}
+	if interpreter(name) && inlineCode(argv[1:], opensConnection) {
 		c.add(ScriptURL)
 	}
 	switch {
