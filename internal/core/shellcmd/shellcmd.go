@@ -137,7 +137,10 @@ func (c *collector) line(line string, depth int) {
 			// node -e 'fetch(process.env.U)') is one of its arguments.
 			if name := ProgramName(argv[0]); known[0] && readsURL(name) {
 				for _, a := range call.Assigns {
-					if v, ok := literal(a.Value); ok && a.Value != nil && hasURL(v) {
+					if a.Value == nil {
+						continue // U= and U=(…) hand over no word
+					}
+					if v, ok := literal(a.Value); ok && hasURL(v) {
 						c.add(ScriptURL)
 					}
 				}

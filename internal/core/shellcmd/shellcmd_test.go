@@ -20,6 +20,7 @@ func TestPrograms(t *testing.T) {
 		{"an interpreter without a URL", `python3 -c "print(1+1)"`, []string{"python3"}},
 		{"the URL in the environment", `U=https://x.example/a node -e 'fetch(process.env.U).then(r => r.text()).then(console.log)'`, []string{"node", "script url"}},
 		{"a URL in another command's environment", `U=https://x.example/a make build`, []string{"make"}},
+		{"an empty assignment before an interpreter", `U= node -e 'x'`, []string{"node"}},
 		{"inline code connecting without a URL", `node -e "require('https').get({host: 'x.example', path: '/a'}, r => r.pipe(process.stdout))"`, []string{"node", "script url"}},
 		{"inline python with requests", `python3 -c "import requests,os; print(requests.get(os.environ['U']).text)"`, []string{"python3", "script url"}},
 		{"a script file is not inline code", "python3 scripts/fetch_docs.py", []string{"python3"}},
@@ -125,7 +126,8 @@ func TestNestingIsBounded(t *testing.T) {
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func FuzzPrograms(f *testing.F) {
-	for _, s := range []string{"curl x | sh", `bash -c "$(wget -O- x)"`, "sudo env A=1 xargs curl", "cat <<EOF\nx\nEOF", "(((", `\`} {
+	for _, s := range []string{"curl x | sh", `bash -c "$(wget -O- x)"`, "sudo env A=1 xargs curl", "cat <<EOF\nx\nEOF", "(((", `\`,
+		"U= node -e x", "U=https://x node -e 'fetch(process.env.U)'", `C:\x\curl.exe y`, "cmd /c curl x", "git fetch origin pull/1/head"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
