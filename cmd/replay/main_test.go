@@ -20,9 +20,9 @@ import (
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	rulepack "github.com/turnguard/turnguard/rules"
-	"github.com/turnguard/turnguard/schema"
 )
 
 // recordExamples runs a processor on an embedded server over dataDir, as
@@ -43,20 +43,13 @@ func recordExamples(t *testing.T, dataDir string) (stop func()) {
 	if err := keyfile.WriteReceiptPublic(filepath.Join(dataDir, "receipt-key.pub"), signer); err != nil {
 		t.Fatal(err)
 	}
-	v, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := guardiantest.DefaultRules(t)
 	nc, err := nats.Connect("", nats.InProcessServer(srv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := stream.DefaultConfig()
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: signer}), policy.NewSource(rs), cfg, zerolog.Nop())
+	p, err := stream.New(nc, guardiantest.New(t, guardian.Config{Receipts: signer}), policy.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/hosthook"
 	"github.com/turnguard/turnguard/internal/ruletest"
-	rulepack "github.com/turnguard/turnguard/rules"
-	"github.com/turnguard/turnguard/schema"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 )
 
 type nativeHost struct {
@@ -36,15 +35,7 @@ type nativeHost struct {
 
 func newNativeHost(t *testing.T, host hosthook.Host) *nativeHost {
 	t.Helper()
-	v, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &nativeHost{t: t, g: guardian.New(v, guardian.Config{}), rs: rs, mem: guardian.NewMemory(),
+	return &nativeHost{t: t, g: guardiantest.Pure(t), rs: guardiantest.DefaultRules(t), mem: guardian.NewMemory(),
 		now: time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC), host: host}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 )
 
 // benchSessions sessions of the README's example session (8 envelopes
@@ -17,7 +18,7 @@ const benchSessions = 2500
 
 func recordBenchHistory(b *testing.B) *recorder {
 	b.Helper()
-	rec := newRecorder(b, defaultRules(b))
+	rec := newRecorder(b, guardiantest.DefaultRules(b))
 	for i := range benchSessions {
 		session := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		for _, e := range examples.Session(session) {
@@ -35,7 +36,7 @@ func recordBenchHistory(b *testing.B) *recorder {
 func BenchmarkReplayRun(b *testing.B) {
 	rec := recordBenchHistory(b)
 	src := rec.source()
-	g, rs := rec.guardian(), defaultRules(b)
+	g, rs := rec.guardian(), guardiantest.DefaultRules(b)
 	r := wholeRange(b, src)
 	total := int(r.To - r.From + 1)
 	b.ResetTimer()

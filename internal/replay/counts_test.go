@@ -11,6 +11,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/replay"
 	"github.com/turnguard/turnguard/internal/statestore"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
@@ -28,7 +29,7 @@ func TestCountsAgree(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			sc, built := loadScenario(t, path)
-			rs := defaultRules(t)
+			rs := guardiantest.DefaultRules(t)
 			rec := newRecorder(t, rs)
 			rec.publishStepwise(built.Messages)
 			rec.finish()

@@ -14,6 +14,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/alert"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
@@ -23,7 +24,7 @@ import (
 func recordTaintWindow(t *testing.T) (rec *recorder, session string, denied uint64) {
 	t.Helper()
 	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
-	rec = newRecorder(t, defaultRules(t))
+	rec = newRecorder(t, guardiantest.DefaultRules(t))
 	rec.publishStepwise(built.Messages)
 	rec.finish()
 	for i, m := range built.Messages {
@@ -177,7 +178,7 @@ func publishRaw(t *testing.T, srv *server.Server, msgs []recordedMsg) {
 // is called verified.
 func TestVerifyCountsWhatItChecks(t *testing.T) {
 	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
-	rec := newRecorder(t, defaultRules(t))
+	rec := newRecorder(t, guardiantest.DefaultRules(t))
 	rec.publishStepwise(built.Messages)
 	rec.finish()
 	session := built.Messages[0].SessionID
@@ -239,7 +240,7 @@ func TestTimelineShowsOnlyVerifiedDecisions(t *testing.T) {
 	})
 	src := openSource(t, cp)
 	src.SetTrustedKey(signer.Public())
-	tl, err := replay.BuildTimeline(context.Background(), src, rec.guardian(), defaultRules(t), wholeRange(t, src), "default", session)
+	tl, err := replay.BuildTimeline(context.Background(), src, rec.guardian(), guardiantest.DefaultRules(t), wholeRange(t, src), "default", session)
 	if err != nil {
 		t.Fatal(err)
 	}

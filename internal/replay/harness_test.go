@@ -22,7 +22,6 @@ import (
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
-	rulepack "github.com/turnguard/turnguard/rules"
 	"github.com/turnguard/turnguard/schema"
 )
 
@@ -168,15 +167,6 @@ func wholeRange(t testing.TB, src *replay.Source) replay.Range {
 		t.Fatal(err)
 	}
 	return r
-}
-
-func defaultRules(t testing.TB) *policy.Set {
-	t.Helper()
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
 }
 
 func loadScenario(t testing.TB, path string) (*scenario.Scenario, scenario.Built) {

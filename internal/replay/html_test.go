@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 )
 
 // chromium finds a Chromium to render with. CI installs Debian's package
@@ -38,7 +39,7 @@ func chromium(t *testing.T) string {
 func TestHTMLRendersInChromium(t *testing.T) {
 	browser := chromium(t)
 	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
-	rs := defaultRules(t)
+	rs := guardiantest.DefaultRules(t)
 	rec := newRecorder(t, rs)
 	rec.publishStepwise(built.Messages)
 	rec.finish()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
 
@@ -33,7 +34,7 @@ type recordedHistory struct {
 
 func recordHistory(t testing.TB, n int) *recordedHistory {
 	t.Helper()
-	h := &recordedHistory{rec: newRecorder(t, defaultRules(t)), shell: map[string]uint64{}, gap: map[string]int{}, firstSeq: map[string]uint64{}}
+	h := &recordedHistory{rec: newRecorder(t, guardiantest.DefaultRules(t)), shell: map[string]uint64{}, gap: map[string]int{}, firstSeq: map[string]uint64{}}
 	for i := range n {
 		gap := i%8 - 1
 		sc := backtestSession(i, gap)
@@ -113,7 +114,7 @@ func TestBackTest(t *testing.T) {
 		warm   bool
 		window int
 	}{
-		{name: "live rules reproduce every decision", rules: defaultRules(t), r: whole, sel: all, window: 2},
+		{name: "live rules reproduce every decision", rules: guardiantest.DefaultRules(t), r: whole, sel: all, window: 2},
 		{name: "stricter window", rules: stricterRules(t), r: whole, sel: all, want: predicted(0, ""), window: 4},
 		{name: "range starting mid-session warms up", rules: stricterRules(t), r: replay.Range{From: h.firstSeq[mid] + 3, To: whole.To},
 			sel: all, want: predicted(h.firstSeq[mid]+3, ""), warm: true},
@@ -193,7 +194,7 @@ func TestBackTestInterrupted(t *testing.T) {
 	src := h.rec.source()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rep, err := replay.BackTest(ctx, src, h.rec.guardian(), defaultRules(t), wholeRange(t, src), replay.Selection{Tenant: "default"}, replay.Options{})
+	rep, err := replay.BackTest(ctx, src, h.rec.guardian(), guardiantest.DefaultRules(t), wholeRange(t, src), replay.Selection{Tenant: "default"}, replay.Options{})
 	if err == nil || !rep.Interrupted {
 		t.Fatalf("err %v, interrupted %v", err, rep.Interrupted)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/alert"
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 )
 
@@ -45,7 +46,7 @@ type sweepWorld struct {
 
 func recordSweepWorld(t *testing.T) *sweepWorld {
 	t.Helper()
-	w := &sweepWorld{rec: newRecorder(t, defaultRules(t)), sessions: map[string][]string{}}
+	w := &sweepWorld{rec: newRecorder(t, guardiantest.DefaultRules(t)), sessions: map[string][]string{}}
 	for i, tenant := range []string{"acme", "globex", "acme", "globex", "acme", "globex"} {
 		sc := backtestSession(i, []int{-1, 0, 1}[i/2])
 		sc.Tenant = tenant

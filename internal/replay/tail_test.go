@@ -18,6 +18,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
 
@@ -83,7 +84,7 @@ func (tl *tailing) stop(t *testing.T) {
 // session's subject arrive NOT VERIFIED, and the lines and JSON are those
 // of the golden files.
 func TestTail(t *testing.T) {
-	rec := newRecorder(t, defaultRules(t))
+	rec := newRecorder(t, guardiantest.DefaultRules(t))
 	kr, signer := testKeys(t)
 	src := rec.source()
 	// New messages only, as `replay tail` starts by default: everything
@@ -174,7 +175,7 @@ func TestTail(t *testing.T) {
 
 // TestTailNotChecked: without keys nothing is called verified.
 func TestTailNotChecked(t *testing.T) {
-	rec := newRecorder(t, defaultRules(t))
+	rec := newRecorder(t, guardiantest.DefaultRules(t))
 	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
 	rec.publishStepwise(built.Messages)
 	tl := startTail(t, rec.source(), replay.TailOptions{Decisions: true, Alerts: true, From: time.Now().Add(-time.Hour), Rule: "TG-TAINT-001"})
@@ -193,7 +194,7 @@ func TestTailNotChecked(t *testing.T) {
 // filter leaves out is proven by a sentinel: the next message that
 // passes it must be the next event.
 func TestTailFilters(t *testing.T) {
-	rec := newRecorder(t, defaultRules(t))
+	rec := newRecorder(t, guardiantest.DefaultRules(t))
 	_, signer := testKeys(t)
 	sc, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
 	rec.publishStepwise(built.Messages)

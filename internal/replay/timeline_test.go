@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -26,7 +27,7 @@ func TestTimelineGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sc, built := loadScenario(t, path)
-			rs := defaultRules(t)
+			rs := guardiantest.DefaultRules(t)
 			rec := newRecorder(t, rs)
 			rec.publishStepwise(built.Messages)
 			rec.finish()
@@ -132,7 +133,7 @@ func golden(t *testing.T, path string, got []byte) {
 // the other rules' decisions, not a change of the session.
 func TestTimelineSaysWhichRulesDecided(t *testing.T) {
 	sc, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
-	live := defaultRules(t)
+	live := guardiantest.DefaultRules(t)
 	rec := newRecorder(t, live)
 	rec.publishStepwise(built.Messages)
 	rec.finish()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/replay"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/topology"
 )
@@ -79,7 +80,7 @@ func copyRecording(t *testing.T, from *server.Server, edit func(hooks, decisions
 // the chain at exactly the first step moved.
 func TestVerify(t *testing.T) {
 	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "taint-window.yaml"))
-	rec := newRecorder(t, defaultRules(t))
+	rec := newRecorder(t, guardiantest.DefaultRules(t))
 	rec.publishStepwise(built.Messages)
 	rec.finish()
 	session := built.Messages[0].SessionID
@@ -169,7 +170,7 @@ func TestVerify(t *testing.T) {
 // never "ok".
 func TestVerifyWithoutKeys(t *testing.T) {
 	_, built := loadScenario(t, filepath.Join("..", "..", "testdata", "scenarios", "full-session.yaml"))
-	rec := newRecorder(t, defaultRules(t))
+	rec := newRecorder(t, guardiantest.DefaultRules(t))
 	rec.publishStepwise(built.Messages)
 	rec.finish()
 	src := rec.source()

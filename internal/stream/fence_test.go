@@ -15,14 +15,12 @@ import (
 
 	"github.com/turnguard/turnguard/examples"
 	"github.com/turnguard/turnguard/internal/core/acs"
-	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/statestore"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
-	rulepack "github.com/turnguard/turnguard/rules"
-	"github.com/turnguard/turnguard/schema"
 )
 
 // TestStaleInstanceIsFenced has two workers decide the same session, as two
@@ -86,17 +84,10 @@ func fenceRig(t *testing.T) *fenceTest {
 	ctx := context.Background()
 	srv := natstest.RunServer(t)
 	nc := natstest.Connect(t, srv)
-	v, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := guardiantest.DefaultRules(t)
 	cfg := DefaultConfig()
 	cfg.Topology.Partitions = 1
-	p, err := New(nc, guardian.New(v, guardian.Config{}), policy.NewSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
+	p, err := New(nc, guardiantest.Pure(t), policy.NewSource(rs), cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/statestore"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	rulepack "github.com/turnguard/turnguard/rules"
 )
@@ -57,7 +58,7 @@ func newIntegrityRig(t *testing.T, rs *policy.Set) *integrityRig {
 	cfg := testConfig()
 	cfg.StateKey = r.key
 	if rs == nil {
-		rs = defaultRules(t)
+		rs = guardiantest.DefaultRules(t)
 	}
 	r.proc = startProcessorWith(t, srv, cfg, rs)
 	r.proc.tampering = true
@@ -455,7 +456,7 @@ func checkTaintDeny(t *testing.T, d *nats.Msg) {
 // the pure core's.
 func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 	sc, built := loadScenario(t, "subagent")
-	pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
+	pure := ruletest.Run(guardiantest.Pure(t), guardiantest.DefaultRules(t), sc)
 	r := newIntegrityRig(t, nil)
 	child := sc.SessionID("child")
 	tampered := false
@@ -482,7 +483,7 @@ func TestTamperedSubagentIsRebuiltWithItsParent(t *testing.T) {
 // taint and its deploy would pass. Every decision stays the pure core's.
 func TestTamperedResumedSubagentIsRebuiltWithEverySpawner(t *testing.T) {
 	sc, built := loadScenario(t, "subagent-resumed")
-	pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
+	pure := ruletest.Run(guardiantest.Pure(t), guardiantest.DefaultRules(t), sc)
 	r := newIntegrityRig(t, nil)
 	child := sc.SessionID("child")
 	last := len(built.Messages) - 1
@@ -505,7 +506,7 @@ func TestTamperedResumedSubagentIsRebuiltWithEverySpawner(t *testing.T) {
 // it clean and the parent's deploy would pass.
 func TestTamperedParentOfResumedSubagentIsRebuiltWithItsSpawnGraph(t *testing.T) {
 	sc, built := loadScenario(t, "subagent-stop-resumed")
-	pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
+	pure := ruletest.Run(guardiantest.Pure(t), guardiantest.DefaultRules(t), sc)
 	r := newIntegrityRig(t, nil)
 	main := sc.SessionID("main")
 	last := len(built.Messages) - 1

@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/scenario"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 )
@@ -97,7 +98,7 @@ func TestHandBackAfterACut(t *testing.T) {
 	cfg.Topology.PinnedTTL = 3 * time.Second
 	cfg.Topology.AckWait = 3 * time.Second
 	link := natstest.NewLink(srv)
-	startProcessorWith(t, link, cfg, defaultRules(t))
+	startProcessorWith(t, link, cfg, guardiantest.DefaultRules(t))
 	waitForConsumers(t, js, 2)
 
 	_, built := loadScenario(t, "taint-window")

@@ -25,6 +25,7 @@ import (
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/scenario"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
@@ -57,7 +58,7 @@ type running struct {
 
 func startProcessor(t testing.TB, srv *server.Server, cfg stream.Config) *running {
 	t.Helper()
-	return startProcessorWith(t, srv, cfg, defaultRules(t))
+	return startProcessorWith(t, srv, cfg, guardiantest.DefaultRules(t))
 }
 
 // startProcessorWith starts a processor with rules rs on its own connection
@@ -285,7 +286,7 @@ func TestScenariosEndToEnd(t *testing.T) {
 		name := filepath.Base(p[:len(p)-len(".yaml")])
 		t.Run(name, func(t *testing.T) {
 			sc, built := loadScenario(t, name)
-			pure := ruletest.Run(pureGuardian(t), defaultRules(t), sc)
+			pure := ruletest.Run(guardiantest.Pure(t), guardiantest.DefaultRules(t), sc)
 			srv := natstest.RunServer(t)
 			nc := natstest.Connect(t, srv)
 			js := natstest.JetStream(t, nc)
@@ -411,24 +412,6 @@ func (w *watcher) awaitAlerts(t *testing.T, seq uint64, n int) {
 		}
 		return nil
 	})
-}
-
-func pureGuardian(t testing.TB) *guardian.Guardian {
-	t.Helper()
-	v, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return guardian.New(v, guardian.Config{})
-}
-
-func defaultRules(t testing.TB) *policy.Set {
-	t.Helper()
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
 }
 
 // TestRestartMidSession stops the processor in the middle of a session and

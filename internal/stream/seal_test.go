@@ -20,6 +20,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/stream"
 	"github.com/turnguard/turnguard/internal/testkit/acstest"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/schema"
@@ -51,7 +52,7 @@ func TestUnsignableIsIsolatedNotPublished(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Topology.Partitions = 1
-	proc := startProcessorOf(t, srv, cfg, defaultRules(t), guardian.New(v, guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv)}))
+	proc := startProcessorOf(t, srv, cfg, guardiantest.DefaultRules(t), guardian.New(v, guardian.Config{Keys: kr, Receipts: receipt.NewSigner(priv)}))
 	waitForConsumers(t, js, 2)
 
 	const unsigned, signed = "00000000-0000-4000-8000-00000000c001", "00000000-0000-4000-8000-00000000c002"
@@ -118,7 +119,7 @@ func TestBatchReceipts(t *testing.T) {
 			}
 			cfg := testConfig()
 			cfg.SingleReceipts = single
-			startProcessorOf(t, srv, cfg, defaultRules(t), guardian.New(v, guardian.Config{Receipts: signer}))
+			startProcessorOf(t, srv, cfg, guardiantest.DefaultRules(t), guardian.New(v, guardian.Config{Receipts: signer}))
 			// Every partition done, not only the last envelope's.
 			for _, seq := range seqs {
 				w.await(t, seq, true, false)

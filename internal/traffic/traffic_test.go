@@ -9,9 +9,8 @@ import (
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/traffic"
-	rulepack "github.com/turnguard/turnguard/rules"
-	"github.com/turnguard/turnguard/schema"
 )
 
 func newGenerator(t testing.TB, seed uint64, tenant string) *traffic.Generator {
@@ -33,15 +32,8 @@ type decider struct {
 
 func newDecider(t testing.TB) *decider {
 	t.Helper()
-	v, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &decider{g: guardian.New(v, guardian.Config{}), rs: rs}
+	rs := guardiantest.DefaultRules(t)
+	return &decider{g: guardiantest.Pure(t), rs: rs}
 }
 
 // run decides the first k envelopes of s, checking each against its

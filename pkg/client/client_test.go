@@ -26,12 +26,11 @@ import (
 	"github.com/turnguard/turnguard/internal/core/receipt"
 	"github.com/turnguard/turnguard/internal/keyfile"
 	"github.com/turnguard/turnguard/internal/stream"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 	"github.com/turnguard/turnguard/internal/testkit/natstest"
 	"github.com/turnguard/turnguard/internal/testkit/testwait"
 	"github.com/turnguard/turnguard/internal/topology"
 	"github.com/turnguard/turnguard/pkg/client"
-	rulepack "github.com/turnguard/turnguard/rules"
-	"github.com/turnguard/turnguard/schema"
 )
 
 // runProcessor runs a processor on srv until the returned stop is called.
@@ -42,18 +41,11 @@ func runProcessor(t *testing.T, srv *server.Server) (stop func()) {
 
 func runProcessorB(t testing.TB, srv *server.Server) (stop func()) {
 	t.Helper()
-	v, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := guardiantest.DefaultRules(t)
 	nc := natstest.Connect(t, srv)
 	cfg := stream.DefaultConfig()
 	cfg.Topology.Partitions = 4
-	p, err := stream.New(nc, guardian.New(v, guardian.Config{Receipts: testSigner}), policy.NewSource(rs), cfg, zerolog.Nop())
+	p, err := stream.New(nc, guardiantest.New(t, guardian.Config{Receipts: testSigner}), policy.NewSource(rs), cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

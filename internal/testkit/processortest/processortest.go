@@ -14,13 +14,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
 	"github.com/turnguard/turnguard/internal/embedded"
 	"github.com/turnguard/turnguard/internal/natsauth"
 	"github.com/turnguard/turnguard/internal/stream"
-	rulepack "github.com/turnguard/turnguard/rules"
-	"github.com/turnguard/turnguard/schema"
+	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
 )
 
 // Rig is a running processor on an authenticated embedded server.
@@ -60,15 +58,8 @@ func Start(t testing.TB, cfg stream.Config) *Rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Conn.Close)
-	v, err := schema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := rulepack.DefaultSet()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Processor, err = stream.New(r.Conn, guardian.New(v, guardian.Config{}), policy.NewSource(rs), cfg, zerolog.Nop()); err != nil {
+	rs := guardiantest.DefaultRules(t)
+	if r.Processor, err = stream.New(r.Conn, guardiantest.Pure(t), policy.NewSource(rs), cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
