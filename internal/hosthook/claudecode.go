@@ -415,22 +415,33 @@ func (p *planner) openTurn(trigger string) {
 // a prompt hook) as a user's, one after a turn ended as the agent's
 // continuation (Session.TurnEnded).
 func (p *planner) inTurn() {
+	trigger := "user_message"
+	if p.s.TurnEnded {
+		trigger = "agent_loop"
+	}
+	p.inTurnAs(trigger)
+}
+
+// inTurnAs makes sure the session started and a turn is open, opening one
+// triggered_by trigger if none is.
+func (p *planner) inTurnAs(trigger string) {
 	p.start(p.e.sessionStartPayload())
 	if p.s.OpenTurn == "" {
-		trigger := "user_message"
-		if p.s.TurnEnded {
-			trigger = "agent_loop"
-		}
 		p.openTurn(trigger)
 	}
 }
 
 // prompt opens a turn with the user's prompt, ending one still open.
 func (p *planner) prompt(text string, attached ...any) {
+	p.message("user_message", append([]any{map[string]any{"type": "text", "value": text}}, attached...))
+}
+
+// message opens a turn triggered_by trigger with a userMessage of content,
+// ending a turn still open.
+func (p *planner) message(trigger string, content []any) {
 	p.start(p.e.sessionStartPayload())
 	p.endTurn("completed")
-	p.openTurn("user_message")
-	content := append([]any{map[string]any{"type": "text", "value": text}}, attached...)
+	p.openTurn(trigger)
 	p.add("steps/userMessage", p.newID(), map[string]any{"content": content})
 }
 
@@ -447,11 +458,8 @@ func taskNotification(prompt string) bool {
 // a user's words: a subagent's report quoted there is not a command the
 // user typed.
 func (p *planner) taskReport(text string) {
-	p.start(p.e.sessionStartPayload())
-	p.endTurn("completed")
-	p.openTurn("subagent_return")
-	p.add("steps/userMessage", p.newID(), map[string]any{"content": []any{map[string]any{"type": "text", "value": text,
-		"provenance": map[string]any{"provenance_id": p.newID(), "origin": "agent_generated"}}}})
+	p.message("subagent_return", []any{map[string]any{"type": "text", "value": text,
+		"provenance": map[string]any{"provenance_id": p.newID(), "origin": "agent_generated"}}})
 }
 
 // endTurn ends the open turn, if any.

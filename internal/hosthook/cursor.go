@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -113,11 +114,10 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 		}
 		result(e.Tool, "success", outputs, "")
 	case CursorAfterFileEdit, CursorAfterTabFileEdit:
-		if e.Name == CursorAfterTabFileEdit && p.s.OpenTurn == "" {
+		if e.Name == CursorAfterTabFileEdit {
 			// A Tab completion is the user typing, not the agent going
 			// on after its stop.
-			p.start(e.sessionStartPayload())
-			p.openTurn("user_message")
+			p.inTurnAs("user_message")
 		}
 		out := map[string]any{"file_path": str("file_path")}
 		if edits, ok := f["edits"].([]any); ok && len(edits) > 0 {
@@ -252,16 +252,22 @@ func cursorAttachments(f map[string]any, newID func() string) []any {
 			continue
 		}
 		part := map[string]any{"type": "file", "value": p}
-		sp := slashed(p)
-		for _, r := range roots {
-			if sp == r || strings.HasPrefix(sp, strings.TrimSuffix(r, "/")+"/") {
-				part["provenance"] = map[string]any{"provenance_id": newID(), "origin": "user_input"}
-				break
-			}
+		if sp := slashed(p); slices.ContainsFunc(roots, func(r string) bool { return under(sp, r) }) {
+			part["provenance"] = userInput(newID)
 		}
 		parts = append(parts, part)
 	}
 	return parts
+}
+
+// under reports whether the slashed path p is root or lies in it.
+func under(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}
+
+// userInput is the provenance of a part that is the user's own.
+func userInput(newID func() string) map[string]any {
+	return map[string]any{"provenance_id": newID(), "origin": "user_input"}
 }
 
 // slashed is a path cleaned, with Windows separators as '/'.

@@ -91,8 +91,8 @@ func mentionPart(mention, root string, newID func() string) map[string]any {
 		p = slashed(root + "/" + p)
 	}
 	part := map[string]any{"type": "file", "value": p}
-	if root != "" && (p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")) {
-		part["provenance"] = map[string]any{"provenance_id": newID(), "origin": "user_input"}
+	if root != "" && under(p, root) {
+		part["provenance"] = userInput(newID)
 	}
 	return part
 }

@@ -210,7 +210,7 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 			}
 			continue
 		}
-		if holdsUnreadable(m) || typ == "file" && m["provenance"] == nil && namesAFile(m["value"]) {
+		if holdsUnreadable(m) || typ == "file" && m["provenance"] == nil && byPathAlone(m["value"]) {
 			// A file the message attaches, unlabelled, by its path alone
 			// (as the native Cursor and Claude Code mappings send it): the
 			// model reads what it says and the index never will, as for a
@@ -282,9 +282,9 @@ func holdsUnreadable(v any) bool {
 	return false
 }
 
-// namesAFile reports whether a file part's value names the file (a path,
+// byPathAlone reports whether a file part's value names the file (a path,
 // a URI, a resource: one line) rather than carries what it says.
-func namesAFile(v any) bool {
+func byPathAlone(v any) bool {
 	s, ok := v.(string)
 	return ok && !strings.ContainsAny(s, "\n\r")
 }
