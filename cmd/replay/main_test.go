@@ -105,7 +105,7 @@ func TestReplayCommands(t *testing.T) {
 	stop()
 
 	shadow := filepath.Join(t.TempDir(), "shadow.yaml")
-	const taintWhen = "    on: [toolCallRequest]\n    when: $consequential_call && !$users_own_call && !$per_value_call\n"
+	const taintWhen = "    on: [toolCallRequest]\n    when: $consequential_call && !$users_own_call && !$per_value_call && !$reading_command\n"
 	pack := strings.Replace(string(rulepack.Default()), taintWhen, "    mode: shadow\n"+taintWhen, 1)
 	if pack == string(rulepack.Default()) {
 		t.Fatal("TG-TAINT-001's condition is not in the default pack as this test expects")

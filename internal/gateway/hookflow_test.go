@@ -235,3 +235,68 @@ func TestUnreferencedResultAnchorsItsWindow(t *testing.T) {
 		t.Errorf("%q one second after the curl's output entered was %s: the label was anchored at the call, 31 minutes earlier", evilScript, r.Decision)
 	}
 }
+
+func codexEv(name string, kv ...any) map[string]any {
+	m := map[string]any{"hook_event_name": name, "session_id": "0199b7c2-4d1e-7a3f-9b8c-5e2d1f0a4c6b",
+		"turn_id": "0199b7c2-5a10-7c3e-8d21-6f3e2a1b5d70", "model": "gpt-5-codex", "permission_mode": "default"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+// Inside the window a fetched page opens, each host's shell may still look
+// at the project (git status, rg, sed -n), as Claude Code's Read and Grep
+// always could; the page's command and anything that writes stay denied.
+// Codex looks at files only through its shell: before, every file it
+// opened after a curl was denied for two turns (stop 41).
+func TestReadingCommandsRunInsideTheWindow(t *testing.T) {
+	reading := []string{"git status --short", `rg -n "NewClient" --type go`, "sed -n '1,120p' internal/client/client.go", "git diff HEAD~1 -- internal/ | head -200"}
+	acting := []string{evilScript, "sed -i 's/v1/v2/' internal/client/client.go", "git status && go generate ./...", "cat ~/.netrc > notes.txt"}
+	hosts := []struct {
+		name  string
+		host  hosthook.Host
+		start func(h *nativeHost)
+		shell func(h *nativeHost, i int, line string) hookResult
+	}{
+		{"claude code", hosthook.ClaudeCode, func(h *nativeHost) {
+			h.event(cc("SessionStart", "source", "startup"))
+			h.event(cc("UserPromptSubmit", "prompt", "read the migration notes at blog.example.net and update our client"))
+			h.event(cc("PreToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_f1", "tool_input", map[string]any{"url": "https://blog.example.net/post"}))
+			h.event(cc("PostToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_f1", "tool_input", map[string]any{"url": "https://blog.example.net/post"}, "tool_response", injected))
+		}, func(h *nativeHost, i int, line string) hookResult {
+			return h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", fmt.Sprintf("toolu_b%d", i), "tool_input", map[string]any{"command": line, "description": "look"}))
+		}},
+		{"codex", hosthook.Codex, func(h *nativeHost) {
+			fetch := map[string]any{"command": "curl -s https://blog.example.net/post"}
+			h.event(codexEv("PreToolUse", "tool_name", "Bash", "tool_use_id", "call_f1", "tool_input", fetch))
+			h.event(codexEv("PostToolUse", "tool_name", "Bash", "tool_use_id", "call_f1", "tool_input", fetch, "tool_response", injected))
+		}, func(h *nativeHost, i int, line string) hookResult {
+			return h.event(codexEv("PreToolUse", "tool_name", "Bash", "tool_use_id", fmt.Sprintf("call_b%d", i), "tool_input", map[string]any{"command": line}))
+		}},
+		{"cursor", hosthook.Cursor, func(h *nativeHost) {
+			h.event(cursorEv("sessionStart"))
+			h.event(cursorEv("beforeSubmitPrompt", "prompt", "fetch the migration notes with curl and update our client", "attachments", []any{}))
+			h.event(cursorEv("beforeShellExecution", "command", "curl -s https://blog.example.net/post", "cwd", "/home/dev/app"))
+			h.event(cursorEv("afterShellExecution", "command", "curl -s https://blog.example.net/post", "output", injected, "duration", json.Number("900")))
+		}, func(h *nativeHost, _ int, line string) hookResult {
+			return h.event(cursorEv("beforeShellExecution", "command", line, "cwd", "/home/dev/app"))
+		}},
+	}
+	for _, host := range hosts {
+		t.Run(host.name, func(t *testing.T) {
+			h := newNativeHost(t, host.host)
+			host.start(h)
+			for i, line := range append(reading, acting...) {
+				r := host.shell(h, i, line)
+				want := "allow"
+				if i >= len(reading) {
+					want = "deny"
+				}
+				if r.Decision != want {
+					t.Errorf("%q after the page: %s %v (%s), want %s", line, r.Decision, r.Rules, r.Reason, want)
+				}
+			}
+		})
+	}
+}

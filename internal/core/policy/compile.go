@@ -161,6 +161,9 @@ type Set struct {
 	// usesPathParts: some condition reads tool.path_parts, so calls'
 	// paths are split for it (pathParts); otherwise it stays empty.
 	usesPathParts bool
+	// usesReadsOnly: some condition reads tool.reads_only (a second
+	// reading of every command line).
+	usesReadsOnly bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
 	// adapter converts the values of CEL variables as the environment

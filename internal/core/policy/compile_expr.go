@@ -71,6 +71,9 @@ var refPattern = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
 // (a string literal holding the word only makes every call pay for it).
 var pathPartsRef = regexp.MustCompile(`\bpath_parts\b`)
 
+// readsOnlyRef finds a read of tool.reads_only, as pathPartsRef does.
+var readsOnlyRef = regexp.MustCompile(`\breads_only\b`)
+
 // expansion maps offsets of an expanded expression back to its source.
 type expansion struct {
 	text string
@@ -263,6 +266,9 @@ func (c *compiler) expr(f *File, s Str, what string) *condition {
 	}
 	if pathPartsRef.MatchString(exp.text) {
 		c.set.usesPathParts = true
+	}
+	if readsOnlyRef.MatchString(exp.text) {
+		c.set.usesReadsOnly = true
 	}
 	for _, ref := range checked.NativeRep().ReferenceMap() {
 		if ref.Name == "lineage" {

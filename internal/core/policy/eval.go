@@ -326,6 +326,9 @@ func (e *evalCtx) toolView() *ToolView {
 		slices.Sort(t.Others)
 	}
 	t.Programs = commandPrograms(t)
+	if e.set.usesReadsOnly {
+		t.ReadsOnly = commandReadsOnly(t)
+	}
 	t.PathParts = []string{}
 	if e.set.usesPathParts {
 		t.PathParts = pathParts(t)
@@ -352,6 +355,21 @@ func commandPrograms(t *ToolView) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// commandReadsOnly is ToolView.ReadsOnly: the call carries a command, every
+// sink is one, and each only reads.
+func commandReadsOnly(t *ToolView) bool {
+	for _, k := range t.Sinks {
+		if !slices.Contains(commandArgs, normalize(k, false)) {
+			return false
+		}
+	}
+	n, reads := 0, true
+	eachCommand(t, func(line string) { n++; reads = reads && shellcmd.ReadsOnly(line) },
+		func(argv []string) { n++; reads = reads && shellcmd.ArgvReadsOnly(argv) },
+		func() { reads = false })
+	return n > 0 && reads
 }
 
 // eachCommand calls line with each command line among the call's sinks

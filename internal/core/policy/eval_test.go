@@ -137,3 +137,41 @@ rules:
 		}
 	}
 }
+
+// TestReadsOnly: tool.reads_only is filled for a rule set that reads it
+// through a macro, and is true only when every sink of the call is a
+// command that only reads.
+func TestReadsOnly(t *testing.T) {
+	rs := compile(t, `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: t}
+macros:
+  reading: 'tool.reads_only'
+tools:
+  - {match: "Bash", sinks: [command, raw_command]}
+rules:
+  - {id: R, title: r, severity: low, on: [toolCallRequest], when: "$reading", decision: deny}
+`)
+	arg := func(v any) map[string]any { return map[string]any{"value": v} }
+	for _, tc := range []struct {
+		name    string
+		payload map[string]any
+		reads   bool
+	}{
+		{"a reading line", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("git status"), "description": arg("status")}}, true},
+		{"an acting line", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("git push")}}, false},
+		{"a reading argument vector", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg([]any{"bash", "-lc", "ls"})}}, true},
+		{"a raw_command that acts beside a reading line", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("ls")}, "raw_command": "ls; rm -rf ~"}, false},
+		{"a command not a line or a vector", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg(map[string]any{"x": 1})}}, false},
+		{"no command", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"description": arg("x")}}, false},
+		// Sinks unknown: every argument is one, and host is not a command.
+		{"a sink that is not a command", map[string]any{"tool": map[string]any{"name": "mcp__ssh__run"}, "arguments": map[string]any{"command": arg("ls"), "host": arg("prod")}}, false},
+	} {
+		in := toolCall(t, 1, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+		in.Payload = tc.payload
+		res := rs.Evaluate(turnstate.New("t", "s"), nil, in)
+		if got := len(res.Hits) == 1; got != tc.reads {
+			t.Errorf("%s: hits %+v, want reads_only %v", tc.name, res.Hits, tc.reads)
+		}
+	}
+}

@@ -42,6 +42,12 @@ type ToolView struct {
 	// a variable or a substitution, and every word of a wrapper (sudo,
 	// env, xargs, find -exec) or of a line the shell parser refuses.
 	Programs []string `cel:"programs"`
+	// ReadsOnly: every sink of the call is a command line or an argument
+	// vector (Programs' arguments), and each only reads
+	// (shellcmd.ReadsOnly: ls, cat, rg, git status … with no option,
+	// redirection or expansion that writes, runs another program or
+	// talks to another host). Computed only when a condition reads it.
+	ReadsOnly bool `cel:"reads_only"`
 	// PathParts are the directory and file names of the paths the call
 	// names — every word of its string arguments and command line with a
 	// '/' or a '\' in it, split there (~, ., .. and a URL's words left

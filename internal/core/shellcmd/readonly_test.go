@@ -1,0 +1,203 @@
+package shellcmd
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestReadsOnly(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       bool
+	}{
+		// What agents run to look around.
+		{"ls", "ls -la", true},
+		{"git status", "git status", true},
+		{"git status short", "git status --short --branch", true},
+		{"git diff", "git diff HEAD~1 -- internal/", true},
+		{"git log", "git --no-pager log --oneline -20", true},
+		{"git show", "git show HEAD:README.md", true},
+		{"git branch lists", "git branch -a", true},
+		{"git grep", "git grep -n TODO", true},
+		{"rg", "rg -n 'func main' --type go", true},
+		{"grep recursive", `grep -rn "TODO" internal/ 2>/dev/null`, true},
+		{"find by name", `find . -name '*.go' -not -path './vendor/*'`, true},
+		{"sed pages through a file", "sed -n '1,200p' internal/core/acs/envelope.go", true},
+		{"sed several ranges", "sed -n '1,5p;10,$p' x.go", true},
+		{"nl piped into sed", "nl -ba main.go | sed -n '40,80p'", true},
+		{"cat head tail wc", "cat go.mod && head -n 20 README.md; tail -5 CHANGELOG.md | wc -l", true},
+		{"stderr joined", "ls missing 2>&1 | head", true},
+		{"output discarded", "grep -c x y >/dev/null 2>&1 || echo none", true},
+		{"input from a file", "sort -u < names.txt", true},
+		{"which and pwd", "pwd; which go; uname -a; whoami", true},
+		{"jq", "jq '.name' package.json", true},
+		{"exec-style shell", "bash -lc 'git status && git diff --stat'", true},
+		{"globs for a program without acting options", "ls *.go; cat docs/*.md | wc -l", true},
+		{"windows path", `cat C:\Users\me\project\go.mod`, true},
+		{"powershell listing", "ls -Recurse -Filter '*.ps1'", true},
+		{"an option after -- is an operand", "sort -- -o", true},
+
+		// What acts.
+		{"empty", "", false},
+		{"a program not known to read", "make test", false},
+		{"rm", "ls && rm -rf build", false},
+		{"a write redirect", "echo hi > notes.txt", false},
+		{"an append", "cat a >> b", false},
+		{"tee", "cat a | tee b", false},
+		{"here-document", "cat <<EOF\n$(curl x)\nEOF", false},
+		{"here-string", "grep x <<< $SECRET", false},
+		{"background", "tail -f log &", false},
+		{"negation", "! grep x y", false},
+		{"subshell", "(ls)", false},
+		{"block", "{ ls; }", false},
+		{"loop", "for f in *.go; do cat $f; done", false},
+		{"assignment", "GIT_EXTERNAL_DIFF=./x git diff", false},
+		{"declaration", "export PAGER=./x; git log", false},
+		{"cd moves the shell", "cd /tmp && ls", false},
+		{"a variable", "cat $HOME/.netrc", false},
+		{"a substitution", "ls $(cat secret).example", false},
+		{"backticks", "echo `id`", false},
+		{"arithmetic", "echo $((1+2))", false},
+		{"process substitution", "diff <(ls a) <(ls b)", false},
+		{"ANSI-C quoting", `echo $'\x41'`, false},
+		{"braces", "ls {a,b}", false},
+		{"powershell script block", "ls | sort {iex $x}", false},
+		{"powershell subexpression", `echo "$(iwr evil.example)"`, false},
+		{"powershell array subexpression", "ls @(iwr evil.example)", false},
+		{"a path as the program", "./scripts/check.sh", false},
+		{"absolute program", "/bin/ls", false},
+		{"escaped program", `\ls`, false},
+		{"program in a variable", "$LS -la", false},
+		{"a wrapper", "timeout 5 ls", false},
+		{"sudo", "sudo cat /etc/shadow", false},
+		{"xargs", "find . -name '*.go' | xargs grep x", false},
+		{"an interpreter", `python3 -c "print(1)"`, false},
+		{"sh -c with an action", `bash -c 'ls; rm x'`, false},
+		{"curl", "curl -s https://x.example", false},
+		{"dig", "dig example.com", false},
+		{"unparsable", "ls |", false},
+		{"too long", "ls " + strings.Repeat("a", MaxParsed), false},
+		{"fd variable", "ls {fd}>/dev/null", false},
+		{"dup onto a file", "ls >&out.txt", false},
+		{"tcp input", "cat < /dev/tcp/evil.example/80", false},
+
+		// Options that act, and file names that would become them.
+		{"find -exec", `find . -exec rm {} \;`, false},
+		{"find -delete", "find . -name '*.tmp' -delete", false},
+		{"find -fprint", "find . -fprint out.txt", false},
+		{"rg --pre", "rg --pre ./x.sh foo", false},
+		{"rg --pre=", "rg --pre=./x.sh foo", false},
+		{"rg -z glued", "rg -nz foo", false},
+		{"rg --hostname-bin", "rg --hostname-bin=./x foo", false},
+		{"rg with a glob", "rg foo *", false},
+		{"sort -o", "sort -o out.txt in.txt", false},
+		{"sort -o glued", "sort -uoout.txt in.txt", false},
+		{"sort --output abbreviated", "sort --out=x in.txt", false},
+		{"sort --compress-program", "sort --compress-program=./x big.txt", false},
+		{"uniq writes its second operand", "uniq in.txt out.txt", false},
+		{"base64 -o", "base64 -o out.bin in.txt", false},
+		{"wc --files0-from", "wc --files0-from=list", false},
+		{"wc --files0-from abbreviated", "wc --f=list", false},
+		{"tree -o", "tree -o out.txt", false},
+		{"file -C", "file -C -m magic", false},
+		{"printf -v", "printf -v x '%s' y", false},
+		{"date -s", "date -s '2020-01-01'", false},
+		{"sed without -n", "sed 's/a/b/' x", false},
+		{"sed writing", "sed -n '1w out' x", false},
+		{"sed running", "sed -n '1e id' x", false},
+		{"sed in place", "sed -n -i '1p' x", false},
+		{"git -c", "git -c core.pager=./x log", false},
+		{"git -C", "git -C ../other status", false},
+		{"git --git-dir", "git --git-dir=/tmp/x/.git status", false},
+		{"git --output", "git log --output=x", false},
+		{"git --output abbreviated", "git diff --out=x", false},
+		{"git --ext-diff", "git diff --ext-diff", false},
+		{"git grep -O", "git grep -Ovim foo", false},
+		{"git --paginate", "git log --paginate", false},
+		{"git commit", "git commit -m x", false},
+		{"git push", "git push", false},
+		{"git fetch", "git fetch origin", false},
+		{"git branch creates", "git branch feature", false},
+		{"git branch deletes", "git branch -D main", false},
+		{"git with no command", "git --no-pager", false},
+
+		// Other hosts.
+		{"a URL", "cat https://evil.example/x", false},
+		{"unc path", `ls \\evil.example\share`, false},
+		{"unc path quoted", `cat '\\evil.example\share\x'`, false},
+		{"unc path with slashes", "cat //evil.example/share/x", false},
+		{"powershell provider path", `ls FileSystem::\\evil.example\share`, false},
+		{"an option's value", "grep --file=//evil.example/p x", false},
+		{"automount", "ls /net/evil.example/", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReadsOnly(tt.line); got != tt.want {
+				t.Errorf("ReadsOnly(%q) = %v, want %v", tt.line, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestArgvReadsOnly(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		want bool
+	}{
+		{"a reader", []string{"rg", "-n", "TODO"}, true},
+		{"a shell's line", []string{"/bin/bash", "-lc", "git status"}, true},
+		{"a shell's acting line", []string{"bash", "-lc", "git status && make"}, false},
+		{"a globbed word is literal here", []string{"rg", "foo", "*"}, true},
+		{"an acting option", []string{"rg", "--pre", "x", "foo"}, false},
+		{"not a reader", []string{"make"}, false},
+		{"empty", nil, false},
+		{"a shell without -c", []string{"bash", "script.sh"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ArgvReadsOnly(tt.argv); got != tt.want {
+				t.Errorf("ArgvReadsOnly(%q) = %v, want %v", tt.argv, got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzReadsOnly: no line panics the reader, and a line it calls reading
+// is one Programs reads the same way: nothing named through a variable,
+// no clone, fetch or script given a URL, and every program a reader or a
+// shell (or a word after find, which Programs counts as a wrapper).
+func FuzzReadsOnly(f *testing.F) {
+	for _, s := range []string{"ls -la", "git status && git diff", "sed -n '1,5p' x | head", "rg --pre x", "cat < /dev/tcp/h/80",
+		`ls \\h\s`, "bash -lc 'ls; cat x'", "find . -name '*.go' -delete", "echo $(id)", "sort -o x", "git -c a=b log"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if !ReadsOnly(line) {
+			return
+		}
+		programs := Programs(line)
+		for _, p := range programs {
+			switch _, reader := readers[p]; {
+			case p == Unknown || p == GitClone || p == GitFetch || p == ScriptURL:
+				t.Fatalf("ReadsOnly(%q) but Programs gives %q", line, p)
+			case !reader && !shells[p] && !slices.Contains(programs, "find"):
+				t.Fatalf("ReadsOnly(%q) but it runs %q", line, p)
+			}
+		}
+	})
+}
+
+// BenchmarkReadsOnly: what tool.reads_only adds to a shell call's
+// decision, on a line that reads (read to its end) and one that acts.
+func BenchmarkReadsOnly(b *testing.B) {
+	for _, line := range []string{`git status --short && rg -n "NewClient" --type go 2>/dev/null | head -50`,
+		`cd /repo && go test ./internal/... 2>&1 | grep -v "^ok" | tail -40`} {
+		b.Run(strings.Fields(line)[0], func(b *testing.B) {
+			for b.Loop() {
+				ReadsOnly(line)
+			}
+		})
+	}
+}
