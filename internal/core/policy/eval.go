@@ -357,11 +357,31 @@ func commandPrograms(t *ToolView) []string {
 	return slices.Compact(out)
 }
 
+// quietArgs are the arguments of the hosts' shell tools (as normalize
+// spells them) that change nothing a command reads: what it is for, how
+// long it may run, how much output comes back, whether it waits. Any
+// other argument beside a command — an environment (GIT_EXTERNAL_DIFF), a
+// shell to run it with (pwsh), one nobody listed — makes the call not
+// only read.
+var quietArgs = []string{"description", "timeout", "timeout_ms", "run_in_background", "yield_time_ms", "max_output_tokens",
+	"justification", "with_escalated_permissions", "sandbox_permissions", "dangerously_disable_sandbox", "login"}
+
+// dirArgs name the directory the command runs in (Codex's workdir): no
+// harm to ls or cat, but git reads the configuration of the repository it
+// finds there, which can name a program to run (core.fsmonitor).
+var dirArgs = []string{"workdir", "cwd", "working_directory", "working_dir", "dir", "directory"}
+
 // commandReadsOnly is ToolView.ReadsOnly: the call carries a command, every
-// sink is one, and each only reads.
+// sink is one, each only reads, and no other argument changes how it runs.
 func commandReadsOnly(t *ToolView) bool {
 	for _, k := range t.Sinks {
 		if !slices.Contains(commandArgs, normalize(k, false)) {
+			return false
+		}
+	}
+	for _, k := range t.Others {
+		name := normalize(k, false)
+		if !slices.Contains(quietArgs, name) && !(slices.Contains(dirArgs, name) && !slices.Contains(t.Programs, "git")) {
 			return false
 		}
 	}

@@ -164,6 +164,11 @@ rules:
 		{"a raw_command that acts beside a reading line", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("ls")}, "raw_command": "ls; rm -rf ~"}, false},
 		{"a command not a line or a vector", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg(map[string]any{"x": 1})}}, false},
 		{"no command", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"description": arg("x")}}, false},
+		{"a description and a timeout beside it", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("ls"), "description": arg("x"), "timeout": arg(1000), "dangerouslyDisableSandbox": arg(true)}}, true},
+		{"an environment beside it", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("git log -p"), "env": arg(map[string]any{"GIT_EXTERNAL_DIFF": "./x.sh"})}}, false},
+		{"another shell named beside it", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("ls"), "shell": arg("pwsh")}}, false},
+		{"a working directory for ls", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("ls"), "workdir": arg("vendor/x")}}, true},
+		{"a working directory for git", map[string]any{"tool": map[string]any{"name": "Bash"}, "arguments": map[string]any{"command": arg("git status"), "workdir": arg("vendor/x.git")}}, false},
 		// Sinks unknown: every argument is one, and host is not a command.
 		{"a sink that is not a command", map[string]any{"tool": map[string]any{"name": "mcp__ssh__run"}, "arguments": map[string]any{"command": arg("ls"), "host": arg("prod")}}, false},
 	} {

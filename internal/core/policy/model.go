@@ -43,10 +43,12 @@ type ToolView struct {
 	// env, xargs, find -exec) or of a line the shell parser refuses.
 	Programs []string `cel:"programs"`
 	// ReadsOnly: every sink of the call is a command line or an argument
-	// vector (Programs' arguments), and each only reads
-	// (shellcmd.ReadsOnly: ls, cat, rg, git status … with no option,
-	// redirection or expansion that writes, runs another program or
-	// talks to another host). Computed only when a condition reads it.
+	// vector (Programs' arguments), each only reads (shellcmd.ReadsOnly:
+	// ls, cat, rg, git status … with no option, redirection or expansion
+	// that writes, runs another program or talks to another host), and
+	// the call carries no other argument but a description, a timeout,
+	// output limits or a sandbox setting — or a working directory, for a
+	// line that runs no git. Computed only when a condition reads it.
 	ReadsOnly bool `cel:"reads_only"`
 	// PathParts are the directory and file names of the paths the call
 	// names — every word of its string arguments and command line with a

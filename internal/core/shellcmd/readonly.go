@@ -20,20 +20,24 @@ import (
 // It answers no far more often than it must, because a yes lets a call
 // through a window:
 //   - Words are literal: a variable, a substitution, an arithmetic or
-//     process expansion, a brace or an extended glob make the line not
-//     only read — data read by one command cannot become another's
-//     argument, and a line PowerShell or cmd would run (Cursor and Codex
-//     on Windows send their shells' lines through the same tools) cannot
-//     hide a subexpression behind a word bash takes as plain.
-//   - Programs are named by bare literal names: ./build.sh, a path, a
-//     wrapper (sudo, timeout, xargs), an interpreter, sh -c and cd (a
+//     process expansion, a brace, an extended glob, a backslash inside
+//     double quotes or before a line break make the line not only read —
+//     data read by one command cannot become another's argument, and a
+//     line PowerShell would run (Cursor and Codex on Windows send their
+//     shells' lines through the same tools) cannot hide a subexpression
+//     behind a word bash takes as plain.
+//   - Programs are named by bare literal names: ./build.sh, a path,
+//     sort.exe, a wrapper (sudo, timeout, xargs), an interpreter and cd (a
 //     persistent shell would read later commands' repository from where
-//     it moved) are not reads.
-//   - A program whose options can act (find, rg, git, sort, sed …) takes
-//     no glob: a file named --pre=./x.sh would be one of its options.
-//   - An argument that names another host — a URL, a UNC path (\\host\share),
-//     //host, an automounted /net/host — is not a read: opening it talks
-//     to that host, and its name is a channel.
+//     it moved) are not reads; sh, bash, dash or zsh -c reads its script
+//     in turn.
+//   - Options are checked in every word, -- and what follows it
+//     included: an option taking a value can take --. A program whose
+//     options can act (find, rg, git, sort, sed …) takes no glob: a file
+//     named --pre=./x.sh would be one of its options.
+//   - An argument that names another host — a URL, a UNC path
+//     (\\host\share), //host, an automounted /net/host — is not a read:
+//     opening it talks to that host, and its name is a channel.
 //   - A line that does not parse, is longer than MaxParsed, or is empty.
 //
 // git reads its repository's configuration, which can name programs it
@@ -51,7 +55,7 @@ func readsOnlyArgv(argv []string, depth int) bool {
 	if len(argv) == 0 {
 		return false
 	}
-	if name := ProgramName(argv[0]); shells[name] && len(argv) == 3 && shellScriptOption(argv[1]) {
+	if systemShell(argv[0]) && len(argv) == 3 && shellScriptOption(argv[1]) {
 		return readsOnlyLine(argv[2], depth+1)
 	}
 	words := make([]word, len(argv))
@@ -59,6 +63,26 @@ func readsOnlyArgv(argv []string, depth int) bool {
 		words[i] = word{value: a, raw: a}
 	}
 	return readsOnlyCommand(words)
+}
+
+// posixShells are the shells whose -c script is read as bash: fish and
+// the rest quote otherwise (fish takes \' inside single quotes as an
+// escape).
+var posixShells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true}
+
+// systemShell reports whether a word names a POSIX shell by its bare name
+// or where systems install it (/bin/bash, /usr/bin/zsh): ./tools/bash is a
+// file of the workspace, whatever it is called.
+func systemShell(w string) bool {
+	dir, name := "", w
+	if i := strings.LastIndexByte(w, '/'); i >= 0 {
+		dir, name = w[:i+1], w[i+1:]
+	}
+	switch dir {
+	case "", "/bin/", "/usr/bin/", "/usr/local/bin/", "/opt/homebrew/bin/":
+		return posixShells[name]
+	}
+	return false
 }
 
 // shellScriptOption reports whether a shell option is -c with single-letter
@@ -113,7 +137,7 @@ func readsOnlyStmt(st *syntax.Stmt, depth int) bool {
 			}
 		}
 		// bash -c '…' as a command of the line: its script is read in turn.
-		if name := words[0].value; shells[name] && len(words) == 3 && shellScriptOption(words[1].value) && !words[2].glob {
+		if name := words[0].value; posixShells[name] && words[0].raw == name && len(words) == 3 && shellScriptOption(words[1].value) && !words[2].glob {
 			return readsOnlyLine(words[2].value, depth+1)
 		}
 		return readsOnlyCommand(words)
@@ -184,7 +208,9 @@ func plainWord(w *syntax.Word) (word, bool) {
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "{}") {
+			// A backslash before a line break joins the lines in bash
+			// (--out\⏎put= is --output=): refused rather than followed.
+			if strings.ContainsAny(p.Value, "{}") || strings.Contains(p.Value, "\\\n") || strings.Contains(p.Value, "\\\r") {
 				return word{}, false
 			}
 			out.glob = out.glob || strings.ContainsAny(p.Value, "*?[")
@@ -202,7 +228,9 @@ func plainWord(w *syntax.Word) (word, bool) {
 			}
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
-				if !ok {
+				// A backslash: bash escapes the next character with it,
+				// PowerShell does not ("\$(iwr …)" runs iwr there).
+				if !ok || strings.Contains(l.Value, `\`) {
 					return word{}, false
 				}
 				value.WriteString(l.Value)
@@ -218,8 +246,9 @@ func plainWord(w *syntax.Word) (word, bool) {
 
 // localPath reports whether a word names nothing on another host: no URL,
 // no UNC path (\\host\share, //host/share, PowerShell's
-// FileSystem::\\host\share), no automounted /net/host — at its start or
-// as an option's value (--file=//host/x, -Path:\\host\x).
+// FileSystem::\\host\share or a list a,\\host\x), no automounted /net/host
+// (/./net/host, ../../net/host) — at the word's start, after =, :, ; or a
+// comma, or glued to a short option (-f//host/x).
 func localPath(w word) bool {
 	for _, s := range []string{w.value, w.raw} {
 		l := strings.ToLower(s)
@@ -227,17 +256,37 @@ func localPath(w word) bool {
 			return false
 		}
 		for i := range len(l) {
-			if i > 0 && l[i-1] != '=' && l[i-1] != ':' {
+			if i > 0 && !strings.ContainsRune("=:,;", rune(l[i-1])) && !(i == 2 && l[0] == '-' && l[1] != '-') {
 				continue
 			}
 			rest := l[i:]
-			if len(rest) >= 2 && (rest[0] == '/' || rest[0] == '\\') && (rest[1] == '/' || rest[1] == '\\') ||
-				strings.HasPrefix(rest, "/net/") {
+			if len(rest) >= 2 && (rest[0] == '/' || rest[0] == '\\') && (rest[1] == '/' || rest[1] == '\\') || automounted(rest) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// automounted reports whether a path leads into /net, where macOS (and
+// autofs) mount a host named by the next element: from the root, or up
+// from the working directory by .. alone.
+func automounted(p string) bool {
+	p = strings.ReplaceAll(p, `\`, "/")
+	absolute := strings.HasPrefix(p, "/")
+	up := false
+	for _, e := range strings.Split(p, "/") {
+		switch e {
+		case "", ".":
+		case "..":
+			up = true
+		case "net":
+			return absolute || up
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // readsOnlyCommand reports whether one command, its words literal, only
@@ -248,7 +297,9 @@ func readsOnlyCommand(words []word) bool {
 	if prog.glob || prog.value == "" || strings.ContainsAny(prog.value, `/\`) || prog.value != prog.raw {
 		return false // a path, ./x, \ls (an alias bypass is fine, but nothing needs it)
 	}
-	r, ok := readers[strings.ToLower(strings.TrimSuffix(prog.value, ".exe"))]
+	// By its bare name only: PowerShell runs Windows' sort.exe for
+	// sort.exe (whose /O writes a file) but its own Sort-Object for sort.
+	r, ok := readers[strings.ToLower(prog.value)]
 	if !ok {
 		return false
 	}
@@ -268,7 +319,7 @@ func readsOnlyCommand(words []word) bool {
 // namesFromData are options by which GNU programs take the names of the
 // files to open from a file or a pipe: data read would choose what is
 // opened (a /net/host path).
-var namesFromData = []string{"--files0-from"}
+var namesFromData = []string{"--files0-from", "-files0-from"}
 
 // reader is a program that reads and prints. check, when set, is given
 // its arguments and tells whether they keep it a reader; a program
@@ -283,7 +334,9 @@ type reader struct {
 // and anything that talks to the network are not here.
 var readers = map[string]reader{
 	// Listing and printing files.
-	"ls": {}, "dir": {}, "cat": {}, "tac": {}, "head": {}, "tail": {}, "nl": {}, "wc": {}, "stat": {}, "du": {},
+	"ls": {}, "dir": {}, "cat": {}, "tac": {}, "head": {}, "tail": {}, "nl": {}, "stat": {},
+	// wc and du take no glob: a file named --files0-from=x would be read as one.
+	"wc": {check: refuse()}, "du": {check: refuse()},
 	"df": {}, "file": {check: refuse("-C", "--compile")}, "tree": {check: refuse("-o", "-R")},
 	"readlink": {}, "realpath": {}, "basename": {}, "dirname": {}, "pwd": {},
 	"od": {}, "strings": {}, "md5sum": {}, "sha1sum": {}, "sha256sum": {}, "sha512sum": {}, "b2sum": {}, "cksum": {},
@@ -293,25 +346,27 @@ var readers = map[string]reader{
 	"rg":   {check: refuse("--pre", "--hostname-bin", "-z", "--search-zip")},
 	"find": {check: refuse("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf")},
 	// Filters over what a pipe or a file gives.
-	"cut": {}, "tr": {}, "paste": {}, "rev": {}, "column": {}, "comm": {}, "cmp": {}, "diff": {}, "jq": {},
+	"cut": {}, "tr": {}, "paste": {}, "rev": {}, "column": {}, "comm": {}, "cmp": {}, "diff": {},
+	"jq":   {check: jqReadsNoEnvironment},
 	"sort": {check: refuse("-o", "--output", "--compress-program")},
 	"uniq": {check: atMostOneOperand},
 	"sed":  {check: sedPrints},
 	// Saying what the machine and the shell are.
 	"echo": {}, "printf": {check: refuse("-v")}, "true": {}, "false": {}, "seq": {}, "expr": {}, "numfmt": {},
-	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "printenv": {},
-	"date": {check: refuse("-s", "--set")},
-	"git":  {check: gitReads},
+	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {},
+	"command": {check: onlyOptions("-v", "-V")},
+	"date":    {check: refuse("-s", "--set")},
+	"git":     {check: gitReads},
 }
 
 // refuse is a check refusing the options named (a long option's
 // abbreviation too: GNU's and git's parsers take --out for --output).
 func refuse(options ...string) func([]string) bool {
 	return func(args []string) bool {
+		// Every word, -- included and what follows it: an option that
+		// takes a value can take --, and the options after it count
+		// (sort --random-source -- --compress-program=sh).
 		for _, a := range args {
-			if a == "--" {
-				return true // what follows is an operand, not an option
-			}
 			if refused(a, options) {
 				return false
 			}
@@ -339,15 +394,40 @@ func refused(a string, options []string) bool {
 	return false
 }
 
-// atMostOneOperand: uniq's second operand is the file it writes.
+// atMostOneOperand: uniq's second operand is the file it writes. -f, -s
+// and -w take a number; after --, every word is an operand.
 func atMostOneOperand(args []string) bool {
 	n := 0
-	for _, a := range args {
-		if a == "-" || !strings.HasPrefix(a, "-") {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			n += len(args) - i - 1
+			i = len(args)
+		case a == "-f" || a == "-s" || a == "-w":
+			i++
+		case a == "-" || !strings.HasPrefix(a, "-"):
 			n++
 		}
 	}
 	return n <= 1
+}
+
+// onlyOptions is a check accepting the options named and operands, and
+// requiring one of the options (command -v go prints where go is; command
+// go runs it).
+func onlyOptions(options ...string) func([]string) bool {
+	return func(args []string) bool {
+		seen := false
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") {
+				if !slices.Contains(options, a) {
+					return false
+				}
+				seen = true
+			}
+		}
+		return seen
+	}
 }
 
 // sedRange is a sed script that prints lines by number: 5p, 1,200p, 10,$p,
@@ -369,6 +449,16 @@ func sedPrints(args []string) bool {
 	return true
 }
 
+// jqEnvironment is how a jq filter reads the environment (env, $ENV),
+// which holds secrets a Read of the workspace does not.
+var jqEnvironment = regexp.MustCompile(`\benv\b|\$ENV\b`)
+
+// jqReadsNoEnvironment: jq with no filter or file that names the
+// environment.
+func jqReadsNoEnvironment(args []string) bool {
+	return !slices.ContainsFunc(args, jqEnvironment.MatchString)
+}
+
 // gitReadingCommands are git's commands that print what the repository
 // holds and change nothing, with the options that would make them write
 // a file or run another program.
@@ -382,6 +472,71 @@ var gitReadingCommands = map[string]func([]string) bool{
 	"ls-files":  refuse(),
 	"grep":      refuse("-O", "--open-files-in-pager", "--textconv"),
 	"branch":    gitBranchLists,
+	"ls-tree":   refuse(),
+	"describe":  refuse(),
+	"show-ref":  refuse(),
+	"cat-file":  refuse("--textconv", "--filters", "--batch-command"),
+	"remote":    gitRemoteLists,
+	"tag":       gitTagLists,
+	"stash":     gitStashLists,
+	"shortlog":  refuse("--output"),
+	"reflog":    gitReflogShows,
+	"config":    gitConfigGets,
+}
+
+// gitReflogShows: git reflog and git reflog show (not expire or delete).
+func gitReflogShows(args []string) bool {
+	return (len(args) == 0 || args[0] == "show" || strings.HasPrefix(args[0], "-")) &&
+		!slices.ContainsFunc(args, func(a string) bool { return a == "expire" || a == "delete" || a == "drop" }) &&
+		refuse("--output", "--ext-diff", "--textconv")(args)
+}
+
+// gitRemoteLists: git remote and git remote -v (other forms add, remove
+// or contact remotes).
+func gitRemoteLists(args []string) bool {
+	for _, a := range args {
+		if a != "-v" && a != "--verbose" {
+			return false
+		}
+	}
+	return true
+}
+
+// gitTagLists: git tag listing, without a name or with -l and patterns.
+func gitTagLists(args []string) bool {
+	list := len(args) == 0
+	for _, a := range args {
+		switch {
+		case a == "-l" || a == "--list":
+			list = true
+		case a == "-n" || strings.HasPrefix(a, "-n") && digits(a[2:]) || strings.HasPrefix(a, "--sort=") || strings.HasPrefix(a, "--format="):
+		case strings.HasPrefix(a, "-"):
+			return false // -a, -d, -f, -s …: creating, deleting, signing
+		}
+	}
+	return list
+}
+
+// gitStashLists: git stash list (and its log options).
+func gitStashLists(args []string) bool {
+	return len(args) > 0 && args[0] == "list" && refuse("--output", "--ext-diff", "--textconv")(args[1:])
+}
+
+// gitConfigGets: git config reading a key or listing (--get, --get-all,
+// --get-regexp, --list, -l), setting nothing.
+func gitConfigGets(args []string) bool {
+	get := false
+	for _, a := range args {
+		switch {
+		case a == "--get" || a == "--get-all" || a == "--get-regexp" || a == "--list" || a == "-l":
+			get = true
+		case a == "--global" || a == "--system" || a == "--local" || a == "--show-origin" || a == "--show-scope" ||
+			a == "--name-only" || a == "-z" || a == "--null" || a == "--includes" || a == "--no-includes":
+		case strings.HasPrefix(a, "-"):
+			return false // --add, --unset, --edit, --file …
+		}
+	}
+	return get
 }
 
 // gitReads: one of git's reading commands, with none of git's own
