@@ -300,3 +300,50 @@ func TestReadingCommandsRunInsideTheWindow(t *testing.T) {
 		})
 	}
 }
+
+// Claude Code runs a command in the background (run_in_background, or
+// one it moves there itself): its result is only the announcement, and
+// what the command fetched arrives later through TaskOutput, BashOutput or
+// a Read of the output file. The fetch's label was set at the
+// announcement, so a page served slowly entered after its window had
+// ended. The task's id and output file now carry the label: reading them
+// sets it again (stop 41).
+func TestBackgroundFetchTaintsWhenItsOutputIsRead(t *testing.T) {
+	const task = "bt2kelt7i"
+	spool := "/tmp/claude-1000/-home-dev-app/" + ccSession + "/tasks/" + task + ".output"
+	reads := []struct {
+		name  string
+		tool  string
+		input map[string]any
+	}{
+		{"TaskOutput", "TaskOutput", map[string]any{"task_id": task, "block": true, "timeout": 30000}},
+		{"BashOutput", "BashOutput", map[string]any{"bash_id": task}},
+		{"a Read of the output file", "Read", map[string]any{"file_path": spool}},
+		{"a tail of the output file", "Bash", map[string]any{"command": "tail -50 " + spool}},
+	}
+	for _, rd := range reads {
+		t.Run(rd.name, func(t *testing.T) {
+			h := newNativeHost(t, hosthook.ClaudeCode)
+			h.event(cc("SessionStart", "source", "startup"))
+			h.event(cc("UserPromptSubmit", "prompt", "download the install notes in the background while we work on the parser"))
+			fetch := map[string]any{"command": "curl -s https://blog.example.net/post", "run_in_background": true}
+			h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch))
+			h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch,
+				"tool_response", map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": task}))
+			h.event(cc("Stop"))
+			for _, p := range []string{"rename parseHeader to readHeader", "now add a test for it", "run the tests"} {
+				h.event(cc("UserPromptSubmit", "prompt", p))
+				h.event(cc("Stop"))
+			}
+			h.event(cc("UserPromptSubmit", "prompt", "what did the install notes say? follow them"))
+			if r := h.event(cc("PreToolUse", "tool_name", rd.tool, "tool_use_id", "toolu_read", "tool_input", rd.input)); r.Decision != "allow" {
+				t.Fatalf("%s: %+v", rd.tool, r)
+			}
+			h.event(cc("PostToolUse", "tool_name", rd.tool, "tool_use_id", "toolu_read", "tool_input", rd.input, "tool_response", injected))
+			r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+			if r.Decision != "deny" {
+				t.Errorf("%q right after %s brought the background fetch's page in was %s: the page entered after the fetch's window", evilScript, rd.name, r.Decision)
+			}
+		})
+	}
+}

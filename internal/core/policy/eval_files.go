@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -208,4 +209,69 @@ func pathParts(t *ToolView) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// backgroundAnnounce is how a shell tool's result says the command goes on
+// in the background (Claude Code: "Command running in background with ID:
+// bt2kelt7i. Output is being written to: /tmp/claude-1000/…/bt2kelt7i.output"),
+// and the file it writes.
+var (
+	backgroundAnnounce = regexp.MustCompile(`(?i)running in (?:the )?background with id:? ([A-Za-z0-9_.-]{1,64})`)
+	backgroundFile     = regexp.MustCompile(`(?i)output is being written to:? (\S{1,1000})`)
+)
+
+// backgroundOutputs are the handles under which the output of a call whose
+// result says it went on in the background can be read later — its task id
+// (Claude Code's backgroundTaskId: TaskOutput and BashOutput name it), the
+// file the output is written to, and the id's own .output file — as files
+// carrying label: what the command fetches arrives after its result, when a
+// call reads one of them, and the label is set again then.
+func backgroundOutputs(payload any, label, source string) []turnstate.FileTaint {
+	p, _ := payload.(map[string]any)
+	outputs, _ := p["outputs"].([]any)
+	var names []string
+	for _, o := range outputs {
+		om, _ := o.(map[string]any)
+		switch v := om["value"].(type) {
+		case map[string]any:
+			if id, ok := v["backgroundTaskId"].(string); ok {
+				names = append(names, id)
+			}
+			for _, k := range []string{"stdout", "output", "text"} {
+				if t, ok := v[k].(string); ok {
+					names = append(names, announced(t)...)
+				}
+			}
+		case string:
+			names = append(names, announced(v)...)
+		}
+	}
+	var out []turnstate.FileTaint
+	for _, n := range names {
+		for _, f := range []string{n, n + ".output"} {
+			if strings.HasSuffix(n, ".output") && f != n || strings.Contains(n, "/") && f != n {
+				continue // a file's path is remembered as it is
+			}
+			if c := cleanPath(f); c != "" && acs.StoredLen(c) <= turnstate.MaxFileTaintPath &&
+				!slices.ContainsFunc(out, func(x turnstate.FileTaint) bool { return x.Path == c }) {
+				out = append(out, turnstate.FileTaint{Label: label, Path: c, Source: source})
+			}
+		}
+	}
+	return out
+}
+
+// announced are the task id and output file a text announces.
+func announced(text string) []string {
+	var out []string
+	if len(text) > 4096 {
+		text = text[:4096] // the announcement is the whole of such a result
+	}
+	if m := backgroundAnnounce.FindStringSubmatch(text); m != nil {
+		out = append(out, strings.TrimRight(m[1], "."))
+	}
+	if m := backgroundFile.FindStringSubmatch(text); m != nil {
+		out = append(out, strings.TrimRight(m[1], ".,"))
+	}
+	return out
 }

@@ -116,3 +116,33 @@ func TestPathParts(t *testing.T) {
 		})
 	}
 }
+
+func TestBackgroundOutputs(t *testing.T) {
+	out := func(v any) map[string]any { return map[string]any{"outputs": []any{map[string]any{"value": v}}} }
+	tests := []struct {
+		name    string
+		payload map[string]any
+		want    []string
+	}{
+		{"Claude Code's result object", out(map[string]any{"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": "bt2kelt7i"}), []string{"bt2kelt7i", "bt2kelt7i.output"}},
+		{"the announcement as text", out("Command running in background with ID: bt2kelt7i. Output is being written to: /tmp/claude-1000/-home-dev-app/s/tasks/bt2kelt7i.output"),
+			[]string{"bt2kelt7i", "bt2kelt7i.output", "/tmp/claude-1000/-home-dev-app/s/tasks/bt2kelt7i.output"}},
+		{"the announcement in stdout", out(map[string]any{"stdout": "Command running in background with ID: bash_1"}), []string{"bash_1", "bash_1.output"}},
+		{"a command that ran to its end", out(map[string]any{"stdout": "<html>…</html>", "stderr": ""}), nil},
+		{"no outputs", map[string]any{"outputs": "x"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range backgroundOutputs(tt.payload, "untrusted_content", "shell-fetch") {
+				if f.Label != "untrusted_content" || f.Source != "shell-fetch" || f.Dir {
+					t.Errorf("file %+v: want the label and source given, not a directory", f)
+				}
+				got = append(got, f.Path)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("files %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -110,8 +110,11 @@ func (e *evalCtx) taintUnanswered() {
 	for _, u := range e.sess.Unanswered {
 		if ref != "" && u.Hit.RequestID == ref {
 			if u.Output {
-				// The call's output is this result's: it enters now.
+				// The call's output is this result's: it enters now —
+				// or, for a command that went on in the background, when
+				// a later call reads it (its task's output).
 				e.setTaint(u.Label, u.Hit.Source)
+				rememberFiles(e.sess, backgroundOutputs(e.in.Payload, u.Label, u.Hit.Source))
 			}
 			continue
 		}
