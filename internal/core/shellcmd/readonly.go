@@ -351,9 +351,10 @@ var readers = map[string]reader{
 	"sort": {check: refuse("-o", "--output", "--compress-program")},
 	"uniq": {check: atMostOneOperand},
 	"sed":  {check: sedPrints},
+	"awk":  {check: awkPrints}, "gawk": {check: awkPrints}, "mawk": {check: awkPrints},
 	// Saying what the machine and the shell are.
 	"echo": {}, "printf": {check: refuse("-v")}, "true": {}, "false": {}, "seq": {}, "expr": {}, "numfmt": {},
-	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {},
+	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {}, "ps": {},
 	"command": {check: onlyOptions("-v", "-V")},
 	"date":    {check: refuse("-s", "--set")},
 	"git":     {check: gitReads},
@@ -430,9 +431,15 @@ func onlyOptions(options ...string) func([]string) bool {
 	}
 }
 
-// sedRange is a sed script that prints lines by number: 5p, 1,200p, 10,$p,
-// several of them joined by ;.
-var sedRange = regexp.MustCompile(`^\s*(\d+|\$)(\s*,\s*(\d+|\$))?\s*p\s*(;\s*(\d+|\$)(\s*,\s*(\d+|\$))?\s*p\s*)*;?\s*$`)
+// sedRange is a sed script that prints lines by number or pattern: 5p,
+// 1,200p, 10,$p, /^func main/,/^}/p, several of them joined by ;. A
+// pattern is a regular expression between slashes (\/ inside), with I or
+// M after it; nothing else of sed's (w, e, r, s, {…}) is taken.
+var sedRange = func() *regexp.Regexp {
+	addr := `(\d+|\$|/(?:[^/\\\n]|\\[^\n])*/[IM]?)`
+	one := `\s*` + addr + `(\s*,\s*` + addr + `)?\s*p\s*`
+	return regexp.MustCompile(`^` + one + `(;` + one + `)*;?\s*$`)
+}()
 
 // sedPrints: sed -n with a script that only prints lines by number (sed -n
 // '1,200p' file), as agents page through files; a sed script can write
@@ -457,6 +464,43 @@ var jqEnvironment = regexp.MustCompile(`\benv\b|\$ENV\b`)
 // environment.
 func jqReadsNoEnvironment(args []string) bool {
 	return !slices.ContainsFunc(args, jqEnvironment.MatchString)
+}
+
+// awkActs are what lets an awk program act or read beyond its input: a
+// command run (system, | into or out of a command), a file written (> and
+// >> after print), another file or command read (getline), the
+// environment (ENVIRON), gawk's extensions (@load, @include). A >
+// comparing two numbers is refused with them.
+var awkActs = regexp.MustCompile(`system|getline|ENVIRON|PROCINFO|close|fflush|@|\||>`)
+
+// awkPrints: awk with a program on its command line (-f reads one from a
+// file) that none of awkActs is in, field separators and variables set
+// with -F and -v, and files to read.
+func awkPrints(args []string) bool {
+	program := false
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-F" || a == "-v":
+			i++
+			if i < len(args) && awkActs.MatchString(args[i]) {
+				return false
+			}
+		case strings.HasPrefix(a, "-F") || strings.HasPrefix(a, "-v"):
+			if awkActs.MatchString(a) {
+				return false
+			}
+		case strings.HasPrefix(a, "-") && a != "-":
+			return false // -f, -i, -l, -o, --exec …
+		case !program:
+			if awkActs.MatchString(a) {
+				return false
+			}
+			program = true
+		case strings.Contains(a, "="):
+			return false // var=value between files: awk assigns it
+		}
+	}
+	return program
 }
 
 // gitReadingCommands are git's commands that print what the repository
