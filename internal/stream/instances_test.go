@@ -58,8 +58,18 @@ func owners(t *testing.T, js jetstream.JetStream) map[string][]int {
 // partitions together are all of them, each once.
 func awaitOwners(t *testing.T, js jetstream.JetStream, partitions int, ids ...string) map[string][]int {
 	t.Helper()
+	return awaitOwnersWithin(t, js, waitFor, partitions, ids...)
+}
+
+// awaitOwnersWithin is awaitOwners with its patience given: an instance
+// that started before it saw the other takes every partition, and giving
+// some back waits for the pulls in flight on them (each up to a third of
+// the pinned TTL) before its next heartbeat records what it holds; the
+// pins keep one consumer on each partition meanwhile.
+func awaitOwnersWithin(t *testing.T, js jetstream.JetStream, within time.Duration, partitions int, ids ...string) map[string][]int {
+	t.Helper()
 	var got map[string][]int
-	testwait.CheckFor(t, waitFor, 50*time.Millisecond, func() error {
+	testwait.CheckFor(t, within, 50*time.Millisecond, func() error {
 		got = owners(t, js)
 		var all []int
 		var members []string
@@ -159,7 +169,9 @@ func TestGracefulLeaveHandsOver(t *testing.T) {
 	a.InstanceID, b.InstanceID = "a", "b"
 	startProcessor(t, srv, a)
 	second := startProcessor(t, srv, b)
-	awaitOwners(t, js, cfg.Topology.Partitions, "a", "b")
+	// With these TTLs settling can outlast waitFor (it did under a loaded
+	// CI run, stop 41): a pull in flight and a heartbeat more.
+	awaitOwnersWithin(t, js, cfg.Topology.PinnedTTL/3+cfg.Topology.MemberTTL/5+waitFor, cfg.Topology.Partitions, "a", "b")
 	_, built := loadScenario(t, "full-session")
 	for _, m := range built.Messages[:3] {
 		natstest.Publish(t, js, m.Subject, m.Data)
