@@ -10,6 +10,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -320,6 +321,8 @@ func TestBackgroundFetchTaintsWhenItsOutputIsRead(t *testing.T) {
 		{"BashOutput", "BashOutput", map[string]any{"bash_id": task}},
 		{"a Read of the output file", "Read", map[string]any{"file_path": spool}},
 		{"a tail of the output file", "Bash", map[string]any{"command": "tail -50 " + spool}},
+		{"a Read of the output file in another case", "Read", map[string]any{"file_path": strings.Replace(spool, task, strings.ToUpper(task), 1)}},
+		{"a cat of every task's output", "Bash", map[string]any{"command": "cat " + path.Dir(spool) + "/*.output"}},
 	}
 	for _, rd := range reads {
 		t.Run(rd.name, func(t *testing.T) {

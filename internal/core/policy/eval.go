@@ -358,13 +358,15 @@ func commandPrograms(t *ToolView) []string {
 }
 
 // quietArgs are the arguments of the hosts' shell tools (as normalize
-// spells them) that change nothing a command reads: what it is for, how
-// long it may run, how much output comes back, whether it waits. Any
-// other argument beside a command — an environment (GIT_EXTERNAL_DIFF), a
-// shell to run it with (pwsh), one nobody listed — makes the call not
-// only read.
-var quietArgs = []string{"description", "timeout", "timeout_ms", "run_in_background", "yield_time_ms", "max_output_tokens",
-	"justification", "with_escalated_permissions", "sandbox_permissions", "dangerously_disable_sandbox", "login"}
+// spells them) that change nothing a command reads: what it is for
+// (Claude Code's description, Cursor's explanation, Codex's
+// justification), how long it may run, how much output comes back,
+// whether it waits. Any other argument beside a command — an environment
+// (GIT_EXTERNAL_DIFF), a shell to run it with (pwsh), the sandbox switched
+// off or escalated (the line is then all that stands between it and the
+// network), one nobody listed — makes the call not only read.
+var quietArgs = []string{"description", "explanation", "justification", "timeout", "timeout_ms", "run_in_background",
+	"is_background", "yield_time_ms", "max_output_tokens"}
 
 // dirArgs name the directory the command runs in (Codex's workdir): no
 // harm to ls or cat, but git reads the configuration of the repository it
@@ -381,9 +383,15 @@ func commandReadsOnly(t *ToolView) bool {
 	}
 	for _, k := range t.Others {
 		name := normalize(k, false)
-		if !slices.Contains(quietArgs, name) && !(slices.Contains(dirArgs, name) && !slices.Contains(t.Programs, "git")) {
-			return false
+		if slices.Contains(quietArgs, name) {
+			continue
 		}
+		// A working directory: a string naming no other host (a UNC share,
+		// /net/host), for a line that runs no git.
+		if dir, ok := t.Args[k].(string); ok && slices.Contains(dirArgs, name) && shellcmd.NamesNoHost(dir) && !slices.Contains(t.Programs, "git") {
+			continue
+		}
+		return false
 	}
 	n, reads := 0, true
 	eachCommand(t, func(line string) { n++; reads = reads && shellcmd.ReadsOnly(line) },

@@ -85,7 +85,7 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			dirs = append(dirs, f)
 			continue
 		}
-		b := path.Base(f.Path)
+		b := strings.ToLower(path.Base(f.Path))
 		byBase[b] = append(byBase[b], f)
 	}
 	var labels []string
@@ -95,23 +95,45 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
 		}
 	}
+	// Compared without case: macOS and Windows do not tell Install.sh from
+	// install.sh. A word with a glob (cat tasks/*.output) names each file
+	// it matches.
 	visit := func(word string) {
-		w := cleanPath(word)
+		w := strings.ToLower(cleanPath(word))
 		if w == "" {
 			return
 		}
 		for _, f := range byBase[path.Base(w)] {
-			if namesFile(w, f.Path) {
+			if namesFile(w, strings.ToLower(f.Path)) {
 				named(f)
 			}
 		}
+		if strings.ContainsAny(w, "*?[") {
+			// In the session's order, as the rest: the state after the
+			// envelope does not depend on a map's.
+			for _, f := range e.sess.FileTaints {
+				if !f.Dir && globNamesFile(w, strings.ToLower(f.Path)) {
+					named(f)
+				}
+			}
+		}
 		for _, f := range dirs {
-			if namesDir(w, f.Path) {
+			if namesDir(w, strings.ToLower(f.Path)) {
 				named(f)
 			}
 		}
 	}
 	eachCallWord(e.toolView(), visit)
+}
+
+// globNamesFile reports whether the glob w matches the remembered file p,
+// compared over the components both have at their ends (tasks/*.output
+// and /tmp/…/tasks/bt2kelt7i.output; *.output and bt2kelt7i.output).
+func globNamesFile(w, p string) bool {
+	ws, ps := strings.Split(w, "/"), strings.Split(p, "/")
+	n := min(len(ws), len(ps))
+	ok, err := path.Match(strings.Join(ws[len(ws)-n:], "/"), strings.Join(ps[len(ps)-n:], "/"))
+	return err == nil && ok
 }
 
 // namesFile reports whether the cleaned word w names the remembered file

@@ -146,3 +146,22 @@ func TestBackgroundOutputs(t *testing.T) {
 		})
 	}
 }
+
+func TestGlobNamesFile(t *testing.T) {
+	for _, tc := range []struct {
+		glob, file string
+		want       bool
+	}{
+		{"/tmp/c/tasks/*.output", "/tmp/c/tasks/bt2kelt7i.output", true},
+		{"/tmp/c/tasks/*.output", "bt2kelt7i.output", true},
+		{"tasks/*.output", "/tmp/c/tasks/bt2kelt7i.output", true},
+		{"*.sh", "install.sh", true},
+		{"other/*.output", "/tmp/c/tasks/bt2kelt7i.output", false},
+		{"*.md", "install.sh", false},
+		{"[", "install.sh", false},
+	} {
+		if got := globNamesFile(tc.glob, tc.file); got != tc.want {
+			t.Errorf("globNamesFile(%q, %q) = %v, want %v", tc.glob, tc.file, got, tc.want)
+		}
+	}
+}

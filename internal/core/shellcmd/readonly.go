@@ -268,6 +268,11 @@ func localPath(w word) bool {
 	return true
 }
 
+// NamesNoHost reports whether a path or word names nothing on another host
+// (localPath): no URL, UNC path or automounted /net/host — for a working
+// directory given beside a command.
+func NamesNoHost(s string) bool { return localPath(word{value: s, raw: s}) }
+
 // automounted reports whether a path leads into /net, where macOS (and
 // autofs) mount a host named by the next element: from the root, or up
 // from the working directory by .. alone.
@@ -330,8 +335,10 @@ type reader struct {
 
 // readers are the programs a line may run and still only read. Programs
 // that run others (xargs, env, timeout, sudo, find -exec's target),
-// interpreters, editors, pagers (less runs !commands), package managers
-// and anything that talks to the network are not here.
+// interpreters — awk among them: gawk opens /inet/tcp/… as a file, and
+// every awk reads whatever its program puts in ARGV —, editors, pagers
+// (less runs !commands), package managers and anything that talks to the
+// network are not here.
 var readers = map[string]reader{
 	// Listing and printing files.
 	"ls": {}, "dir": {}, "cat": {}, "tac": {}, "head": {}, "tail": {}, "nl": {}, "stat": {},
@@ -351,10 +358,9 @@ var readers = map[string]reader{
 	"sort": {check: refuse("-o", "--output", "--compress-program")},
 	"uniq": {check: atMostOneOperand},
 	"sed":  {check: sedPrints},
-	"awk":  {check: awkPrints}, "gawk": {check: awkPrints}, "mawk": {check: awkPrints},
 	// Saying what the machine and the shell are.
 	"echo": {}, "printf": {check: refuse("-v")}, "true": {}, "false": {}, "seq": {}, "expr": {}, "numfmt": {},
-	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {}, "ps": {},
+	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {}, "ps": {check: psHidesEnvironment},
 	"command": {check: onlyOptions("-v", "-V")},
 	"date":    {check: refuse("-s", "--set")},
 	"git":     {check: gitReads},
@@ -466,41 +472,16 @@ func jqReadsNoEnvironment(args []string) bool {
 	return !slices.ContainsFunc(args, jqEnvironment.MatchString)
 }
 
-// awkActs are what lets an awk program act or read beyond its input: a
-// command run (system, | into or out of a command), a file written (> and
-// >> after print), another file or command read (getline), the
-// environment (ENVIRON), gawk's extensions (@load, @include). A >
-// comparing two numbers is refused with them.
-var awkActs = regexp.MustCompile(`system|getline|ENVIRON|PROCINFO|close|fflush|@|\||>`)
-
-// awkPrints: awk with a program on its command line (-f reads one from a
-// file) that none of awkActs is in, field separators and variables set
-// with -F and -v, and files to read.
-func awkPrints(args []string) bool {
-	program := false
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "-F" || a == "-v":
-			i++
-			if i < len(args) && awkActs.MatchString(args[i]) {
-				return false
-			}
-		case strings.HasPrefix(a, "-F") || strings.HasPrefix(a, "-v"):
-			if awkActs.MatchString(a) {
-				return false
-			}
-		case strings.HasPrefix(a, "-") && a != "-":
-			return false // -f, -i, -l, -o, --exec …
-		case !program:
-			if awkActs.MatchString(a) {
-				return false
-			}
-			program = true
-		case strings.Contains(a, "="):
-			return false // var=value between files: awk assigns it
+// psHidesEnvironment: ps without BSD's e (ps auxe, ps ewwx) or -E (macOS,
+// FreeBSD), which print every process's environment — the agent's own
+// tokens among them.
+func psHidesEnvironment(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'E') || !strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'e') {
+			return false
 		}
 	}
-	return program
+	return true
 }
 
 // gitReadingCommands are git's commands that print what the repository
