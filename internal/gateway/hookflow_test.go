@@ -350,3 +350,33 @@ func TestBackgroundFetchTaintsWhenItsOutputIsRead(t *testing.T) {
 		})
 	}
 }
+
+// A coding agent's turn is the whole task a prompt asked for: a refactor
+// across a package, with its subagents' calls inside it, runs past 50 tool
+// calls, where TG-RATE-001 used to deny every further call until the user
+// typed again. It bounds a loop that does not end: 200 (stop 41).
+func TestLongTurnsRunTheirTask(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "rename Client to APIClient across the repository, fix every caller and keep the tests green"))
+	for i := range 201 {
+		tool, input := "Read", map[string]any{"file_path": fmt.Sprintf("/home/dev/app/pkg%d/client.go", i)}
+		switch i % 3 {
+		case 1:
+			tool, input = "Edit", map[string]any{"file_path": fmt.Sprintf("/home/dev/app/pkg%d/client.go", i), "old_string": "Client", "new_string": "APIClient"}
+		case 2:
+			tool, input = "Bash", map[string]any{"command": "go test ./...", "description": "Run the tests"}
+		}
+		r := h.event(cc("PreToolUse", "tool_name", tool, "tool_use_id", fmt.Sprintf("toolu_%d", i), "tool_input", input))
+		want := "allow"
+		if i == 200 {
+			want = "deny"
+		}
+		if r.Decision != want {
+			t.Fatalf("call %d (%s) of one long turn: %s %v (%s), want %s", i+1, tool, r.Decision, r.Rules, r.Reason, want)
+		}
+		if i == 200 && (len(r.Rules) != 1 || r.Rules[0] != "TG-RATE-001") {
+			t.Fatalf("call 201 denied by %v, want TG-RATE-001", r.Rules)
+		}
+	}
+}
