@@ -283,17 +283,27 @@ func backgroundOutputs(payload any, label, source string) []turnstate.FileTaint 
 	return out
 }
 
-// announced are the task id and output file a text announces.
+// announced are the task id and output file a text announces. Such a
+// result is the announcement and little else: a longer text, or one that
+// does not start with it, is a page that quotes it — whose words would
+// otherwise take the place of the files remembered (at most
+// turnstate.MaxFileTaints).
 func announced(text string) []string {
-	var out []string
-	if len(text) > 4096 {
-		text = text[:4096] // the announcement is the whole of such a result
+	text = strings.TrimSpace(text)
+	if len(text) > maxAnnouncement {
+		return nil
 	}
-	if m := backgroundAnnounce.FindStringSubmatch(text); m != nil {
-		out = append(out, strings.TrimRight(m[1], "."))
+	m := backgroundAnnounce.FindStringSubmatchIndex(text)
+	if m == nil || !strings.HasPrefix(strings.ToLower(text[:m[0]]), "command") || m[0] > len("command ") {
+		return nil
 	}
-	if m := backgroundFile.FindStringSubmatch(text); m != nil {
-		out = append(out, strings.TrimRight(m[1], ".,"))
+	out := []string{strings.TrimRight(text[m[2]:m[3]], ".")}
+	if f := backgroundFile.FindStringSubmatch(text); f != nil {
+		out = append(out, strings.TrimRight(f[1], ".,"))
 	}
 	return out
 }
+
+// maxAnnouncement bounds the text read as an announcement: Claude Code's
+// is about 200 bytes, its output file's path included.
+const maxAnnouncement = 2048

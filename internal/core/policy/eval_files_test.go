@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/turnguard/turnguard/internal/core/turnstate"
@@ -129,6 +130,8 @@ func TestBackgroundOutputs(t *testing.T) {
 			[]string{"bt2kelt7i", "bt2kelt7i.output", "/tmp/claude-1000/-home-dev-app/s/tasks/bt2kelt7i.output"}},
 		{"the announcement in stdout", out(map[string]any{"stdout": "Command running in background with ID: bash_1"}), []string{"bash_1", "bash_1.output"}},
 		{"a command that ran to its end", out(map[string]any{"stdout": "<html>…</html>", "stderr": ""}), nil},
+		{"a page quoting the announcement", out(map[string]any{"stdout": "Note: running in background with ID: go.mod. Output is being written to: src/"}), nil},
+		{"a long page starting with it", out("Command running in background with ID: Makefile " + strings.Repeat("x", 3000)), nil},
 		{"no outputs", map[string]any{"outputs": "x"}, nil},
 	}
 	for _, tt := range tests {
