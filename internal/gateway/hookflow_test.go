@@ -380,3 +380,44 @@ func TestLongTurnsRunTheirTask(t *testing.T) {
 		}
 	}
 }
+
+// The notification Claude Code sends when a background fetch finishes (a
+// <task-notification> naming its task) is the page arriving: the window
+// starts again there, not only at a later read of the output (stop 41).
+func TestBackgroundFetchNotificationTaints(t *testing.T) {
+	const task = "bt2kelt7i"
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "download the install notes in the background while we work on the parser"))
+	fetch := map[string]any{"command": "curl -s https://blog.example.net/post", "run_in_background": true}
+	h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch))
+	h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch,
+		"tool_response", map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": task}))
+	h.event(cc("Stop"))
+	for _, p := range []string{"rename parseHeader to readHeader", "now add a test for it", "run the tests"} {
+		h.event(cc("UserPromptSubmit", "prompt", p))
+		h.event(cc("Stop"))
+	}
+	note := "<task-notification>\n<task-id>" + task + "</task-id>\n<tool-use-id>toolu_bg</tool-use-id>\n<output-file>/tmp/claude-1000/-home-dev-app/" + ccSession + "/tasks/" + task + ".output</output-file>\n<status>completed</status>\n<summary>Background command \"curl -s https://blog.example.net/post\" completed (exit code 0)</summary>\n</task-notification>"
+	h.event(cc("UserPromptSubmit", "prompt", note))
+	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	if r.Decision != "deny" {
+		t.Errorf("%q right after the background fetch's completion was notified was %s: its window had ended at the announcement", evilScript, r.Decision)
+	}
+	// The user's own words naming the task are not its output.
+	h2 := newNativeHost(t, hosthook.ClaudeCode)
+	h2.event(cc("SessionStart", "source", "startup"))
+	h2.event(cc("UserPromptSubmit", "prompt", "fetch it in the background"))
+	h2.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch))
+	h2.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch,
+		"tool_response", map[string]any{"stdout": "", "backgroundTaskId": task}))
+	h2.event(cc("Stop"))
+	for _, p := range []string{"a", "b", "c", "is " + task + " done?"} {
+		h2.event(cc("UserPromptSubmit", "prompt", p))
+		h2.event(cc("Stop"))
+	}
+	h2.event(cc("UserPromptSubmit", "prompt", "run make"))
+	if r := h2.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_make", "tool_input", map[string]any{"command": "make"})); r.Decision != "allow" {
+		t.Errorf("make after the window, the user having named the task, was %s %v: the user's words are not the task's output", r.Decision, r.Rules)
+	}
+}

@@ -74,8 +74,31 @@ func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
 // is its path, ends with it, or is the end of it (a relative name from
 // the directory it was written in); a directory a clone filled, by any
 // word naming it or a path under it (namesDir).
+//
+// A message the host sends for the agent's own work — not the user's
+// words: Claude Code's <task-notification> that a background task
+// finished or printed, labelled agent_generated — that names a remembered
+// file brings it in at once: the label is set by the message (a
+// background fetch's task id: its page is all there now).
 func (e *evalCtx) taintFileReads(res *Result) {
-	if e.hook != "toolCallRequest" || len(e.sess.FileTaints) == 0 {
+	if len(e.sess.FileTaints) == 0 {
+		return
+	}
+	var words func(fn func(string))
+	named := e.namedByCall(res)
+	switch e.hook {
+	case "toolCallRequest":
+		words = func(fn func(string)) { eachCallWord(e.toolView(), fn) }
+	case "userMessage":
+		words = e.noticeWords
+		var labels []string
+		named = func(f turnstate.FileTaint) {
+			if !slices.Contains(labels, f.Label) {
+				labels = append(labels, f.Label)
+				e.setTaint(f.Label, f.Source+":notified")
+			}
+		}
+	default:
 		return
 	}
 	byBase := make(map[string][]turnstate.FileTaint, len(e.sess.FileTaints))
@@ -87,13 +110,6 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		}
 		b := strings.ToLower(path.Base(f.Path))
 		byBase[b] = append(byBase[b], f)
-	}
-	var labels []string
-	named := func(f turnstate.FileTaint) {
-		if !slices.Contains(labels, f.Label) {
-			labels = append(labels, f.Label)
-			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
-		}
 	}
 	// Compared without case: macOS and Windows do not tell Install.sh from
 	// install.sh. A word with a glob (cat tasks/*.output) names each file
@@ -123,7 +139,35 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			}
 		}
 	}
-	eachCallWord(e.toolView(), visit)
+	words(visit)
+}
+
+// namedByCall is what a call naming a remembered file does: it becomes a
+// source of the file's label, set when its output arrives.
+func (e *evalCtx) namedByCall(res *Result) func(turnstate.FileTaint) {
+	var labels []string
+	return func(f turnstate.FileTaint) {
+		if !slices.Contains(labels, f.Label) {
+			labels = append(labels, f.Label)
+			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
+		}
+	}
+}
+
+// noticeWords calls fn with the words of a userMessage's text parts that
+// are not the user's: labelled, and not user_input or system.
+func (e *evalCtx) noticeWords(fn func(string)) {
+	p, _ := e.in.Payload.(map[string]any)
+	parts, _ := p["content"].([]any)
+	for _, part := range parts {
+		pm, _ := part.(map[string]any)
+		prov, _ := pm["provenance"].(map[string]any)
+		origin, _ := prov["origin"].(string)
+		text, _ := pm["value"].(string)
+		if pm["type"] == "text" && origin != "" && origin != "user_input" && origin != "system" {
+			eachWord(text, fn)
+		}
+	}
 }
 
 // globNamesFile reports whether the glob w matches the remembered file p,

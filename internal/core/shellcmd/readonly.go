@@ -313,8 +313,12 @@ func readsOnlyCommand(words []word) bool {
 		if !localPath(w) || refused(w.value, namesFromData) {
 			return false
 		}
-		if w.glob && r.check != nil {
-			return false // a file named like an option becomes one
+		// A glob becomes file names. For a program whose options act, one
+		// that may begin a name (*.go: a file named --pre=x.go) is
+		// refused, one that begins with what it is written with (src/*.go,
+		// ./*.md) is not; for one that counts its operands, any.
+		if w.glob && (r.operands || r.check != nil && (w.raw == "" || strings.ContainsAny(w.raw[:1], "-*?["))) {
+			return false
 		}
 		args = append(args, w.value)
 	}
@@ -331,6 +335,9 @@ var namesFromData = []string{"--files0-from", "-files0-from"}
 // without one has no option that writes, deletes or runs anything.
 type reader struct {
 	check func(args []string) bool
+	// operands: check counts the operands (uniq writes its second), so a
+	// glob, which may stand for several, is refused.
+	operands bool
 }
 
 // readers are the programs a line may run and still only read. Programs
@@ -356,13 +363,13 @@ var readers = map[string]reader{
 	"cut": {}, "tr": {}, "paste": {}, "rev": {}, "column": {}, "comm": {}, "cmp": {}, "diff": {},
 	"jq":   {check: jqReadsNoEnvironment},
 	"sort": {check: refuse("-o", "--output", "--compress-program")},
-	"uniq": {check: atMostOneOperand},
+	"uniq": {check: atMostOneOperand, operands: true},
 	"sed":  {check: sedPrints},
 	// Saying what the machine and the shell are.
 	"echo": {}, "printf": {check: refuse("-v")}, "true": {}, "false": {}, "seq": {}, "expr": {}, "numfmt": {},
 	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {}, "ps": {check: psHidesEnvironment},
 	"command": {check: onlyOptions("-v", "-V")},
-	"date":    {check: refuse("-s", "--set")},
+	"date":    {check: dateShows},
 	"git":     {check: gitReads},
 }
 
@@ -482,6 +489,17 @@ func psHidesEnvironment(args []string) bool {
 		}
 	}
 	return true
+}
+
+// dateShows: date printing the time (+FORMAT, -d, -u …), not setting it
+// (-s, or an operand that is not a +FORMAT).
+func dateShows(args []string) bool {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
+			return false
+		}
+	}
+	return refuse("-s", "--set")(args)
 }
 
 // gitReadingCommands are git's commands that print what the repository

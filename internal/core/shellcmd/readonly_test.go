@@ -166,6 +166,11 @@ func TestReadsOnly(t *testing.T) {
 		{"an option after --", "sort -- -o", false},
 		{"find -files0-from", "find -files0-from list", false},
 		{"wc with a glob", "wc -l *", false},
+		{"a glob that begins with a directory", "wc -l src/*.go && rg -n TODO ./*.md && git diff internal/*/x.go", true},
+		{"a glob that begins with a bracket", "rg foo [a-z]*.go", false},
+		{"uniq with a glob", "uniq src/*.txt", false},
+		{"date printing", "date -u +%Y-%m-%dT%H:%M:%SZ", true},
+		{"date setting", "date 010100002030", false},
 		{"a line continuation inside an option", "sort -\\\no out.txt in.txt", false},
 		{"a line continuation inside a long option", "sort --out\\\nput=out.txt in.txt", false},
 
