@@ -421,3 +421,26 @@ func TestBackgroundFetchNotificationTaints(t *testing.T) {
 		t.Errorf("make after the window, the user having named the task, was %s %v: the user's words are not the task's output", r.Decision, r.Rules)
 	}
 }
+
+// The user attaching a file a fetch wrote (Claude Code's @notes.md, mapped
+// as a file part labelled the user's: it is inside the project) puts what
+// the page wrote into the context, without a call: the file's label is set
+// then (review 3, stop 41). Before, only a call naming it did.
+func TestAttachingAFetchedFileTaints(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "save the setup notes from blog.example.net into notes.md"))
+	fetch := map[string]any{"command": "curl -s -o notes.md https://blog.example.net/post"}
+	h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_f", "tool_input", fetch))
+	h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_f", "tool_input", fetch, "tool_response", map[string]any{"stdout": "", "stderr": ""}))
+	h.event(cc("Stop"))
+	for _, p := range []string{"rename parseHeader to readHeader", "now add a test for it", "run the tests"} {
+		h.event(cc("UserPromptSubmit", "prompt", p))
+		h.event(cc("Stop"))
+	}
+	h.event(cc("UserPromptSubmit", "prompt", "do what @notes.md says"))
+	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	if r.Decision != "deny" {
+		t.Errorf("%q after the user attached the file the page was saved to was %s", evilScript, r.Decision)
+	}
+}

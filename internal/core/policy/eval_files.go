@@ -60,6 +60,19 @@ func cleanPath(p string) string {
 func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
 	for _, f := range files {
 		sess.FileTaints = slices.DeleteFunc(sess.FileTaints, func(o turnstate.FileTaint) bool { return o.Path == f.Path && o.Label == f.Label })
+		if background(f) {
+			n := 0
+			for _, o := range sess.FileTaints {
+				if background(o) {
+					n++
+				}
+			}
+			if n >= maxBackgroundFiles {
+				// The oldest background file makes room, not a fetch's.
+				i := slices.IndexFunc(sess.FileTaints, background)
+				sess.FileTaints = slices.Delete(sess.FileTaints, i, i+1)
+			}
+		}
 		if len(sess.FileTaints) >= turnstate.MaxFileTaints {
 			sess.FileTaints = slices.Delete(sess.FileTaints, 0, len(sess.FileTaints)-turnstate.MaxFileTaints+1)
 		}
@@ -155,7 +168,10 @@ func (e *evalCtx) namedByCall(res *Result) func(turnstate.FileTaint) {
 }
 
 // noticeWords calls fn with the words of a userMessage's text parts that
-// are not the user's: labelled, and not user_input or system.
+// are not the user's (labelled, and not user_input or system), and with
+// the path each of its file parts attaches, whoever's: an attached file's
+// content enters the context (Claude Code's @notes.md), and the user
+// naming a file the page wrote does not make what it says the user's.
 func (e *evalCtx) noticeWords(fn func(string)) {
 	p, _ := e.in.Payload.(map[string]any)
 	parts, _ := p["content"].([]any)
@@ -163,9 +179,12 @@ func (e *evalCtx) noticeWords(fn func(string)) {
 		pm, _ := part.(map[string]any)
 		prov, _ := pm["provenance"].(map[string]any)
 		origin, _ := prov["origin"].(string)
-		text, _ := pm["value"].(string)
-		if pm["type"] == "text" && origin != "" && origin != "user_input" && origin != "system" {
-			eachWord(text, fn)
+		value, _ := pm["value"].(string)
+		switch {
+		case pm["type"] == "file":
+			fn(value)
+		case pm["type"] == "text" && origin != "" && origin != "user_input" && origin != "system":
+			eachWord(value, fn)
 		}
 	}
 }
@@ -300,13 +319,10 @@ func backgroundOutputs(payload any, label, source string) []turnstate.FileTaint 
 		om, _ := o.(map[string]any)
 		switch v := om["value"].(type) {
 		case map[string]any:
+			// The host's own field; what the command printed (stdout) is
+			// the page's, whatever it says.
 			if id, ok := v["backgroundTaskId"].(string); ok {
 				names = append(names, id)
-			}
-			for _, k := range []string{"stdout", "output", "text"} {
-				if t, ok := v[k].(string); ok {
-					names = append(names, announced(t)...)
-				}
 			}
 		case string:
 			names = append(names, announced(v)...)
@@ -320,12 +336,25 @@ func backgroundOutputs(payload any, label, source string) []turnstate.FileTaint 
 			}
 			if c := cleanPath(f); c != "" && acs.StoredLen(c) <= turnstate.MaxFileTaintPath &&
 				!slices.ContainsFunc(out, func(x turnstate.FileTaint) bool { return x.Path == c }) {
-				out = append(out, turnstate.FileTaint{Label: label, Path: c, Source: source})
+				out = append(out, turnstate.FileTaint{Label: label, Path: c, Source: source + backgroundSuffix})
 			}
 		}
 	}
 	return out
 }
+
+// backgroundSuffix marks the source of a file remembered for a background
+// task (rememberFiles keeps at most maxBackgroundFiles of them).
+const backgroundSuffix = ":background"
+
+// background reports whether a file was remembered for a background task.
+func background(f turnstate.FileTaint) bool { return strings.HasSuffix(f.Source, backgroundSuffix) }
+
+// maxBackgroundFiles bounds the files remembered for background tasks, so
+// that results announcing tasks — a host sending text can be sent a page
+// that is nothing but an announcement — cannot push the files fetches
+// wrote out of the session's turnstate.MaxFileTaints.
+const maxBackgroundFiles = 6
 
 // announced are the task id and output file a text announces. Such a
 // result is the announcement and little else: a longer text, or one that

@@ -128,7 +128,8 @@ func TestBackgroundOutputs(t *testing.T) {
 		{"Claude Code's result object", out(map[string]any{"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": "bt2kelt7i"}), []string{"bt2kelt7i", "bt2kelt7i.output"}},
 		{"the announcement as text", out("Command running in background with ID: bt2kelt7i. Output is being written to: /tmp/claude-1000/-home-dev-app/s/tasks/bt2kelt7i.output"),
 			[]string{"bt2kelt7i", "bt2kelt7i.output", "/tmp/claude-1000/-home-dev-app/s/tasks/bt2kelt7i.output"}},
-		{"the announcement in stdout", out(map[string]any{"stdout": "Command running in background with ID: bash_1"}), []string{"bash_1", "bash_1.output"}},
+		// What the command printed is the page's, whatever it says.
+		{"the announcement in stdout", out(map[string]any{"stdout": "Command running in background with ID: bash_1"}), nil},
 		{"a command that ran to its end", out(map[string]any{"stdout": "<html>…</html>", "stderr": ""}), nil},
 		{"a page quoting the announcement", out(map[string]any{"stdout": "Note: running in background with ID: go.mod. Output is being written to: src/"}), nil},
 		{"a long page starting with it", out("Command running in background with ID: Makefile " + strings.Repeat("x", 3000)), nil},
@@ -138,7 +139,7 @@ func TestBackgroundOutputs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			for _, f := range backgroundOutputs(tt.payload, "untrusted_content", "shell-fetch") {
-				if f.Label != "untrusted_content" || f.Source != "shell-fetch" || f.Dir {
+				if f.Label != "untrusted_content" || f.Source != "shell-fetch:background" || f.Dir {
 					t.Errorf("file %+v: want the label and source given, not a directory", f)
 				}
 				got = append(got, f.Path)
@@ -166,5 +167,28 @@ func TestGlobNamesFile(t *testing.T) {
 		if got := globNamesFile(tc.glob, tc.file); got != tc.want {
 			t.Errorf("globNamesFile(%q, %q) = %v, want %v", tc.glob, tc.file, got, tc.want)
 		}
+	}
+}
+
+// TestBackgroundFilesDoNotEvictFetches: files remembered for background
+// tasks make room among themselves, so announcements cannot push out what
+// a fetch wrote (review 3, stop 41).
+func TestBackgroundFilesDoNotEvictFetches(t *testing.T) {
+	sess := turnstate.New("t", "s")
+	rememberFiles(sess, []turnstate.FileTaint{{Label: "untrusted_content", Path: "notes.md", Source: "shell-fetch"}})
+	for i := range 20 {
+		rememberFiles(sess, backgroundOutputs(map[string]any{"outputs": []any{map[string]any{"value": fmt.Sprintf("Command running in background with ID: a%d. Output is being written to: /tmp/b%d", i, i)}}},
+			"untrusted_content", "shell-fetch"))
+	}
+	var background int
+	fetched := false
+	for _, f := range sess.FileTaints {
+		if strings.HasSuffix(f.Source, backgroundSuffix) {
+			background++
+		}
+		fetched = fetched || f.Path == "notes.md"
+	}
+	if !fetched || background > maxBackgroundFiles {
+		t.Errorf("after 20 announcements: the fetch's file kept %v, %d background files (at most %d): %+v", fetched, background, maxBackgroundFiles, sess.FileTaints)
 	}
 }

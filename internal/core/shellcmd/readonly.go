@@ -213,7 +213,9 @@ func plainWord(w *syntax.Word) (word, bool) {
 			if strings.ContainsAny(p.Value, "{}") || strings.Contains(p.Value, "\\\n") || strings.Contains(p.Value, "\\\r") {
 				return word{}, false
 			}
-			out.glob = out.glob || strings.ContainsAny(p.Value, "*?[")
+			// zsh with EXTENDED_GLOB (a user's setting Claude Code's
+			// shell snapshot keeps) also expands ^x, x# and x~y.
+			out.glob = out.glob || strings.ContainsAny(p.Value, "*?[^#") || strings.Contains(p.Value[min(1, len(p.Value)):], "~")
 			value.WriteString(unescape(p.Value))
 			raw.WriteString(p.Value)
 		case *syntax.SglQuoted:
@@ -244,6 +246,11 @@ func plainWord(w *syntax.Word) (word, bool) {
 	return out, true
 }
 
+// providers are PowerShell's drives that are not files — the environment,
+// variables, the registry, certificates — as a word (or an option's value)
+// names them: cat env:ANTHROPIC_API_KEY prints a secret there.
+var providers = []string{"env:", "variable:", "function:", "alias:", "hklm:", "hkcu:", "registry::", "cert:", "wsman:"}
+
 // localPath reports whether a word names nothing on another host: no URL,
 // no UNC path (\\host\share, //host/share, PowerShell's
 // FileSystem::\\host\share or a list a,\\host\x), no automounted /net/host
@@ -260,7 +267,8 @@ func localPath(w word) bool {
 				continue
 			}
 			rest := l[i:]
-			if len(rest) >= 2 && (rest[0] == '/' || rest[0] == '\\') && (rest[1] == '/' || rest[1] == '\\') || automounted(rest) {
+			if len(rest) >= 2 && (rest[0] == '/' || rest[0] == '\\') && (rest[1] == '/' || rest[1] == '\\') || automounted(rest) ||
+				slices.ContainsFunc(providers, func(p string) bool { return strings.HasPrefix(rest, p) }) {
 				return false
 			}
 		}
@@ -317,8 +325,9 @@ func readsOnlyCommand(words []word) bool {
 		// that may begin a name (*.go: a file named --pre=x.go) is
 		// refused, one that begins with what it is written with (src/*.go,
 		// ./*.md) is not; for one that counts its operands, any.
-		if w.glob && (r.operands || r.check != nil && (w.raw == "" || strings.ContainsAny(w.raw[:1], "-*?["))) {
-			return false
+		if w.glob && (r.operands || r.check != nil && (w.raw == "" || w.value == "" ||
+			strings.ContainsAny(w.raw[:1], `-*?[^\`) || strings.ContainsAny(w.value[:1], "-*?[^"))) {
+			return false // \-* is -* to the shell
 		}
 		args = append(args, w.value)
 	}
@@ -361,13 +370,13 @@ var readers = map[string]reader{
 	"find": {check: refuse("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf")},
 	// Filters over what a pipe or a file gives.
 	"cut": {}, "tr": {}, "paste": {}, "rev": {}, "column": {}, "comm": {}, "cmp": {}, "diff": {},
-	"jq":   {check: jqReadsNoEnvironment},
+	"jq":   {check: jqReadsNoEnvironment, operands: true},
 	"sort": {check: refuse("-o", "--output", "--compress-program")},
 	"uniq": {check: atMostOneOperand, operands: true},
 	"sed":  {check: sedPrints},
 	// Saying what the machine and the shell are.
 	"echo": {}, "printf": {check: refuse("-v")}, "true": {}, "false": {}, "seq": {}, "expr": {}, "numfmt": {},
-	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {}, "ps": {check: psHidesEnvironment},
+	"which": {}, "type": {}, "whoami": {}, "id": {}, "uname": {}, "nproc": {}, "uptime": {}, "test": {}, "ps": {check: psHidesEnvironment, operands: true},
 	"command": {check: onlyOptions("-v", "-V")},
 	"date":    {check: dateShows},
 	"git":     {check: gitReads},
@@ -474,9 +483,12 @@ func sedPrints(args []string) bool {
 var jqEnvironment = regexp.MustCompile(`\benv\b|\$ENV\b`)
 
 // jqReadsNoEnvironment: jq with no filter or file that names the
-// environment.
+// environment, and its filter on the line: -f and --from-file read it from
+// a file, -L and include/import bring modules in.
 func jqReadsNoEnvironment(args []string) bool {
-	return !slices.ContainsFunc(args, jqEnvironment.MatchString)
+	return !slices.ContainsFunc(args, func(a string) bool {
+		return jqEnvironment.MatchString(a) || strings.Contains(a, "include") || strings.Contains(a, "import")
+	}) && refuse("-f", "--from-file", "-L")(args)
 }
 
 // psHidesEnvironment: ps without BSD's e (ps auxe, ps ewwx) or -E (macOS,
