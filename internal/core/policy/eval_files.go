@@ -24,14 +24,23 @@ func commandWrites(t *ToolView) []turnstate.FileTaint {
 	add := func(ws []string) {
 		for _, w := range ws {
 			w, dir := shellcmd.DirWritten(w)
-			if p := cleanPath(w); p != "" && acs.StoredLen(p) <= turnstate.MaxFileTaintPath &&
-				!slices.ContainsFunc(out, func(f turnstate.FileTaint) bool { return f.Path == p }) {
-				out = append(out, turnstate.FileTaint{Path: p, Dir: dir})
-			}
+			out = appendFile(out, turnstate.FileTaint{Path: w, Dir: dir})
 		}
 	}
 	eachCommand(t, func(line string) { add(shellcmd.Writes(line)) }, func(argv []string) { add(shellcmd.ArgvWrites(argv)) }, func() {})
 	return out
+}
+
+// appendFile appends f to files with its path cleaned (cleanPath), unless
+// it names no file, cannot be remembered (longer than
+// turnstate.MaxFileTaintPath) or is there already.
+func appendFile(files []turnstate.FileTaint, f turnstate.FileTaint) []turnstate.FileTaint {
+	f.Path = cleanPath(f.Path)
+	if f.Path == "" || acs.StoredLen(f.Path) > turnstate.MaxFileTaintPath ||
+		slices.ContainsFunc(files, func(o turnstate.FileTaint) bool { return o.Path == f.Path }) {
+		return files
+	}
+	return append(files, f)
 }
 
 // cleanPath is the form files are remembered and named in: path.Clean,
@@ -98,21 +107,27 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		return
 	}
 	var words func(fn func(string))
-	named := e.namedByCall(res)
+	var take func(f turnstate.FileTaint)
 	switch e.hook {
 	case "toolCallRequest":
 		words = func(fn func(string)) { eachCallWord(e.toolView(), fn) }
+		// The call becomes a source of the label, set when its output
+		// arrives.
+		take = func(f turnstate.FileTaint) {
+			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
+		}
 	case "userMessage":
 		words = e.noticeWords
-		var labels []string
-		named = func(f turnstate.FileTaint) {
-			if !slices.Contains(labels, f.Label) {
-				labels = append(labels, f.Label)
-				e.setTaint(f.Label, f.Source+":notified")
-			}
-		}
+		take = func(f turnstate.FileTaint) { e.setTaint(f.Label, f.Source+":notified") }
 	default:
 		return
+	}
+	var labels []string
+	named := func(f turnstate.FileTaint) {
+		if !slices.Contains(labels, f.Label) {
+			labels = append(labels, f.Label)
+			take(f)
+		}
 	}
 	byBase := make(map[string][]turnstate.FileTaint, len(e.sess.FileTaints))
 	var dirs []turnstate.FileTaint
@@ -153,18 +168,6 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		}
 	}
 	words(visit)
-}
-
-// namedByCall is what a call naming a remembered file does: it becomes a
-// source of the file's label, set when its output arrives.
-func (e *evalCtx) namedByCall(res *Result) func(turnstate.FileTaint) {
-	var labels []string
-	return func(f turnstate.FileTaint) {
-		if !slices.Contains(labels, f.Label) {
-			labels = append(labels, f.Label)
-			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
-		}
-	}
 }
 
 // noticeWords calls fn with the words of a userMessage's text parts that
@@ -330,14 +333,12 @@ func backgroundOutputs(payload any, label, source string) []turnstate.FileTaint 
 	}
 	var out []turnstate.FileTaint
 	for _, n := range names {
-		for _, f := range []string{n, n + ".output"} {
-			if strings.HasSuffix(n, ".output") && f != n || strings.Contains(n, "/") && f != n {
-				continue // a file's path is remembered as it is
-			}
-			if c := cleanPath(f); c != "" && acs.StoredLen(c) <= turnstate.MaxFileTaintPath &&
-				!slices.ContainsFunc(out, func(x turnstate.FileTaint) bool { return x.Path == c }) {
-				out = append(out, turnstate.FileTaint{Label: label, Path: c, Source: source + backgroundSuffix})
-			}
+		files := []string{n}
+		if !strings.Contains(n, "/") && !strings.HasSuffix(n, ".output") {
+			files = append(files, n+".output") // a task id: its output file too
+		}
+		for _, f := range files {
+			out = appendFile(out, turnstate.FileTaint{Label: label, Path: f, Source: source + backgroundSuffix})
 		}
 	}
 	return out

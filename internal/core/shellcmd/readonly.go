@@ -514,14 +514,19 @@ func dateShows(args []string) bool {
 	return refuse("-s", "--set")(args)
 }
 
+// gitDiffReads checks the commands that print a diff (diff, log, show,
+// stash list, reflog): no file written (--output), no diff program run
+// (--ext-diff, --textconv).
+var gitDiffReads = refuse("--output", "--ext-diff", "--textconv")
+
 // gitReadingCommands are git's commands that print what the repository
 // holds and change nothing, with the options that would make them write
 // a file or run another program.
 var gitReadingCommands = map[string]func([]string) bool{
 	"status":    refuse("--output"),
-	"diff":      refuse("--output", "--ext-diff", "--textconv"),
-	"log":       refuse("--output", "--ext-diff", "--textconv"),
-	"show":      refuse("--output", "--ext-diff", "--textconv"),
+	"diff":      gitDiffReads,
+	"log":       gitDiffReads,
+	"show":      gitDiffReads,
 	"blame":     refuse("--output", "--textconv", "--contents"),
 	"rev-parse": refuse(),
 	"ls-files":  refuse(),
@@ -543,7 +548,7 @@ var gitReadingCommands = map[string]func([]string) bool{
 func gitReflogShows(args []string) bool {
 	return (len(args) == 0 || args[0] == "show" || strings.HasPrefix(args[0], "-")) &&
 		!slices.ContainsFunc(args, func(a string) bool { return a == "expire" || a == "delete" || a == "drop" }) &&
-		refuse("--output", "--ext-diff", "--textconv")(args)
+		gitDiffReads(args)
 }
 
 // gitRemoteLists: git remote and git remote -v (other forms add, remove
@@ -574,7 +579,7 @@ func gitTagLists(args []string) bool {
 
 // gitStashLists: git stash list (and its log options).
 func gitStashLists(args []string) bool {
-	return len(args) > 0 && args[0] == "list" && refuse("--output", "--ext-diff", "--textconv")(args[1:])
+	return len(args) > 0 && args[0] == "list" && gitDiffReads(args[1:])
 }
 
 // gitConfigGets: git config reading a key or listing (--get, --get-all,
