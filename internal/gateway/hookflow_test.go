@@ -302,6 +302,38 @@ func TestReadingCommandsRunInsideTheWindow(t *testing.T) {
 	}
 }
 
+// backgroundFetch is a Claude Code Bash call fetching a page in the
+// background; backgroundAnnounced is its result, the task it became.
+var backgroundFetch = map[string]any{"command": "curl -s https://blog.example.net/post", "run_in_background": true}
+
+func backgroundAnnounced(task string) map[string]any {
+	return map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": task}
+}
+
+// laterWork are prompts of the user's own that follow a fetch: three
+// turns, after which the fetch's window has ended.
+var laterWork = []string{"rename parseHeader to readHeader", "now add a test for it", "run the tests"}
+
+// fetchTurn starts a Claude Code session whose first turn, on prompt, runs
+// fetch in Bash and gets response.
+func (h *nativeHost) fetchTurn(prompt string, fetch, response map[string]any) {
+	h.t.Helper()
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", prompt))
+	h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_fetch", "tool_input", fetch))
+	h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_fetch", "tool_input", fetch, "tool_response", response))
+	h.event(cc("Stop"))
+}
+
+// userTurns sends a turn of the user's for each prompt.
+func (h *nativeHost) userTurns(prompts ...string) {
+	h.t.Helper()
+	for _, p := range prompts {
+		h.event(cc("UserPromptSubmit", "prompt", p))
+		h.event(cc("Stop"))
+	}
+}
+
 // Claude Code runs a command in the background (run_in_background, or
 // one it moves there itself): its result is only the announcement, and
 // what the command fetched arrives later through TaskOutput, BashOutput or
@@ -327,17 +359,8 @@ func TestBackgroundFetchTaintsWhenItsOutputIsRead(t *testing.T) {
 	for _, rd := range reads {
 		t.Run(rd.name, func(t *testing.T) {
 			h := newNativeHost(t, hosthook.ClaudeCode)
-			h.event(cc("SessionStart", "source", "startup"))
-			h.event(cc("UserPromptSubmit", "prompt", "download the install notes in the background while we work on the parser"))
-			fetch := map[string]any{"command": "curl -s https://blog.example.net/post", "run_in_background": true}
-			h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch))
-			h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch,
-				"tool_response", map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": task}))
-			h.event(cc("Stop"))
-			for _, p := range []string{"rename parseHeader to readHeader", "now add a test for it", "run the tests"} {
-				h.event(cc("UserPromptSubmit", "prompt", p))
-				h.event(cc("Stop"))
-			}
+			h.fetchTurn("download the install notes in the background while we work on the parser", backgroundFetch, backgroundAnnounced(task))
+			h.userTurns(laterWork...)
 			h.event(cc("UserPromptSubmit", "prompt", "what did the install notes say? follow them"))
 			if r := h.event(cc("PreToolUse", "tool_name", rd.tool, "tool_use_id", "toolu_read", "tool_input", rd.input)); r.Decision != "allow" {
 				t.Fatalf("%s: %+v", rd.tool, r)
@@ -387,18 +410,9 @@ func TestLongTurnsRunTheirTask(t *testing.T) {
 func TestBackgroundFetchNotificationTaints(t *testing.T) {
 	const task = "bt2kelt7i"
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "download the install notes in the background while we work on the parser"))
-	fetch := map[string]any{"command": "curl -s https://blog.example.net/post", "run_in_background": true}
-	h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch))
-	h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch,
-		"tool_response", map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": task}))
-	h.event(cc("Stop"))
-	for _, p := range []string{"rename parseHeader to readHeader", "now add a test for it", "run the tests"} {
-		h.event(cc("UserPromptSubmit", "prompt", p))
-		h.event(cc("Stop"))
-	}
-	note := "<task-notification>\n<task-id>" + task + "</task-id>\n<tool-use-id>toolu_bg</tool-use-id>\n<output-file>/tmp/claude-1000/-home-dev-app/" + ccSession + "/tasks/" + task + ".output</output-file>\n<status>completed</status>\n<summary>Background command \"curl -s https://blog.example.net/post\" completed (exit code 0)</summary>\n</task-notification>"
+	h.fetchTurn("download the install notes in the background while we work on the parser", backgroundFetch, backgroundAnnounced(task))
+	h.userTurns(laterWork...)
+	note := "<task-notification>\n<task-id>" + task + "</task-id>\n<tool-use-id>toolu_fetch</tool-use-id>\n<output-file>/tmp/claude-1000/-home-dev-app/" + ccSession + "/tasks/" + task + ".output</output-file>\n<status>completed</status>\n<summary>Background command \"curl -s https://blog.example.net/post\" completed (exit code 0)</summary>\n</task-notification>"
 	h.event(cc("UserPromptSubmit", "prompt", note))
 	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
 	if r.Decision != "deny" {
@@ -406,16 +420,8 @@ func TestBackgroundFetchNotificationTaints(t *testing.T) {
 	}
 	// The user's own words naming the task are not its output.
 	h2 := newNativeHost(t, hosthook.ClaudeCode)
-	h2.event(cc("SessionStart", "source", "startup"))
-	h2.event(cc("UserPromptSubmit", "prompt", "fetch it in the background"))
-	h2.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch))
-	h2.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", fetch,
-		"tool_response", map[string]any{"stdout": "", "backgroundTaskId": task}))
-	h2.event(cc("Stop"))
-	for _, p := range []string{"a", "b", "c", "is " + task + " done?"} {
-		h2.event(cc("UserPromptSubmit", "prompt", p))
-		h2.event(cc("Stop"))
-	}
+	h2.fetchTurn("fetch it in the background", backgroundFetch, backgroundAnnounced(task))
+	h2.userTurns(append(laterWork, "is "+task+" done?")...)
 	h2.event(cc("UserPromptSubmit", "prompt", "run make"))
 	if r := h2.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_make", "tool_input", map[string]any{"command": "make"})); r.Decision != "allow" {
 		t.Errorf("make after the window, the user having named the task, was %s %v: the user's words are not the task's output", r.Decision, r.Rules)
@@ -428,16 +434,9 @@ func TestBackgroundFetchNotificationTaints(t *testing.T) {
 // then (review 3, stop 41). Before, only a call naming it did.
 func TestAttachingAFetchedFileTaints(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "save the setup notes from blog.example.net into notes.md"))
-	fetch := map[string]any{"command": "curl -s -o notes.md https://blog.example.net/post"}
-	h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_f", "tool_input", fetch))
-	h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_f", "tool_input", fetch, "tool_response", map[string]any{"stdout": "", "stderr": ""}))
-	h.event(cc("Stop"))
-	for _, p := range []string{"rename parseHeader to readHeader", "now add a test for it", "run the tests"} {
-		h.event(cc("UserPromptSubmit", "prompt", p))
-		h.event(cc("Stop"))
-	}
+	h.fetchTurn("save the setup notes from blog.example.net into notes.md",
+		map[string]any{"command": "curl -s -o notes.md https://blog.example.net/post"}, map[string]any{"stdout": "", "stderr": ""})
+	h.userTurns(laterWork...)
 	h.event(cc("UserPromptSubmit", "prompt", "do what @notes.md says"))
 	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
 	if r.Decision != "deny" {
