@@ -325,8 +325,8 @@ func TestLineagePack(t *testing.T) {
 			t.Errorf("%s: %s", r.Name, f)
 		}
 	}
-	if ran["rules.yaml"] != 4 || ran["lineage-records.yaml"] != 6 {
-		t.Fatalf("test cases ran: %v, want 4 of examples/lineage/rules.yaml and 6 of testdata/lineage-records.yaml", ran)
+	if ran["rules.yaml"] != 5 || ran["lineage-records.yaml"] != 6 {
+		t.Fatalf("test cases ran: %v, want 5 of examples/lineage/rules.yaml and 6 of testdata/lineage-records.yaml", ran)
 	}
 }
 
