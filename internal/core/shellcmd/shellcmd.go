@@ -154,7 +154,7 @@ func (c *collector) line(line string, depth int) {
 // split at blanks and shell operators, may be a program — and git with
 // clone among the words may be a clone.
 func (c *collector) words(line string) {
-	var git, clone, fetch, other, interp, url bool
+	var git, clone, fetch, other, interp, url, storage, object bool
 	for _, w := range strings.FieldsFunc(line, func(r rune) bool {
 		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
 	}) {
@@ -165,6 +165,11 @@ func (c *collector) words(line string) {
 		other = other || remoteRepo(w)
 		interp = interp || readsURL(ProgramName(w))
 		url = url || hasURL(w)
+		storage = storage || storageClients[ProgramName(w)]
+		object = object || rcloneRemote(w)
+	}
+	if storage && object {
+		c.add(BucketRead)
 	}
 	if git && clone {
 		c.add(GitClone)
@@ -343,6 +348,9 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 			}
 		}
 	}
+	if storageClients[name] && bucketReadAny(argv, known) {
+		c.add(BucketRead)
+	}
 	if readsURL(name) && slices.ContainsFunc(argv[1:], hasURL) {
 		c.add(ScriptURL)
 	}
@@ -400,9 +408,10 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 				continue
 			}
 			c.program(a)
-			// A shell, eval, git or another wrapper run by this one: read
-			// what it runs in turn (sudo bash -c '…', sudo git clone …).
-			if n := ProgramName(a); shells[n] || n == "eval" || n == "cmd" || n == "git" || wrappers[n] {
+			// A shell, eval, git, a storage client or another wrapper run by
+			// this one: read what it runs in turn (sudo bash -c '…', sudo git
+			// clone …).
+			if n := ProgramName(a); shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] {
 				if depth < maxDepth {
 					c.call(argv[i:], known[i:], depth+1)
 				}

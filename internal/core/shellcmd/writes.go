@@ -22,8 +22,9 @@ var downloaders = map[string]bool{"wget": true, "wget2": true, "axel": true, "ar
 // --output, --output-document, attached or not), and the name a
 // downloader gives a URL it saves without one (wget, wget2, axel,
 // aria2c, curl -O or --remote-name): the URL's last path segment, or
-// index.html; and where cp, mv, install or ln puts a file: the
-// destination, and the name each source gets in it. Sorted, distinct, at most MaxWrites. It over-approximates
+// index.html; where cp, mv, install or ln puts a file: the
+// destination, and the name each source gets in it; and what a storage
+// client downloads out of a bucket (bucketRead). Sorted, distinct, at most MaxWrites. It over-approximates
 // (an option's value is taken for a file whatever the program), and a
 // line the parser refuses gives every word that is not an option.
 func Writes(line string) []string {
@@ -123,6 +124,14 @@ func (w *writes) call(argv []string, depth int) {
 				w.cloned(argv[i:])
 				return
 			}
+		}
+	}
+	if i := programAt(argv); i >= 0 && storageClients[ProgramName(argv[i])] {
+		if ok, files := bucketRead(argv[i:]); ok {
+			for _, f := range files {
+				w.value(f)
+			}
+			return
 		}
 	}
 	if i := programAt(argv); i >= 0 && copiers[ProgramName(argv[i])] {
