@@ -172,6 +172,12 @@ func TestSourcesFailClosed(t *testing.T) {
 // default pack asks about a mail to an address the child read on a page;
 // and a subagent's prompt is the parent model's words, so a command in it
 // is not one a user typed — also when the child's session began before
+// TestCatalogClasses: calls classed as an attacker would spell them — a
+// destination outside the catalog's sinks, an MCP URL reader with a read
+// verb, an IDE's file:// URI, Cursor's MCP:<tool>, a capability that
+// writes (testdata/catalog-classes.yaml).
+func TestCatalogClasses(t *testing.T) { runOnDefault(t, "testdata/catalog-classes.yaml", 10) }
+
 // the spawn linked it (testdata/subagent-return.yaml).
 func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 4) }
 

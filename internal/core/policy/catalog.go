@@ -132,10 +132,16 @@ func anyArgMatches(globs, args []string) bool {
 // "get_workflow_run", "list_commits"). So the words in verb position are
 // the first word of the tool's own name — after the last "__", which
 // separates an MCP tool's server from its name (mcp__<server>__<tool>) —
-// and every word after a conjunction (and, or, then).
+// and every word after a conjunction (and, or, then). A host that spells
+// the server apart otherwise (Cursor's MCP:<tool>, mcp.<server>.<tool>)
+// names the tool after its last ':' or '.'.
 func verbsOf(name string) []string {
 	if i := strings.LastIndex(name, "__"); i >= 0 {
 		name = name[i+2:]
+	} else if k := catalogKey(name); strings.HasPrefix(k, "mcp_") {
+		if i := strings.LastIndexAny(name, ":."); i >= 0 {
+			name = name[i+1:]
+		}
 	}
 	var verbs []string
 	clauseStart := true

@@ -69,6 +69,10 @@ func TestDefaultPackNamesThatReadButAct(t *testing.T) {
 		{"Read carrying process.spawn", map[string]any{"tool": map[string]any{"name": "Read"}, "capability": "process.spawn", "arguments": args("file_path", "x")}, true},
 		{"Read carrying Process.Execute", map[string]any{"tool": map[string]any{"name": "Read"}, "capability": "Process.Execute", "arguments": args("file_path", "x")}, true},
 		{"Glob carrying an unknown capability", map[string]any{"tool": map[string]any{"name": "Glob"}, "capability": "database.drop", "arguments": args("pattern", "*")}, true},
+		{"Cursor's MCP:<tool> that adds", map[string]any{"tool": map[string]any{"name": "MCP:add_card_to_list"}, "arguments": args("listId", "l")}, true},
+		{"a dotted MCP name that archives", map[string]any{"tool": map[string]any{"name": "mcp.trello.archive_list"}, "arguments": args("listId", "l")}, true},
+		{"an MCP URL reader with a read verb", map[string]any{"tool": map[string]any{"name": "mcp__jina__read_url"}, "arguments": args("url", "https://x.example/?k=v")}, true},
+		{"read_file carrying filesystem.read_write", map[string]any{"tool": map[string]any{"name": "read_file"}, "capability": "filesystem.read_write", "arguments": args("path", "x")}, true},
 		{"MCP getter carrying email.send", map[string]any{"tool": map[string]any{"name": "mcp__mail__get_inbox"}, "capability": "email.send", "arguments": args()}, true},
 		// The reads: allowed.
 		{"Read", map[string]any{"tool": map[string]any{"name": "Read"}, "arguments": args("file_path", "README.md")}, false},

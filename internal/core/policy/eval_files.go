@@ -47,8 +47,12 @@ func appendFile(files []turnstate.FileTaint, f turnstate.FileTaint) []turnstate.
 // without a leading ./, ~/ or $HOME/ (a path naming the file from
 // elsewhere then ends with it). "" for no file ("", ".", "/", "~").
 func cleanPath(p string) string {
+	p = strings.TrimSpace(p)
+	if f, ok := fileURI(p); ok {
+		p = f
+	}
 	// Windows writes C:\Users\dev\app\install.ps1.
-	p = strings.ReplaceAll(strings.TrimSpace(p), "\\", "/")
+	p = strings.ReplaceAll(p, "\\", "/")
 	for _, home := range []string{"~/", "$HOME/", "${HOME}/"} {
 		p = strings.TrimPrefix(p, home)
 	}
@@ -276,10 +280,14 @@ func eachString(v any, fn func(string)) {
 // pathParts is ToolView.PathParts: the names along every path the call's
 // string arguments and command line name. A word is a path when it holds
 // a separator, '/' or a Windows '\'; a URL's words are not (its path is
-// on a server, and a fetch taints by its own source).
+// on a server, and a fetch taints by its own source), but a file: URI's
+// are (fileURI).
 func pathParts(t *ToolView) []string {
 	var out []string
 	visit := func(word string) {
+		if f, ok := fileURI(word); ok {
+			word = f
+		}
 		if !strings.ContainsAny(word, `/\`) || strings.Contains(word, "://") {
 			return
 		}
@@ -381,3 +389,54 @@ func announced(text string) []string {
 // maxAnnouncement bounds the text read as an announcement: Claude Code's
 // is about 200 bytes, its output file's path included.
 const maxAnnouncement = 2048
+
+// fileURI is the path a file: URI names — file:///home/dev/a.ts,
+// file://localhost/etc/x, file:///C:/src/a.ts (C:/src/a.ts) — with its
+// percent-escapes decoded: an IDE's tools (Claude Code's getDiagnostics)
+// name the files they read so. false for any other word.
+func fileURI(w string) (string, bool) {
+	const scheme = "file://"
+	if len(w) < len(scheme) || !strings.EqualFold(w[:len(scheme)], scheme) {
+		return "", false
+	}
+	p := w[len(scheme):]
+	if i := strings.IndexByte(p, '/'); i > 0 {
+		p = p[i:] // a host (localhost): the path is what follows
+	} else if i < 0 {
+		return "", false
+	}
+	if len(p) >= 3 && p[0] == '/' && p[2] == ':' {
+		p = p[1:] // /C:/src: a Windows drive
+	}
+	return percentDecoded(p), true
+}
+
+// percentDecoded decodes a URI path's %XX escapes; a malformed one stays.
+func percentDecoded(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	unhex := func(c byte) (byte, bool) {
+		switch {
+		case c >= '0' && c <= '9':
+			return c - '0', true
+		case c|0x20 >= 'a' && c|0x20 <= 'f':
+			return c | 0x20 - 'a' + 10, true
+		}
+		return 0, false
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				b = append(b, hi<<4|lo)
+				i += 2
+				continue
+			}
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}

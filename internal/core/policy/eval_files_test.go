@@ -23,6 +23,9 @@ func TestFileNames(t *testing.T) {
 		{"dir/install.sh", "other/install.sh", false},
 		{"a/b.txt", "b.txt", true},
 		{"install.sh", "install.shx", false},
+		{"/home/dev/Downloads/sample/app.ts", "file:///home/dev/Downloads/sample/app.ts", true},
+		{"widget/src/index.ts", "FILE://localhost/home/dev/widget/src/index.ts", true},
+		{"C:/src/my app/a.ts", "file:///C:/src/my%20app/a.ts", true},
 	} {
 		w, p := cleanPath(tc.word), cleanPath(tc.written)
 		if got := w != "" && p != "" && namesFile(w, p); got != tc.names {
@@ -191,4 +194,22 @@ func TestBackgroundFilesDoNotEvictFetches(t *testing.T) {
 	if !fetched || background > maxBackgroundFiles {
 		t.Errorf("after 20 announcements: the fetch's file kept %v, %d background files (at most %d): %+v", fetched, background, maxBackgroundFiles, sess.FileTaints)
 	}
+}
+
+// FuzzFileURI: any word is read without panicking, and what a file: URI
+// names is an absolute path, or a Windows drive's.
+func FuzzFileURI(f *testing.F) {
+	for _, s := range []string{"file:///home/dev/a.ts", "file://localhost/x", "FILE:///C:/a%20b", "file://", "file://%", "file:///%4", "https://x/y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, w string) {
+		p, ok := fileURI(w)
+		if !ok {
+			return
+		}
+		if !strings.HasPrefix(p, "/") && (len(p) < 2 || p[1] != ':') {
+			t.Fatalf("fileURI(%q) = %q: neither an absolute path nor a drive's", w, p)
+		}
+		_ = cleanPath(w)
+	})
 }
