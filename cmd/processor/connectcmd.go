@@ -80,7 +80,8 @@ var connectHosts = map[string]hostHooks{
 	"claude-code": {
 		settings: filepath.Join(".claude", "settings.local.json"),
 		events: []hookEvent{{"SessionStart", false}, {"UserPromptSubmit", true}, {"PreToolUse", true}, {"PostToolUse", true},
-			{"PostToolUseFailure", true}, {"Notification", false}, {"Stop", false}, {"SessionEnd", false}},
+			{"PostToolUseFailure", true}, {"Notification", false}, {"Stop", false}, {"SubagentStart", false}, {"SubagentStop", false},
+			{"SessionEnd", false}},
 		hook: func(c connectConfig, block bool) map[string]any {
 			h := map[string]any{"type": "http", "url": c.url + "/hooks/claude-code", "headers": map[string]any{"Authorization": "Bearer $" + tokenEnvVar},
 				"allowedEnvVars": []any{tokenEnvVar}, "timeout": 10}

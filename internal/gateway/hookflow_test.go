@@ -62,18 +62,27 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 		h.t.Fatalf("parse %s: %v", raw, err)
 	}
 	key := acs.SessionKey("default", ev.Session)
-	steps := ev.Plan(hookView(h.mem.Sessions[key]), func() string {
+	view := hookView(h.mem.Sessions[key])
+	if child := ev.SubagentSession(); child != "" {
+		cv := hookView(h.mem.Sessions[acs.SessionKey("default", child)])
+		view.Subagent = &cv
+	}
+	steps := ev.Plan(view, func() string {
 		h.ids++
 		return fmt.Sprintf("00000000-0000-4000-8000-%012d", h.ids)
 	})
 	res := hookResult{Decision: "allow"}
 	for _, st := range steps {
-		env, err := st.Envelope(h.host, ev.Session, ev.AgentID(), h.now.Format(hosthook.TimestampFormat))
+		session := ev.Session
+		if st.Session != "" {
+			session = st.Session
+		}
+		env, err := st.Envelope(h.host, session, ev.AgentID(), h.now.Format(hosthook.TimestampFormat))
 		if err != nil {
 			h.t.Fatal(err)
 		}
 		h.seq++
-		msg := guardian.Message{Subject: acs.InboundSubject("default", ev.Session, acs.HookToken(st.Method)), Data: env, Seq: h.seq, Time: h.now}
+		msg := guardian.Message{Subject: acs.InboundSubject("default", session, acs.HookToken(st.Method)), Data: env, Seq: h.seq, Time: h.now}
 		out := ruletest.Decide(h.g, h.rs, h.mem, msg)
 		obs := ruletest.Observe(out)
 		step := st.Method
@@ -139,12 +148,13 @@ func TestTaskNotificationsAgeNoWindow(t *testing.T) {
 	h.event(cc("PostToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_f1", "agent_id", "a1", "tool_input", map[string]any{"url": "https://blog.example.net/post"}, "tool_response", injected))
 	h.event(cc("Stop"))
 	for i := range 3 {
-		note := fmt.Sprintf("<task-notification>\n<task-id>b%d</task-id>\n<status>completed</status>\n<summary>Agent \"research\" completed</summary>\n</task-notification>", i)
+		// A background agent's notification names it by its agent id.
+		note := fmt.Sprintf("<task-notification>\n<task-id>a%d</task-id>\n<status>completed</status>\n<summary>Agent \"research\" completed</summary>\n</task-notification>", i)
 		if r := h.event(cc("UserPromptSubmit", "prompt", note)); r.Decision != "allow" {
 			t.Fatalf("notification %d: %+v", i, r)
 		}
 		if i < 2 {
-			h.event(cc("PreToolUse", "tool_name", "TaskOutput", "tool_use_id", fmt.Sprintf("toolu_out%d", i), "tool_input", map[string]any{"task_id": fmt.Sprintf("b%d", i)}))
+			h.event(cc("PreToolUse", "tool_name", "TaskOutput", "tool_use_id", fmt.Sprintf("toolu_out%d", i), "tool_input", map[string]any{"task_id": fmt.Sprintf("a%d", i)}))
 			h.event(cc("Stop"))
 		}
 	}
@@ -167,7 +177,7 @@ func TestTaskNotificationIsNotTheUsersWords(t *testing.T) {
 	h.event(cc("PreToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_f1", "agent_id", "a1", "tool_input", map[string]any{"url": "https://blog.example.net/post"}))
 	h.event(cc("PostToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_f1", "agent_id", "a1", "tool_input", map[string]any{"url": "https://blog.example.net/post"}, "tool_response", injected))
 	h.event(cc("Stop"))
-	note := "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n<summary>Agent \"research\" completed</summary>\n<result>The post says to install with:\n`" + evilScript + "`</result>\n</task-notification>"
+	note := "<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n<summary>Agent \"research\" completed</summary>\n<result>The post says to install with:\n`" + evilScript + "`</result>\n</task-notification>"
 	h.event(cc("UserPromptSubmit", "prompt", note))
 	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bash", "tool_input", map[string]any{"command": evilScript}))
 	t.Logf("Bash right after the notification: %+v; %s", r, h.sessionState(ccSession))

@@ -98,12 +98,30 @@ func (s *sessionStates) load(ctx context.Context, key string) (*turnstate.Sessio
 	return sess, err
 }
 
+// view is what a plan needs of the state of the session under key.
+func (s *sessionStates) view(ctx context.Context, key string) (hosthook.Session, error) {
+	sess, err := s.load(ctx, key)
+	var integrity *statestore.IntegrityError
+	switch {
+	case errors.As(err, &integrity):
+		// A state that does not verify counts as a started session with
+		// no open turn: the processor decides what its next step meets
+		// (fail closed there), and the endpoint does not stall on it.
+		return hosthook.Session{Started: true}, nil
+	case err != nil:
+		// Without the state the plan cannot know the session's turn: no
+		// decision rather than a guess (fail closed).
+		return hosthook.Session{}, fmt.Errorf("the session's state cannot be read: %w", err)
+	}
+	return hookView(sess), nil
+}
+
 // hookView is what a plan needs of a session's state (nil: none yet).
 func hookView(sess *turnstate.Session) hosthook.Session {
 	if sess == nil {
 		return hosthook.Session{}
 	}
-	v := hosthook.Session{Started: sess.Started, TurnEnded: sess.LastClosedTurn != nil}
+	v := hosthook.Session{Started: sess.Started, TurnEnded: sess.LastClosedTurn != nil, Subagents: sess.Subagents}
 	if n := len(sess.OpenTurns); n > 0 {
 		v.OpenTurn = sess.OpenTurns[n-1].TurnID
 	}
@@ -201,28 +219,41 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	if agentID == "" {
 		agentID = ev.AgentID()
 	}
+	// A subagent's events go to its own session as well (its first one
+	// opens it): negotiated as the parent's, and held after the parent's,
+	// always in that order.
+	child := ev.SubagentSession()
+	childKey := ""
+	if child != "" {
+		childKey = acs.SessionKey(who.Tenant, child)
+		if g.cfg.Handshake == HandshakeRequired {
+			if _, err := g.nativeNegotiation(ctx, who, childKey, ev); err != nil {
+				return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
+			}
+		}
+	}
 	defer g.states.lock(key)()
-	sess, err := g.states.load(ctx, key)
-	var integrity *statestore.IntegrityError
-	var view hosthook.Session
-	switch {
-	case errors.As(err, &integrity):
-		// A state that does not verify counts as a started session with
-		// no open turn: the processor decides what its next step meets
-		// (fail closed there), and the endpoint does not stall on it.
-		view = hosthook.Session{Started: true}
-	case err != nil:
-		// Without the state the plan cannot know the session's turn: no
-		// decision rather than a guess (fail closed).
-		return hosthook.Outcome{Failed: true, Reason: "the session's state cannot be read: " + err.Error()}, true, reply{}
-	default:
-		view = hookView(sess)
+	view, err := g.states.view(ctx, key)
+	if err != nil {
+		return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
+	}
+	if childKey != "" {
+		defer g.states.lock(childKey)()
+		cv, err := g.states.view(ctx, childKey)
+		if err != nil {
+			return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
+		}
+		view.Subagent = &cv
 	}
 	steps := ev.Plan(view, uuid.NewString)
 	out := hosthook.Outcome{Decision: "allow"}
 	var last reply
 	for _, st := range steps {
-		raw, err := st.Envelope(ev.Host, ev.Session, agentID, time.Now().UTC().Format(hosthook.TimestampFormat))
+		session := ev.Session
+		if st.Session != "" {
+			session = st.Session
+		}
+		raw, err := st.Envelope(ev.Host, session, agentID, time.Now().UTC().Format(hosthook.TimestampFormat))
 		if err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -58,6 +59,7 @@ const (
 	PostToolUse        = "PostToolUse"
 	PostToolUseFailure = "PostToolUseFailure"
 	Stop               = "Stop"
+	SubagentStart      = "SubagentStart"
 	SubagentStop       = "SubagentStop"
 	SessionEnd         = "SessionEnd"
 	PreCompact         = "PreCompact"
@@ -70,10 +72,15 @@ func Methods(h Host) []string {
 	if h == Codex {
 		return []string{"steps/toolCallRequest", "steps/toolCallResult"}
 	}
-	return []string{
+	methods := []string{
 		"steps/sessionStart", "steps/sessionEnd", "steps/turnStart", "steps/turnEnd", "steps/userMessage",
 		"steps/toolCallRequest", "steps/toolCallResult", "steps/agentResponse",
 	}
+	if h == ClaudeCode {
+		// A subagent's events go to a session of its own (SubagentSession).
+		methods = append(methods, "steps/subagentStart", "steps/subagentStop")
+	}
+	return methods
 }
 
 // MaxOutputBytes bounds a tool's output as a toolCallResult carries it:
@@ -106,6 +113,12 @@ type Event struct {
 	ToolUseID string
 	// TurnID is the host's own turn id (Codex's turn_id).
 	TurnID string
+	// Subagent is the hook's agent_id: the subagent whose event this is
+	// (Claude Code sends it on the events fired inside a subagent, and on
+	// SubagentStart and SubagentStop); "" for the main agent's. AgentType
+	// is its agent_type.
+	Subagent  string
+	AgentType string
 	// Response is the tool's output (tool_response), Error a failed
 	// call's error.
 	Response    any
@@ -158,7 +171,7 @@ func Parse(host Host, body []byte) (*Event, error) {
 		{"hook_event_name", MaxNameBytes, &e.Name}, {"session_id", MaxIDBytes, &e.SessionID}, {"cwd", 0, &e.Cwd},
 		{"tool_name", MaxNameBytes, &e.Tool}, {"tool_use_id", MaxIDBytes, &e.ToolUseID}, {"prompt", 0, &e.Prompt},
 		{"message", 0, &e.Message}, {"source", MaxNameBytes, &e.Source}, {"reason", MaxNameBytes, &e.Reason},
-		{"turn_id", MaxIDBytes, &e.TurnID},
+		{"turn_id", MaxIDBytes, &e.TurnID}, {"agent_id", MaxIDBytes, &e.Subagent}, {"agent_type", MaxNameBytes, &e.AgentType},
 	}
 	for _, f := range fields {
 		if *f.to, err = str(f.key, f.limit); err != nil {
@@ -295,6 +308,12 @@ type Session struct {
 	// agents would run into the pack's limit on consecutive
 	// auto-continuations (TG-CONT-001) without any loop.
 	TurnEnded bool
+	// Subagent is the state of the session of the subagent whose event
+	// this is (Event.SubagentSession), when there is one.
+	Subagent *Session
+	// Subagents are the sessions of the subagents this session spawned
+	// (allowed subagentStarts), newest last.
+	Subagents []string
 }
 
 // Step is one ACS step to send.
@@ -306,6 +325,34 @@ type Step struct {
 	Payload map[string]any
 	// Hook is what the step is for, for logs and errors.
 	Hook string
+	// Session is the ACS session the step belongs to when it is not the
+	// event's own: a subagent's (Event.SubagentSession).
+	Session string
+}
+
+// SubagentSession is the ACS session of the subagent whose event this is:
+// a UUID derived from the session's and the hook's agent_id, "" for an
+// event of the main agent, or of a host whose subagents are not mapped
+// apart (Codex, Cursor). A subagent's calls are decided in its own
+// session: its taint window is its own, aged by its own turns rather than
+// by the user's prompts to the main agent (a background agent that read
+// a page keeps it in its context for as long as it runs), and what it
+// read reaches the parent when it stops (subagentStop), as on the ACS
+// path.
+func (e *Event) SubagentSession() string {
+	if e.Host != ClaudeCode || e.Subagent == "" {
+		return ""
+	}
+	return e.agentSession(e.Subagent)
+}
+
+// agentSession is the session of the session's subagent agentID.
+func (e *Event) agentSession(agentID string) string {
+	ns, err := uuid.Parse(e.Session)
+	if err != nil {
+		return ""
+	}
+	return uuid.NewSHA1(ns, []byte(string(e.Host)+":agent:"+agentID)).String()
 }
 
 // Plan returns the ACS steps an event stands for, in order, as the ACS
@@ -318,10 +365,12 @@ type Step struct {
 // UserPromptSubmit) opens one, and a prompt while a turn is still open (a
 // Stop never reported) ends that turn first. newID returns a fresh UUID.
 //
-// Not sent, as the adapter does not send them: SubagentStop (the
-// subagent's calls arrive in its parent's session: the parent's taint
-// covers them), PreCompact (ACS preCompact needs the entries compacted,
-// which the event does not carry), and events the adapter does not know.
+// Unlike the adapter, which sends a subagent's calls in its parent's
+// session, a subagent's events (agent_id) are planned in a session of its
+// own (subagentEvent), and a result or notice bringing a subagent's report
+// takes back what it read (takeBack). Not sent: PreCompact (ACS
+// preCompact needs the entries compacted, which the event does not
+// carry), and events the adapter does not know.
 func (e *Event) Plan(s Session, newID func() string) []Step {
 	// A session that ended is not skipped: its further events are sent
 	// and refused (session_closed), so a tool call in it is denied. A
@@ -334,20 +383,44 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 		return e.cursorPlan(s, newID)
 	}
 	p := &planner{e: e, s: s, newID: newID}
+	if e.SubagentSession() != "" {
+		p.subagentEvent()
+		return p.steps
+	}
 	switch e.Name {
 	case SessionStart:
 		p.start(e.sessionStartPayload())
 	case UserPromptSubmit:
 		if taskNotification(e.Prompt) {
 			p.taskReport(e.Prompt)
+			p.takeBack(taskIDs(e.Prompt))
 			break
 		}
 		p.prompt(e.Prompt, claudeMentions(e.Prompt, e.Cwd, newID)...)
-	case PreToolUse:
+	case PreToolUse, PostToolUse, PostToolUseFailure:
 		p.inTurn()
+		p.toolEvent()
+		if e.Name != PreToolUse && agentReaders[e.Tool] {
+			p.takeBack(e.returnedAgents())
+		}
+	case Stop:
+		p.endTurn("completed")
+	case SessionEnd:
+		p.end(endReason(e.Reason))
+	case Notification:
+		p.respond(e.Message)
+	}
+	return p.steps
+}
+
+// toolEvent adds a tool call's request (PreToolUse) or result
+// (PostToolUse, PostToolUseFailure) in the open turn.
+func (p *planner) toolEvent() {
+	e, newID := p.e, p.newID
+	switch e.Name {
+	case PreToolUse:
 		p.add("steps/toolCallRequest", e.callID("tool_use", newID), map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)})
 	case PostToolUse, PostToolUseFailure:
-		p.inTurn()
 		payload := map[string]any{"tool": map[string]any{"name": e.Tool}}
 		if ref := e.toolUseRef(); ref != "" {
 			payload["request_id_ref"] = ref
@@ -371,14 +444,132 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 			payload["duration_ms"] = *e.DurationMS
 		}
 		p.add("steps/toolCallResult", e.callID("tool_result", newID), payload)
-	case Stop:
-		p.endTurn("completed")
-	case SessionEnd:
-		p.end(endReason(e.Reason))
-	case Notification:
-		p.respond(e.Message)
 	}
-	return p.steps
+}
+
+// agentReaders are Claude Code's tools whose result is what a subagent
+// produced: a foreground agent's report (Task, and Agent as later
+// versions name it), a background one's output (TaskOutput).
+var agentReaders = map[string]bool{"Task": true, "Agent": true, "TaskOutput": true}
+
+// takeBack adds the parent's subagentStop for each subagent whose work an
+// event brings into the main agent's context — a Task's report, a
+// TaskOutput, a <task-notification> — so that what the subagent read
+// reaches the parent when its words do, whether or not the host sends
+// SubagentStop for it (a hook configuration without it, a subagent still
+// running). ids are the agent ids the event names; when it names none
+// (known false), every subagent of the session is taken back from (fail
+// closed). A subagent the session did not spawn is none of its business.
+func (p *planner) takeBack(ids []string, known bool) {
+	if !p.s.Started {
+		return
+	}
+	var sessions []string
+	if known {
+		for _, id := range ids {
+			if c := p.e.agentSession(id); slices.Contains(p.s.Subagents, c) && !slices.Contains(sessions, c) {
+				sessions = append(sessions, c)
+			}
+		}
+	} else {
+		sessions = p.s.Subagents
+	}
+	for _, c := range sessions {
+		p.inTurn()
+		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c, "outcome": "completed"})
+	}
+}
+
+var (
+	agentIDText = regexp.MustCompile(`agentId:?\s*"?([A-Za-z0-9_-]{1,64})`)
+	taskIDTag   = regexp.MustCompile(`<task-id>\s*([A-Za-z0-9_-]{1,64})\s*</task-id>`)
+)
+
+// returnedAgents are the agent ids a Task's or TaskOutput's result names:
+// TaskOutput's task_id, the result's agentId field, or "agentId: …" in its
+// text (Claude Code appends it for resuming the agent); known is false
+// when it names none.
+func (e *Event) returnedAgents() (ids []string, known bool) {
+	if id, ok := e.ToolInput["task_id"].(string); ok && id != "" {
+		ids = append(ids, id)
+	}
+	if r, ok := e.Response.(map[string]any); ok {
+		if id, ok := r["agentId"].(string); ok && id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 && e.Response != nil {
+		text, _ := e.Response.(string)
+		if text == "" {
+			raw, _ := json.Marshal(e.Response)
+			text = string(raw)
+		}
+		for _, m := range agentIDText.FindAllStringSubmatch(text, 8) {
+			ids = append(ids, m[1])
+		}
+	}
+	return ids, len(ids) > 0
+}
+
+// taskIDs are the task ids a <task-notification> names.
+func taskIDs(prompt string) ([]string, bool) {
+	var ids []string
+	for _, m := range taskIDTag.FindAllStringSubmatch(prompt, 8) {
+		ids = append(ids, m[1])
+	}
+	return ids, len(ids) > 0
+}
+
+// subagentEvent plans an event of a subagent (Claude Code's agent_id):
+// its tool calls in the subagent's own session, which the parent's
+// subagentStart opens — at the subagent's first event, in the parent's
+// open turn (one opened as the agent's own work if none is) — and whose
+// turn SubagentStart opens and SubagentStop ends, the parent's
+// subagentStop then taking back what the subagent read. Claude Code
+// fires the pair once per turn of the subagent: one woken again
+// (SendMessage, a resumed agent) opens another turn of the same session,
+// as the agent's own work, which ages no window.
+func (p *planner) subagentEvent() {
+	e := p.e
+	view := Session{}
+	if p.s.Subagent != nil {
+		view = *p.s.Subagent
+	}
+	c := &planner{e: e, s: view, newID: p.newID, session: e.SubagentSession()}
+	if e.Name == SubagentStop {
+		if !c.s.Started {
+			return // nothing of it was seen: nothing to take back
+		}
+		c.endTurn("completed")
+		p.steps = append(p.steps, c.steps...)
+		p.inTurn()
+		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c.session, "outcome": "completed"})
+		return
+	}
+	switch e.Name {
+	case SubagentStart, PreToolUse, PostToolUse, PostToolUseFailure:
+	default:
+		return // nothing a subagent's other events say is sent
+	}
+	if !c.s.Started {
+		p.inTurn()
+		p.add("steps/subagentStart", p.newID(), map[string]any{"subagent_session_id": c.session,
+			"parent_session_id": e.Session, "parent_step_id": p.s.OpenTurn, "intent_derivation": "derived_from_parent"})
+		payload := map[string]any{}
+		if e.AgentType != "" {
+			payload["platform_context"] = map[string]any{"agent_type": e.AgentType}
+		}
+		c.start(payload)
+		id := c.newID()
+		c.steps = append(c.steps, Step{Method: "steps/turnStart", RequestID: id, TurnID: id, Session: c.session, Hook: e.Name,
+			Payload: map[string]any{"turn_id": id, "triggered_by": "subagent_return", "parent_turn_id": p.s.OpenTurn}})
+		c.s.OpenTurn = id
+	}
+	c.inTurnAs("agent_loop")
+	if e.Name != SubagentStart {
+		c.toolEvent()
+	}
+	p.steps = append(p.steps, c.steps...)
 }
 
 // planner builds an event's steps over what the session's state says,
@@ -388,17 +579,20 @@ type planner struct {
 	s     Session
 	newID func() string
 	steps []Step
+	// session is the subagent's session the steps belong to, "" for the
+	// event's own.
+	session string
 }
 
 // add appends an in-turn step (or a session-level one outside any turn).
 func (p *planner) add(method, id string, payload map[string]any) {
-	p.steps = append(p.steps, Step{Method: method, RequestID: id, TurnID: p.s.OpenTurn, Payload: payload, Hook: p.e.Name})
+	p.steps = append(p.steps, Step{Method: method, RequestID: id, TurnID: p.s.OpenTurn, Payload: payload, Hook: p.e.Name, Session: p.session})
 }
 
 // start starts the session unless it started.
 func (p *planner) start(payload map[string]any) {
 	if !p.s.Started {
-		p.steps = append(p.steps, Step{Method: "steps/sessionStart", RequestID: p.newID(), Payload: payload, Hook: p.e.Name})
+		p.steps = append(p.steps, Step{Method: "steps/sessionStart", RequestID: p.newID(), Payload: payload, Hook: p.e.Name, Session: p.session})
 		p.s.Started = true
 	}
 }
@@ -406,7 +600,7 @@ func (p *planner) start(payload map[string]any) {
 func (p *planner) openTurn(trigger string) {
 	id := p.newID()
 	p.steps = append(p.steps, Step{Method: "steps/turnStart", RequestID: id, TurnID: id,
-		Payload: map[string]any{"turn_id": id, "triggered_by": trigger}, Hook: p.e.Name})
+		Payload: map[string]any{"turn_id": id, "triggered_by": trigger}, Hook: p.e.Name, Session: p.session})
 	p.s.OpenTurn = id
 }
 

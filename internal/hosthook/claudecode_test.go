@@ -54,7 +54,8 @@ func readHostEvent(t *testing.T, host Host, name string) *Event {
 func TestPlanGolden(t *testing.T) {
 	hosts := map[Host][]string{
 		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "user-prompt-submit-task-notification", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
-			"stop", "subagent-stop", "notification", "pre-compact", "session-end"},
+			"stop", "subagent-stop", "notification", "pre-compact", "session-end",
+			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit"},
 		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit", "after-tab-file-edit",
@@ -83,10 +84,25 @@ func planGolden(t *testing.T, host Host, events []string) {
 	var b strings.Builder
 	for _, name := range events {
 		ev := readHostEvent(t, host, name)
-		for _, s := range sessions {
+		// A subagent's event, and one returning a subagent's report, are
+		// planned against a session whose subagent started too.
+		all := sessions
+		if ev.Subagent != "" || agentReaders[ev.Tool] {
+			child := ev.agentSession("a7f3c2e1")
+			all = append(slices.Clone(sessions), struct {
+				name string
+				s    Session
+			}{"started, a turn open, the subagent started with a turn open", Session{Started: true, OpenTurn: open,
+				Subagent: &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"}, Subagents: []string{child}}})
+		}
+		for _, s := range all {
 			fmt.Fprintf(&b, "== %s (%s), %s\n", name, ev.Name, s.name)
 			for _, st := range ev.Plan(s.s, ids()) {
-				raw, err := st.Envelope(ev.Host, ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z")
+				session := ev.Session
+				if st.Session != "" {
+					session = st.Session
+				}
+				raw, err := st.Envelope(ev.Host, session, ev.AgentID(), "2026-12-05T10:00:00.000Z")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -101,6 +117,9 @@ func planGolden(t *testing.T, host Host, events []string) {
 					t.Errorf("%s, %s: %s payload: %v", name, s.name, st.Method, err)
 				}
 				payload, _ := json.Marshal(st.Payload)
+				if st.Session != "" {
+					fmt.Fprintf(&b, "[subagent %s] ", st.Session)
+				}
 				fmt.Fprintf(&b, "%s request=%s turn=%s %s\n", st.Method, st.RequestID, st.TurnID, payload)
 			}
 		}
