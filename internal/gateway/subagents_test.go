@@ -199,3 +199,66 @@ func hostEvent(t *testing.T, fields map[string]any) *hosthook.Event {
 	}
 	return ev
 }
+
+// Codex's child agents: since openai/codex#22268 a child thread's hooks
+// carry the root's session_id, agent_id naming the child, and the child's
+// own turn_id. Each child turn was taken for a new turn of the session:
+// it closed the root's turn, so the root's next call in its own running
+// turn named a turn that had ended (turn_id_mismatch: denied), and it aged
+// the root's window as a user's turn would.
+func codexChild(turn, agentID, name string, kv ...any) map[string]any {
+	m := codexEv(name, kv...)
+	m["turn_id"], m["agent_id"], m["agent_type"] = turn, agentID, "default"
+	return m
+}
+
+func TestCodexChildAgents(t *testing.T) {
+	const r1, r2 = "0199b7c2-5a10-7c3e-8d21-6f3e2a1b5d70", "0199b7c2-9f00-7c3e-8d21-6f3e2a1b5d71"
+	childTurn := func(i int) string { return fmt.Sprintf("0199b7c2-c0%02d-7c3e-8d21-6f3e2a1b5d70", i) }
+	childID := func(i int) string { return fmt.Sprintf("0199b7c2-aaaa-7000-8000-00000000000%d", i) }
+
+	t.Run("the root and its children run side by side", func(t *testing.T) {
+		h := newNativeHost(t, hosthook.Codex)
+		h.event(codexEv("PreToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_1", "tool_input", map[string]any{"command": "git status"}))
+		for i := range 2 {
+			if r := h.event(codexChild(childTurn(i), childID(i), "PreToolUse", "tool_name", "Bash", "tool_use_id", fmt.Sprintf("call_c%d", i),
+				"tool_input", map[string]any{"command": "go vet ./..."})); r.Decision != "allow" {
+				t.Errorf("child %d's command: %+v", i, r)
+			}
+		}
+		if r := h.event(codexEv("PreToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_2", "tool_input", map[string]any{"command": "go test ./..."})); r.Decision != "allow" {
+			t.Errorf("the root's command in its own turn after its children ran: %+v", r)
+		}
+	})
+
+	t.Run("children's turns do not age the root's window", func(t *testing.T) {
+		h := newNativeHost(t, hosthook.Codex)
+		fetch := map[string]any{"command": "curl -s https://blog.example.net/post"}
+		h.event(codexEv("PreToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_f1", "tool_input", fetch))
+		h.event(codexEv("PostToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_f1", "tool_input", fetch, "tool_response", injected))
+		for i := range 3 {
+			in := map[string]any{"command": fmt.Sprintf("sed -n '1,80p' mod%d/main.go", i)}
+			h.event(codexChild(childTurn(i), childID(i), "PreToolUse", "tool_name", "Bash", "tool_use_id", fmt.Sprintf("call_c%d", i), "tool_input", in))
+		}
+		r := h.event(codexEv("PreToolUse", "turn_id", r2, "tool_name", "Bash", "tool_use_id", "call_evil", "tool_input", map[string]any{"command": evilScript}))
+		if r.Decision != "deny" || !slices.Contains(r.Rules, "TG-TAINT-001") {
+			t.Errorf("the root ran %q in its next turn after the fetch, its children's turns between: %+v", evilScript, r)
+		}
+	})
+
+	t.Run("a child's fetch taints the session", func(t *testing.T) {
+		h := newNativeHost(t, hosthook.Codex)
+		h.event(codexEv("PreToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_1", "tool_input", map[string]any{"command": "git status"}))
+		fetch := map[string]any{"command": "curl -s https://blog.example.net/post"}
+		h.event(codexChild(childTurn(0), childID(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_cf", "tool_input", fetch))
+		h.event(codexChild(childTurn(0), childID(0), "PostToolUse", "tool_name", "Bash", "tool_use_id", "call_cf", "tool_input", fetch, "tool_response", injected))
+		for _, ev := range []map[string]any{
+			codexChild(childTurn(0), childID(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_ce", "tool_input", map[string]any{"command": evilScript}),
+			codexEv("PreToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_re", "tool_input", map[string]any{"command": evilScript}),
+		} {
+			if r := h.event(ev); r.Decision != "deny" {
+				t.Errorf("%q after a child read the page: %+v", evilScript, r)
+			}
+		}
+	})
+}

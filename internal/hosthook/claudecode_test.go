@@ -56,7 +56,7 @@ func TestPlanGolden(t *testing.T) {
 		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "user-prompt-submit-task-notification", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end",
 			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task"},
-		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit"},
+		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit", "pre-tool-use-subagent"},
 		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit", "after-tab-file-edit",
 			"after-agent-response", "stop", "subagent-stop", "session-end"},
@@ -87,7 +87,7 @@ func planGolden(t *testing.T, host Host, events []string) {
 		// A subagent's event, and one returning a subagent's report, are
 		// planned against a session whose subagent started too.
 		all := sessions
-		if ev.Subagent != "" || agentReaders[ev.Tool] {
+		if host == ClaudeCode && (ev.Subagent != "" || agentReaders[ev.Tool]) {
 			child := ev.agentSession("a7f3c2e1")
 			all = append(slices.Clone(sessions), struct {
 				name string

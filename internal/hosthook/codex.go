@@ -9,22 +9,34 @@ import "github.com/google/uuid"
 // does not send, is the call's toolCallResult: its output entered the
 // context, and the session's taint and lineage should see it. Nothing
 // else is sent.
+//
+// A child agent's events (Codex's multi-agent threads: the root's
+// session_id, agent_id naming the child, the child's own turn_id) carry no
+// turn: the child's turns are not the session's. Taken for the root's,
+// each would close the root's turn — the root's next call then named a
+// turn that had ended (turn_id_mismatch, denied) — and age the root's
+// window as a user's turn would. Outside any turn, a child's call is
+// judged by the session's window and taints it, as the root's calls do.
 func (e *Event) codexPlan() []Step {
 	ns, err := uuid.Parse(e.Session)
 	if err != nil {
 		return nil
 	}
+	turn := e.TurnID
+	if e.Subagent != "" {
+		turn = ""
+	}
 	id := func(kind string) string { return uuid.NewSHA1(ns, []byte("codex:"+kind+":"+e.ToolUseID)).String() }
 	switch e.Name {
 	case PreToolUse:
-		return []Step{{Method: "steps/toolCallRequest", RequestID: id("tool_use"), TurnID: e.TurnID,
+		return []Step{{Method: "steps/toolCallRequest", RequestID: id("tool_use"), TurnID: turn,
 			Payload: map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)}, Hook: e.Name}}
 	case PostToolUse:
 		outputs := []any{}
 		if e.HasResponse && e.Response != nil {
 			outputs = append(outputs, map[string]any{"value": bounded(e.Response)})
 		}
-		return []Step{{Method: "steps/toolCallResult", RequestID: id("tool_result"), TurnID: e.TurnID,
+		return []Step{{Method: "steps/toolCallResult", RequestID: id("tool_result"), TurnID: turn,
 			Payload: map[string]any{"tool": map[string]any{"name": e.Tool}, "exit_status": "success", "outputs": outputs,
 				"request_id_ref": id("tool_use")}, Hook: e.Name}}
 	}
