@@ -18,6 +18,7 @@ import (
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/guardian"
 	"github.com/turnguard/turnguard/internal/core/policy"
+	"github.com/turnguard/turnguard/internal/core/turnstate"
 	"github.com/turnguard/turnguard/internal/hosthook"
 	"github.com/turnguard/turnguard/internal/ruletest"
 	"github.com/turnguard/turnguard/internal/testkit/guardiantest"
@@ -63,6 +64,14 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 	}
 	key := acs.SessionKey("default", ev.Session)
 	view := hookView(h.mem.Sessions[key])
+	if ids, named, returns := ev.ReturnedAgents(); returns {
+		// As decideHook: the named subagents', or every spawned one's.
+		var err error
+		load := func(k string) (*turnstate.Session, error) { return h.mem.Sessions[k], nil }
+		if view.Returning, err = returningOf(load, "default", ev, h.mem.Sessions[key], ids, named); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	if child := ev.SubagentSession(); child != "" {
 		cv := hookView(h.mem.Sessions[acs.SessionKey("default", child)])
 		view.Subagent = &cv

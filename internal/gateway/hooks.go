@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,9 +99,8 @@ func (s *sessionStates) load(ctx context.Context, key string) (*turnstate.Sessio
 	return sess, err
 }
 
-// view is what a plan needs of the state of the session under key.
-func (s *sessionStates) view(ctx context.Context, key string) (hosthook.Session, error) {
-	sess, err := s.load(ctx, key)
+// viewOf is what a plan needs of a session's state as load returned it.
+func viewOf(sess *turnstate.Session, err error) (hosthook.Session, error) {
 	var integrity *statestore.IntegrityError
 	switch {
 	case errors.As(err, &integrity):
@@ -116,12 +116,52 @@ func (s *sessionStates) view(ctx context.Context, key string) (hosthook.Session,
 	return hookView(sess), nil
 }
 
+// returning is what the plan needs of the subagents whose work an event
+// brings back (returningOf), read from the state bucket.
+func (s *sessionStates) returning(ctx context.Context, tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]hosthook.Returning, error) {
+	return returningOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, parent, ids, named)
+}
+
+// returningOf is what the plan needs of the subagents whose work an event
+// brings back: those it names (ids), or, when it names none, every
+// subagent the session spawned, as load reads their states. A subagent
+// whose state does not verify counts as linked and still at work (fail
+// closed: its stop is sent, and the processor decides what it meets).
+func returningOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]hosthook.Returning, error) {
+	if parent == nil {
+		return nil, nil
+	}
+	var children []string
+	if named {
+		for _, id := range ids {
+			children = append(children, ev.AgentSession(id))
+		}
+	} else {
+		children = parent.Subagents
+	}
+	out := make([]hosthook.Returning, 0, len(children))
+	for _, c := range children {
+		cs, err := load(acs.SessionKey(tenant, c))
+		var integrity *statestore.IntegrityError
+		switch {
+		case errors.As(err, &integrity):
+			out = append(out, hosthook.Returning{Session: c, Linked: true, Running: true})
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("subagent %s: the state cannot be read: %w", c, err)
+		}
+		linked := slices.Contains(parent.Subagents, c) || cs != nil && cs.Parent != nil && cs.Parent.SessionID == parent.SessionID
+		out = append(out, hosthook.Returning{Session: c, Linked: linked, Running: cs != nil && len(cs.OpenTurns) > 0})
+	}
+	return out, nil
+}
+
 // hookView is what a plan needs of a session's state (nil: none yet).
 func hookView(sess *turnstate.Session) hosthook.Session {
 	if sess == nil {
 		return hosthook.Session{}
 	}
-	v := hosthook.Session{Started: sess.Started, TurnEnded: sess.LastClosedTurn != nil, Subagents: sess.Subagents}
+	v := hosthook.Session{Started: sess.Started, TurnEnded: sess.LastClosedTurn != nil}
 	if n := len(sess.OpenTurns); n > 0 {
 		v.OpenTurn = sess.OpenTurns[n-1].TurnID
 	}
@@ -233,13 +273,20 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		}
 	}
 	defer g.states.lock(key)()
-	view, err := g.states.view(ctx, key)
+	sess, err := g.states.load(ctx, key)
+	view, err := viewOf(sess, err)
 	if err != nil {
 		return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 	}
+	if ids, named, returns := ev.ReturnedAgents(); returns {
+		if view.Returning, err = g.states.returning(ctx, who.Tenant, ev, sess, ids, named); err != nil {
+			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
+		}
+	}
 	if childKey != "" {
 		defer g.states.lock(childKey)()
-		cv, err := g.states.view(ctx, childKey)
+		cs, err := g.states.load(ctx, childKey)
+		cv, err := viewOf(cs, err)
 		if err != nil {
 			return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
 		}

@@ -311,9 +311,21 @@ type Session struct {
 	// Subagent is the state of the session of the subagent whose event
 	// this is (Event.SubagentSession), when there is one.
 	Subagent *Session
-	// Subagents are the sessions of the subagents this session spawned
-	// (allowed subagentStarts), newest last.
-	Subagents []string
+	// Returning are the subagents whose work the event brings into the
+	// main agent's context (Event.ReturnedAgents), as their states say.
+	Returning []Returning
+}
+
+// Returning is what a plan needs of a subagent whose work an event
+// brings back.
+type Returning struct {
+	// Session is the subagent's session.
+	Session string
+	// Linked: this session spawned it (its Subagents, or the subagent's
+	// own link to its parent: a session remembers its newest 64).
+	Linked bool
+	// Running: its newest turn is still open (no SubagentStop yet).
+	Running bool
 }
 
 // Step is one ACS step to send.
@@ -367,8 +379,8 @@ func (e *Event) agentSession(agentID string) string {
 //
 // Unlike the adapter, which sends a subagent's calls in its parent's
 // session, a subagent's events (agent_id) are planned in a session of its
-// own (subagentEvent), and a result or notice bringing a subagent's report
-// takes back what it read (takeBack). Not sent: PreCompact (ACS
+// own (subagentEvent), and an event bringing a subagent's work to the main
+// agent takes back what it read (takeBack). Not sent: PreCompact (ACS
 // preCompact needs the entries compacted, which the event does not
 // carry), and events the adapter does not know.
 func (e *Event) Plan(s Session, newID func() string) []Step {
@@ -392,17 +404,15 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 		p.start(e.sessionStartPayload())
 	case UserPromptSubmit:
 		if taskNotification(e.Prompt) {
+			p.takeBack()
 			p.taskReport(e.Prompt)
-			p.takeBack(taskIDs(e.Prompt))
 			break
 		}
 		p.prompt(e.Prompt, claudeMentions(e.Prompt, e.Cwd, newID)...)
 	case PreToolUse, PostToolUse, PostToolUseFailure:
+		p.takeBack()
 		p.inTurn()
 		p.toolEvent()
-		if e.Name != PreToolUse && agentReaders[e.Tool] {
-			p.takeBack(e.returnedAgents())
-		}
 	case Stop:
 		p.endTurn("completed")
 	case SessionEnd:
@@ -447,77 +457,122 @@ func (p *planner) toolEvent() {
 	}
 }
 
-// agentReaders are Claude Code's tools whose result is what a subagent
-// produced: a foreground agent's report (Task, and Agent as later
-// versions name it), a background one's output (TaskOutput).
-var agentReaders = map[string]bool{"Task": true, "Agent": true, "TaskOutput": true}
-
-// takeBack adds the parent's subagentStop for each subagent whose work an
-// event brings into the main agent's context — a Task's report, a
-// TaskOutput, a <task-notification> — so that what the subagent read
-// reaches the parent when its words do, whether or not the host sends
-// SubagentStop for it (a hook configuration without it, a subagent still
-// running). ids are the agent ids the event names; when it names none
-// (known false), every subagent of the session is taken back from (fail
-// closed). A subagent the session did not spawn is none of its business.
-func (p *planner) takeBack(ids []string, known bool) {
-	if !p.s.Started {
-		return
-	}
-	var sessions []string
-	if known {
-		for _, id := range ids {
-			if c := p.e.agentSession(id); slices.Contains(p.s.Subagents, c) && !slices.Contains(sessions, c) {
-				sessions = append(sessions, c)
-			}
-		}
-	} else {
-		sessions = p.s.Subagents
-	}
-	for _, c := range sessions {
-		p.inTurn()
-		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c, "outcome": "completed"})
-	}
-}
+// agentReports are Claude Code's tools whose result is a subagent's
+// report: a foreground agent's (Task, and Agent as later versions name
+// it).
+var agentReports = map[string]bool{"Task": true, "Agent": true}
 
 var (
 	agentIDText = regexp.MustCompile(`agentId:?\s*"?([A-Za-z0-9_-]{1,64})`)
 	taskIDTag   = regexp.MustCompile(`<task-id>\s*([A-Za-z0-9_-]{1,64})\s*</task-id>`)
+	// agentFile is a background agent's output file (tasks/<id>.output,
+	// which its launch result names) or its transcript
+	// (subagents/agent-<id>.jsonl).
+	agentFile = regexp.MustCompile(`(?:tasks[/\\]([A-Za-z0-9_-]{1,64})\.output|agent-([A-Za-z0-9_-]{1,64})\.jsonl)`)
 )
 
-// returnedAgents are the agent ids a Task's or TaskOutput's result names:
-// TaskOutput's task_id, the result's agentId field, or "agentId: …" in its
-// text (Claude Code appends it for resuming the agent); known is false
-// when it names none.
-func (e *Event) returnedAgents() (ids []string, known bool) {
-	if id, ok := e.ToolInput["task_id"].(string); ok && id != "" {
-		ids = append(ids, id)
+// maxReturned bounds the agent ids an event is read for.
+const maxReturned = 8
+
+// ReturnedAgents reports whether a main agent's event brings a subagent's
+// work into its context — a <task-notification>, TaskOutput, a call
+// naming an agent's output file or transcript (a Read, a tail), the
+// result of a Task — and the agent ids it names (named false when it
+// names none: a Task that failed). The caller gives the plan what those
+// subagents' states say (Session.Returning), and the plan takes back what
+// they read (takeBack).
+func (e *Event) ReturnedAgents() (ids []string, named, returns bool) {
+	if e.Host != ClaudeCode || e.Subagent != "" {
+		return nil, false, false
 	}
-	if r, ok := e.Response.(map[string]any); ok {
-		if id, ok := r["agentId"].(string); ok && id != "" {
+	add := func(id string) {
+		if id != "" && len(ids) < maxReturned && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 && e.Response != nil {
-		text, _ := e.Response.(string)
-		if text == "" {
-			raw, _ := json.Marshal(e.Response)
-			text = string(raw)
+	switch e.Name {
+	case UserPromptSubmit:
+		if !taskNotification(e.Prompt) {
+			return nil, false, false
 		}
-		for _, m := range agentIDText.FindAllStringSubmatch(text, 8) {
-			ids = append(ids, m[1])
+		for _, m := range taskIDTag.FindAllStringSubmatch(e.Prompt, maxReturned) {
+			add(m[1])
 		}
+		return ids, len(ids) > 0, true
+	case PreToolUse:
+		if e.Tool == "TaskOutput" {
+			id, _ := e.ToolInput["task_id"].(string)
+			add(id)
+		}
+		eachInputString(e.ToolInput, func(v string) {
+			for _, m := range agentFile.FindAllStringSubmatch(v, maxReturned) {
+				add(m[1] + m[2])
+			}
+		})
+		return ids, len(ids) > 0, len(ids) > 0
+	case PostToolUse, PostToolUseFailure:
+		if !agentReports[e.Tool] {
+			return nil, false, false
+		}
+		if r, ok := e.Response.(map[string]any); ok {
+			id, _ := r["agentId"].(string)
+			add(id)
+		}
+		if len(ids) == 0 && e.Response != nil {
+			text, _ := e.Response.(string)
+			if text == "" {
+				raw, _ := json.Marshal(e.Response)
+				text = string(raw)
+			}
+			if m := agentIDText.FindStringSubmatch(text); m != nil {
+				add(m[1])
+			}
+		}
+		return ids, len(ids) > 0, true
 	}
-	return ids, len(ids) > 0
+	return nil, false, false
 }
 
-// taskIDs are the task ids a <task-notification> names.
-func taskIDs(prompt string) ([]string, bool) {
-	var ids []string
-	for _, m := range taskIDTag.FindAllStringSubmatch(prompt, 8) {
-		ids = append(ids, m[1])
+// AgentSession is the session of the session's subagent agentID (as
+// SubagentSession derives it).
+func (e *Event) AgentSession(agentID string) string { return e.agentSession(agentID) }
+
+// eachInputString calls fn with every string in v.
+func eachInputString(v any, fn func(string)) {
+	switch x := v.(type) {
+	case string:
+		fn(x)
+	case []any:
+		for _, item := range x {
+			eachInputString(item, fn)
+		}
+	case map[string]any:
+		for _, item := range x {
+			eachInputString(item, fn)
+		}
 	}
-	return ids, len(ids) > 0
+}
+
+// takeBack adds the parent's subagentStop for each subagent whose work
+// the event brings into the main agent's context (Session.Returning), so
+// that what the subagent read reaches the parent when its words do,
+// whether or not the host sends SubagentStop for it (a configuration
+// without it, an agent still at work). Each is sent before the event's
+// own steps, in the open turn or in none — not after a step that could
+// be denied (a turnStart over the turn rate), which would drop it. A
+// subagent the session did not spawn is none of its business; when the
+// event names no agent (a failed Task), those still at work are taken
+// back from (fail closed), not every agent the session ever had.
+func (p *planner) takeBack() {
+	if !p.s.Started {
+		return
+	}
+	_, named, _ := p.e.ReturnedAgents()
+	for _, r := range p.s.Returning {
+		if r.Linked && (named || r.Running) {
+			p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": r.Session, "outcome": "completed"})
+		}
+	}
 }
 
 // subagentEvent plans an event of a subagent (Claude Code's agent_id):
@@ -540,10 +595,13 @@ func (p *planner) subagentEvent() {
 		if !c.s.Started {
 			return // nothing of it was seen: nothing to take back
 		}
+		// The parent's stop first, in its open turn or in none: a step
+		// before it that was denied (a turn opened for it, over the turn
+		// rate) would drop it, and what the subagent read with it.
+		p.start(p.e.sessionStartPayload())
+		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c.session, "outcome": "completed"})
 		c.endTurn("completed")
 		p.steps = append(p.steps, c.steps...)
-		p.inTurn()
-		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c.session, "outcome": "completed"})
 		return
 	}
 	switch e.Name {

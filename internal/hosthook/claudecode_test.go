@@ -87,13 +87,14 @@ func planGolden(t *testing.T, host Host, events []string) {
 		// A subagent's event, and one returning a subagent's report, are
 		// planned against a session whose subagent started too.
 		all := sessions
-		if host == ClaudeCode && (ev.Subagent != "" || agentReaders[ev.Tool]) {
+		if _, _, returns := ev.ReturnedAgents(); host == ClaudeCode && (ev.Subagent != "" || returns) {
 			child := ev.agentSession("a7f3c2e1")
 			all = append(slices.Clone(sessions), struct {
 				name string
 				s    Session
 			}{"started, a turn open, the subagent started with a turn open", Session{Started: true, OpenTurn: open,
-				Subagent: &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"}, Subagents: []string{child}}})
+				Subagent:  &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"},
+				Returning: []Returning{{Session: child, Linked: true, Running: true}}}})
 		}
 		for _, s := range all {
 			fmt.Fprintf(&b, "== %s (%s), %s\n", name, ev.Name, s.name)
