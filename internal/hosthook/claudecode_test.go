@@ -275,8 +275,18 @@ func FuzzParse(f *testing.F) {
 		if _, err := uuid.Parse(ev.Session); err != nil {
 			t.Fatalf("session %q is not a UUID", ev.Session)
 		}
-		for _, s := range []Session{{}, {Started: true, OpenTurn: "t"}} {
+		if ids, _, _ := ev.ReturnedAgents(); len(ids) > maxReturned {
+			t.Fatalf("%d agent ids read, at most %d", len(ids), maxReturned)
+		}
+		withAgents := Session{Started: true, OpenTurn: "t", Subagent: &Session{Started: true, OpenTurn: "c"},
+			Returning: []Returning{{Session: ev.AgentSession("x"), Linked: true, Running: true}}}
+		for _, s := range []Session{{}, {Started: true, OpenTurn: "t"}, withAgents} {
 			for _, st := range ev.Plan(s, ids()) {
+				if st.Session != "" {
+					if _, err := uuid.Parse(st.Session); err != nil || st.Session == ev.Session {
+						t.Fatalf("%s in session %q: not a subagent's", st.Method, st.Session)
+					}
+				}
 				if _, err := st.Envelope(ev.Host, ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z"); err != nil {
 					t.Fatalf("%s: %v", st.Method, err)
 				}
