@@ -161,7 +161,7 @@ func hookView(sess *turnstate.Session) hosthook.Session {
 	if sess == nil {
 		return hosthook.Session{}
 	}
-	v := hosthook.Session{Started: sess.Started, TurnEnded: sess.LastClosedTurn != nil}
+	v := hosthook.Session{Started: sess.Started, Closed: sess.Status == turnstate.StatusClosed, TurnEnded: sess.LastClosedTurn != nil}
 	if n := len(sess.OpenTurns); n > 0 {
 		v.OpenTurn = sess.OpenTurns[n-1].TurnID
 	}

@@ -262,3 +262,34 @@ func TestCodexChildAgents(t *testing.T) {
 		}
 	})
 }
+
+// claude --resume <id> continues a conversation under its id after
+// SessionEnd. The session's steps were refused session_closed, so every
+// resumed conversation had every call denied; started afresh, it would
+// have forgotten the page it read. Its SessionStart reopens it now, with
+// what tainted it.
+func TestResumedSessionKeepsItsTaint(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	h.fetchTurn("read the install notes at blog.example.net", map[string]any{"command": "curl -s https://blog.example.net/post"}, map[string]any{"stdout": injected, "stderr": ""})
+	h.event(cc("SessionEnd", "reason", "prompt_input_exit"))
+	// Without a SessionStart the ended session's calls stay refused.
+	if r := h.event(cc("PreToolUse", "tool_name", "Read", "tool_use_id", "toolu_r0", "tool_input", map[string]any{"file_path": "/home/dev/app/README.md"})); r.Decision != "deny" {
+		t.Errorf("a call of the ended session with no SessionStart: %+v", r)
+	}
+	if r := h.event(cc("SessionStart", "source", "resume")); r.Decision != "allow" {
+		t.Fatalf("SessionStart resume: %+v", r)
+	}
+	h.event(cc("UserPromptSubmit", "prompt", "go on"))
+	if r := h.event(cc("PreToolUse", "tool_name", "Read", "tool_use_id", "toolu_r1", "tool_input", map[string]any{"file_path": "/home/dev/app/README.md"})); r.Decision != "allow" {
+		t.Errorf("a Read in the resumed conversation: %+v", r)
+	}
+	if r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript})); r.Decision != "deny" || !slices.Contains(r.Rules, "TG-TAINT-001") {
+		t.Errorf("the page's command in the resumed conversation, one turn after the fetch: %+v", r)
+	}
+	h.event(cc("Stop"))
+	h.userTurns(laterWork...)
+	h.event(cc("UserPromptSubmit", "prompt", "build it"))
+	if r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_b", "tool_input", map[string]any{"command": "make build"})); r.Decision != "allow" {
+		t.Errorf("the agent's own command once the window is over: %+v", r)
+	}
+}

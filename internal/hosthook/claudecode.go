@@ -294,8 +294,11 @@ func (e *Event) AgentID() string {
 // Session is what a plan needs to know of the session's state.
 type Session struct {
 	// Started: sessionStart was applied (an ended session too: its
-	// further steps are refused session_closed by the core).
+	// further steps are refused session_closed by the core, unless a
+	// sessionStart reopens it).
 	Started bool
+	// Closed: the session ended (sessionEnd).
+	Closed bool
 	// OpenTurn is the id of the newest open turn, "" when none is open.
 	OpenTurn string
 	// TurnEnded: a turn of the session has ended. A step that then finds
@@ -385,9 +388,11 @@ func (e *Event) agentSession(agentID string) string {
 // carry), and events the adapter does not know.
 func (e *Event) Plan(s Session, newID func() string) []Step {
 	// A session that ended is not skipped: its further events are sent
-	// and refused (session_closed), so a tool call in it is denied. A
-	// host resuming an ended conversation under the same id would
-	// otherwise run unguarded, with what tainted it still in context.
+	// and refused (session_closed), so a tool call in it is denied — until
+	// a SessionStart reopens it with its taints (the core's
+	// session_reopened). Skipped, a host resuming an ended conversation
+	// under the same id would run unguarded, with what tainted it still in
+	// context.
 	switch e.Host {
 	case Codex:
 		return e.codexPlan()
@@ -401,6 +406,12 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 	}
 	switch e.Name {
 	case SessionStart:
+		if p.s.Closed {
+			// The conversation resumed under its id (claude --resume):
+			// a sessionStart reopens the session, which keeps what
+			// tainted it — the page it read is back in the context.
+			p.s.Started = false
+		}
 		p.start(e.sessionStartPayload())
 	case UserPromptSubmit:
 		if taskNotification(e.Prompt) {

@@ -80,6 +80,7 @@ func planGolden(t *testing.T, host Host, events []string) {
 		{"started, a turn open", Session{Started: true, OpenTurn: open}},
 		{"started, no turn open", Session{Started: true}},
 		{"started, a turn ended, none open", Session{Started: true, TurnEnded: true}},
+		{"ended", Session{Started: true, Closed: true, TurnEnded: true}},
 	}
 	var b strings.Builder
 	for _, name := range events {

@@ -68,9 +68,19 @@ func (s *Session) Apply(st Step) Result {
 		return r
 	}
 	s.RecentRequestIDs = remember(s.RecentRequestIDs, st.RequestID, MaxRecentRequestIDs)
+	reopened := false
 	if s.Status == StatusClosed {
-		r.add(SessionClosed, "%s after sessionEnd", st.Method.Method)
-		return r
+		if st.Method.Method != "steps/sessionStart" {
+			r.add(SessionClosed, "%s after sessionEnd", st.Method.Method)
+			return r
+		}
+		// The host resumed the conversation under its id (Claude Code's
+		// --resume), with what it said and read back in the model's
+		// context: the session goes on with its taints, lineage and
+		// counts. Refused, the host's every call was; started afresh, it
+		// would have forgotten the page it read.
+		r.add(SessionReopened, "sessionStart after sessionEnd (reason %q): the session is resumed", s.EndReason)
+		s.Status, s.EndReason, reopened = StatusOpen, "", true
 	}
 	switch {
 	case s.AgentID == "":
@@ -86,7 +96,7 @@ func (s *Session) Apply(st Step) Result {
 	case st.SessionEnd != nil:
 		s.endSession(st, &r)
 	case st.Method.Method == "steps/sessionStart":
-		if s.Started {
+		if s.Started && !reopened {
 			r.add(SessionAlreadyStarted, "the session already has a sessionStart")
 		}
 		s.Started = true

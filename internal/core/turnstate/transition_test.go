@@ -157,6 +157,12 @@ func TestApplyViolations(t *testing.T) {
 		{"step after sessionEnd", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.sessionStart(), s.sessionEnd(), s.in("steps/userMessage", "")}
 		}, []string{turnstate.SessionClosed}},
+		{"sessionStart after sessionEnd reopens the session", nil, func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.sessionEnd(), s.sessionStart()}
+		}, []string{turnstate.SessionReopened}},
+		{"a step of a reopened session", nil, func(s *stepper) []turnstate.Step {
+			return []turnstate.Step{s.sessionStart(), s.sessionEnd(), s.sessionStart(), s.in("steps/userMessage", "")}
+		}, nil},
 		{"first envelope is not sessionStart", nil, func(s *stepper) []turnstate.Step {
 			return []turnstate.Step{s.in("steps/userMessage", "")}
 		}, []string{turnstate.SessionStartMissing}},

@@ -38,6 +38,7 @@ const (
 	TurnDenied            = "turn_denied"
 	TurnDepthExceeded     = "turn_depth_exceeded"
 	SessionClosed         = "session_closed"
+	SessionReopened       = "session_reopened"
 	SessionStartMissing   = "session_start_missing"
 	SessionAlreadyStarted = "session_already_started"
 	RequestReplayed       = "request_replayed"
@@ -70,6 +71,9 @@ var kinds = []Kind{
 	{TurnDenied, SeverityError, "a step inside a turn whose turnStart was denied"},
 	{TurnDepthExceeded, SeverityError, "turnStart would nest more than MaxOpenTurns turns"},
 	{SessionClosed, SeverityError, "a step after sessionEnd"},
+	// Info: a resumed conversation (Claude Code's --resume), not a fault;
+	// the session keeps its taints.
+	{SessionReopened, SeverityInfo, "a sessionStart after sessionEnd reopens the session (a host resumed the conversation under its id): its taints, lineage and counts stay"},
 	{SessionStartMissing, SeverityWarn, "the session's first envelope is not sessionStart"},
 	{SessionAlreadyStarted, SeverityError, "a second sessionStart for the same session"},
 	{RequestReplayed, SeverityError, "a request_id already seen in this session"},
