@@ -293,3 +293,33 @@ func TestResumedSessionKeepsItsTaint(t *testing.T) {
 		t.Errorf("the agent's own command once the window is over: %+v", r)
 	}
 }
+
+// claude --resume <id> --fork-session (the SDK's forkSession; older
+// versions gave every --resume a new id) continues a conversation under a
+// new session id, its history — the page — back in the context. The new
+// session started clean, and the page's command ran in its first turn.
+// A resumed session this one never saw starts tainted now
+// (resumed-history).
+func TestForkedResumeStartsTainted(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	h.fetchTurn("read the install notes at blog.example.net", map[string]any{"command": "curl -s https://blog.example.net/post"}, map[string]any{"stdout": injected, "stderr": ""})
+	h.event(cc("SessionEnd", "reason", "prompt_input_exit"))
+	const forked = "6f1c2a52-7d3e-4b8a-9c0d-222222222222"
+	ev := func(name string, kv ...any) map[string]any { m := cc(name, kv...); m["session_id"] = forked; return m }
+	h.event(ev("SessionStart", "source", "resume"))
+	h.event(ev("UserPromptSubmit", "prompt", "go on"))
+	if r := h.event(ev("PreToolUse", "tool_name", "Read", "tool_use_id", "toolu_r", "tool_input", map[string]any{"file_path": "/home/dev/app/README.md"})); r.Decision != "allow" {
+		t.Errorf("a Read in the forked conversation: %+v", r)
+	}
+	if r := h.event(ev("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript})); r.Decision != "deny" {
+		t.Errorf("%q in the first turn of a forked conversation whose history holds the page: %+v", evilScript, r)
+	}
+	// A new conversation is not a resumed one.
+	const fresh = "6f1c2a52-7d3e-4b8a-9c0d-333333333333"
+	nw := func(name string, kv ...any) map[string]any { m := cc(name, kv...); m["session_id"] = fresh; return m }
+	h.event(nw("SessionStart", "source", "startup"))
+	h.event(nw("UserPromptSubmit", "prompt", "build it"))
+	if r := h.event(nw("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_b", "tool_input", map[string]any{"command": "make build"})); r.Decision != "allow" {
+		t.Errorf("a new conversation's command: %+v", r)
+	}
+}
