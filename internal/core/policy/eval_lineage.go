@@ -71,6 +71,17 @@ type LineageView struct {
 
 // updateLineage indexes the envelope's content.
 func (e *evalCtx) updateLineage() {
+	if e.hook == "sessionStart" && e.sess.Envelopes == 1 && resumed(e.in.Payload) {
+		// A conversation a host resumed under a new session id (Claude
+		// Code's --resume --fork-session): its history is back in the
+		// model's context, and the index never saw it — a value from it
+		// is seen nowhere, as one from an image is.
+		if e.sess.Lineage == nil {
+			e.sess.Lineage = &lineage.Index{}
+		}
+		e.sess.Lineage.Unseen = true
+		return
+	}
 	switch e.hook {
 	case "userMessage", "toolCallResult", "knowledgeRetrieval", "memoryContextRetrieval", "agentTrigger":
 	case "subagentStop":
@@ -597,4 +608,13 @@ func (s *Set) callTexts(spec acs.MethodSpec, payload any) (texts []string, ok bo
 		texts = append(texts, args[name]...)
 	}
 	return texts, true
+}
+
+// resumed reports whether a sessionStart's payload says the host resumed a
+// conversation (platform_context.source "resume", as the native Claude
+// Code mapping and its ACS adapter carry SessionStart's source).
+func resumed(payload any) bool {
+	p, _ := payload.(map[string]any)
+	ctx, _ := p["platform_context"].(map[string]any)
+	return ctx["source"] == "resume"
 }
