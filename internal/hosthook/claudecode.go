@@ -515,7 +515,7 @@ func (e *Event) ReturnedAgents() (ids []string, named, returns bool) {
 			id, _ := e.ToolInput["task_id"].(string)
 			add(id)
 		}
-		eachInputString(e.ToolInput, func(v string) {
+		policy.EachString(map[string]any(e.ToolInput), func(v string) {
 			for _, m := range agentFile.FindAllStringSubmatch(v, maxReturned) {
 				add(m[1] + m[2])
 			}
@@ -547,22 +547,6 @@ func (e *Event) ReturnedAgents() (ids []string, named, returns bool) {
 // AgentSession is the session of the session's subagent agentID (as
 // SubagentSession derives it).
 func (e *Event) AgentSession(agentID string) string { return e.agentSession(agentID) }
-
-// eachInputString calls fn with every string in v.
-func eachInputString(v any, fn func(string)) {
-	switch x := v.(type) {
-	case string:
-		fn(x)
-	case []any:
-		for _, item := range x {
-			eachInputString(item, fn)
-		}
-	case map[string]any:
-		for _, item := range x {
-			eachInputString(item, fn)
-		}
-	}
-}
 
 // takeBack adds the parent's subagentStop for each subagent whose work
 // the event brings into the main agent's context (Session.Returning), so

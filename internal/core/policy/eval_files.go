@@ -241,7 +241,7 @@ func endsWithPath(a, b string) bool {
 // string arguments (eachWord).
 func eachCallWord(t *ToolView, fn func(string)) {
 	eachWord(t.RawCommand, fn)
-	eachString(t.Args, func(s string) { eachWord(s, fn) })
+	EachString(t.Args, func(s string) { eachWord(s, fn) })
 }
 
 // eachWord calls fn with every word of s, split at white space and shell
@@ -254,16 +254,16 @@ func eachWord(s string, fn func(string)) {
 	}
 }
 
-// eachString calls fn with every string in an argument value, objects'
+// EachString calls fn with every string in an argument value, objects'
 // members in the order of their names (the decision must not follow a
 // map's order).
-func eachString(v any, fn func(string)) {
+func EachString(v any, fn func(string)) {
 	switch v := v.(type) {
 	case string:
 		fn(v)
 	case []any:
 		for _, x := range v {
-			eachString(x, fn)
+			EachString(x, fn)
 		}
 	case map[string]any:
 		keys := make([]string, 0, len(v))
@@ -272,7 +272,7 @@ func eachString(v any, fn func(string)) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			eachString(v[k], fn)
+			EachString(v[k], fn)
 		}
 	}
 }

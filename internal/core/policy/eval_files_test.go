@@ -63,7 +63,7 @@ func TestEachStringOrder(t *testing.T) {
 	var got []string
 	for range 20 {
 		got = got[:0]
-		eachString(v, func(s string) { got = append(got, s) })
+		EachString(v, func(s string) { got = append(got, s) })
 		if !slices.Equal(got, []string{"1", "3", "4", "2"}) {
 			t.Fatalf("strings %q, want them in the order of their names", got)
 		}
