@@ -178,6 +178,14 @@ func TestSourcesFailClosed(t *testing.T) {
 // writes (testdata/catalog-classes.yaml).
 func TestCatalogClasses(t *testing.T) { runOnDefault(t, "testdata/catalog-classes.yaml", 10) }
 
+// TestLineageDestinations: a message's destinations the catalog's sinks do
+// not name — inside a message object, nested in a content argument, an
+// image in an HTML body — and a reply's In-Reply-To, which is none
+// (testdata/lineage-destinations.yaml).
+func TestLineageDestinations(t *testing.T) {
+	runOnDefault(t, "testdata/lineage-destinations.yaml", 5)
+}
+
 // the spawn linked it (testdata/subagent-return.yaml).
 func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 4) }
 

@@ -325,6 +325,13 @@ func (e *evalCtx) toolView() *ToolView {
 		}
 		slices.Sort(t.Others)
 	}
+	t.Structured = map[string]bool{}
+	for k, v := range t.Args {
+		switch v.(type) {
+		case map[string]any, []any:
+			t.Structured[k] = true
+		}
+	}
 	t.Programs = commandPrograms(t)
 	if e.set.usesReadsOnly {
 		t.ReadsOnly = commandReadsOnly(t)

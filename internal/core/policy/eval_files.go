@@ -405,6 +405,9 @@ func fileURI(w string) (string, bool) {
 	} else if i < 0 {
 		return "", false
 	}
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i] // an editor's #L10, a ?line=10: not the file's name
+	}
 	if len(p) >= 3 && p[0] == '/' && p[2] == ':' {
 		p = p[1:] // /C:/src: a Windows drive
 	}

@@ -26,6 +26,8 @@ func TestFileNames(t *testing.T) {
 		{"/home/dev/Downloads/sample/app.ts", "file:///home/dev/Downloads/sample/app.ts", true},
 		{"widget/src/index.ts", "FILE://localhost/home/dev/widget/src/index.ts", true},
 		{"C:/src/my app/a.ts", "file:///C:/src/my%20app/a.ts", true},
+		{"/home/dev/Downloads/sample/app.ts", "file:///home/dev/Downloads/sample/app.ts#L10", true},
+		{"/home/dev/Downloads/sample/app.ts", "file:///home/dev/Downloads/sample/app.ts?line=10", true},
 	} {
 		w, p := cleanPath(tc.word), cleanPath(tc.written)
 		if got := w != "" && p != "" && namesFile(w, p); got != tc.names {

@@ -16,34 +16,89 @@ import (
 // content reaches the output or a local file.
 const BucketRead = "bucket read"
 
-// storageClients are the programs bucketRead reads.
+// storageClients are the programs bucketRead reads: the clouds' own
+// clients, the multi-cloud ones (rclone, s5cmd, MinIO's mc, Backblaze's
+// b2, Oracle's oci), and the file systems that mount a bucket.
 var storageClients = map[string]bool{"aws": true, "gsutil": true, "gcloud": true, "s3cmd": true, "rclone": true,
-	"azcopy": true, "az": true}
+	"azcopy": true, "az": true, "s5cmd": true, "mc": true, "b2": true, "oci": true,
+	"gcsfuse": true, "s3fs": true, "mount-s3": true, "goofys": true, "blobfuse2": true}
 
-// storageValueOptions are the clients' options, global and of their copy
-// commands, that take the next word as their value. One missing only
+// bucketCmdlets are PowerShell's cmdlets that read an object out of a
+// bucket: AWS Tools' Read-S3Object (and Copy-S3Object -LocalFile), Google
+// Cloud's Read-GcsObject, Az.Storage's Get-AzStorage…Content.
+var bucketCmdlets = map[string]bool{"read-s3object": true, "copy-s3object": true, "read-gcsobject": true,
+	"get-azstorageblobcontent": true, "get-azstoragefilecontent": true, "get-azdatalakegen2itemcontent": true}
+
+// cliImages are the container images of the storage clients, by the last
+// part of their name, and the program each runs ("" when the image's
+// arguments name it: google/cloud-sdk gsutil …).
+var cliImages = map[string]string{"aws-cli": "aws", "cloud-sdk": "", "azure-cli": "az", "rclone": "rclone",
+	"mc": "mc", "s5cmd": "s5cmd"}
+
+// containerCLI is what a docker or podman run of a storage client's image
+// runs — the client and its arguments — or false: the image's name is
+// the first word after run that names one (options' values never do).
+func containerCLI(argv []string) ([]string, bool) {
+	if len(argv) < 3 || (ProgramName(argv[0]) != "docker" && ProgramName(argv[0]) != "podman") {
+		return nil, false
+	}
+	run := slices.Index(argv, "run")
+	if run < 0 {
+		return nil, false
+	}
+	for i := run + 1; i < len(argv); i++ {
+		image := argv[i]
+		if strings.HasPrefix(image, "-") {
+			continue
+		}
+		base := image[strings.LastIndexByte(image, '/')+1:]
+		if j := strings.IndexAny(base, ":@"); j >= 0 {
+			base = base[:j]
+		}
+		prog, ok := cliImages[base]
+		if !ok {
+			continue
+		}
+		if prog == "" {
+			return argv[i+1:], i+1 < len(argv)
+		}
+		return append([]string{prog}, argv[i+1:]...), true
+	}
+	return nil, false
+}
+
+// storageValueOptions are the clients' long options, global and of their
+// copy commands, that take the next word as their value. One missing only
 // makes its value an operand, which at worst takes an upload for a
-// download (a label too many, never one too few).
+// download (a label too many); short options are left out, since the
+// same letter takes a value for one client and none for another (rclone's
+// -c), and swallowing a destination would hide a download.
 var storageValueOptions = map[string]bool{
 	"--profile": true, "--region": true, "--endpoint-url": true, "--output": true, "--query": true,
 	"--ca-bundle": true, "--color": true, "--cli-read-timeout": true, "--cli-connect-timeout": true,
-	"--exclude": true, "--include": true, "--acl": true, "--storage-class": true, "--content-type": true,
-	"--cache-control": true, "--metadata": true, "--sse": true, "--sse-kms-key-id": true, "--expected-size": true,
-	"--page-size": true, "--source-region": true, "--request-payer": true, "--bucket": true, "--key": true,
-	"--range": true, "--version-id": true, "--project": true, "--configuration": true, "--account": true,
+	"--cli-binary-format": true, "--exclude": true, "--include": true, "--acl": true, "--storage-class": true,
+	"--content-type": true, "--cache-control": true, "--content-disposition": true, "--content-encoding": true,
+	"--content-language": true, "--expires": true, "--grants": true, "--website-redirect": true,
+	"--metadata": true, "--metadata-directive": true, "--sse": true, "--sse-c": true, "--sse-c-key": true,
+	"--sse-kms-key-id": true, "--copy-props": true, "--checksum-algorithm": true, "--tagging": true,
+	"--expected-size": true, "--page-size": true, "--source-region": true, "--request-payer": true,
+	"--bucket": true, "--key": true, "--range": true, "--version-id": true, "--expression": true,
+	"--expression-type": true, "--input-serialization": true, "--output-serialization": true,
+	"--project": true, "--configuration": true, "--account": true, "--verbosity": true, "--format": true,
 	"--config": true, "--log-level": true, "--log-file": true, "--transfers": true, "--checkers": true,
-	"--filter": true, "--filter-from": true, "--container-name": true, "--container": true, "-c": true,
-	"--name": true, "-n": true, "--account-name": true, "--account-key": true, "--sas-token": true,
-	"--connection-string": true, "--share-name": true, "-s": true, "--path": true, "-p": true, "--subscription": true,
-	"--pattern": true, "--auth-mode": true, "-o": true, "-h": true, "-u": true,
+	"--filter": true, "--filter-from": true, "--files-from": true, "--container-name": true, "--container": true,
+	"--name": true, "--account-name": true, "--account-key": true, "--sas-token": true,
+	"--connection-string": true, "--share-name": true, "--path": true, "--subscription": true,
+	"--pattern": true, "--auth-mode": true, "--from-to": true, "--source": true, "--destination": true,
+	"--bucket-name": true, "--namespace": true, "--file": true, "--download-dir": true,
 }
 
 // storageURL reports whether a word names an object elsewhere: a bucket's
-// URL (s3://, gs://, Azure's abfs:// and wasb://) or a web URL (azcopy's
-// and rclone copyurl's sources).
+// URL (s3://, gs://, Azure's abfs:// and wasb://, b2://) or a web URL
+// (azcopy's and rclone copyurl's sources).
 func storageURL(a string) bool {
 	l := strings.ToLower(a)
-	for _, p := range []string{"s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "wasb://", "wasbs://", "http://", "https://"} {
+	for _, p := range []string{"s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "wasb://", "wasbs://", "b2://", "oci://", "http://", "https://"} {
 		if strings.HasPrefix(l, p) {
 			return true
 		}
@@ -69,6 +124,10 @@ func rcloneRemote(a string) bool {
 	return len(name) >= 2 && !strings.ContainsAny(name, `/\ `) && !strings.HasPrefix(name, ".")
 }
 
+// anyWord is a remote test that takes every word for a bucket's: MinIO's
+// alias/bucket/key cannot be told from a local dir/file (fail closed).
+func anyWord(string) bool { return true }
+
 // storageOperands are the words of args past storage options and their
 // values.
 func storageOperands(args []string) []string {
@@ -93,45 +152,58 @@ func storageOperands(args []string) []string {
 // bucketRead reports whether argv (a storage client's, from its name on)
 // prints or copies an object out of a bucket, and the local files it
 // writes: the destination and, as it may be a directory, the name each
-// object gets in it; a directory a sync or a batch download fills, with
-// a trailing slash (DirWritten).
+// object gets in it; a directory a recursive copy, a sync, a batch
+// download or a mount fills, with a trailing slash (DirWritten).
 func bucketRead(argv []string) (bool, []string) {
 	if len(argv) == 0 || !storageClients[ProgramName(argv[0])] {
 		return false, nil
 	}
 	ops := storageOperands(argv[1:])
-	verb := func(words ...string) (string, []string) {
-		// The first of words among the operands, and the operands after it.
-		for i, o := range ops {
-			for _, w := range words {
-				if o == w {
-					return w, ops[i+1:]
-				}
+	// after is the operands past the first of words, and which it was.
+	after := func(from []string, words ...string) (string, []string) {
+		for i, o := range from {
+			if slices.Contains(words, o) {
+				return o, from[i+1:]
 			}
 		}
 		return "", nil
 	}
-	switch ProgramName(argv[0]) {
+	recursive := slices.ContainsFunc(argv[1:], func(a string) bool {
+		return a == "--recursive" || a == "-r" || a == "-R" || shortCluster(a) && strings.ContainsAny(a[1:], "rR") && !strings.HasPrefix(a, "--")
+	})
+	switch name := ProgramName(argv[0]); name {
 	case "aws":
-		if i := index(ops, "s3api"); i >= 0 && i+1 < len(ops) && ops[i+1] == "get-object" {
-			if rest := ops[i+2:]; len(rest) > 0 {
-				return true, []string{rest[len(rest)-1]}
+		if _, rest := after(ops, "s3api"); rest != nil {
+			// get-object OUTFILE, select-object-content … OUTFILE.
+			if v, rest := after(rest, "get-object", "select-object-content", "get-object-torrent"); v != "" {
+				if len(rest) > 0 {
+					return true, []string{rest[len(rest)-1]}
+				}
+				return true, nil
 			}
-			return true, nil
+			return false, nil
 		}
-		if _, rest := verb("s3"); len(rest) > 0 {
-			return copyOut(rest[0], rest[1:], storageURL)
+		if _, rest := after(ops, "s3"); rest != nil {
+			if v, rest := after(rest, "cp", "mv", "sync"); v != "" {
+				return copyOut(v, rest, storageURL, recursive)
+			}
 		}
 	case "gcloud":
-		if _, rest := verb("storage"); len(rest) > 0 {
-			return copyOut(rest[0], rest[1:], storageURL)
+		if _, rest := after(ops, "storage"); rest != nil {
+			if v, rest := after(rest, "cat", "cp", "mv", "rsync"); v != "" {
+				return copyOut(v, rest, storageURL, recursive)
+			}
 		}
 	case "gsutil":
-		if v, rest := verb("cat", "cp", "mv", "rsync"); v != "" {
-			return copyOut(v, rest, storageURL)
+		if v, rest := after(ops, "cat", "cp", "mv", "rsync"); v != "" {
+			if v == "cp" && slices.Contains(argv[1:], "-I") && len(rest) == 1 && !storageURL(rest[0]) {
+				// cp -I DEST: the sources are read from standard input.
+				return true, []string{strings.TrimRight(rest[0], "/") + "/"}
+			}
+			return copyOut(v, rest, storageURL, recursive)
 		}
 	case "s3cmd":
-		switch v, rest := verb("get", "cp", "mv", "sync"); v {
+		switch v, rest := after(ops, "get", "cp", "mv", "sync"); v {
 		case "get":
 			switch {
 			case len(rest) > 1:
@@ -142,22 +214,88 @@ func bucketRead(argv []string) (bool, []string) {
 			return true, nil
 		case "":
 		default:
-			return copyOut(v, rest, storageURL)
+			return copyOut(v, rest, storageURL, recursive)
+		}
+	case "s5cmd":
+		if v, rest := after(ops, "cat", "cp", "mv", "sync"); v != "" {
+			return copyOut(v, rest, storageURL, recursive)
 		}
 	case "rclone":
-		if v, rest := verb("cat", "copy", "copyto", "move", "moveto", "copyurl", "sync", "bisync"); v != "" {
-			return copyOut(v, rest, rcloneRemote)
+		if v, rest := after(ops, "mount", "nfsmount"); v != "" {
+			if len(rest) >= 2 {
+				return true, []string{strings.TrimRight(rest[len(rest)-1], "/") + "/"}
+			}
+			return true, nil
+		}
+		if v, rest := after(ops, "cat", "copy", "copyto", "move", "moveto", "copyurl", "sync", "bisync"); v != "" {
+			// copy, move and sync copy a directory's contents.
+			return copyOut(v, rest, rcloneRemote, recursive || v == "copy" || v == "move")
+		}
+	case "mc":
+		if v, rest := after(ops, "cat", "head", "cp", "mirror", "get", "mv"); v != "" {
+			return copyOut(v, rest, anyWord, recursive || v == "mirror")
 		}
 	case "azcopy":
-		if v, rest := verb("copy", "cp", "sync"); v != "" {
-			return copyOut(v, rest, storageURL)
+		if v, rest := after(ops, "copy", "cp", "sync"); v != "" {
+			if len(rest) == 1 && storageURL(rest[0]) {
+				return true, nil // --from-to BlobPipe: to standard output
+			}
+			return copyOut(v, rest, storageURL, recursive)
 		}
 	case "az":
-		if index(ops, "storage") >= 0 && (index(ops, "download") >= 0 || index(ops, "download-batch") >= 0) {
+		if !slices.Contains(ops, "storage") {
+			return false, nil
+		}
+		if slices.Contains(ops, "download") || slices.Contains(ops, "download-batch") {
 			return true, azDestinations(argv[1:])
 		}
+		if slices.Contains(ops, "copy") {
+			// az storage copy -s SOURCE -d DESTINATION.
+			src, dst := optionValue(argv[1:], "-s", "--source"), optionValue(argv[1:], "-d", "--destination")
+			if storageURL(src) && dst != "" && !storageURL(dst) {
+				return true, []string{dst}
+			}
+		}
+	case "b2":
+		if v, rest := after(ops, "download", "download-file-by-name", "download-file-by-id", "download-file", "cat"); v != "" {
+			if v != "cat" && len(rest) >= 2 {
+				return true, []string{rest[len(rest)-1]}
+			}
+			return true, nil
+		}
+	case "oci":
+		if slices.Contains(ops, "os") && slices.Contains(ops, "object") && (slices.Contains(ops, "get") || slices.Contains(ops, "bulk-download")) {
+			var files []string
+			if f := optionValue(argv[1:], "--file", "--file"); f != "" {
+				files = append(files, f)
+			}
+			if d := optionValue(argv[1:], "--download-dir", "--download-dir"); d != "" {
+				files = append(files, strings.TrimRight(d, "/")+"/")
+			}
+			return true, files
+		}
+	default:
+		// A bucket mounted as a file system: BUCKET MOUNTPOINT.
+		if len(ops) >= 2 {
+			return true, []string{strings.TrimRight(ops[len(ops)-1], "/") + "/"}
+		}
+		return true, nil
 	}
 	return false, nil
+}
+
+// optionValue is the value of the first of a short and a long option
+// (-s X, --source X, --source=X), "" when there is none.
+func optionValue(args []string, short, long string) string {
+	for i, a := range args {
+		switch {
+		case (a == short || a == long) && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, long+"="):
+			return a[len(long)+1:]
+		}
+	}
+	return ""
 }
 
 // bucketReadAny is bucketRead of a command some of whose words are not
@@ -191,19 +329,20 @@ func bucketReadAny(argv []string, known []bool) bool {
 }
 
 // copyOut reads a copying command: cat of a remote object prints it; cp,
-// mv, sync … from a remote source to a local destination write it.
-func copyOut(cmd string, ops []string, remote func(string) bool) (bool, []string) {
+// mv, sync … from a remote source to a local destination write it — a
+// directory when the copy is recursive.
+func copyOut(cmd string, ops []string, remote func(string) bool, recursive bool) (bool, []string) {
 	switch cmd {
-	case "cat":
+	case "cat", "head":
 		for _, o := range ops {
 			if remote(o) {
 				return true, nil
 			}
 		}
 		return false, nil
-	case "cp", "mv", "copy", "copyto", "move", "moveto", "copyurl":
-	case "sync", "rsync", "bisync":
-		if len(ops) < 2 || !anyOf(ops[:len(ops)-1], remote) {
+	case "cp", "mv", "copy", "copyto", "move", "moveto", "copyurl", "get":
+	case "sync", "rsync", "bisync", "mirror":
+		if len(ops) < 2 || !slices.ContainsFunc(ops[:len(ops)-1], remote) {
 			return false, nil
 		}
 		if dest := ops[len(ops)-1]; !remote(dest) && dest != "-" {
@@ -213,7 +352,7 @@ func copyOut(cmd string, ops []string, remote func(string) bool) (bool, []string
 	default:
 		return false, nil
 	}
-	if len(ops) < 2 || !anyOf(ops[:len(ops)-1], remote) {
+	if len(ops) < 2 || !slices.ContainsFunc(ops[:len(ops)-1], remote) {
 		return false, nil
 	}
 	dest := ops[len(ops)-1]
@@ -221,6 +360,9 @@ func copyOut(cmd string, ops []string, remote func(string) bool) (bool, []string
 		// Another bucket (nothing reaches the session), or the standard
 		// output (the object is the output).
 		return dest == "-", nil
+	}
+	if recursive {
+		return true, []string{strings.TrimRight(dest, "/") + "/"}
 	}
 	files := []string{dest}
 	for _, src := range ops[:len(ops)-1] {
@@ -244,22 +386,4 @@ func azDestinations(args []string) []string {
 		}
 	}
 	return out
-}
-
-func index(words []string, w string) int {
-	for i, x := range words {
-		if x == w {
-			return i
-		}
-	}
-	return -1
-}
-
-func anyOf(words []string, f func(string) bool) bool {
-	for _, w := range words {
-		if f(w) {
-			return true
-		}
-	}
-	return false
 }

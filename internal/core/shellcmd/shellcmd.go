@@ -38,6 +38,7 @@ var wrappers = map[string]bool{
 	"exec": true, "command": true, "builtin": true, "watch": true, "strace": true, "ltrace": true, "flock": true,
 	"find": true, "npx": true, "uvx": true, "pipx": true, "bunx": true, "busybox": true, "script": true, "caffeinate": true,
 	"proxychains": true, "proxychains4": true, "torsocks": true, "firejail": true, "unshare": true, "nsenter": true,
+	"aws-vault": true,
 }
 
 // shells run the script their -c option gives.
@@ -93,15 +94,19 @@ func (c *collector) program(word string) {
 // ProgramName is the name a word gives the program it runs: its base name
 // — past the last / or \ (C:\Windows\System32\curl.exe) — lower-cased,
 // without Windows' .exe (curl.exe, which PowerShell and Git Bash users
-// write because curl is an alias there, is curl).
+// write because curl is an alias there, is curl), .cmd or .bat (the
+// Google Cloud and Azure CLIs are gcloud.cmd and az.cmd).
 func ProgramName(word string) string {
 	word = strings.TrimRight(word, "/\\")
 	if i := strings.LastIndexAny(word, "/\\"); i >= 0 {
 		word = word[i+1:]
 	}
 	name := strings.ToLower(word)
-	if n := strings.TrimSuffix(name, ".exe"); n != "" {
-		name = n
+	for _, ext := range []string{".exe", ".cmd", ".bat"} {
+		if n := strings.TrimSuffix(name, ext); n != "" && n != name {
+			name = n
+			break
+		}
 	}
 	if name == "" {
 		return "."
@@ -234,7 +239,8 @@ var networkCode = []string{"urlopen", "urllib", "requests.", "http.client", "htt
 	"require('http", `require("http`, "require('net", `require("net`, "from 'http", `from "http`,
 	"fetch(", "axios", "net/http", "net::http", "open-uri", "lwp::", "http::tiny", "io::socket",
 	"file_get_contents('http", `file_get_contents("http`, "curl_init", "fsockopen", "invoke-webrequest",
-	"invoke-restmethod", "net.webclient", "deno.connect"}
+	"invoke-restmethod", "net.webclient", "deno.connect", "boto3", "botocore", "google.cloud", "azure.storage",
+	"minio"}
 
 // opensConnection reports whether inline code calls networkCode.
 func opensConnection(code string) bool {
@@ -348,11 +354,19 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 			}
 		}
 	}
-	if storageClients[name] && bucketReadAny(argv, known) {
+	if storageClients[name] && bucketReadAny(argv, known) || bucketCmdlets[name] {
 		c.add(BucketRead)
+	}
+	if args, ok := containerCLI(argv); ok && depth < maxDepth {
+		// docker run amazon/aws-cli s3 cp …: the image's client runs.
+		c.call(args, slices.Repeat([]bool{true}, len(args)), depth+1)
 	}
 	if readsURL(name) && slices.ContainsFunc(argv[1:], hasURL) {
 		c.add(ScriptURL)
+	}
+	if i := slices.Index(argv, "-m"); interpreter(name) && i > 0 && i+1 < len(argv) && argv[i+1] == "awscli" && depth < maxDepth {
+		// python -m awscli … is aws ….
+		c.call(append([]string{"aws"}, argv[i+2:]...), append([]bool{true}, known[i+2:]...), depth+1)
 	}
 	if interpreter(name) && inlineCode(argv[1:], opensConnection) {
 		c.add(ScriptURL)

@@ -163,8 +163,11 @@ func (w *writes) call(argv []string, depth int) {
 			}
 		case a == "--remote-name" || a == "--remote-name-all":
 			remoteName = true
-		case strings.EqualFold(a, "-OutFile"):
-			// PowerShell's Invoke-WebRequest / Invoke-RestMethod.
+		case strings.EqualFold(a, "-OutFile") || strings.EqualFold(a, "-File") || strings.EqualFold(a, "-LocalFile") ||
+			strings.EqualFold(a, "-Destination"):
+			// PowerShell's Invoke-WebRequest / Invoke-RestMethod (-OutFile),
+			// Read-S3Object (-File), Copy-S3Object (-LocalFile),
+			// Get-AzStorageBlobContent (-Destination).
 			if i+1 < len(argv) {
 				explicit = true
 				w.value(argv[i+1])
