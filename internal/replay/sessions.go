@@ -70,6 +70,10 @@ func (s *Source) Sessions(ctx context.Context, r Range, tenant, agent string, pr
 			turnStarts[e.Seq] = true
 		case "sessionEnd":
 			ss.Closed = true
+		case "sessionStart":
+			// A sessionStart after sessionEnd reopens the session (a
+			// resumed conversation: turnstate's session_reopened).
+			ss.Closed = false
 		}
 		if ss.Agent == "" {
 			ss.Agent = guardian.AgentOf(e.Data)
