@@ -42,15 +42,15 @@ func TestDefaultPackCases(t *testing.T) {
 // The taint-window edge cases of testdata/windows.yaml, one test case each:
 // same turn, taint after the action, the last turn inside and the first
 // outside, a duration ending first, refresh, clearing, nested turns, with
-// and without provenance, lineage, and shadow mode.
+// and without provenance, lineage, shadow mode, and a session reopened.
 func TestWindowEdges(t *testing.T) {
 	rs, err := rulepack.Load("testdata/windows.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	results := ruletest.RunSet(newGuardian(t), rs)
-	if len(results) < 10 {
-		t.Fatalf("%d cases, want the 10 edge cases", len(results))
+	if len(results) < 11 {
+		t.Fatalf("%d cases, want the 11 edge cases", len(results))
 	}
 	for _, r := range results {
 		t.Run(r.Name, func(t *testing.T) {
