@@ -325,10 +325,13 @@ func (e *evalCtx) toolView() *ToolView {
 		}
 		slices.Sort(t.Others)
 	}
-	t.Structured = map[string]bool{}
+	t.Structured = nil // read as an empty map; made only when an argument needs it
 	for k, v := range t.Args {
 		switch v.(type) {
 		case map[string]any, []any:
+			if t.Structured == nil {
+				t.Structured = map[string]bool{}
+			}
 			t.Structured[k] = true
 		}
 	}
