@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
@@ -325,14 +326,14 @@ func (e *evalCtx) toolView() *ToolView {
 		}
 		slices.Sort(t.Others)
 	}
-	t.Structured = nil // read as an empty map; made only when an argument needs it
+	t.NestedDestinations = nil
 	for k, v := range t.Args {
-		switch v.(type) {
-		case map[string]any, []any:
-			if t.Structured == nil {
-				t.Structured = map[string]bool{}
+		budget := maxNestedFields
+		if nestedDestination(v, 0, &budget) {
+			if t.NestedDestinations == nil {
+				t.NestedDestinations = map[string]bool{}
 			}
-			t.Structured[k] = true
+			t.NestedDestinations[k] = true
 		}
 	}
 	t.Programs = commandPrograms(t)
@@ -670,4 +671,51 @@ func toolData(t *ToolView) map[string]any {
 func hitData(h turnstate.TaintHit) map[string]any {
 	return map[string]any{"request_id": h.RequestID, "hook": h.Hook, "tool": h.Tool, "turn": h.Turn, "seq": h.Seq,
 		"origins": h.Origins, "provenance_ids": h.ProvenanceIDs, "source_ids": h.SourceIDs, "source": h.Source, "session": h.Session}
+}
+
+// maxNestedFields and maxNestedDepth bound the walk of an argument's
+// value for a destination's field; past them the value counts as holding
+// one (fail closed).
+const (
+	maxNestedFields = 256
+	maxNestedDepth  = 8
+)
+
+// destinationWords are the words of a field's name that say it holds a
+// destination — who receives, where it goes, what a client fetches.
+var destinationWords = map[string]bool{"to": true, "cc": true, "bcc": true, "recipient": true, "recipients": true,
+	"address": true, "addresses": true, "email": true, "emails": true, "url": true, "urls": true, "uri": true,
+	"href": true, "src": true, "link": true, "links": true, "account": true, "iban": true, "webhook": true,
+	"endpoint": true, "channel": true, "phone": true, "destination": true, "target": true}
+
+// nestedDestination reports whether v, inside an object or a list, has a
+// field named like a destination (toRecipients, emailAddress, image_url):
+// a scalar has none.
+func nestedDestination(v any, depth int, budget *int) bool {
+	switch x := v.(type) {
+	case []any:
+		for _, item := range x {
+			if nestedDestination(item, depth+1, budget) {
+				return true
+			}
+		}
+	case map[string]any:
+		if depth >= maxNestedDepth {
+			return true
+		}
+		for k, item := range x {
+			if *budget--; *budget < 0 {
+				return true
+			}
+			for w := range strings.SplitSeq(catalogKey(k), "_") {
+				if destinationWords[w] {
+					return true
+				}
+			}
+			if nestedDestination(item, depth+1, budget) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -215,3 +215,32 @@ func FuzzFileURI(f *testing.F) {
 		_ = cleanPath(w)
 	})
 }
+
+func TestNestedDestination(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"text", "see https://x.example", false},
+		{"Graph's message", map[string]any{"subject": "s", "toRecipients": []any{map[string]any{"emailAddress": map[string]any{"address": "a@x.example"}}}}, true},
+		{"a nested blind copy", map[string]any{"bccRecipients": []any{"a@x.example"}, "text": "t"}, true},
+		{"Slack text blocks", []any{map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": "see <https://x.example>"}}}, false},
+		{"Slack image block", []any{map[string]any{"type": "image", "image_url": "https://px.example/t.gif", "alt_text": "x"}}, true},
+		{"a body object", map[string]any{"contentType": "HTML", "content": "<p>hi</p>"}, false},
+		{"too deep", deep(maxNestedDepth + 2), true},
+	} {
+		budget := maxNestedFields
+		if got := nestedDestination(tc.v, 0, &budget); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func deep(n int) any {
+	var v any = "leaf"
+	for range n {
+		v = map[string]any{"inner": v}
+	}
+	return v
+}

@@ -35,12 +35,14 @@ type ToolView struct {
 	// not sinks — a message's body under whatever name, an amount, a
 	// date — sorted.
 	Others []string `cel:"others"`
-	// Structured has the names of the arguments the call carries whose
-	// value is an object or a list, not text or a number: a message
-	// object can hold its own recipients (Graph's toRecipients). A map,
-	// so that a condition asking of each argument whether it is one
-	// costs no more than the arguments.
-	Structured map[string]bool `cel:"structured"`
+	// NestedDestinations has the names of the arguments the call carries
+	// whose value is an object or a list with a field named like a
+	// destination (nestedDestination): a message object can hold its own
+	// recipients (Graph's toRecipients, emailAddress.address), a block its
+	// image's URL. A map, so that a condition asking of each argument
+	// whether it is one costs no more than the arguments; nil (read as
+	// empty) when none is.
+	NestedDestinations map[string]bool `cel:"nested_destinations"`
 	// Programs are the programs the call's command lines run — those of
 	// its sinks named command, cmd, cmdline, command_line or raw_command
 	// (the payload's), a shell line or an argument vector — as lower-cased
