@@ -183,7 +183,7 @@ func TestCatalogClasses(t *testing.T) { runOnDefault(t, "testdata/catalog-classe
 // image in an HTML body — and a reply's In-Reply-To, which is none
 // (testdata/lineage-destinations.yaml).
 func TestLineageDestinations(t *testing.T) {
-	runOnDefault(t, "testdata/lineage-destinations.yaml", 6)
+	runOnDefault(t, "testdata/lineage-destinations.yaml", 16)
 }
 
 // the spawn linked it (testdata/subagent-return.yaml).

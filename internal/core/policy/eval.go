@@ -682,11 +682,16 @@ const (
 )
 
 // destinationWords are the words of a field's name that say it holds a
-// destination — who receives, where it goes, what a client fetches.
-var destinationWords = map[string]bool{"to": true, "cc": true, "bcc": true, "recipient": true, "recipients": true,
-	"address": true, "addresses": true, "email": true, "emails": true, "url": true, "urls": true, "uri": true,
-	"href": true, "src": true, "link": true, "links": true, "account": true, "iban": true, "webhook": true,
-	"endpoint": true, "channel": true, "phone": true, "destination": true, "target": true}
+// destination — who receives, where it goes, what a client fetches — and
+// destinationParts the parts that say so wherever they stand in the name
+// (TORECIPIENTS, emailaddress, rcpts: a name in one case has no words).
+var (
+	destinationWords = map[string]bool{"to": true, "cc": true, "bcc": true, "uri": true, "src": true, "link": true,
+		"links": true, "target": true, "members": true, "users": true}
+	destinationParts = []string{"recipient", "rcpt", "address", "addr", "email", "mail", "url", "href", "account",
+		"iban", "webhook", "endpoint", "channel", "phone", "destination", "attendee", "participant", "invitee",
+		"sendto"}
+)
 
 // nestedDestination reports whether v, inside an object or a list, has a
 // field named like a destination (toRecipients, emailAddress, image_url):
@@ -707,10 +712,22 @@ func nestedDestination(v any, depth int, budget *int) bool {
 			if *budget--; *budget < 0 {
 				return true
 			}
-			for w := range strings.SplitSeq(catalogKey(k), "_") {
+			key := catalogKey(k)
+			for w := range strings.SplitSeq(key, "_") {
 				if destinationWords[w] {
 					return true
 				}
+			}
+			for _, part := range destinationParts {
+				if strings.Contains(key, part) {
+					return true
+				}
+			}
+			// HTML or Markdown inside an object (SendGrid's content
+			// [{type: text/html, value}], Graph's body {contentType:
+			// HTML}): the images it links are fetched as it is read.
+			if v, ok := item.(string); ok && strings.Contains(key, "type") && markup(v) {
+				return true
 			}
 			if nestedDestination(item, depth+1, budget) {
 				return true
@@ -718,4 +735,10 @@ func nestedDestination(v any, depth int, budget *int) bool {
 		}
 	}
 	return false
+}
+
+// markup reports whether a content type names HTML or Markdown.
+func markup(contentType string) bool {
+	l := strings.ToLower(contentType)
+	return strings.Contains(l, "html") || strings.Contains(l, "markdown")
 }

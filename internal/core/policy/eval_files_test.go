@@ -227,7 +227,12 @@ func TestNestedDestination(t *testing.T) {
 		{"a nested blind copy", map[string]any{"bccRecipients": []any{"a@x.example"}, "text": "t"}, true},
 		{"Slack text blocks", []any{map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": "see <https://x.example>"}}}, false},
 		{"Slack image block", []any{map[string]any{"type": "image", "image_url": "https://px.example/t.gif", "alt_text": "x"}}, true},
-		{"a body object", map[string]any{"contentType": "HTML", "content": "<p>hi</p>"}, false},
+		{"a text body object", map[string]any{"contentType": "Text", "content": "hi"}, false},
+		{"an HTML body object", map[string]any{"contentType": "HTML", "content": "<p>hi</p>"}, true},
+		{"SendGrid's content", []any{map[string]any{"type": "text/html", "value": "<img src=x>"}}, true},
+		{"a name in one case", map[string]any{"TORECIPIENTS": []any{"a@x.example"}}, true},
+		{"attendees", map[string]any{"attendees": []any{map[string]any{"rcpt": "a@x.example"}}}, true},
+		{"a reply's options", map[string]any{"auto_reply": false, "priority": "high"}, false},
 		{"too deep", deep(maxNestedDepth + 2), true},
 	} {
 		budget := maxNestedFields

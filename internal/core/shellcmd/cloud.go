@@ -29,11 +29,23 @@ var storageClients = map[string]bool{"aws": true, "gsutil": true, "gcloud": true
 var bucketCmdlets = map[string]bool{"read-s3object": true, "copy-s3object": true, "read-gcsobject": true,
 	"get-azstorageblobcontent": true, "get-azstoragefilecontent": true, "get-azdatalakegen2itemcontent": true}
 
+// cmdletReads reports whether a bucket cmdlet's call reads an object out:
+// Copy-S3Object does only with -LocalFile or -LocalFolder (otherwise it
+// copies between buckets).
+func cmdletReads(argv []string) bool {
+	if ProgramName(argv[0]) != "copy-s3object" {
+		return true
+	}
+	return slices.ContainsFunc(argv[1:], func(a string) bool {
+		return strings.EqualFold(a, "-LocalFile") || strings.EqualFold(a, "-LocalFolder")
+	})
+}
+
 // cliImages are the container images of the storage clients, by the last
 // part of their name, and the program each runs ("" when the image's
 // arguments name it: google/cloud-sdk gsutil …).
-var cliImages = map[string]string{"aws-cli": "aws", "cloud-sdk": "", "azure-cli": "az", "rclone": "rclone",
-	"mc": "mc", "s5cmd": "s5cmd"}
+var cliImages = map[string]string{"aws-cli": "aws", "cloud-sdk": "", "google-cloud-cli": "", "azure-cli": "az",
+	"rclone": "rclone", "mc": "mc", "s5cmd": "s5cmd"}
 
 // containerCLI is what a docker or podman run of a storage client's image
 // runs — the client and its arguments — or false: the image's name is
@@ -58,6 +70,9 @@ func containerCLI(argv []string) ([]string, bool) {
 		prog, ok := cliImages[base]
 		if !ok {
 			continue
+		}
+		if e := optionValue(argv[run+1:i], "--entrypoint", "--entrypoint"); e != "" {
+			prog = e // --entrypoint gsutil: that program runs the arguments
 		}
 		if prog == "" {
 			return argv[i+1:], i+1 < len(argv)
@@ -90,7 +105,10 @@ var storageValueOptions = map[string]bool{
 	"--name": true, "--account-name": true, "--account-key": true, "--sas-token": true,
 	"--connection-string": true, "--share-name": true, "--path": true, "--subscription": true,
 	"--pattern": true, "--auth-mode": true, "--from-to": true, "--source": true, "--destination": true,
-	"--bucket-name": true, "--namespace": true, "--file": true, "--download-dir": true,
+	"--bucket-name": true, "--namespace": true, "--file": true, "--download-dir": true, "--dest-dir": true,
+	"--endpoint": true, "--max-age": true, "--min-age": true, "--max-size": true, "--min-size": true,
+	"--bwlimit": true, "--include-from": true, "--exclude-from": true, "--order-by": true, "--backup-dir": true,
+	"--suffix": true, "--max-transfer": true, "--query-expression": true, "--prefix": true, "--entrypoint": true,
 }
 
 // storageURL reports whether a word names an object elsewhere: a bucket's
@@ -124,9 +142,13 @@ func rcloneRemote(a string) bool {
 	return len(name) >= 2 && !strings.ContainsAny(name, `/\ `) && !strings.HasPrefix(name, ".")
 }
 
-// anyWord is a remote test that takes every word for a bucket's: MinIO's
-// alias/bucket/key cannot be told from a local dir/file (fail closed).
-func anyWord(string) bool { return true }
+// mcRemote is MinIO's alias/bucket/key: a word with a '/' that does not
+// begin as a local path does (/, ./, ../, ~). A relative dir/file reads
+// as remote too (fail closed: its copy is taken for a download).
+func mcRemote(w string) bool {
+	return strings.Contains(w, "/") && !strings.HasPrefix(w, "/") && !strings.HasPrefix(w, "./") &&
+		!strings.HasPrefix(w, "../") && !strings.HasPrefix(w, "~")
+}
 
 // storageOperands are the words of args past storage options and their
 // values.
@@ -137,9 +159,7 @@ func storageOperands(args []string) []string {
 		switch {
 		case a == "--":
 			return append(out, args[i+1:]...)
-		case storageValueOptions[a] && i+1 < len(args) && !rcloneRemote(args[i+1]):
-			// Never a remote word: an option taken for one that takes a
-			// value must not hide the object read.
+		case storageValueOptions[a] && i+1 < len(args):
 			i++
 		case strings.HasPrefix(a, "-") && a != "-":
 		default:
@@ -217,6 +237,9 @@ func bucketRead(argv []string) (bool, []string) {
 			return copyOut(v, rest, storageURL, recursive)
 		}
 	case "s5cmd":
+		if v, _ := after(ops, "run"); v != "" {
+			return true, nil // commands read from a file or standard input (fail closed)
+		}
 		if v, rest := after(ops, "cat", "cp", "mv", "sync"); v != "" {
 			return copyOut(v, rest, storageURL, recursive)
 		}
@@ -233,7 +256,13 @@ func bucketRead(argv []string) (bool, []string) {
 		}
 	case "mc":
 		if v, rest := after(ops, "cat", "head", "cp", "mirror", "get", "mv"); v != "" {
-			return copyOut(v, rest, anyWord, recursive || v == "mirror")
+			if v != "cat" && v != "head" && len(rest) >= 2 && mcRemote(rest[len(rest)-1]) &&
+				slices.ContainsFunc(rest[:len(rest)-1], mcRemote) {
+				// Both sides read as remote: the destination may be a
+				// relative directory of the user's (fail closed).
+				return true, []string{strings.TrimRight(rest[len(rest)-1], "/") + "/"}
+			}
+			return copyOut(v, rest, mcRemote, recursive || v == "mirror")
 		}
 	case "azcopy":
 		if v, rest := after(ops, "copy", "cp", "sync"); v != "" {
@@ -246,7 +275,7 @@ func bucketRead(argv []string) (bool, []string) {
 		if !slices.Contains(ops, "storage") {
 			return false, nil
 		}
-		if slices.Contains(ops, "download") || slices.Contains(ops, "download-batch") {
+		if slices.Contains(ops, "download") || slices.Contains(ops, "download-batch") || slices.Contains(ops, "query") {
 			return true, azDestinations(argv[1:])
 		}
 		if slices.Contains(ops, "copy") {
@@ -257,6 +286,9 @@ func bucketRead(argv []string) (bool, []string) {
 			}
 		}
 	case "b2":
+		if v, rest := after(ops, "sync"); v != "" {
+			return copyOut(v, rest, storageURL, true)
+		}
 		if v, rest := after(ops, "download", "download-file-by-name", "download-file-by-id", "download-file", "cat"); v != "" {
 			if v != "cat" && len(rest) >= 2 {
 				return true, []string{rest[len(rest)-1]}
@@ -264,20 +296,30 @@ func bucketRead(argv []string) (bool, []string) {
 			return true, nil
 		}
 	case "oci":
-		if slices.Contains(ops, "os") && slices.Contains(ops, "object") && (slices.Contains(ops, "get") || slices.Contains(ops, "bulk-download")) {
+		if slices.Contains(ops, "os") && slices.Contains(ops, "object") && (slices.Contains(ops, "get") ||
+			slices.Contains(ops, "bulk-download") || slices.Contains(ops, "sync")) {
 			var files []string
 			if f := optionValue(argv[1:], "--file", "--file"); f != "" {
 				files = append(files, f)
 			}
-			if d := optionValue(argv[1:], "--download-dir", "--download-dir"); d != "" {
-				files = append(files, strings.TrimRight(d, "/")+"/")
+			for _, o := range []string{"--download-dir", "--dest-dir"} {
+				if d := optionValue(argv[1:], o, o); d != "" {
+					files = append(files, strings.TrimRight(d, "/")+"/")
+				}
 			}
 			return true, files
 		}
 	default:
-		// A bucket mounted as a file system: BUCKET MOUNTPOINT.
-		if len(ops) >= 2 {
-			return true, []string{strings.TrimRight(ops[len(ops)-1], "/") + "/"}
+		// A bucket mounted as a file system: BUCKET MOUNTPOINT, past the
+		// values of its -o options (passwd_file=…).
+		var mount []string
+		for _, o := range ops {
+			if !strings.Contains(o, "=") {
+				mount = append(mount, o)
+			}
+		}
+		if len(mount) >= 2 {
+			return true, []string{strings.TrimRight(mount[len(mount)-1], "/") + "/"}
 		}
 		return true, nil
 	}
@@ -366,7 +408,11 @@ func copyOut(cmd string, ops []string, remote func(string) bool, recursive bool)
 	}
 	files := []string{dest}
 	for _, src := range ops[:len(ops)-1] {
-		if b := path.Base(strings.TrimRight(src[strings.Index(src, ":")+1:], "/")); remote(src) && b != "" && b != "." && b != "/" {
+		name := src[strings.Index(src, ":")+1:]
+		if i := strings.IndexAny(name, "?#"); i >= 0 {
+			name = name[:i] // a SAS token, a signed URL's query
+		}
+		if b := path.Base(strings.TrimRight(name, "/")); remote(src) && b != "" && b != "." && b != "/" {
 			files = append(files, strings.TrimRight(dest, "/")+"/"+b)
 		}
 	}
@@ -377,12 +423,19 @@ func copyOut(cmd string, ops []string, remote func(string) bool, recursive bool)
 // (-f), or the directory --destination (-d) of a batch.
 func azDestinations(args []string) []string {
 	var out []string
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
+	for i, a := range args {
+		name, value, eq := strings.Cut(a, "=")
+		if !eq {
+			if i+1 >= len(args) {
+				break
+			}
+			value = args[i+1]
+		}
+		switch name {
 		case "--file", "-f":
-			out = append(out, args[i+1])
+			out = append(out, value)
 		case "--destination", "-d", "--dest":
-			out = append(out, strings.TrimRight(args[i+1], "/")+"/")
+			out = append(out, strings.TrimRight(value, "/")+"/")
 		}
 	}
 	return out

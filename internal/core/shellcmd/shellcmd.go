@@ -38,7 +38,7 @@ var wrappers = map[string]bool{
 	"exec": true, "command": true, "builtin": true, "watch": true, "strace": true, "ltrace": true, "flock": true,
 	"find": true, "npx": true, "uvx": true, "pipx": true, "bunx": true, "busybox": true, "script": true, "caffeinate": true,
 	"proxychains": true, "proxychains4": true, "torsocks": true, "firejail": true, "unshare": true, "nsenter": true,
-	"aws-vault": true,
+	"aws-vault": true, "op": true, "doppler": true, "saml2aws": true,
 }
 
 // shells run the script their -c option gives.
@@ -354,7 +354,7 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 			}
 		}
 	}
-	if storageClients[name] && bucketReadAny(argv, known) || bucketCmdlets[name] {
+	if storageClients[name] && bucketReadAny(argv, known) || bucketCmdlets[name] && cmdletReads(argv) {
 		c.add(BucketRead)
 	}
 	if args, ok := containerCLI(argv); ok && depth < maxDepth {

@@ -126,13 +126,22 @@ func (w *writes) call(argv []string, depth int) {
 			}
 		}
 	}
-	if i := programAt(argv); i >= 0 && storageClients[ProgramName(argv[i])] {
-		if ok, files := bucketRead(argv[i:]); ok {
+	// A storage client, past any wrapper (aws-vault exec p -- aws …) or
+	// an interpreter running it (python3 -m awscli …).
+	for i, a := range argv {
+		client := argv[i:]
+		if a == "awscli" && i > 0 && argv[i-1] == "-m" {
+			client = append([]string{"aws"}, argv[i+1:]...)
+		} else if !storageClients[ProgramName(a)] {
+			continue
+		}
+		if ok, files := bucketRead(client); ok {
 			for _, f := range files {
 				w.value(f)
 			}
 			return
 		}
+		break
 	}
 	if i := programAt(argv); i >= 0 && copiers[ProgramName(argv[i])] {
 		w.copied(argv[i+1:])
@@ -163,6 +172,15 @@ func (w *writes) call(argv []string, depth int) {
 			}
 		case a == "--remote-name" || a == "--remote-name-all":
 			remoteName = true
+		case strings.EqualFold(a, "-Folder") || strings.EqualFold(a, "-LocalFolder"):
+			// Read-S3Object -Folder, Copy-S3Object -LocalFolder: a directory.
+			if i+1 < len(argv) {
+				explicit = true
+				if v := argv[i+1]; v != "-" && !strings.HasPrefix(v, "-") && !isURL(v) {
+					w.add(strings.TrimRight(v, "/") + "/")
+				}
+				i++
+			}
 		case strings.EqualFold(a, "-OutFile") || strings.EqualFold(a, "-File") || strings.EqualFold(a, "-LocalFile") ||
 			strings.EqualFold(a, "-Destination"):
 			// PowerShell's Invoke-WebRequest / Invoke-RestMethod (-OutFile),
