@@ -68,7 +68,7 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 		// As decideHook: the named subagents', or every spawned one's.
 		var err error
 		load := func(k string) (*turnstate.Session, error) { return h.mem.Sessions[k], nil }
-		if view.Returning, err = returningOf(load, "default", ev, h.mem.Sessions[key], ids, named); err != nil {
+		if view.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], ids, named); err != nil {
 			h.t.Fatal(err)
 		}
 	}

@@ -116,42 +116,47 @@ func viewOf(sess *turnstate.Session, err error) (hosthook.Session, error) {
 	return hookView(sess), nil
 }
 
-// returning is what the plan needs of the subagents whose work an event
-// brings back (returningOf), read from the state bucket.
-func (s *sessionStates) returning(ctx context.Context, tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]hosthook.Returning, error) {
-	return returningOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, parent, ids, named)
+// takeBack is which subagents the plan takes back from (takeBackOf),
+// read from the state bucket.
+func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]string, error) {
+	return takeBackOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, parent, ids, named)
 }
 
-// returningOf is what the plan needs of the subagents whose work an event
-// brings back: those it names (ids), or, when it names none, every
-// subagent the session spawned, as load reads their states. A subagent
-// whose state does not verify counts as linked and still at work (fail
-// closed: its stop is sent, and the processor decides what it meets).
-func returningOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]hosthook.Returning, error) {
+// takeBackOf is the sessions of the subagents whose work an event brings
+// back and whose taint the parent takes back (hosthook.Session.TakeBack):
+// of those it names (ids), the ones this session spawned — in its
+// Subagents, or by their own link to it; when it names none, the ones it
+// spawned that are still at work (their newest turn open), as load reads
+// their states. A subagent whose state does not verify is taken back from
+// (fail closed: its stop is sent, and the processor decides what it
+// meets).
+func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]string, error) {
 	if parent == nil {
 		return nil, nil
 	}
-	var children []string
+	children := parent.Subagents
 	if named {
+		children = make([]string, 0, len(ids))
 		for _, id := range ids {
 			children = append(children, ev.AgentSession(id))
 		}
-	} else {
-		children = parent.Subagents
 	}
-	out := make([]hosthook.Returning, 0, len(children))
+	var out []string
 	for _, c := range children {
 		cs, err := load(acs.SessionKey(tenant, c))
 		var integrity *statestore.IntegrityError
 		switch {
 		case errors.As(err, &integrity):
-			out = append(out, hosthook.Returning{Session: c, Linked: true, Running: true})
+			out = append(out, c)
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("subagent %s: the state cannot be read: %w", c, err)
 		}
 		linked := slices.Contains(parent.Subagents, c) || cs != nil && cs.Parent != nil && cs.Parent.SessionID == parent.SessionID
-		out = append(out, hosthook.Returning{Session: c, Linked: linked, Running: cs != nil && len(cs.OpenTurns) > 0})
+		running := cs != nil && len(cs.OpenTurns) > 0
+		if linked && (named || running) {
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }
@@ -279,7 +284,7 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 	}
 	if ids, named, returns := ev.ReturnedAgents(); returns {
-		if view.Returning, err = g.states.returning(ctx, who.Tenant, ev, sess, ids, named); err != nil {
+		if view.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, ids, named); err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
 	}

@@ -314,21 +314,14 @@ type Session struct {
 	// Subagent is the state of the session of the subagent whose event
 	// this is (Event.SubagentSession), when there is one.
 	Subagent *Session
-	// Returning are the subagents whose work the event brings into the
-	// main agent's context (Event.ReturnedAgents), as their states say.
-	Returning []Returning
-}
-
-// Returning is what a plan needs of a subagent whose work an event
-// brings back.
-type Returning struct {
-	// Session is the subagent's session.
-	Session string
-	// Linked: this session spawned it (its Subagents, or the subagent's
-	// own link to its parent: a session remembers its newest 64).
-	Linked bool
-	// Running: its newest turn is still open (no SubagentStop yet).
-	Running bool
+	// TakeBack are the sessions of the subagents whose work the event
+	// brings into the main agent's context (Event.ReturnedAgents) and
+	// whose taint the parent takes back (takeBack): those it names that
+	// this session spawned — in its Subagents, or by their own link to it
+	// (a session remembers its newest 64) — or, when it names none, those
+	// still at work, not every agent the session ever had. The caller
+	// reads their states to say which.
+	TakeBack []string
 }
 
 // Step is one ACS step to send.
@@ -358,11 +351,11 @@ func (e *Event) SubagentSession() string {
 	if e.Host != ClaudeCode || e.Subagent == "" {
 		return ""
 	}
-	return e.agentSession(e.Subagent)
+	return e.AgentSession(e.Subagent)
 }
 
-// agentSession is the session of the session's subagent agentID.
-func (e *Event) agentSession(agentID string) string {
+// AgentSession is the session of the session's subagent agentID.
+func (e *Event) AgentSession(agentID string) string {
 	ns, err := uuid.Parse(e.Session)
 	if err != nil {
 		return ""
@@ -489,9 +482,8 @@ const maxReturned = 8
 // work into its context — a <task-notification>, TaskOutput, a call
 // naming an agent's output file or transcript (a Read, a tail), the
 // result of a Task — and the agent ids it names (named false when it
-// names none: a Task that failed). The caller gives the plan what those
-// subagents' states say (Session.Returning), and the plan takes back what
-// they read (takeBack).
+// names none: a Task that failed). The caller reads those subagents'
+// states to tell the plan which to take back from (Session.TakeBack).
 func (e *Event) ReturnedAgents() (ids []string, named, returns bool) {
 	if e.Host != ClaudeCode || e.Subagent != "" {
 		return nil, false, false
@@ -544,29 +536,19 @@ func (e *Event) ReturnedAgents() (ids []string, named, returns bool) {
 	return nil, false, false
 }
 
-// AgentSession is the session of the session's subagent agentID (as
-// SubagentSession derives it).
-func (e *Event) AgentSession(agentID string) string { return e.agentSession(agentID) }
-
 // takeBack adds the parent's subagentStop for each subagent whose work
-// the event brings into the main agent's context (Session.Returning), so
+// the event brings into the main agent's context (Session.TakeBack), so
 // that what the subagent read reaches the parent when its words do,
 // whether or not the host sends SubagentStop for it (a configuration
 // without it, an agent still at work). Each is sent before the event's
 // own steps, in the open turn or in none — not after a step that could
-// be denied (a turnStart over the turn rate), which would drop it. A
-// subagent the session did not spawn is none of its business; when the
-// event names no agent (a failed Task), those still at work are taken
-// back from (fail closed), not every agent the session ever had.
+// be denied (a turnStart over the turn rate), which would drop it.
 func (p *planner) takeBack() {
 	if !p.s.Started {
 		return
 	}
-	_, named, _ := p.e.ReturnedAgents()
-	for _, r := range p.s.Returning {
-		if r.Linked && (named || r.Running) {
-			p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": r.Session, "outcome": "completed"})
-		}
+	for _, c := range p.s.TakeBack {
+		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c, "outcome": "completed"})
 	}
 }
 

@@ -89,13 +89,13 @@ func planGolden(t *testing.T, host Host, events []string) {
 		// planned against a session whose subagent started too.
 		all := sessions
 		if _, _, returns := ev.ReturnedAgents(); host == ClaudeCode && (ev.Subagent != "" || returns) {
-			child := ev.agentSession("a7f3c2e1")
+			child := ev.AgentSession("a7f3c2e1")
 			all = append(slices.Clone(sessions), struct {
 				name string
 				s    Session
 			}{"started, a turn open, the subagent started with a turn open", Session{Started: true, OpenTurn: open,
-				Subagent:  &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"},
-				Returning: []Returning{{Session: child, Linked: true, Running: true}}}})
+				Subagent: &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"},
+				TakeBack: []string{child}}})
 		}
 		for _, s := range all {
 			fmt.Fprintf(&b, "== %s (%s), %s\n", name, ev.Name, s.name)
@@ -280,7 +280,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%d agent ids read, at most %d", len(ids), maxReturned)
 		}
 		withAgents := Session{Started: true, OpenTurn: "t", Subagent: &Session{Started: true, OpenTurn: "c"},
-			Returning: []Returning{{Session: ev.AgentSession("x"), Linked: true, Running: true}}}
+			TakeBack: []string{ev.AgentSession("x")}}
 		for _, s := range []Session{{}, {Started: true, OpenTurn: "t"}, withAgents} {
 			for _, st := range ev.Plan(s, ids()) {
 				if st.Session != "" {
