@@ -326,6 +326,17 @@ func bucketRead(argv []string) (bool, []string) {
 	return false, nil
 }
 
+// awscliAt is where the arguments of the aws an interpreter runs begin
+// (python3 -m awscli s3 cp …: after awscli), or -1.
+func awscliAt(argv []string) int {
+	for i := 1; i < len(argv); i++ {
+		if argv[i] == "awscli" && argv[i-1] == "-m" {
+			return i + 1
+		}
+	}
+	return -1
+}
+
 // optionValue is the value of the first of a short and a long option
 // (-s X, --source X, --source=X), "" when there is none.
 func optionValue(args []string, short, long string) string {

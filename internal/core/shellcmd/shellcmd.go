@@ -364,9 +364,9 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 	if readsURL(name) && slices.ContainsFunc(argv[1:], hasURL) {
 		c.add(ScriptURL)
 	}
-	if i := slices.Index(argv, "-m"); interpreter(name) && i > 0 && i+1 < len(argv) && argv[i+1] == "awscli" && depth < maxDepth {
+	if j := awscliAt(argv); interpreter(name) && j > 0 && depth < maxDepth {
 		// python -m awscli … is aws ….
-		c.call(append([]string{"aws"}, argv[i+2:]...), append([]bool{true}, known[i+2:]...), depth+1)
+		c.call(append([]string{"aws"}, argv[j:]...), append([]bool{true}, known[j:]...), depth+1)
 	}
 	if interpreter(name) && inlineCode(argv[1:], opensConnection) {
 		c.add(ScriptURL)

@@ -128,10 +128,11 @@ func (w *writes) call(argv []string, depth int) {
 	}
 	// A storage client, past any wrapper (aws-vault exec p -- aws …) or
 	// an interpreter running it (python3 -m awscli …).
+	aws := awscliAt(argv)
 	for i, a := range argv {
 		client := argv[i:]
-		if a == "awscli" && i > 0 && argv[i-1] == "-m" {
-			client = append([]string{"aws"}, argv[i+1:]...)
+		if i+1 == aws {
+			client = append([]string{"aws"}, argv[aws:]...)
 		} else if !storageClients[ProgramName(a)] {
 			continue
 		}
