@@ -407,6 +407,11 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 		}
 		p.start(e.sessionStartPayload())
 	case UserPromptSubmit:
+		if origin := peerMessage(e.Prompt); origin != "" {
+			p.takeBack()
+			p.peerReport(e.Prompt, origin)
+			break
+		}
 		if taskNotification(e.Prompt) {
 			p.takeBack()
 			p.taskReport(e.Prompt)
@@ -676,9 +681,50 @@ func (p *planner) message(trigger string, content []any) {
 
 // taskNotification reports whether a prompt is Claude Code's notice that a
 // background task (a shell, a subagent) finished, which it submits as a
-// prompt of its own: <task-notification>…, no user typed it.
+// prompt of its own: <task-notification>… (or with attributes), no user
+// typed it.
 func taskNotification(prompt string) bool {
-	return strings.HasPrefix(strings.TrimSpace(prompt), "<task-notification>")
+	rest, ok := strings.CutPrefix(strings.TrimSpace(prompt), "<task-notification")
+	return ok && (strings.HasPrefix(rest, ">") || rest != "" && strings.ContainsAny(rest[:1], " \t\r\n"))
+}
+
+// peerTags are the wrappers in which Claude Code submits, through
+// UserPromptSubmit, a message nobody typed into this session, and the ACS
+// origin of what they hold: another session's (cross-session messaging),
+// an agent's or a teammate's message (SendMessage), a channel's (a chat
+// bridge: whoever writes in the chat).
+var peerTags = []struct{ tag, origin string }{
+	{"<cross-session-message", "a2a_inbound"},
+	{"<agent-message", "a2a_inbound"},
+	{"<teammate-message", "a2a_inbound"},
+	{"<channel source=", "external"},
+	{"<channel\tsource=", "external"},
+	{"<channel\nsource=", "external"},
+}
+
+// peerMessage is the ACS origin of a prompt that holds another agent's,
+// session's or channel's message, "" for one that holds none. Anywhere in
+// the prompt, not only first (Claude Code puts a line before some, and
+// may batch what arrived while the agent worked): the whole prompt is
+// then taken for the peer's, so a user who types such a tag is only judged
+// more strictly.
+func peerMessage(prompt string) string {
+	for _, p := range peerTags {
+		if strings.Contains(prompt, p.tag) {
+			return p.origin
+		}
+	}
+	return ""
+}
+
+// peerReport opens the turn a peer's or a channel's message wakes the
+// agent for — an external_event, no user's message — with the message
+// labelled with its origin (ACS §7.2: a2a_inbound, external), untrusted:
+// the command or the address it quotes is what someone else wrote, not
+// what the user typed, and the session is tainted as by a page.
+func (p *planner) peerReport(text, origin string) {
+	p.message("external_event", []any{map[string]any{"type": "text", "value": text,
+		"provenance": map[string]any{"provenance_id": p.newID(), "origin": origin}}})
 }
 
 // taskReport opens the turn a background task's notice wakes the agent

@@ -53,7 +53,7 @@ func readHostEvent(t *testing.T, host Host, name string) *Event {
 // valid ACS request (the embedded schemas) and matches the golden file.
 func TestPlanGolden(t *testing.T) {
 	hosts := map[Host][]string{
-		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "user-prompt-submit-task-notification", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
+		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "user-prompt-submit-task-notification", "user-prompt-submit-cross-session", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end",
 			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit", "pre-tool-use-subagent"},
