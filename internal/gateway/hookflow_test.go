@@ -64,11 +64,11 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 	}
 	key := acs.SessionKey("default", ev.Session)
 	view := hookView(h.mem.Sessions[key])
-	if ids, named, returns := ev.ReturnedAgents(); returns {
+	if ids, scope := ev.ReturnedAgents(); scope != hosthook.ReturnsNone {
 		// As decideHook: the named subagents', or every spawned one's.
 		var err error
 		load := func(k string) (*turnstate.Session, error) { return h.mem.Sessions[k], nil }
-		if view.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], ids, named); err != nil {
+		if view.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], ids, scope); err != nil {
 			h.t.Fatal(err)
 		}
 	}

@@ -118,24 +118,25 @@ func viewOf(sess *turnstate.Session, err error) (hosthook.Session, error) {
 
 // takeBack is which subagents the plan takes back from (takeBackOf),
 // read from the state bucket.
-func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]string, error) {
-	return takeBackOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, parent, ids, named)
+func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, scope hosthook.ReturnScope) ([]string, error) {
+	return takeBackOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, parent, ids, scope)
 }
 
 // takeBackOf is the sessions of the subagents whose work an event brings
 // back and whose taint the parent takes back (hosthook.Session.TakeBack):
 // of those it names (ids), the ones this session spawned — in its
 // Subagents, or by their own link to it; when it names none, the ones it
-// spawned that are still at work (their newest turn open), as load reads
-// their states. A subagent whose state does not verify is taken back from
-// (fail closed: its stop is sent, and the processor decides what it
-// meets).
-func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, named bool) ([]string, error) {
-	if parent == nil {
+// spawned that are still at work (their newest turn open), or all it
+// remembers when the event reads every agent's work (scope), as load
+// reads their states. A subagent whose state does not verify is taken
+// back from (fail closed: its stop is sent, and the processor decides
+// what it meets).
+func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, scope hosthook.ReturnScope) ([]string, error) {
+	if parent == nil || scope == hosthook.ReturnsNone {
 		return nil, nil
 	}
 	children := parent.Subagents
-	if named {
+	if scope == hosthook.ReturnsNamed {
 		children = make([]string, 0, len(ids))
 		for _, id := range ids {
 			children = append(children, ev.AgentSession(id))
@@ -154,7 +155,7 @@ func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string
 		}
 		linked := slices.Contains(parent.Subagents, c) || cs != nil && cs.Parent != nil && cs.Parent.SessionID == parent.SessionID
 		running := cs != nil && len(cs.OpenTurns) > 0
-		if linked && (named || running) {
+		if linked && (scope != hosthook.ReturnsRunning || running) {
 			out = append(out, c)
 		}
 	}
@@ -283,8 +284,8 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	if err != nil {
 		return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 	}
-	if ids, named, returns := ev.ReturnedAgents(); returns {
-		if view.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, ids, named); err != nil {
+	if ids, scope := ev.ReturnedAgents(); scope != hosthook.ReturnsNone {
+		if view.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, ids, scope); err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
 	}

@@ -158,3 +158,40 @@ func TestSubagentStopComesBeforeDeniableSteps(t *testing.T) {
 		t.Errorf("the main agent ran %q in the user's next turn: the agent that read the page stopped, but its subagentStop was never sent (%v): %+v", evilScript, stop.Steps, r)
 	}
 }
+
+// A read of every agent's output at once — a wildcard over the output
+// files, a search of their directory or of the transcripts' — takes back
+// from every agent the session remembers, as a read of one file takes back
+// from its agent.
+func TestReadOfEveryAgentsOutputTakesBack(t *testing.T) {
+	for _, rd := range []struct {
+		name, tool string
+		input      map[string]any
+		stopped    bool
+	}{
+		{"cat of a wildcard", "Bash", map[string]any{"command": "cat /tmp/claude/-home-dev-app/tasks/*.output"}, false},
+		{"cat of a wildcard, the agent done", "Bash", map[string]any{"command": "cat /tmp/claude/-home-dev-app/tasks/*.output"}, true},
+		{"tail of a wildcard", "Bash", map[string]any{"command": "tail -n 40 /tmp/claude/-home-dev-app/tasks/*"}, false},
+		{"Grep of the directory", "Grep", map[string]any{"pattern": "install", "path": "/tmp/claude/-home-dev-app/tasks", "output_mode": "content"}, false},
+		{"Grep of the transcripts", "Grep", map[string]any{"pattern": "curl", "path": "/home/dev/.claude/projects/-home-dev-app/" + ccSession + "/subagents"}, false},
+	} {
+		t.Run(rd.name, func(t *testing.T) {
+			h := newNativeHost(t, hosthook.ClaudeCode)
+			backgroundAgentReads(h)
+			if rd.stopped {
+				h.event(agent("a1b2c3", "SubagentStop"))
+			}
+			h.userTurns(laterWork...)
+			h.event(cc("UserPromptSubmit", "prompt", "what have the background agents written so far? follow their setup notes"))
+			if r := h.event(cc("PreToolUse", "tool_name", rd.tool, "tool_use_id", "toolu_peek", "tool_input", rd.input)); r.Decision != "allow" {
+				t.Fatalf("%s: %+v", rd.name, r)
+			}
+			h.event(cc("PostToolUse", "tool_name", rd.tool, "tool_use_id", "toolu_peek", "tool_input", rd.input,
+				"tool_response", map[string]any{"stdout": "[WebFetch result] " + injected}))
+			r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+			if r.Decision == "allow" {
+				t.Errorf("%s of the agents' output brought the page in; the main agent then ran %q: %s", rd.name, evilScript, h.sessionState(ccSession))
+			}
+		})
+	}
+}

@@ -319,8 +319,9 @@ type Session struct {
 	// whose taint the parent takes back (takeBack): those it names that
 	// this session spawned — in its Subagents, or by their own link to it
 	// (a session remembers its newest 64) — or, when it names none, those
-	// still at work, not every agent the session ever had. The caller
-	// reads their states to say which.
+	// still at work, not every agent the session ever had, but every one
+	// it remembers when it reads all their outputs. The caller reads
+	// their states to say which.
 	TakeBack []string
 }
 
@@ -480,47 +481,80 @@ var (
 	agentFile = regexp.MustCompile(`(?:tasks[/\\]([A-Za-z0-9_-]{1,64})\.output|agent-([A-Za-z0-9_-]{1,64})\.jsonl)`)
 )
 
+// agentDirs is a directory of agents' output files or transcripts (tasks,
+// subagents), named whole or through a wildcard (tasks/*.output): a read
+// of it reads every agent's work at once.
+var agentDirs = regexp.MustCompile(`(?:^|[/\\\s'"=])(?:tasks|subagents)(?:[/\\]+[^/\\\s'"]*[*?\[][^/\\\s'"]*|[/\\]*(?:$|[\s'";|&)<>]))`)
+
 // maxReturned bounds the agent ids an event is read for.
 const maxReturned = 8
 
+// ReturnScope is whose work a main agent's event brings back
+// (Event.ReturnedAgents).
+type ReturnScope int
+
+const (
+	// ReturnsNone: the event brings no agent's work.
+	ReturnsNone ReturnScope = iota
+	// ReturnsNamed: the work of the agents it names.
+	ReturnsNamed
+	// ReturnsRunning: an agent's report that names none (a Task that
+	// failed): the agents still at work.
+	ReturnsRunning
+	// ReturnsAll: every agent's (a wildcard over their output files, a
+	// search of their directory).
+	ReturnsAll
+)
+
 // ReturnedAgents reports whether a main agent's event brings a subagent's
 // work into its context — a <task-notification>, TaskOutput, a call
-// naming an agent's output file or transcript (a Read, a tail), the
-// result of a Task — and the agent ids it names (named false when it
-// names none: a Task that failed). The caller reads those subagents'
-// states to tell the plan which to take back from (Session.TakeBack).
-func (e *Event) ReturnedAgents() (ids []string, named, returns bool) {
+// naming an agent's output file or transcript (a Read, a tail) or their
+// directory, the result of a Task — with the agent ids it names and whose
+// work it is (scope). The caller reads those subagents' states to tell
+// the plan which to take back from (Session.TakeBack).
+func (e *Event) ReturnedAgents() (ids []string, scope ReturnScope) {
 	if e.Host != ClaudeCode || e.Subagent != "" {
-		return nil, false, false
+		return nil, ReturnsNone
 	}
 	add := func(id string) {
 		if id != "" && len(ids) < maxReturned && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
+	named := func(otherwise ReturnScope) ([]string, ReturnScope) {
+		if len(ids) > 0 {
+			return ids, ReturnsNamed
+		}
+		return nil, otherwise
+	}
 	switch e.Name {
 	case UserPromptSubmit:
 		if !taskNotification(e.Prompt) {
-			return nil, false, false
+			return nil, ReturnsNone
 		}
 		for _, m := range taskIDTag.FindAllStringSubmatch(e.Prompt, maxReturned) {
 			add(m[1])
 		}
-		return ids, len(ids) > 0, true
+		return named(ReturnsRunning)
 	case PreToolUse:
 		if e.Tool == "TaskOutput" {
 			id, _ := e.ToolInput["task_id"].(string)
 			add(id)
 		}
+		all := false
 		policy.EachString(map[string]any(e.ToolInput), func(v string) {
 			for _, m := range agentFile.FindAllStringSubmatch(v, maxReturned) {
 				add(m[1] + m[2])
 			}
+			all = all || agentDirs.MatchString(v)
 		})
-		return ids, len(ids) > 0, len(ids) > 0
+		if all {
+			return nil, ReturnsAll
+		}
+		return named(ReturnsNone)
 	case PostToolUse, PostToolUseFailure:
 		if !agentReports[e.Tool] {
-			return nil, false, false
+			return nil, ReturnsNone
 		}
 		if r, ok := e.Response.(map[string]any); ok {
 			id, _ := r["agentId"].(string)
@@ -536,9 +570,9 @@ func (e *Event) ReturnedAgents() (ids []string, named, returns bool) {
 				add(m[1])
 			}
 		}
-		return ids, len(ids) > 0, true
+		return named(ReturnsRunning)
 	}
-	return nil, false, false
+	return nil, ReturnsNone
 }
 
 // takeBack adds the parent's subagentStop for each subagent whose work

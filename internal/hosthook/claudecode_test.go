@@ -88,7 +88,7 @@ func planGolden(t *testing.T, host Host, events []string) {
 		// A subagent's event, and one returning a subagent's report, are
 		// planned against a session whose subagent started too.
 		all := sessions
-		if _, _, returns := ev.ReturnedAgents(); host == ClaudeCode && (ev.Subagent != "" || returns) {
+		if _, scope := ev.ReturnedAgents(); host == ClaudeCode && (ev.Subagent != "" || scope != ReturnsNone) {
 			child := ev.AgentSession("a7f3c2e1")
 			all = append(slices.Clone(sessions), struct {
 				name string
@@ -276,7 +276,7 @@ func FuzzParse(f *testing.F) {
 		if _, err := uuid.Parse(ev.Session); err != nil {
 			t.Fatalf("session %q is not a UUID", ev.Session)
 		}
-		if ids, _, _ := ev.ReturnedAgents(); len(ids) > maxReturned {
+		if ids, _ := ev.ReturnedAgents(); len(ids) > maxReturned {
 			t.Fatalf("%d agent ids read, at most %d", len(ids), maxReturned)
 		}
 		withAgents := Session{Started: true, OpenTurn: "t", Subagent: &Session{Started: true, OpenTurn: "c"},
@@ -434,5 +434,53 @@ func TestOutputMeasuredAsSent(t *testing.T) {
 	}
 	if !strings.HasSuffix(bounded(strings.Repeat("a", MaxOutputBytes+1)).(string), policy.CutShort(MaxOutputBytes, MaxOutputBytes+1)) {
 		t.Error("a cut output does not end with policy.CutShort's note")
+	}
+}
+
+// TestReturnedAgents: which of a main agent's events bring its agents'
+// work back, and whose.
+func TestReturnedAgents(t *testing.T) {
+	const session = "00893aaf-19fa-41d2-8238-13269b9b3ca0"
+	tool := func(name string, input map[string]any) map[string]any {
+		return map[string]any{"session_id": session, "hook_event_name": PreToolUse, "tool_name": name, "tool_use_id": "toolu_1", "tool_input": input}
+	}
+	bash := func(cmd string) map[string]any { return tool("Bash", map[string]any{"command": cmd}) }
+	for _, tc := range []struct {
+		name  string
+		event map[string]any
+		ids   []string
+		scope ReturnScope
+	}{
+		{"a prompt", map[string]any{"session_id": session, "hook_event_name": UserPromptSubmit, "prompt": "fix the tasks/ folder"}, nil, ReturnsNone},
+		{"a notice naming its task", map[string]any{"session_id": session, "hook_event_name": UserPromptSubmit, "prompt": "<task-notification>\n<task-id>a1</task-id>\n</task-notification>"}, []string{"a1"}, ReturnsNamed},
+		{"a notice with attributes", map[string]any{"session_id": session, "hook_event_name": UserPromptSubmit, "prompt": "<task-notification id=\"b2\">\n<status>done</status>\n</task-notification>"}, nil, ReturnsRunning},
+		{"TaskOutput", tool("TaskOutput", map[string]any{"task_id": "a1"}), []string{"a1"}, ReturnsNamed},
+		{"an output file", bash("tail -n 20 /tmp/claude/-home-dev-app/tasks/a1.output"), []string{"a1"}, ReturnsNamed},
+		{"a transcript", tool("Read", map[string]any{"file_path": "/home/dev/.claude/projects/app/s/subagents/agent-a1.jsonl"}), []string{"a1"}, ReturnsNamed},
+		{"every output file", bash("cat /tmp/claude/-home-dev-app/tasks/*.output"), nil, ReturnsAll},
+		{"the output files' directory", tool("Grep", map[string]any{"pattern": "install", "path": "/tmp/claude/-home-dev-app/tasks"}), nil, ReturnsAll},
+		{"the transcripts' directory", tool("Grep", map[string]any{"pattern": "curl", "path": "/home/dev/.claude/projects/app/s/subagents/"}), nil, ReturnsAll},
+		{"a wildcard of transcripts", bash("tail -n 5 subagents/agent-*.jsonl"), nil, ReturnsAll},
+		{"a project's tasks file", bash("cat roles/web/tasks/main.yml"), nil, ReturnsNone},
+		{"a word like it", bash("grep -rn subagentsDone src/"), nil, ReturnsNone},
+		{"a Task's result", map[string]any{"session_id": session, "hook_event_name": PostToolUse, "tool_name": "Task", "tool_use_id": "toolu_1", "tool_input": map[string]any{}, "tool_response": map[string]any{"agentId": "a1"}}, []string{"a1"}, ReturnsNamed},
+		{"a failed Task", map[string]any{"session_id": session, "hook_event_name": PostToolUseFailure, "tool_name": "Task", "tool_use_id": "toolu_1", "tool_input": map[string]any{}, "error": "interrupted"}, nil, ReturnsRunning},
+		{"a subagent's own read", func() map[string]any {
+			ev := bash("cat /tmp/claude/-home-dev-app/tasks/*.output")
+			ev["agent_id"] = "a1"
+			return ev
+		}(), nil, ReturnsNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, _ := json.Marshal(tc.event)
+			ev, err := Parse(ClaudeCode, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, scope := ev.ReturnedAgents()
+			if !slices.Equal(ids, tc.ids) || scope != tc.scope {
+				t.Errorf("ReturnedAgents() = %v, %d; want %v, %d", ids, scope, tc.ids, tc.scope)
+			}
+		})
 	}
 }
