@@ -250,6 +250,9 @@ func Parse(host Host, body []byte) (*Event, error) {
 	if toolEvent && e.Tool == "" {
 		return nil, fmt.Errorf("%w: %s without tool_name", ErrNotAnEvent, e.Name)
 	}
+	if host == Cursor {
+		e.Tool = cursorToolName(e.Name, e.Tool)
+	}
 	if host == Codex && (e.Name == PreToolUse || e.Name == PostToolUse) && (e.TurnID == "" || e.ToolUseID == "") {
 		// As the ACS Codex adapter: no identity is invented.
 		return nil, fmt.Errorf("%w: Codex %s without turn_id or tool_use_id", ErrNotAnEvent, e.Name)

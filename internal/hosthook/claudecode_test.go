@@ -57,7 +57,7 @@ func TestPlanGolden(t *testing.T) {
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end",
 			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit", "pre-tool-use-subagent"},
-		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
+		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "pre-tool-use-mcp", "post-tool-use", "post-tool-use-failure",
 			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit", "after-tab-file-edit",
 			"after-agent-response", "stop", "subagent-stop", "session-end"},
 	}

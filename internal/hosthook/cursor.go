@@ -30,6 +30,27 @@ const (
 	CursorAfterAgentThought    = "afterAgentThought"
 )
 
+// CursorMCPServer is the server part of the name an MCP tool's call is
+// sent under from Cursor: mcp__cursor__<tool>.
+const CursorMCPServer = "cursor"
+
+// cursorToolName is the name a Cursor tool's call is sent under. Cursor
+// names an MCP tool MCP:<tool> in its tool hooks and <tool> in its MCP
+// hooks, with no server in either (preToolUse carries none): both become
+// mcp__cursor__<tool>, so that the catalog's MCP classes (mcp__*__get*
+// read-only, mcp__*__send* addressed, every answer untrusted) see them,
+// and no server can name a tool to match a trusted entry of a server the
+// catalog names (mcp__ide__getDiagnostics).
+func cursorToolName(event, tool string) string {
+	if rest, ok := strings.CutPrefix(tool, "MCP:"); ok {
+		return "mcp__" + CursorMCPServer + "__" + rest
+	}
+	if event == CursorBeforeMCPExecution || event == CursorAfterMCPExecution {
+		return "mcp__" + CursorMCPServer + "__" + tool
+	}
+	return tool
+}
+
 // cursorPlan maps a Cursor event as the ACS Cursor adapter does, reading
 // the session's state where the adapter keeps a file: a prompt opens a
 // turn and stop ends it; preToolUse, beforeShellExecution and
@@ -57,6 +78,12 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 	}
 	switch e.Name {
 	case CursorSessionStart:
+		if p.s.Closed {
+			// A chat opened again keeps its conversation_id: its
+			// sessionStart reopens the session, which keeps what
+			// tainted it (as Claude Code's resume).
+			p.s.Started = false
+		}
 		p.start(e.sessionStartPayload())
 	case CursorSessionEnd:
 		reason := map[string]string{"aborted": "cancelled", "error": "error",
@@ -104,10 +131,9 @@ func (e *Event) cursorPlan(s Session, newID func() string) []Step {
 	case CursorAfterShellExecution:
 		result("Shell", "success", outputsOf(f["output"]), "")
 	case CursorAfterMCPExecution:
-		// An MCP server's answer is what others wrote, and Cursor names
-		// its tools bare (get_issue, not mcp__github__get_issue, which
-		// the catalog classes): its outputs say so themselves — ACS
-		// provenance origin tool_output, untrusted (§7.2).
+		// An MCP server's answer is what others wrote: its outputs say
+		// so themselves — ACS provenance origin tool_output, untrusted
+		// (§7.2) — as well as the catalog's mcp__* class.
 		outputs := outputsOf(parseJSONText(f["result_json"]))
 		for _, o := range outputs {
 			o.(map[string]any)["provenance"] = map[string]any{"provenance_id": newID(), "origin": "tool_output", "source_id": e.Tool}
