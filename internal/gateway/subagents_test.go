@@ -246,6 +246,30 @@ func TestCodexChildAgents(t *testing.T) {
 		}
 	})
 
+	t.Run("a child keeps its window while the user talks to the root", func(t *testing.T) {
+		// The child read a page; the user sends the root three prompts,
+		// each with a call, while the child works on with the page in
+		// its context: its window is its own, not the root's.
+		h := newNativeHost(t, hosthook.Codex)
+		h.event(codexEv("PreToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_1", "tool_input", map[string]any{"command": "git status"}))
+		fetch := map[string]any{"command": "curl -s https://blog.example.net/post"}
+		h.event(codexChild(childTurn(0), childID(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_cf", "tool_input", fetch))
+		h.event(codexChild(childTurn(0), childID(0), "PostToolUse", "tool_name", "Bash", "tool_use_id", "call_cf", "tool_input", fetch, "tool_response", injected))
+		for i := range 3 {
+			rt := fmt.Sprintf("0199b7c2-5a1%d-7c3e-8d21-6f3e2a1b5d70", i+1)
+			if r := h.event(codexEv("PreToolUse", "turn_id", rt, "tool_name", "Bash", "tool_use_id", fmt.Sprintf("call_r%d", i), "tool_input", map[string]any{"command": "git status"})); r.Decision != "allow" {
+				t.Fatalf("the root's git status in its turn %d: %+v", i+2, r)
+			}
+			if r := h.event(codexChild(childTurn(0), childID(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", fmt.Sprintf("call_ce%d", i), "tool_input", map[string]any{"command": evilScript})); r.Decision != "deny" {
+				t.Errorf("the child that read the page ran its command %d root turn(s) later: %+v", i+1, r)
+			}
+		}
+		// The child's own reading goes on.
+		if r := h.event(codexChild(childTurn(0), childID(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_cr", "tool_input", map[string]any{"command": "sed -n '1,40p' main.go"})); r.Decision != "allow" {
+			t.Errorf("the child's read inside its window: %+v", r)
+		}
+	})
+
 	t.Run("a child's fetch taints the session", func(t *testing.T) {
 		h := newNativeHost(t, hosthook.Codex)
 		h.event(codexEv("PreToolUse", "turn_id", r1, "tool_name", "Bash", "tool_use_id", "call_1", "tool_input", map[string]any{"command": "git status"}))

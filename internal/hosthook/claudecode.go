@@ -345,14 +345,14 @@ type Step struct {
 // SubagentSession is the ACS session of the subagent whose event this is:
 // a UUID derived from the session's and the hook's agent_id, "" for an
 // event of the main agent, or of a host whose subagents are not mapped
-// apart (Codex, Cursor). A subagent's calls are decided in its own
-// session: its taint window is its own, aged by its own turns rather than
-// by the user's prompts to the main agent (a background agent that read
-// a page keeps it in its context for as long as it runs), and what it
-// read reaches the parent when it stops (subagentStop), as on the ACS
-// path.
+// apart (Cursor). A subagent's calls are decided in its own session: its
+// taint window is its own, aged by its own turns rather than by the
+// user's prompts to the main agent (a background agent that read a page
+// keeps it in its context for as long as it runs). What it read reaches
+// a Claude Code parent when it stops (subagentStop), as on the ACS path;
+// a Codex child's steps are sent in the root's session too (codexPlan).
 func (e *Event) SubagentSession() string {
-	if e.Host != ClaudeCode || e.Subagent == "" {
+	if e.Host == Cursor || e.Subagent == "" {
 		return ""
 	}
 	return e.AgentSession(e.Subagent)

@@ -16,7 +16,13 @@ import "github.com/google/uuid"
 // each would close the root's turn — the root's next call then named a
 // turn that had ended (turn_id_mismatch, denied) — and age the root's
 // window as a user's turn would. Outside any turn, a child's call is
-// judged by the session's window and taints it, as the root's calls do.
+// judged by the session's window and taints it, as the root's calls do:
+// what a child read reaches the root when its report does, whatever
+// Codex hooks. Each is sent first in the child's own session
+// (SubagentSession), in no turn either, so that the child is judged by a
+// window of its own too: the user's prompts to the root age the root's
+// window, not the page the child still holds (that window closes by time
+// only).
 func (e *Event) codexPlan() []Step {
 	ns, err := uuid.Parse(e.Session)
 	if err != nil {
@@ -26,11 +32,21 @@ func (e *Event) codexPlan() []Step {
 	if e.Subagent != "" {
 		turn = ""
 	}
+	steps := codexSteps(e, ns, turn, "")
+	if child := e.SubagentSession(); child != "" {
+		steps = append(codexSteps(e, uuid.MustParse(child), "", child), steps...)
+	}
+	return steps
+}
+
+// codexSteps are an event's steps in a session (session "" the event's
+// own; ns its UUID), their request ids derived from tool_use_id under ns.
+func codexSteps(e *Event, ns uuid.UUID, turn, session string) []Step {
 	id := func(kind string) string { return uuid.NewSHA1(ns, []byte("codex:"+kind+":"+e.ToolUseID)).String() }
 	switch e.Name {
 	case PreToolUse:
 		return []Step{{Method: "steps/toolCallRequest", RequestID: id("tool_use"), TurnID: turn,
-			Payload: map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)}, Hook: e.Name}}
+			Payload: map[string]any{"tool": map[string]any{"name": e.Tool}, "arguments": wrap(e.ToolInput)}, Hook: e.Name, Session: session}}
 	case PostToolUse:
 		outputs := []any{}
 		if e.HasResponse && e.Response != nil {
@@ -38,7 +54,7 @@ func (e *Event) codexPlan() []Step {
 		}
 		return []Step{{Method: "steps/toolCallResult", RequestID: id("tool_result"), TurnID: turn,
 			Payload: map[string]any{"tool": map[string]any{"name": e.Tool}, "exit_status": "success", "outputs": outputs,
-				"request_id_ref": id("tool_use")}, Hook: e.Name}}
+				"request_id_ref": id("tool_use")}, Hook: e.Name, Session: session}}
 	}
 	return nil
 }
