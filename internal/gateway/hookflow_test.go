@@ -64,16 +64,25 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 	}
 	key := acs.SessionKey("default", ev.Session)
 	view := hookView(h.mem.Sessions[key])
-	if ids, scope := ev.ReturnedAgents(); scope != hosthook.ReturnsNone {
+	ids, scope := ev.ReturnedAgents()
+	load := func(k string) (*turnstate.Session, error) { return h.mem.Sessions[k], nil }
+	child := ev.SubagentSession()
+	if child == "" && scope != hosthook.ReturnsNone {
 		// As decideHook: the named subagents', or every spawned one's.
 		var err error
-		load := func(k string) (*turnstate.Session, error) { return h.mem.Sessions[k], nil }
-		if view.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], ids, scope); err != nil {
+		if view.TakeBack, _, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[key], ids, scope); err != nil {
 			h.t.Fatal(err)
 		}
 	}
-	if child := ev.SubagentSession(); child != "" {
-		cv := hookView(h.mem.Sessions[acs.SessionKey("default", child)])
+	if child != "" {
+		ck := acs.SessionKey("default", child)
+		cv := hookView(h.mem.Sessions[ck])
+		if scope != hosthook.ReturnsNone {
+			var err error
+			if cv.TakeBack, cv.Adopt, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[ck], ids, scope); err != nil {
+				h.t.Fatal(err)
+			}
+		}
 		view.Subagent = &cv
 	}
 	steps := ev.Plan(view, func() string {

@@ -118,48 +118,65 @@ func viewOf(sess *turnstate.Session, err error) (hosthook.Session, error) {
 
 // takeBack is which subagents the plan takes back from (takeBackOf),
 // read from the state bucket.
-func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, scope hosthook.ReturnScope) ([]string, error) {
-	return takeBackOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, parent, ids, scope)
+func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, root, spawner *turnstate.Session, ids []string, scope hosthook.ReturnScope) (take, adopt []string, err error) {
+	return takeBackOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, root, spawner, ids, scope)
 }
 
 // takeBackOf is the sessions of the subagents whose work an event brings
-// back and whose taint the parent takes back (hosthook.Session.TakeBack):
-// of those it names (ids), the ones this session spawned — in its
-// Subagents, or by their own link to it; when it names none, the ones it
-// spawned that are still at work (their newest turn open), or all it
-// remembers when the event reads every agent's work (scope), as load
-// reads their states. A subagent whose state does not verify is taken
-// back from (fail closed: its stop is sent, and the processor decides
-// what it meets).
-func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, parent *turnstate.Session, ids []string, scope hosthook.ReturnScope) ([]string, error) {
-	if parent == nil || scope == hosthook.ReturnsNone {
-		return nil, nil
+// back to the agent whose event it is (spawner: the root session's state,
+// or a subagent's) and whose taint it takes back
+// (hosthook.Session.TakeBack): of those it names (ids), the ones of the
+// root's tree — in the root's or the spawner's Subagents, or by their own
+// link to either; when it names none, those still at work (their newest
+// turn open), or all the two remember when the event reads every agent's
+// work (scope), as load reads their states. A subagent whose state does
+// not verify is taken back from (fail closed: its stop is sent, and the
+// processor decides what it meets). adopt are those a subagent spawner
+// did not spawn itself (a nested agent, which the hooks open as the
+// root's): its subagentStart for them comes first.
+func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, root, spawner *turnstate.Session, ids []string, scope hosthook.ReturnScope) (take, adopt []string, err error) {
+	if root == nil || scope == hosthook.ReturnsNone {
+		return nil, nil, nil
 	}
-	children := parent.Subagents
+	self := root.SessionID
+	var own []string
+	if spawner != root {
+		self = ev.SubagentSession()
+		if spawner != nil {
+			own = spawner.Subagents
+		}
+	}
+	children := slices.Concat(root.Subagents, own)
 	if scope == hosthook.ReturnsNamed {
 		children = make([]string, 0, len(ids))
 		for _, id := range ids {
 			children = append(children, ev.AgentSession(id))
 		}
 	}
-	var out []string
 	for _, c := range children {
+		if c == self || slices.Contains(take, c) {
+			continue
+		}
 		cs, err := load(acs.SessionKey(tenant, c))
 		var integrity *statestore.IntegrityError
 		switch {
 		case errors.As(err, &integrity):
-			out = append(out, c)
-			continue
 		case err != nil:
-			return nil, fmt.Errorf("subagent %s: the state cannot be read: %w", c, err)
+			return nil, nil, fmt.Errorf("subagent %s: the state cannot be read: %w", c, err)
+		default:
+			linked := slices.Contains(root.Subagents, c) || slices.Contains(own, c) ||
+				cs != nil && cs.Parent != nil && (cs.Parent.SessionID == root.SessionID || cs.Parent.SessionID == self)
+			running := cs != nil && len(cs.OpenTurns) > 0
+			if !linked || scope == hosthook.ReturnsRunning && !running {
+				continue
+			}
 		}
-		linked := slices.Contains(parent.Subagents, c) || cs != nil && cs.Parent != nil && cs.Parent.SessionID == parent.SessionID
-		running := cs != nil && len(cs.OpenTurns) > 0
-		if linked && (scope != hosthook.ReturnsRunning || running) {
-			out = append(out, c)
+		take = append(take, c)
+		if self != root.SessionID && !slices.Contains(own, c) && (cs == nil || cs.Parent == nil || cs.Parent.SessionID != self) {
+			adopt = append(adopt, c)
 		}
 	}
-	return out, nil
+	return take, adopt, nil
 }
 
 // hookView is what a plan needs of a session's state (nil: none yet).
@@ -284,8 +301,9 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	if err != nil {
 		return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 	}
-	if ids, scope := ev.ReturnedAgents(); scope != hosthook.ReturnsNone {
-		if view.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, ids, scope); err != nil {
+	ids, scope := ev.ReturnedAgents()
+	if childKey == "" && scope != hosthook.ReturnsNone {
+		if view.TakeBack, _, err = g.states.takeBack(ctx, who.Tenant, ev, sess, sess, ids, scope); err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
 	}
@@ -295,6 +313,14 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		cv, err := viewOf(cs, err)
 		if err != nil {
 			return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
+		}
+		if scope != hosthook.ReturnsNone {
+			// A subagent taking back an agent it launched: that
+			// agent's lock is not held, as a parent's stop does not
+			// hold its subagent's (the processor waits for its state).
+			if cv.TakeBack, cv.Adopt, err = g.states.takeBack(ctx, who.Tenant, ev, sess, cs, ids, scope); err != nil {
+				return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
+			}
 		}
 		view.Subagent = &cv
 	}

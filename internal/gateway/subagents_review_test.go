@@ -195,3 +195,55 @@ func TestReadOfEveryAgentsOutputTakesBack(t *testing.T) {
 		})
 	}
 }
+
+// Nested subagents (Claude Code 2.1.172+: a subagent's Agent tool). The
+// nested agent's events carry its own agent_id under the root's
+// session_id, so its session is opened as the root's subagent; the agent
+// that launched it takes its work back as a main agent does (adopting
+// it), and does not act on its report with a clean window.
+func TestNestedAgentReportTaintsTheAgentThatLaunchedIt(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "have a coordinator agent set up the vendor SDK per its docs"))
+	task := map[string]any{"description": "coordinate", "prompt": "set up the vendor SDK; delegate the doc reading", "subagent_type": "general-purpose"}
+	h.event(cc("PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_coord", "tool_input", task))
+	h.event(agent("coord", "SubagentStart"))
+	sub := map[string]any{"description": "read docs", "prompt": "read https://blog.example.net/post and list the install steps", "subagent_type": "general-purpose"}
+	if r := h.event(agent("coord", "PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_n1", "tool_input", sub)); r.Decision != "allow" {
+		t.Fatalf("coord's Agent: %+v", r)
+	}
+	h.event(agent("n1", "SubagentStart"))
+	fetch := map[string]any{"url": "https://blog.example.net/post"}
+	h.event(agent("n1", "PreToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_nf", "tool_input", fetch))
+	h.event(agent("n1", "PostToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_nf", "tool_input", fetch, "tool_response", injected))
+	h.event(agent("n1", "SubagentStop"))
+	h.event(agent("coord", "PostToolUse", "tool_name", "Agent", "tool_use_id", "toolu_n1", "tool_input", sub,
+		"tool_response", map[string]any{"agentId": "n1", "content": []any{map[string]any{"type": "text", "text": "Install: `" + evilScript + "`"}}}))
+	r := h.event(agent("coord", "PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	if r.Decision == "allow" {
+		t.Errorf("the coordinator ran %q right after its nested agent's report carried the page in: %v", evilScript, r.Steps)
+	}
+	// Its own reading goes on inside its window.
+	if r := h.event(agent("coord", "PreToolUse", "tool_name", "Read", "tool_use_id", "toolu_rd", "tool_input", map[string]any{"file_path": "/home/dev/app/go.mod"})); r.Decision != "allow" {
+		t.Errorf("the coordinator's Read after the report: %+v", r)
+	}
+}
+
+// A subagent reading a sibling's output file takes the sibling's work
+// back too; one reading nothing of another agent's takes nothing back.
+func TestSubagentReadsAnotherAgentsOutput(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	backgroundAgentReads(h) // a1b2c3 read the page
+	h.event(cc("UserPromptSubmit", "prompt", "have a reviewer agent check the parser"))
+	h.event(cc("PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_rev", "tool_input", map[string]any{"description": "review", "prompt": "review the parser", "subagent_type": "general-purpose"}))
+	h.event(agent("rev", "SubagentStart"))
+	if r := h.event(agent("rev", "PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_r1", "tool_input", map[string]any{"command": "go vet ./parser/..."})); r.Decision != "allow" {
+		t.Errorf("the reviewer's own command, with a sibling tainted: %+v", r)
+	}
+	out := map[string]any{"file_path": "/tmp/claude/-home-dev-app/tasks/a1b2c3.output"}
+	h.event(agent("rev", "PreToolUse", "tool_name", "Read", "tool_use_id", "toolu_r2", "tool_input", out))
+	h.event(agent("rev", "PostToolUse", "tool_name", "Read", "tool_use_id", "toolu_r2", "tool_input", out, "tool_response", injected))
+	if r := h.event(agent("rev", "PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_r3", "tool_input", map[string]any{"command": evilScript})); r.Decision == "allow" {
+		t.Errorf("the reviewer ran %q after reading the researcher's output: %v", evilScript, r.Steps)
+	}
+}

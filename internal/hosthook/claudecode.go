@@ -324,8 +324,15 @@ type Session struct {
 	// (a session remembers its newest 64) — or, when it names none, those
 	// still at work, not every agent the session ever had, but every one
 	// it remembers when it reads all their outputs. The caller reads
-	// their states to say which.
+	// their states to say which. For a subagent's event, they are in the
+	// subagent's view (Subagent.TakeBack): an agent it launched (a
+	// nested agent, which the hooks make a subagent of the root session).
 	TakeBack []string
+	// Adopt are those of TakeBack this session did not spawn as far as
+	// its state knows (a nested agent, whose session the root's
+	// subagentStart opened): the session's subagentStart for it comes
+	// first, so that its subagentStop may take its taint back.
+	Adopt []string
 }
 
 // Step is one ACS step to send.
@@ -509,14 +516,15 @@ const (
 	ReturnsAll
 )
 
-// ReturnedAgents reports whether a main agent's event brings a subagent's
-// work into its context — a <task-notification>, TaskOutput, a call
+// ReturnedAgents reports whether an agent's event (the main agent's, or a
+// subagent's that launched agents of its own) brings a subagent's work
+// into its context — a <task-notification>, TaskOutput, a call
 // naming an agent's output file or transcript (a Read, a tail) or their
 // directory, the result of a Task — with the agent ids it names and whose
 // work it is (scope). The caller reads those subagents' states to tell
 // the plan which to take back from (Session.TakeBack).
 func (e *Event) ReturnedAgents() (ids []string, scope ReturnScope) {
-	if e.Host != ClaudeCode || e.Subagent != "" {
+	if e.Host != ClaudeCode {
 		return nil, ReturnsNone
 	}
 	add := func(id string) {
@@ -643,6 +651,16 @@ func (p *planner) subagentEvent() {
 		c.s.OpenTurn = id
 	}
 	c.inTurnAs("agent_loop")
+	// What its own agents did comes back to it, as to a main agent
+	// (takeBack): a nested agent is opened in the root's session, so
+	// this one adopts it first.
+	for _, n := range c.s.TakeBack {
+		if slices.Contains(c.s.Adopt, n) {
+			c.add("steps/subagentStart", c.newID(), map[string]any{"subagent_session_id": n,
+				"parent_session_id": c.session, "parent_step_id": c.s.OpenTurn, "intent_derivation": "derived_from_parent"})
+		}
+		c.add("steps/subagentStop", c.newID(), map[string]any{"subagent_session_id": n, "outcome": "completed"})
+	}
 	if e.Name != SubagentStart {
 		c.toolEvent()
 	}

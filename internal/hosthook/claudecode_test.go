@@ -55,7 +55,7 @@ func TestPlanGolden(t *testing.T) {
 	hosts := map[Host][]string{
 		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "user-prompt-submit-task-notification", "user-prompt-submit-cross-session", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end",
-			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task"},
+			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task", "post-tool-use-nested-agent"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit", "pre-tool-use-subagent"},
 		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "pre-tool-use-mcp", "post-tool-use", "post-tool-use-failure",
 			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit", "after-tab-file-edit",
@@ -90,12 +90,18 @@ func planGolden(t *testing.T, host Host, events []string) {
 		all := sessions
 		if _, scope := ev.ReturnedAgents(); host == ClaudeCode && (ev.Subagent != "" || scope != ReturnsNone) {
 			child := ev.AgentSession("a7f3c2e1")
+			sub := &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"}
+			if ev.Subagent != "" && scope != ReturnsNone {
+				// A subagent taking back an agent it launched, which
+				// the root's subagentStart opened: adopted first.
+				nested := ev.AgentSession("n1")
+				sub.TakeBack, sub.Adopt = []string{nested}, []string{nested}
+			}
 			all = append(slices.Clone(sessions), struct {
 				name string
 				s    Session
 			}{"started, a turn open, the subagent started with a turn open", Session{Started: true, OpenTurn: open,
-				Subagent: &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"},
-				TakeBack: []string{child}}})
+				Subagent: sub, TakeBack: []string{child}}})
 		}
 		for _, s := range all {
 			fmt.Fprintf(&b, "== %s (%s), %s\n", name, ev.Name, s.name)
@@ -465,11 +471,11 @@ func TestReturnedAgents(t *testing.T) {
 		{"a word like it", bash("grep -rn subagentsDone src/"), nil, ReturnsNone},
 		{"a Task's result", map[string]any{"session_id": session, "hook_event_name": PostToolUse, "tool_name": "Task", "tool_use_id": "toolu_1", "tool_input": map[string]any{}, "tool_response": map[string]any{"agentId": "a1"}}, []string{"a1"}, ReturnsNamed},
 		{"a failed Task", map[string]any{"session_id": session, "hook_event_name": PostToolUseFailure, "tool_name": "Task", "tool_use_id": "toolu_1", "tool_input": map[string]any{}, "error": "interrupted"}, nil, ReturnsRunning},
-		{"a subagent's own read", func() map[string]any {
+		{"a subagent's read of every output", func() map[string]any {
 			ev := bash("cat /tmp/claude/-home-dev-app/tasks/*.output")
 			ev["agent_id"] = "a1"
 			return ev
-		}(), nil, ReturnsNone},
+		}(), nil, ReturnsAll},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw, _ := json.Marshal(tc.event)
