@@ -153,7 +153,7 @@ tests:
 // message labelled as from elsewhere is not the user's own words
 // (testdata/sources.yaml, run over the default pack).
 func TestSourcesFailClosed(t *testing.T) {
-	for _, r := range runOnDefault(t, "testdata/sources.yaml", 23) {
+	for _, r := range runOnDefault(t, "testdata/sources.yaml", 24) {
 		if !strings.HasPrefix(r.Name, "calls run in parallel") {
 			continue
 		}

@@ -116,9 +116,14 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	case "toolCallRequest":
 		words = func(fn func(string)) { eachCallWord(e.toolView(), fn) }
 		// The call becomes a source of the label, set when its output
-		// arrives.
+		// arrives; what it writes (a cp of the file, its cat redirected,
+		// pandoc -o) carries the label on, as a fetch's files do.
 		take = func(f turnstate.FileTaint) {
 			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
+			for _, w := range commandWrites(e.toolView()) {
+				w.Label, w.Source = f.Label, f.Source
+				res.Files = append(res.Files, w)
+			}
 		}
 	case "userMessage":
 		words = e.noticeWords
