@@ -167,6 +167,14 @@ func TestSourcesFailClosed(t *testing.T) {
 	}
 }
 
+// TestShellSources: shell commands that bring in what others wrote in
+// the shapes a line hides them — a script on a shell's or an
+// interpreter's standard input, a wrapper, a project runner, a command
+// run on another host or in a container, a remote git fetches — open a
+// taint window; the commands that only look alike open none
+// (testdata/shell-sources.yaml, run over the default pack).
+func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 6) }
+
 // TestSubagentReturn: a value a subagent hands back in its subagentStop
 // summary is traced to that return, not taken for the parent's own: the
 // default pack asks about a mail to an address the child read on a page;

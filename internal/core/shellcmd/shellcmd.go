@@ -130,14 +130,30 @@ func (c *collector) line(line string, depth int) {
 		// words may name programs too.
 		c.words(line)
 	}
+	// What each command reads on its standard input, when the line gives
+	// it: a here-document, a here-string, a pipe. Walk visits a statement
+	// and a pipe before the command in them.
+	stdin := map[*syntax.CallExpr]*input{}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if call, ok := n.Y.Cmd.(*syntax.CallExpr); ok && (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) {
+				stdin[call] = piped(n.X)
+			}
+		case *syntax.Stmt:
+			if call, ok := n.Cmd.(*syntax.CallExpr); ok {
+				if in := redirected(n); in != nil {
+					stdin[call] = in
+				}
+			}
+		}
 		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
 			argv := make([]string, len(call.Args))
 			known := make([]bool, len(call.Args))
 			for i, w := range call.Args {
 				argv[i], known[i] = literal(w)
 			}
-			c.call(argv, known, depth)
+			c.call(argv, known, depth, stdin[call])
 			// A URL handed over in the command's environment (U=https://…
 			// node -e 'fetch(process.env.U)') is one of its arguments.
 			if name := ProgramName(argv[0]); known[0] && readsURL(name) {
@@ -325,11 +341,12 @@ func (c *collector) argv(argv []string, depth int) {
 	for i := range known {
 		known[i] = true
 	}
-	c.call(argv, known, depth)
+	c.call(argv, known, depth, nil)
 }
 
-// call adds the programs one simple command runs.
-func (c *collector) call(argv []string, known []bool, depth int) {
+// call adds the programs one simple command runs; in is what the line
+// gives it on its standard input, nil for nothing the line says.
+func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	if len(argv) == 0 {
 		return
 	}
@@ -359,17 +376,20 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 	}
 	if args, ok := containerCLI(argv); ok && depth < maxDepth {
 		// docker run amazon/aws-cli s3 cp …: the image's client runs.
-		c.call(args, slices.Repeat([]bool{true}, len(args)), depth+1)
+		c.call(args, slices.Repeat([]bool{true}, len(args)), depth+1, nil)
 	}
 	if readsURL(name) && slices.ContainsFunc(argv[1:], hasURL) {
 		c.add(ScriptURL)
 	}
 	if j := awscliAt(argv); interpreter(name) && j > 0 && depth < maxDepth {
 		// python -m awscli … is aws ….
-		c.call(append([]string{"aws"}, argv[j:]...), append([]bool{true}, known[j:]...), depth+1)
+		c.call(append([]string{"aws"}, argv[j:]...), append([]bool{true}, known[j:]...), depth+1, nil)
 	}
 	if interpreter(name) && inlineCode(argv[1:], opensConnection) {
 		c.add(ScriptURL)
+	}
+	if in != nil && depth < maxDepth {
+		c.stdinScript(name, argv, in, depth)
 	}
 	switch {
 	case shells[name]:
@@ -427,7 +447,7 @@ func (c *collector) call(argv []string, known []bool, depth int) {
 			// clone …).
 			if n := ProgramName(a); shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] {
 				if depth < maxDepth {
-					c.call(argv[i:], known[i:], depth+1)
+					c.call(argv[i:], known[i:], depth+1, in)
 				}
 				return
 			}

@@ -31,7 +31,7 @@ func TestPrograms(t *testing.T) {
 		{"git archive of another's repository", "git archive --remote=git@github.com:x/y.git HEAD README.md | tar -xO", []string{"git", GitFetch, "tar"}},
 		{"a URL for another program", "echo https://x.example | python3 count.py", []string{"echo", "python3"}},
 		{"path and case", "/usr/bin/CURL -s https://example.com", []string{"curl"}},
-		{"pipeline and lists", "curl -s https://x.example | sh && echo done; git status", []string{"curl", "echo", "git", "sh"}},
+		{"pipeline and lists", "curl -s https://x.example | sh && echo done; git status", []string{Unknown, "curl", "echo", "git", "sh"}},
 		{"command substitution", `echo "$(wget -qO- https://x.example)"`, []string{"echo", "wget"}},
 		{"backticks", "echo `curl x`", []string{"curl", "echo"}},
 		{"process substitution", "diff <(curl a) b.txt", []string{"curl", "diff"}},
@@ -50,6 +50,23 @@ func TestPrograms(t *testing.T) {
 		{"wrapper running a shell", `sudo bash -c 'wget x'`, []string{"bash", "sudo", "wget"}},
 		{"find -exec", `find . -name '*.url' -exec curl {} \;`, []string{"*.url", ".", ";", "curl", "find", "{}"}},
 		{"heredoc body is data", "cat <<EOF\ncurl x\nEOF", []string{"cat"}},
+		{"python reading a heredoc that fetches", "python3 - <<'PY'\nimport urllib.request as u\nprint(u.urlopen('https://x.example/a').read())\nPY", []string{"python3", "script url"}},
+		{"python reading a heredoc, no dash", "python3 <<EOF\nimport requests\nprint(requests.get(U).text)\nEOF", []string{"python3", "script url"}},
+		{"node reading a heredoc", "node <<'JS'\nfetch('https://x.example').then(r => r.text()).then(console.log)\nJS", []string{"node", "script url"}},
+		{"python reading a heredoc that does not fetch", "python3 - <<'PY'\nprint(1 + 1)\nPY", []string{"python3"}},
+		{"python reading a heredoc with expansions", "python3 <<EOF\nprint('$HOME')\nEOF", []string{Unknown, "python3"}},
+		{"a script file reads its own input", "python3 check.py <<'EOF'\nhttps://x.example\nEOF", []string{"python3"}},
+		{"inline code reads its own input", "git diff | python3 -c 'import sys; print(len(sys.stdin.read()))'", []string{"git", "python3"}},
+		{"a shell reading a heredoc", "bash <<'SH'\ncurl -s https://x.example\nSH", []string{"bash", "curl"}},
+		{"a shell reading a here-string", `bash <<< "wget -qO- https://x.example"`, []string{"bash", "wget"}},
+		{"a shell reading cat's heredoc", "cat <<'SH' | bash\ncurl -s https://x.example\nSH", []string{"bash", "cat", "curl"}},
+		{"a shell reading echo's words", `echo "curl -s https://x.example" | sh`, []string{"curl", "echo", "sh"}},
+		{"a shell reading printf's lines", `printf 'cd /tmp\nnc x 80\n' | sh -s`, []string{"cd", "nc", "printf", "sh"}},
+		{"a shell reading a heredoc with expansions", "bash <<EOF\n$CMD\nEOF", []string{Unknown, "bash"}},
+		{"a shell reading another program's output", "./gen.sh | bash", []string{Unknown, "bash", "gen.sh"}},
+		{"a shell running a script file", "echo hi | bash run.sh", []string{"bash", "echo"}},
+		{"a shell reading a file", "bash < install.sh", []string{"bash"}},
+		{"a shell under sudo reading a heredoc", "sudo bash <<'SH'\ncurl x\nSH", []string{"bash", "curl", "sudo"}},
 		{"word mentioning a program is not one", `git commit -m "use curl"; grep curl notes.txt`, []string{"git", "grep"}},
 		{"an object printed from a bucket", "aws s3 cp s3://acme-uploads/ticket-4411.txt -", []string{"aws", BucketRead}},
 		{"an object downloaded past global options", "aws --profile prod --region eu-west-1 s3 cp s3://b/in/report.pdf ./report.pdf", []string{"aws", BucketRead}},
@@ -152,7 +169,8 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + 
 
 func FuzzPrograms(f *testing.F) {
 	for _, s := range []string{"curl x | sh", `bash -c "$(wget -O- x)"`, "sudo env A=1 xargs curl", "cat <<EOF\nx\nEOF", "(((", `\`,
-		"U= node -e x", "U=https://x node -e 'fetch(process.env.U)'", `C:\x\curl.exe y`, "cmd /c curl x", "git fetch origin pull/1/head"} {
+		"U= node -e x", "U=https://x node -e 'fetch(process.env.U)'", `C:\x\curl.exe y`, "cmd /c curl x", "git fetch origin pull/1/head",
+		"bash <<'SH'\ncurl x\nSH", "echo 'curl x' | sudo sh -s", "python3 - <<EOF\n$X\nEOF"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -199,6 +217,8 @@ func TestWrites(t *testing.T) {
 		{"/dev is not a file written", "curl https://x.example > /dev/null 2>&1", []string{}},
 		{"tee", "curl -s https://x.example | tee -a a.txt b.txt", []string{"a.txt", "b.txt"}},
 		{"sh -c script", `bash -lc 'curl -o x.sh https://x.example/x'`, []string{"x.sh"}},
+		{"a shell's heredoc", "bash <<'SH'\ncurl -o x.sh https://x.example/x\nSH", []string{"x.sh"}},
+		{"a shell's piped script", `echo "wget https://x.example/y.sh" | sudo sh`, []string{"y.sh"}},
 		{"sudo wrapper", "sudo wget https://x.example/pkg.deb", []string{"pkg.deb"}},
 		{"quoted target", `curl -o "my file.txt" https://x.example`, []string{"my file.txt"}},
 		{"target from a variable is not named", `curl -o "$OUT" https://x.example`, []string{}},

@@ -74,7 +74,12 @@ func (w *writes) line(line string, depth int) {
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				w.script(n.Y, piped(n.X), depth)
+			}
 		case *syntax.Stmt:
+			w.script(n, redirected(n), depth)
 			for _, r := range n.Redirs {
 				switch r.Op {
 				case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob:
@@ -94,6 +99,28 @@ func (w *writes) line(line string, depth int) {
 		}
 		return true
 	})
+}
+
+// script adds what a shell writes that reads its script, in, on its
+// standard input (bash <<'SH' … SH, echo "curl -o x …" | sh).
+func (w *writes) script(st *syntax.Stmt, in *input, depth int) {
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || in == nil || !in.literal || len(call.Args) == 0 || depth >= maxDepth {
+		return
+	}
+	argv := make([]string, len(call.Args))
+	for i, a := range call.Args {
+		argv[i], _ = literal(a)
+	}
+	// The shell, past any wrapper (sudo sh).
+	for i, a := range argv {
+		if shells[ProgramName(a)] {
+			if shellReadsStdin(argv[i+1:]) {
+				w.line(in.text, depth+1)
+			}
+			return
+		}
+	}
 }
 
 // words is the reading of a line the parser refused: every word that is
