@@ -432,6 +432,7 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	case wrappers[name]:
 		// What the wrapper runs is one of its words; which one depends on
 		// its options, so each counts.
+		urlSet := false // env U=https://… node …: a URL in its environment
 		for i := 1; i < len(argv); i++ {
 			if !known[i] {
 				c.add(Unknown)
@@ -439,13 +440,18 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 			}
 			a := argv[i]
 			if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+				urlSet = urlSet || strings.Contains(a, "=") && !strings.HasPrefix(a, "-") && hasURL(a)
 				continue
 			}
 			c.program(a)
-			// A shell, eval, git, a storage client or another wrapper run by
-			// this one: read what it runs in turn (sudo bash -c '…', sudo git
-			// clone …).
-			if n := ProgramName(a); shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] {
+			// A program read past its name run by this one — a shell, eval,
+			// git, a storage client, an interpreter or a URL reader, another
+			// wrapper: read what it runs in turn (sudo bash -c '…', sudo git
+			// clone …, timeout 30 python3 -c '…').
+			if n := ProgramName(a); readPastName(n) {
+				if urlSet && readsURL(n) {
+					c.add(ScriptURL)
+				}
 				if depth < maxDepth {
 					c.call(argv[i:], known[i:], depth+1, in)
 				}
@@ -453,6 +459,13 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 			}
 		}
 	}
+}
+
+// readPastName reports whether call reads more of a program's words
+// than its name: what a wrapper runs is read as its own call when it is
+// one of these.
+func readPastName(n string) bool {
+	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n)
 }
 
 // literal is a word's value when it holds no expansion: plain text, single
