@@ -38,7 +38,8 @@ var wrappers = map[string]bool{
 	"exec": true, "command": true, "builtin": true, "watch": true, "strace": true, "ltrace": true, "flock": true,
 	"find": true, "npx": true, "uvx": true, "pipx": true, "bunx": true, "busybox": true, "script": true, "caffeinate": true,
 	"proxychains": true, "proxychains4": true, "torsocks": true, "firejail": true, "unshare": true, "nsenter": true,
-	"aws-vault": true, "op": true, "doppler": true, "saml2aws": true,
+	"aws-vault": true, "op": true, "doppler": true, "saml2aws": true, "wsl": true, "runuser": true, "systemd-run": true,
+	"taskset": true, "chrt": true,
 }
 
 // shells run the script their -c option gives.
@@ -229,10 +230,13 @@ func isWordByte(b byte) bool {
 const ScriptURL = "script url"
 
 // interpreter reports whether a program runs code: python (any
-// version), node, deno, bun, ruby, perl, php, pwsh and powershell.
+// version), node and its TypeScript runners (tsx, ts-node), deno, bun,
+// ruby, perl, php, pwsh and powershell, R (Rscript), julia, lua,
+// babashka (bb), groovy.
 func interpreter(name string) bool {
 	switch name {
-	case "node", "nodejs", "deno", "bun", "ruby", "perl", "php", "pwsh", "powershell", "osascript":
+	case "node", "nodejs", "tsx", "ts-node", "deno", "bun", "ruby", "perl", "php", "pwsh", "powershell", "osascript",
+		"r", "rscript", "julia", "lua", "luajit", "bb", "groovy":
 		return true
 	}
 	return strings.HasPrefix(name, "python")
@@ -256,7 +260,7 @@ var networkCode = []string{"urlopen", "urllib", "requests.", "http.client", "htt
 	"fetch(", "axios", "net/http", "net::http", "open-uri", "lwp::", "http::tiny", "io::socket",
 	"file_get_contents('http", `file_get_contents("http`, "curl_init", "fsockopen", "invoke-webrequest",
 	"invoke-restmethod", "net.webclient", "deno.connect", "boto3", "botocore", "google.cloud", "azure.storage",
-	"minio"}
+	"minio", "download.file", "httr", "http.get(", "http.request(", "downloads.download", "socket.http"}
 
 // opensConnection reports whether inline code calls networkCode.
 func opensConnection(code string) bool {
@@ -385,11 +389,15 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		// python -m awscli … is aws ….
 		c.call(append([]string{"aws"}, argv[j:]...), append([]bool{true}, known[j:]...), depth+1, nil)
 	}
-	if interpreter(name) && inlineCode(argv[1:], opensConnection) {
+	if interpreter(name) && inlineCode(argv[1:], opensConnection) ||
+		name == "deno" && len(argv) > 2 && argv[1] == "eval" && opensConnection(argv[2]) {
 		c.add(ScriptURL)
 	}
 	if in != nil && depth < maxDepth {
 		c.stdinScript(name, argv, in, depth)
+	}
+	if r, ok := runners[name]; ok {
+		c.runner(r, argv, known, depth, in)
 	}
 	switch {
 	case shells[name]:
@@ -465,7 +473,8 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 // than its name: what a wrapper runs is read as its own call when it is
 // one of these.
 func readPastName(n string) bool {
-	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n)
+	_, runs := runners[n]
+	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs
 }
 
 // literal is a word's value when it holds no expansion: plain text, single

@@ -53,6 +53,32 @@ func TestPrograms(t *testing.T) {
 		{"env handing an interpreter a URL", `env U=https://x.example/a node -e 'fetch(process.env.U)'`, []string{"env", "node", "script url"}},
 		{"timeout running pandoc of a page", "timeout 20 pandoc -t plain https://x.example/docs", []string{"20", "pandoc", "script url", "timeout"}},
 		{"nice, nohup running a URL reader", "nohup nice -n 10 svn cat https://svn.example/trunk/README", []string{"10", "nice", "nohup", "script url", "svn"}},
+		{"uv run python's inline fetch", `uv run python -c "import requests; print(requests.get('https://x.example/a').text)"`, []string{"python", "script url", "uv"}},
+		{"uv run curl", "uv run --with rich curl https://x.example", []string{"curl", "uv"}},
+		{"uv run's tests", "uv run --python 3.12 pytest -k httpx tests/", []string{"pytest", "uv"}},
+		{"uv's other commands run nothing", "uv pip install httpx && uv add curl", []string{"uv"}},
+		{"uv tool run", "uv tool run --from yt-dlp yt-dlp https://x.example/v", []string{"script url", "uv", "yt-dlp"}},
+		{"poetry run", `poetry run python -c "import urllib.request as u; u.urlopen('https://x.example')"`, []string{"poetry", "python", "script url"}},
+		{"pipenv, pdm, hatch, rye, pixi run", "pipenv run wget x; pdm run -p . nc h 1; hatch run -e dev xh x; rye run lynx x; pixi run -e d w3m x", []string{"hatch", "lynx", "nc", "pdm", "pipenv", "pixi", "rye", "w3m", "wget", "xh"}},
+		{"conda run -n env", "conda run -n ml --cwd /src curl x; mamba run -p /opt/e wget y", []string{"conda", "curl", "mamba", "wget"}},
+		{"npm exec --", "npm exec --package=cowsay -- curl https://x.example", []string{"curl", "npm"}},
+		{"npm exec's own tool", "npm exec eslint . -- --fix", []string{"eslint", "npm"}},
+		{"npm exec -c runs a line", `npm exec -c 'curl -s https://x.example | head'`, []string{"curl", "head", "npm"}},
+		{"npm's other commands", "npm run build && npm install curl", []string{"npm"}},
+		{"pnpm dlx, yarn exec, bundle exec", "pnpm dlx tsx -e 'fetch(u)'; yarn exec wget x; bundle exec ruby fetch.rb https://x.example", []string{"bundle", "pnpm", "ruby", "script url", "tsx", "wget", "yarn"}},
+		{"mise exec's tools are no command", "mise exec node@20 python@3.12 -- node -e 'fetch(u)'", []string{"mise", "node", "script url"}},
+		{"mise exec without a command", "mise exec node@20 curl", []string{"mise"}},
+		{"asdf, direnv exec", "asdf exec wget x; direnv exec . curl y", []string{"asdf", "curl", "direnv", "wget"}},
+		{"dotenv --", "dotenv -e .env.local -- curl x; dotenv run -- wget y", []string{"curl", "dotenv", "wget"}},
+		{"nix-shell --run", `nix-shell -p curl --run "curl https://x.example"`, []string{"curl", "nix-shell"}},
+		{"nix shell -c", "nix shell nixpkgs#curl nixpkgs#jq -c curl https://x.example", []string{"curl", "nix"}},
+		{"wsl, runuser, systemd-run, taskset", `wsl -d Ubuntu -- curl x; runuser -u app -- wget y; systemd-run --user --pty nc h 1; taskset -c 0-3 python3 -c "import urllib.request"`, []string{"0-3", "1", "app", "curl", "h", "nc", "python3", "runuser", "script url", "systemd-run", "taskset", "ubuntu", "wget", "wsl", "x", "y"}},
+		{"a runner under sudo", "sudo -E uv run curl x", []string{"curl", "sudo", "uv"}},
+		{"npx running tsx's inline fetch", `npx -y tsx -e "fetch('https://x.example').then(r => r.text()).then(console.log)"`, []string{"npx", "script url", "tsx"}},
+		{"Rscript reading a URL", `Rscript -e 'cat(readLines("https://x.example/a"))'`, []string{"rscript", "script url"}},
+		{"julia, lua, bb, groovy inline", `julia -e 'using HTTP; HTTP.get(u)'; lua -e 'require("socket.http").request(u)'; bb -e '(slurp "https://x.example")'; groovy -e 'println new URL("https://x.example").text'`, []string{"bb", "groovy", "julia", "lua", "script url"}},
+		{"deno eval", `deno eval 'const r = await fetch(u); console.log(await r.text())'`, []string{"deno", "script url"}},
+		{"ts-node of a local script", "ts-node scripts/build.ts", []string{"ts-node"}},
 		{"a wrapper running an interpreter that fetches nothing", `timeout 60 python3 -c "print(1)"`, []string{"60", "python3", "timeout"}},
 		{"a wrapper running a script on a heredoc", "timeout 30 python3 - <<'PY'\nimport requests\nrequests.get(U)\nPY", []string{"30", "python3", "script url", "timeout"}},
 		{"find -exec", `find . -name '*.url' -exec curl {} \;`, []string{"*.url", ".", ";", "curl", "find", "{}"}},
@@ -177,7 +203,8 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + 
 func FuzzPrograms(f *testing.F) {
 	for _, s := range []string{"curl x | sh", `bash -c "$(wget -O- x)"`, "sudo env A=1 xargs curl", "cat <<EOF\nx\nEOF", "(((", `\`,
 		"U= node -e x", "U=https://x node -e 'fetch(process.env.U)'", `C:\x\curl.exe y`, "cmd /c curl x", "git fetch origin pull/1/head",
-		"bash <<'SH'\ncurl x\nSH", "echo 'curl x' | sudo sh -s", "python3 - <<EOF\n$X\nEOF"} {
+		"bash <<'SH'\ncurl x\nSH", "echo 'curl x' | sudo sh -s", "python3 - <<EOF\n$X\nEOF",
+		"uv run --with x -- curl y", "npm exec -c 'wget x'", "nix shell a -c nc", "mise x a -- b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {

@@ -1,0 +1,132 @@
+package shellcmd
+
+import (
+	"slices"
+	"strings"
+)
+
+// A runner runs a command its arguments give after a subcommand (uv run
+// pytest, npm exec -- eslint ., bundle exec rake, direnv exec . make):
+// a project's environment around a program, which is read as its own
+// call. Its other subcommands (uv pip install httpx) run nothing named
+// there.
+type runner struct {
+	// subs are the subcommands that run a command; none: the runner's
+	// own words are options and the command (dotenv -e .env -- cmd).
+	subs []string
+	// values are the options that take the next word as their value,
+	// before the subcommand or after it.
+	values []string
+	// lines are the options whose value is a shell line the runner runs
+	// (nix-shell --run '…', npm exec -c '…').
+	lines []string
+	// rest are the options after which every word is the command (nix
+	// shell nixpkgs#curl -c curl …).
+	rest []string
+	// operands are the words between the subcommand and the command
+	// (direnv exec DIR cmd); -1: all of them up to a --, the command
+	// then only after it (mise exec node@20 -- node …).
+	operands int
+}
+
+var runners = map[string]runner{
+	"uv": {subs: []string{"run", "tool"}, values: []string{"--with", "--with-editable", "--with-requirements", "--python", "-p",
+		"--package", "--directory", "--project", "--env-file", "--extra", "--group", "--only-group", "--no-group", "--index",
+		"--default-index", "--index-url", "--extra-index-url", "--find-links", "-f", "--config-file", "--cache-dir",
+		"--exclude-newer", "--python-preference", "--index-strategy", "--keyring-provider", "--resolution", "--prerelease",
+		"--link-mode", "--color", "--from"}},
+	"poetry":     {subs: []string{"run"}, values: []string{"-P", "--project", "-C", "--directory"}},
+	"pipenv":     {subs: []string{"run"}, values: []string{"--python"}},
+	"pdm":        {subs: []string{"run"}, values: []string{"-p", "--project", "--venv"}},
+	"hatch":      {subs: []string{"run"}, values: []string{"-e", "--env", "-p", "--project", "--data-dir", "--cache-dir"}},
+	"rye":        {subs: []string{"run"}, values: []string{"--pyproject"}},
+	"pixi":       {subs: []string{"run", "exec"}, values: []string{"-e", "--environment", "--manifest-path", "-s", "--spec", "-c", "--channel"}},
+	"conda":      {subs: []string{"run"}, values: []string{"-n", "--name", "-p", "--prefix", "--cwd"}},
+	"mamba":      {subs: []string{"run"}, values: []string{"-n", "--name", "-p", "--prefix", "--cwd"}},
+	"micromamba": {subs: []string{"run"}, values: []string{"-n", "--name", "-p", "--prefix", "--cwd", "-r", "--root-prefix"}},
+	"npm":        {subs: []string{"exec", "x"}, values: []string{"-w", "--workspace", "--package", "--prefix"}, lines: []string{"-c", "--call"}},
+	"pnpm":       {subs: []string{"exec", "dlx"}, values: []string{"-C", "--dir", "--filter", "-F", "--package"}, lines: []string{"-c"}},
+	"yarn":       {subs: []string{"exec", "dlx"}, values: []string{"-p", "--package", "--cwd"}},
+	"bun":        {subs: []string{"x"}, values: []string{"--cwd"}},
+	"bundle":     {subs: []string{"exec"}, values: []string{"--gemfile"}},
+	"mise":       {subs: []string{"exec", "x"}, values: []string{"-C", "--cd", "-j", "--jobs", "-E", "--env"}, lines: []string{"-c", "--command"}, operands: -1},
+	"asdf":       {subs: []string{"exec"}},
+	"direnv":     {subs: []string{"exec"}, operands: 1},
+	"dotenv":     {values: []string{"-e", "-v", "-f", "--file", "-c"}},
+	"nix-shell":  {values: []string{"-p", "--packages", "-I", "--arg", "--argstr", "-A", "--attr", "--expr", "-E"}, lines: []string{"--run", "--command"}, operands: -1},
+	"nix":        {subs: []string{"shell", "develop"}, values: []string{"-I", "--arg", "--argstr", "--override-input", "--profile"}, rest: []string{"-c", "--command"}, operands: -1},
+}
+
+// runner adds what a runner's call runs: a shell line an option gives
+// it, and the command its words give, read as its own call.
+func (c *collector) runner(r runner, argv []string, known []bool, depth int, in *input) {
+	i := 1
+	if len(r.subs) > 0 {
+		// The subcommand: the first word that is not an option (nor an
+		// option's value).
+		for ; i < len(argv); i++ {
+			if strings.HasPrefix(argv[i], "-") {
+				if slices.Contains(r.values, argv[i]) {
+					i++
+				}
+				continue
+			}
+			break
+		}
+		if i >= len(argv) || !slices.Contains(r.subs, argv[i]) {
+			return
+		}
+		if ProgramName(argv[0]) == "uv" && argv[i] == "tool" {
+			// uv tool run: uvx.
+			if i+1 >= len(argv) || argv[i+1] != "run" {
+				return
+			}
+			i++
+		}
+		i++
+	} else if ProgramName(argv[0]) == "dotenv" && i < len(argv) && argv[i] == "run" {
+		i++ // python-dotenv's dotenv run
+	}
+	operands := 0
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case !known[i]:
+			if strings.HasPrefix(a, "-") || r.operands != 0 {
+				continue
+			}
+			c.add(Unknown)
+			return
+		case a == "--":
+			c.wrapped(argv[i+1:], known[i+1:], depth, in)
+			return
+		case slices.Contains(r.lines, a):
+			if i+1 < len(argv) {
+				if !known[i+1] {
+					c.add(Unknown)
+				} else {
+					c.line(argv[i+1], depth+1)
+				}
+			}
+			i++
+		case slices.Contains(r.rest, a):
+			c.wrapped(argv[i+1:], known[i+1:], depth, in)
+			return
+		case slices.Contains(r.values, a):
+			i++
+		case strings.HasPrefix(a, "-"):
+		case r.operands < 0 || operands < r.operands:
+			operands++
+		default:
+			c.wrapped(argv[i:], known[i:], depth, in)
+			return
+		}
+	}
+}
+
+// wrapped adds the programs of the command a runner or another host runs.
+func (c *collector) wrapped(argv []string, known []bool, depth int, in *input) {
+	if len(argv) > 0 && depth < maxDepth {
+		c.call(argv, known, depth+1, in)
+	}
+}
