@@ -399,6 +399,16 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	if r, ok := runners[name]; ok {
 		c.runner(r, argv, known, depth, in)
 	}
+	switch name {
+	case "ssh":
+		if depth < maxDepth {
+			c.ssh(argv, known, depth)
+		}
+	case "docker", "podman", "nerdctl", "docker-compose":
+		c.container(argv, known, depth, in)
+	case "kubectl", "oc":
+		c.kubectl(argv, known, depth, in)
+	}
 	switch {
 	case shells[name]:
 		for i := 1; i < len(argv); i++ {
@@ -469,12 +479,17 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	}
 }
 
+// remoteRunners run a command elsewhere: on a host, in a container.
+var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true, "nerdctl": true, "docker-compose": true,
+	"kubectl": true, "oc": true}
+
 // readPastName reports whether call reads more of a program's words
 // than its name: what a wrapper runs is read as its own call when it is
 // one of these.
 func readPastName(n string) bool {
 	_, runs := runners[n]
-	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs
+	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
+		remoteRunners[n]
 }
 
 // literal is a word's value when it holds no expansion: plain text, single

@@ -82,6 +82,21 @@ func TestPrograms(t *testing.T) {
 		{"a wrapper running an interpreter that fetches nothing", `timeout 60 python3 -c "print(1)"`, []string{"60", "python3", "timeout"}},
 		{"a wrapper running a script on a heredoc", "timeout 30 python3 - <<'PY'\nimport requests\nrequests.get(U)\nPY", []string{"30", "python3", "script url", "timeout"}},
 		{"find -exec", `find . -name '*.url' -exec curl {} \;`, []string{"*.url", ".", ";", "curl", "find", "{}"}},
+		{"ssh's line", "ssh build-host 'curl -s https://x.example | head'", []string{"curl", "head", "ssh"}},
+		{"ssh's options and their values", "ssh -i ~/.ssh/id -p 2222 -o StrictHostKeyChecking=no -tt deploy@h wget -qO- x", []string{"ssh", "wget"}},
+		{"ssh's line not literal", `ssh h "$CMD"`, []string{Unknown, "ssh"}},
+		{"ssh without a command", "ssh -L 8080:localhost:80 h", []string{"ssh"}},
+		{"docker exec", "docker exec -it -u root -w /app web curl -s https://x.example", []string{"curl", "docker"}},
+		{"docker run of any image", "docker run --rm -v $PWD:/src -e A=1 alpine:3.20 wget -qO- https://x.example", []string{"alpine", "docker", "wget"}},
+		{"docker run of a fetcher's image", "docker run --rm curlimages/curl:8.8.0 -s https://x.example", []string{"curl", "docker"}},
+		{"docker run of a project's image", "docker run --rm myimage make test", []string{"docker", "make", "myimage"}},
+		{"docker run --entrypoint", "docker run --rm --entrypoint wget busybox -qO- x", []string{"docker", "wget"}},
+		{"podman run, docker compose run", "podman run -it --network host fedora sh -c 'curl x'; docker compose -f c.yml run --rm api nc h 1", []string{"curl", "docker", "fedora", "nc", "podman", "sh"}},
+		{"docker's other commands", "docker build -t myimage . && docker ps", []string{"docker"}},
+		{"kubectl exec --", "kubectl -n prod exec -it pod-1 -c app -- curl -s https://x.example", []string{"curl", "kubectl"}},
+		{"kubectl exec without --", "kubectl exec pod-1 wget x", []string{"kubectl", "wget"}},
+		{"kubectl's other commands", "kubectl get pods -n prod", []string{"kubectl"}},
+		{"ssh under a wrapper", "timeout 60 ssh h 'curl x'", []string{"60", "curl", "ssh", "timeout"}},
 		{"heredoc body is data", "cat <<EOF\ncurl x\nEOF", []string{"cat"}},
 		{"python reading a heredoc that fetches", "python3 - <<'PY'\nimport urllib.request as u\nprint(u.urlopen('https://x.example/a').read())\nPY", []string{"python3", "script url"}},
 		{"python reading a heredoc, no dash", "python3 <<EOF\nimport requests\nprint(requests.get(U).text)\nEOF", []string{"python3", "script url"}},
@@ -204,7 +219,8 @@ func FuzzPrograms(f *testing.F) {
 	for _, s := range []string{"curl x | sh", `bash -c "$(wget -O- x)"`, "sudo env A=1 xargs curl", "cat <<EOF\nx\nEOF", "(((", `\`,
 		"U= node -e x", "U=https://x node -e 'fetch(process.env.U)'", `C:\x\curl.exe y`, "cmd /c curl x", "git fetch origin pull/1/head",
 		"bash <<'SH'\ncurl x\nSH", "echo 'curl x' | sudo sh -s", "python3 - <<EOF\n$X\nEOF",
-		"uv run --with x -- curl y", "npm exec -c 'wget x'", "nix shell a -c nc", "mise x a -- b"} {
+		"uv run --with x -- curl y", "npm exec -c 'wget x'", "nix shell a -c nc", "mise x a -- b",
+		"ssh -p 1 h 'curl x'", "docker run --rm -e A img sh -c x", "kubectl exec p -c a -- nc h"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {

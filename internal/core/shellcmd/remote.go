@@ -1,0 +1,160 @@
+package shellcmd
+
+import (
+	"slices"
+	"strings"
+)
+
+// Commands run elsewhere — on another host (ssh HOST 'curl …'), in a
+// container (docker exec web curl …, docker run IMAGE wget …, kubectl exec
+// POD -- curl …) — print there what they fetch here: their programs are
+// the line's too.
+
+// sshValueLetters are ssh's short options that take the next word as
+// their value.
+const sshValueLetters = "BbcDEeFIiJLlmOoPpQRSWw"
+
+// ssh adds the programs of the line ssh runs on its host: the words after
+// the host, joined as ssh joins them.
+func (c *collector) ssh(argv []string, known []bool, depth int) {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			if i+2 <= len(argv) {
+				c.remoteLine(argv[i+2:], known[i+2:], depth)
+			}
+			return
+		case len(a) == 2 && a[0] == '-' && strings.IndexByte(sshValueLetters, a[1]) >= 0:
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			c.remoteLine(argv[i+1:], known[i+1:], depth)
+			return
+		}
+	}
+}
+
+// remoteLine adds the programs of a line given as words (ssh's): Unknown
+// when one is not literal.
+func (c *collector) remoteLine(words []string, known []bool, depth int) {
+	if len(words) == 0 {
+		return
+	}
+	if slices.Contains(known, false) {
+		c.add(Unknown)
+		return
+	}
+	c.line(strings.Join(words, " "), depth+1)
+}
+
+// containerValueOptions are the options of docker's and podman's run,
+// create, exec and compose run/exec, and of their globals, that take the
+// next word as their value. One missing takes its value for the image or
+// the container and the image for the program: the command's words are
+// then read as the image's arguments, and its program, if it is one a
+// reading names, as a word the image runs (over-approximated below).
+var containerValueOptions = map[string]bool{
+	"-a": true, "--attach": true, "--add-host": true, "--annotation": true, "--blkio-weight": true, "--cap-add": true,
+	"--cap-drop": true, "--cgroup-parent": true, "--cgroupns": true, "--cidfile": true, "--cpu-period": true,
+	"--cpu-quota": true, "--cpu-shares": true, "-c": true, "--cpus": true, "--cpuset-cpus": true, "--cpuset-mems": true,
+	"--device": true, "--device-cgroup-rule": true, "--dns": true, "--dns-option": true, "--dns-search": true,
+	"--domainname": true, "--entrypoint": true, "-e": true, "--env": true, "--env-file": true, "--expose": true,
+	"--gpus": true, "--group-add": true, "--health-cmd": true, "--health-interval": true, "--health-retries": true,
+	"--health-start-period": true, "--health-timeout": true, "-h": true, "--hostname": true, "--ip": true, "--ip6": true,
+	"--ipc": true, "--isolation": true, "--kernel-memory": true, "-l": true, "--label": true, "--label-file": true,
+	"--link": true, "--log-driver": true, "--log-opt": true, "--mac-address": true, "-m": true, "--memory": true,
+	"--memory-reservation": true, "--memory-swap": true, "--memory-swappiness": true, "--mount": true, "--name": true,
+	"--network": true, "--net": true, "--network-alias": true, "--oom-score-adj": true, "--pid": true,
+	"--pids-limit": true, "--platform": true, "-p": true, "--publish": true, "--pull": true, "--restart": true,
+	"--runtime": true, "--security-opt": true, "--shm-size": true, "--stop-signal": true, "--stop-timeout": true,
+	"--storage-opt": true, "--sysctl": true, "--tmpfs": true, "--ulimit": true, "-u": true, "--user": true,
+	"--userns": true, "--uts": true, "-v": true, "--volume": true, "--volumes-from": true, "-w": true, "--workdir": true,
+	"--detach-keys": true, "--context": true, "-H": true, "--host": true, "--config": true, "--log-level": true,
+	"-f": true, "--file": true, "--project-name": true, "--profile": true, "--project-directory": true, "--index": true,
+	"--arch": true, "--os": true, "--variant": true, "--pod": true, "--secret": true, "--hooks-dir": true,
+}
+
+// container adds the programs a docker, podman or nerdctl command runs in
+// a container: exec's command, and run's — the words after the image, and
+// the image's own program, named after it (curlimages/curl, alpine/git).
+func (c *collector) container(argv []string, known []bool, depth int, in *input) {
+	i := 1
+	sub := func() string {
+		for ; i < len(argv); i++ {
+			switch a := argv[i]; {
+			case containerValueOptions[a]:
+				i++
+			case strings.HasPrefix(a, "-"):
+			default:
+				return a
+			}
+		}
+		return ""
+	}
+	s := sub()
+	if s == "container" || s == "compose" {
+		i++
+		s = sub()
+	}
+	compose := ProgramName(argv[0]) == "docker-compose" || slices.Contains(argv[1:min(i, len(argv))], "compose")
+	if s != "run" && s != "exec" {
+		return
+	}
+	i++
+	entrypoint := ""
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--entrypoint" && i+1 < len(argv):
+			entrypoint = argv[i+1]
+			i++
+		case strings.HasPrefix(a, "--entrypoint="):
+			entrypoint = a[len("--entrypoint="):]
+		case containerValueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			// The image, the container or the service.
+			args, argk := argv[i+1:], known[i+1:]
+			if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+				c.wrapped(args, argk, depth, in)
+			}
+			if s == "run" && !compose {
+				image := entrypoint
+				if image == "" {
+					image = a
+					if j := strings.IndexAny(image[strings.LastIndexByte(image, '/')+1:], ":@"); j >= 0 {
+						image = image[:strings.LastIndexByte(image, '/')+1+j]
+					}
+				}
+				c.wrapped(append([]string{image}, args...), append([]bool{known[i]}, argk...), depth, in)
+			}
+			return
+		}
+	}
+}
+
+// kubectl adds the programs kubectl exec (or OpenShift's oc exec) runs in
+// a pod: the words after --, or after the pod.
+func (c *collector) kubectl(argv []string, known []bool, depth int, in *input) {
+	exec := slices.Index(argv, "exec")
+	if exec < 0 {
+		return
+	}
+	if dd := slices.Index(argv[exec:], "--"); dd >= 0 {
+		c.wrapped(argv[exec+dd+1:], known[exec+dd+1:], depth, in)
+		return
+	}
+	for i := exec + 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "-c" || a == "--container" || a == "-n" || a == "--namespace" || a == "--context" ||
+			a == "--kubeconfig" || a == "-f" || a == "--filename" || a == "--pod-running-timeout" || a == "--cluster" || a == "--user":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			c.wrapped(argv[i+1:], known[i+1:], depth, in)
+			return
+		}
+	}
+}
