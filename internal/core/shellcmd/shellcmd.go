@@ -299,10 +299,11 @@ func inlineCode(args []string, f func(string) bool) bool {
 const GitClone = "git clone"
 
 // GitFetch is the name Programs gives a git that fetches or pulls another's
-// work into the repository — from a URL rather than a configured remote,
-// or a pull (merge) request's ref: what git log -p, git show or git diff
-// then print is that contributor's text. A fetch of the repository's own
-// branches is not one: its output says what it did.
+// work into the repository — from a URL, a remote other than origin and
+// upstream (defaultRemotes), or a pull (merge) request's ref: what git
+// log -p, git show or git diff then print is that contributor's text. A
+// fetch of the repository's own branches is not one: its output says
+// what it did.
 const GitFetch = "git fetch"
 
 // remoteRepo reports whether a git argument names another's work: a URL
@@ -328,14 +329,8 @@ func remoteRepo(a string) bool {
 // GitSubcommand is the command a git argument vector runs (clone for
 // git -C dir clone url), past git's own options; "" when there is none.
 func GitSubcommand(argv []string) string {
-	for i := 1; i < len(argv); i++ {
-		switch a := argv[i]; {
-		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--config-env" || a == "--super-prefix":
-			i++
-		case strings.HasPrefix(a, "-"):
-		default:
-			return a
-		}
+	if i := gitAt(argv); i >= 0 {
+		return argv[i]
 	}
 	return ""
 }
@@ -360,20 +355,11 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	}
 	c.program(argv[0])
 	name := ProgramName(argv[0])
-	if name == "git" {
-		switch GitSubcommand(argv) {
-		case "clone":
-			c.add(GitClone)
-		case "fetch", "pull":
-			if slices.ContainsFunc(argv[1:], remoteRepo) {
-				c.add(GitFetch)
-			}
-		case "archive":
-			// git archive --remote=<repository>: another's files.
-			if slices.ContainsFunc(argv[1:], func(a string) bool { return a == "--remote" || strings.HasPrefix(a, "--remote=") }) {
-				c.add(GitFetch)
-			}
-		}
+	switch name {
+	case "git":
+		c.gitFetches(argv)
+	case "jj", "sl":
+		c.otherVCS(name, argv)
 	}
 	if storageClients[name] && bucketReadAny(argv, known) || bucketCmdlets[name] && cmdletReads(argv) {
 		c.add(BucketRead)

@@ -159,6 +159,18 @@ func TestPrograms(t *testing.T) {
 		{"git fetch scp-like", "git fetch git@github.com:contrib/widget.git", []string{"git", GitFetch}},
 		{"git fetch of a merge request", "git fetch origin +refs/merge-requests/7/head", []string{"git", GitFetch}},
 		{"git fetch of its own remote", "git fetch origin main && git pull --rebase", []string{"git"}},
+		{"a remote added and pulled", "git remote add c https://github.com/c/w.git && git pull c main", []string{"git", GitFetch}},
+		{"a fetch of another remote, past options", "git fetch --depth 50 -j 4 contrib && git log -p contrib/main", []string{"git", GitFetch}},
+		{"a pull of origin or upstream", "git pull --rebase origin main && git fetch --prune upstream && git fetch --all", []string{"git"}},
+		{"a fetch of several remotes", "git fetch --multiple origin contrib", []string{"git", GitFetch}},
+		{"a remote added and fetched at once", "git remote add -f c https://github.com/c/w", []string{"git", GitFetch}},
+		{"a remote added, not fetched", "git remote add c https://github.com/c/w && git remote -v", []string{"git"}},
+		{"a submodule added", "git submodule add https://github.com/c/lib vendor/lib", []string{"git", GitClone}},
+		{"submodules fetched", "git submodule update --init --recursive", []string{"git", GitFetch}},
+		{"submodules listed", "git submodule status && git submodule update", []string{"git"}},
+		{"jj git clone", "jj git clone https://github.com/c/w", []string{GitClone, "jj"}},
+		{"jj git fetch of another remote", "jj git fetch --remote contrib; jj git fetch", []string{GitFetch, "jj"}},
+		{"sl clone", "sl clone https://github.com/c/w", []string{GitClone, "sl"}},
 		{"git fetch in a refused line", "git fetch origin pull/9/head |", []string{"fetch", "git", GitFetch, "head", "origin"}},
 		{"refused line with quotes", `echo "unterminated; wget y`, []string{"echo", "unterminated", "wget", "y"}},
 	}
@@ -220,7 +232,8 @@ func FuzzPrograms(f *testing.F) {
 		"U= node -e x", "U=https://x node -e 'fetch(process.env.U)'", `C:\x\curl.exe y`, "cmd /c curl x", "git fetch origin pull/1/head",
 		"bash <<'SH'\ncurl x\nSH", "echo 'curl x' | sudo sh -s", "python3 - <<EOF\n$X\nEOF",
 		"uv run --with x -- curl y", "npm exec -c 'wget x'", "nix shell a -c nc", "mise x a -- b",
-		"ssh -p 1 h 'curl x'", "docker run --rm -e A img sh -c x", "kubectl exec p -c a -- nc h"} {
+		"ssh -p 1 h 'curl x'", "docker run --rm -e A img sh -c x", "kubectl exec p -c a -- nc h",
+		"git fetch --depth 1 c", "git submodule add u p", "jj git fetch --remote", "sl pull"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -278,6 +291,9 @@ func TestWrites(t *testing.T) {
 		{"git clone past git's options", "git -C /src clone --origin up https://host/acme/widget/", []string{"widget/"}},
 		{"gh repo clone", "gh repo clone acme/widget -- --depth 1", []string{"widget/"}},
 		{"gh repo clone into a directory", "gh repo clone acme/widget src/widget", []string{"src/widget/"}},
+		{"git submodule add fills its path", "git submodule add -b main --name lib https://github.com/c/lib vendor/lib", []string{"vendor/lib/"}},
+		{"git submodule add named after the repository", "git submodule add https://github.com/c/lib.git", []string{"lib/"}},
+		{"jj git clone, sl clone", "jj git clone https://github.com/c/w w2 && sl clone https://github.com/c/v", []string{"v/", "w2/"}},
 		{"git's other commands write nothing", "git pull && git log > log.txt", []string{"log.txt"}},
 		{"a copy is named by its destination, or in it", "cp ~/Downloads/setup.sh scripts/setup.sh", []string{"scripts/setup.sh", "scripts/setup.sh/setup.sh"}},
 		{"copies into a directory", "cp -r a.sh lib/ dist/", []string{"dist/", "dist/a.sh", "dist/lib"}},

@@ -142,13 +142,24 @@ func (w *writes) call(argv []string, depth int) {
 	for i, a := range argv {
 		switch ProgramName(a) {
 		case "git":
-			if GitSubcommand(argv[i:]) == "clone" {
-				w.cloned(argv[i:])
+			switch GitSubcommand(argv[i:]) {
+			case "clone":
+				w.cloned(argv[i:], "clone")
 				return
+			case "submodule":
+				if slices.Contains(argv[i:], "add") {
+					w.cloned(argv[i:], "add")
+					return
+				}
 			}
 		case "gh":
 			if j := slices.Index(argv[i:], "clone"); j > 0 && slices.Contains(argv[i:i+j], "repo") {
-				w.cloned(argv[i:])
+				w.cloned(argv[i:], "clone")
+				return
+			}
+		case "jj", "sl":
+			if slices.Contains(argv[i:], "clone") {
+				w.cloned(argv[i:], "clone")
 				return
 			}
 		}
@@ -327,19 +338,22 @@ var cloneValueOptions = map[string]bool{
 	"--reference": true, "--reference-if-able": true, "--separate-git-dir": true, "--depth": true,
 	"--shallow-since": true, "--shallow-exclude": true, "-c": true, "--config": true, "--template": true,
 	"-j": true, "--jobs": true, "--filter": true, "--server-option": true, "--bundle-uri": true, "--ref-format": true,
+	"--name": true, "--remote": true, // git submodule add --name; jj git clone --remote
 }
 
 // cloned adds the directory a clone writes (git clone REPO [DIR], gh repo
-// clone REPO [DIR]): DIR, or the repository's name. It is added with a
-// trailing slash, which says it is a directory (DirWritten).
-func (w *writes) cloned(argv []string) {
+// clone REPO [DIR], git submodule add REPO [DIR], jj git clone, sl
+// clone), its operands after the word cmd: DIR, or the repository's
+// name. It is added with a trailing slash, which says it is a directory
+// (DirWritten).
+func (w *writes) cloned(argv []string, cmd string) {
 	var operands []string
 	after := false
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		switch {
 		case !after:
-			after = a == "clone"
+			after = a == cmd
 		case a == "--":
 		case cloneValueOptions[a]:
 			i++

@@ -1,0 +1,138 @@
+package shellcmd
+
+import (
+	"slices"
+	"strings"
+)
+
+// defaultRemotes are the remotes a fetch or a pull of which is the
+// repository's own work: the clone's origin, and the upstream a fork
+// tracks. Any other name is a remote someone added — often another's
+// fork (git remote add contrib https://…; git fetch contrib) — and git's
+// config, which the line does not show, says where it points: such a
+// fetch is taken for another's work.
+var defaultRemotes = []string{"origin", "upstream"}
+
+// gitFetchValueOptions are git fetch's and git pull's options that take
+// the next word as their value.
+var gitFetchValueOptions = map[string]bool{"--depth": true, "--deepen": true, "--shallow-since": true,
+	"--shallow-exclude": true, "-j": true, "--jobs": true, "--upload-pack": true, "--negotiation-tip": true,
+	"--refmap": true, "-o": true, "--server-option": true, "--filter": true, "--recurse-submodules-default": true,
+	"-s": true, "--strategy": true, "-X": true, "--strategy-option": true, "--cleanup": true}
+
+// gitAt is the index of the command a git argument vector runs (past
+// git's own options), or -1.
+func gitAt(argv []string) int {
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--config-env" || a == "--super-prefix":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return i
+		}
+	}
+	return -1
+}
+
+// fetchesOther reports whether git fetch's or git pull's arguments name
+// another's work: a URL or a pull request's ref (remoteRepo), or a remote
+// other than defaultRemotes (the first operand; each with --multiple).
+func fetchesOther(args []string) bool {
+	if slices.ContainsFunc(args, remoteRepo) {
+		return true
+	}
+	multiple := slices.Contains(args, "--multiple")
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+		case gitFetchValueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			if !slices.Contains(defaultRemotes, a) {
+				return true
+			}
+			if !multiple {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// gitFetches adds what a git command brings in of another's work: a
+// clone, a fetch or a pull of another's (fetchesOther), git archive
+// --remote, a remote added and fetched at once (git remote add -f), a
+// submodule added (a clone) or updated with --init or --remote (a fetch).
+func (c *collector) gitFetches(argv []string) {
+	at := gitAt(argv)
+	if at < 0 {
+		return
+	}
+	args := argv[at+1:]
+	switch argv[at] {
+	case "clone":
+		c.add(GitClone)
+	case "fetch", "pull":
+		if fetchesOther(args) {
+			c.add(GitFetch)
+		}
+	case "archive":
+		// git archive --remote=<repository>: another's files.
+		if slices.ContainsFunc(args, func(a string) bool { return a == "--remote" || strings.HasPrefix(a, "--remote=") }) {
+			c.add(GitFetch)
+		}
+	case "remote":
+		if len(args) > 0 && args[0] == "add" && slices.ContainsFunc(args[1:], func(a string) bool { return a == "-f" || a == "--fetch" }) {
+			c.add(GitFetch)
+		}
+	case "submodule":
+		sub := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+		switch {
+		case sub < 0:
+		case args[sub] == "add":
+			c.add(GitClone)
+		case args[sub] == "update" && slices.ContainsFunc(args[sub+1:], func(a string) bool { return a == "--init" || a == "--remote" }):
+			c.add(GitFetch)
+		}
+	}
+}
+
+// otherVCS adds what Jujutsu (jj git clone, jj git fetch of a URL or a
+// remote other than defaultRemotes) and Sapling (sl clone, sl pull of a
+// URL) bring in, as git's.
+func (c *collector) otherVCS(name string, argv []string) {
+	switch name {
+	case "jj":
+		g := slices.Index(argv, "git")
+		if g < 0 || g+1 >= len(argv) {
+			return
+		}
+		switch argv[g+1] {
+		case "clone":
+			c.add(GitClone)
+		case "fetch":
+			for i, a := range argv[g+2:] {
+				if remoteRepo(a) || (a == "--remote" && g+3+i < len(argv) && !slices.Contains(defaultRemotes, argv[g+3+i])) ||
+					strings.HasPrefix(a, "--remote=") && !slices.Contains(defaultRemotes, a[len("--remote="):]) || a == "--all-remotes" {
+					c.add(GitFetch)
+					return
+				}
+			}
+		}
+	case "sl":
+		sub := slices.IndexFunc(argv[1:], func(a string) bool { return !strings.HasPrefix(a, "-") })
+		if sub < 0 {
+			return
+		}
+		switch argv[1+sub] {
+		case "clone":
+			c.add(GitClone)
+		case "pull":
+			if slices.ContainsFunc(argv[2+sub:], remoteRepo) {
+				c.add(GitFetch)
+			}
+		}
+	}
+}
