@@ -355,6 +355,7 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	}
 	c.program(argv[0])
 	name := ProgramName(argv[0])
+	c.subcommandFetch(name, argv)
 	switch name {
 	case "git":
 		c.gitFetches(argv)
