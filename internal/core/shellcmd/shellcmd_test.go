@@ -319,6 +319,14 @@ func TestWrites(t *testing.T) {
 		{"az's file", "az storage blob download -c c -n x.txt -f /tmp/x.txt", []string{"/tmp/x.txt"}},
 		{"az's batch directory", "az storage blob download-batch -s c -d ./blobs", []string{"./blobs/"}},
 		{"s3cmd get names the file after the object", "s3cmd get s3://b/dir/file.txt", []string{"file.txt"}},
+		{"a fetch piped into tar -C", "curl -fsSL https://x.example/pkg.tgz | tar -xz -C /tmp/pkg2", []string{"/tmp/pkg2/"}},
+		{"tar's old style, the archive's directory", "curl -LO https://x.example/kit-1.2.tar.gz && tar xzf kit-1.2.tar.gz", []string{"kit-1.2.tar.gz", "kit-1.2/"}},
+		{"tar --extract --file= --directory=", "tar --extract --file=/tmp/a.tar --directory=out", []string{"out/"}},
+		{"tar's listing extracts nothing", "tar -tzf kit.tgz", []string{}},
+		{"tar's creation writes the archive", "tar -czf out.tgz src", []string{}},
+		{"unzip -d", "wget https://x.example/kit.zip && unzip -q kit.zip -d kit", []string{"kit.zip", "kit/"}},
+		{"unzip into the archive's directory", "unzip -o /tmp/kit.zip", []string{"/tmp/kit/"}},
+		{"7z x -o", "7z x kit.7z -ovendor/kit -y", []string{"vendor/kit/"}},
 		{"an upload writes no local file", "aws s3 cp dist/app.zip s3://b/releases/", []string{}},
 	}
 	for _, tt := range tests {
@@ -336,6 +344,7 @@ func TestWrites(t *testing.T) {
 func FuzzWrites(f *testing.F) {
 	f.Add("curl -o a https://x | tee b > c")
 	f.Add("wget -O- $(x) 'y")
+	f.Add("tar -xzf a.tgz -C; unzip -d; 7z x -o")
 	f.Fuzz(func(t *testing.T, line string) {
 		got := Writes(line)
 		if len(got) > MaxWrites || !slices.IsSorted(got) {

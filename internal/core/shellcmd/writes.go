@@ -186,6 +186,9 @@ func (w *writes) call(argv []string, depth int) {
 		w.copied(argv[i+1:])
 		return
 	}
+	if i := programAt(argv); i >= 0 && w.extracted(argv[i:]) {
+		return
+	}
 	prog := ""          // the downloader or curl the words run, if any
 	remoteName := false // it names its file after the URL
 	explicit := false   // an output option named the file
