@@ -173,7 +173,7 @@ func TestSourcesFailClosed(t *testing.T) {
 // run on another host or in a container, a remote git fetches — open a
 // taint window; the commands that only look alike open none
 // (testdata/shell-sources.yaml, run over the default pack).
-func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 34) }
+func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 37) }
 
 // TestSubagentReturn: a value a subagent hands back in its subagentStop
 // summary is traced to that return, not taken for the parent's own: the

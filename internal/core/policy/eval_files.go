@@ -99,7 +99,9 @@ func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
 // named by any word of the call's string arguments and command line that
 // is its path, ends with it, or is the end of it (a relative name from
 // the directory it was written in); a directory a clone filled, by any
-// word naming it or a path under it (namesDir).
+// word naming it or a path under it (namesDir). What such a call writes
+// (commandWrites: cp's destination, a redirect's file, the directory tar
+// -C fills) is remembered with the file's label.
 //
 // A message the host sends for the agent's own work — not the user's
 // words: Claude Code's <task-notification> that a background task
@@ -116,8 +118,9 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	case "toolCallRequest":
 		words = func(fn func(string)) { eachCallWord(e.toolView(), fn) }
 		// The call becomes a source of the label, set when its output
-		// arrives; what it writes (a cp of the file, its cat redirected,
-		// pandoc -o) carries the label on, as a fetch's files do.
+		// arrives; and what it writes — a copy (cp, a redirect), an
+		// extraction (tar -C, unzip -d), a conversion's output — carries
+		// the file's content on, and its label, as the fetch's files do.
 		take = func(f turnstate.FileTaint) {
 			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
 			for _, w := range commandWrites(e.toolView()) {
