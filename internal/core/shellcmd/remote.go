@@ -15,31 +15,40 @@ import (
 const sshValueLetters = "BbcDEeFIiJLlmOoPpQRSWw"
 
 // ssh adds the programs of the line ssh runs on its host: the words after
-// the host, joined as ssh joins them.
-func (c *collector) ssh(argv []string, known []bool, depth int) {
+// the host, joined as ssh joins them; with none, the host's shell runs
+// what ssh reads on its standard input (ssh host <<'SH' … SH), as does
+// a shell the line runs without -c (ssh host bash -s < …).
+func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		switch {
 		case a == "--":
 			if i+2 <= len(argv) {
-				c.remoteLine(argv[i+2:], known[i+2:], depth)
+				c.remoteLine(argv[i+2:], known[i+2:], depth, in)
 			}
 			return
 		case len(a) == 2 && a[0] == '-' && strings.IndexByte(sshValueLetters, a[1]) >= 0:
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
-			c.remoteLine(argv[i+1:], known[i+1:], depth)
+			c.remoteLine(argv[i+1:], known[i+1:], depth, in)
 			return
 		}
 	}
 }
 
 // remoteLine adds the programs of a line given as words (ssh's): Unknown
-// when one is not literal.
-func (c *collector) remoteLine(words []string, known []bool, depth int) {
+// when one is not literal; with no words, the script in gives the host's
+// shell.
+func (c *collector) remoteLine(words []string, known []bool, depth int, in *input) {
 	if len(words) == 0 {
+		if in != nil {
+			c.stdinScript("sh", []string{"sh"}, in, depth)
+		}
 		return
+	}
+	if in != nil && known[0] && shells[ProgramName(words[0])] {
+		c.stdinScript(ProgramName(words[0]), words, in, depth)
 	}
 	if slices.Contains(known, false) {
 		c.add(Unknown)

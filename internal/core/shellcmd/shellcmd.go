@@ -389,7 +389,7 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	switch name {
 	case "ssh":
 		if depth < maxDepth {
-			c.ssh(argv, known, depth)
+			c.ssh(argv, known, depth, in)
 		}
 	case "docker", "podman", "nerdctl", "docker-compose":
 		c.container(argv, known, depth, in)
