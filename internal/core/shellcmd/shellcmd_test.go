@@ -323,6 +323,8 @@ func TestWrites(t *testing.T) {
 		{"az's file", "az storage blob download -c c -n x.txt -f /tmp/x.txt", []string{"/tmp/x.txt"}},
 		{"az's batch directory", "az storage blob download-batch -s c -d ./blobs", []string{"./blobs/"}},
 		{"s3cmd get names the file after the object", "s3cmd get s3://b/dir/file.txt", []string{"file.txt"}},
+		{"a runner's shell line", `nix-shell -p curl --run "curl -o x.sh https://x.example/x"; npm exec -c 'wget https://x.example/y.sh'`, []string{"x.sh", "y.sh"}},
+		{"a runner's command", "uv run wget https://x.example/z.sh", []string{"z.sh"}},
 		{"a fetch piped into tar -C", "curl -fsSL https://x.example/pkg.tgz | tar -xz -C /tmp/pkg2", []string{"/tmp/pkg2/"}},
 		{"tar's old style, the archive's directory", "curl -LO https://x.example/kit-1.2.tar.gz && tar xzf kit-1.2.tar.gz", []string{"kit-1.2.tar.gz", "kit-1.2/"}},
 		{"tar --extract --file= --directory=", "tar --extract --file=/tmp/a.tar --directory=out", []string{"out/"}},

@@ -182,6 +182,17 @@ func (w *writes) call(argv []string, depth int) {
 		}
 		break
 	}
+	if i := programAt(argv); i >= 0 && depth < maxDepth {
+		// The shell line a runner's option gives it (nix-shell --run '…',
+		// npm exec -c '…').
+		if r, ok := runners[ProgramName(argv[i])]; ok {
+			for j := i + 1; j+1 < len(argv); j++ {
+				if slices.Contains(r.lines, argv[j]) {
+					w.line(argv[j+1], depth+1)
+				}
+			}
+		}
+	}
 	if i := programAt(argv); i >= 0 && copiers[ProgramName(argv[i])] {
 		w.copied(argv[i+1:])
 		return
