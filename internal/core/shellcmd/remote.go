@@ -132,10 +132,7 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 			if s == "run" && !compose {
 				image := entrypoint
 				if image == "" {
-					image = a
-					if j := strings.IndexAny(image[strings.LastIndexByte(image, '/')+1:], ":@"); j >= 0 {
-						image = image[:strings.LastIndexByte(image, '/')+1+j]
-					}
+					image = imageProgram(a)
 				}
 				c.wrapped(append([]string{image}, args...), append([]bool{known[i]}, argk...), depth, in)
 			}
@@ -145,8 +142,22 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 }
 
 // kubectl adds the programs kubectl exec (or OpenShift's oc exec) runs in
-// a pod: the words after --, or after the pod.
+// a pod — the words after --, or after the pod — and kubectl run: the
+// words after --, and the image's own program (--image=curlimages/curl).
 func (c *collector) kubectl(argv []string, known []bool, depth int, in *input) {
+	if kubectlSubcommand(argv) == "run" {
+		args, argk := []string(nil), []bool(nil)
+		if dd := slices.Index(argv, "--"); dd >= 0 {
+			args, argk = argv[dd+1:], known[dd+1:]
+			if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+				c.wrapped(args, argk, depth, in)
+			}
+		}
+		if image := optionValue(argv, "--image", "--image"); image != "" {
+			c.wrapped(append([]string{imageProgram(image)}, args...), append([]bool{true}, argk...), depth, in)
+		}
+		return
+	}
 	exec := slices.Index(argv, "exec")
 	if exec < 0 {
 		return
@@ -166,4 +177,29 @@ func (c *collector) kubectl(argv []string, known []bool, depth int, in *input) {
 			return
 		}
 	}
+}
+
+// kubectlSubcommand is the command a kubectl argument vector runs, past
+// its global options and their values.
+func kubectlSubcommand(argv []string) string {
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "-n" || a == "--namespace" || a == "--context" || a == "--kubeconfig" || a == "--cluster" || a == "--user" || a == "-s" || a == "--server":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// imageProgram is the program an image is named after: its name without
+// its tag or digest (curlimages/curl:8.8.0 runs curl).
+func imageProgram(image string) string {
+	slash := strings.LastIndexByte(image, '/') + 1
+	if j := strings.IndexAny(image[slash:], ":@"); j >= 0 {
+		image = image[:slash+j]
+	}
+	return image
 }

@@ -58,8 +58,23 @@ var runners = map[string]runner{
 }
 
 // runner adds what a runner's call runs: a shell line an option gives
-// it, and the command its words give, read as its own call.
+// it, and the command its words give, read as its own call; nix run
+// INSTALLABLE runs the package's program (nixpkgs#curl: curl) with the
+// words after --.
 func (c *collector) runner(r runner, argv []string, known []bool, depth int, in *input) {
+	if ProgramName(argv[0]) == "nix" && len(argv) > 2 && argv[1] == "run" {
+		pkg := argv[2]
+		if strings.HasPrefix(pkg, "-") {
+			return
+		}
+		pkg = pkg[strings.LastIndexAny(pkg, "#.")+1:]
+		args, argk := []string(nil), []bool(nil)
+		if dd := slices.Index(argv, "--"); dd >= 0 {
+			args, argk = argv[dd+1:], known[dd+1:]
+		}
+		c.wrapped(append([]string{pkg}, args...), append([]bool{known[2]}, argk...), depth, in)
+		return
+	}
 	i := 1
 	if len(r.subs) > 0 {
 		// The subcommand: the first word that is not an option (nor an

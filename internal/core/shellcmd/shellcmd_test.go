@@ -99,6 +99,9 @@ func TestPrograms(t *testing.T) {
 		{"docker's other commands", "docker build -t myimage . && docker ps", []string{"docker"}},
 		{"kubectl exec --", "kubectl -n prod exec -it pod-1 -c app -- curl -s https://x.example", []string{"curl", "kubectl"}},
 		{"kubectl exec without --", "kubectl exec pod-1 wget x", []string{"kubectl", "wget"}},
+		{"kubectl run of a command", "kubectl -n dev run tmp --rm -it --restart=Never --image=alpine -- wget -qO- https://x.example", []string{"alpine", "kubectl", "wget"}},
+		{"kubectl run of a fetcher's image", "kubectl run tmp --rm -i --image=curlimages/curl:8.8.0 -- -s https://x.example", []string{"curl", "kubectl"}},
+		{"nix run of a package", "nix run nixpkgs#curl -- -s https://x.example; nix run nixpkgs.wget", []string{"curl", "nix", "wget"}},
 		{"kubectl's other commands", "kubectl get pods -n prod", []string{"kubectl"}},
 		{"ssh under a wrapper", "timeout 60 ssh h 'curl x'", []string{"60", "curl", "ssh", "timeout"}},
 		{"openssl s_client", "openssl s_client -quiet -connect x.example:443 </dev/null", []string{"openssl", "openssl s_client"}},
@@ -248,7 +251,7 @@ func FuzzPrograms(f *testing.F) {
 		"bash <<'SH'\ncurl x\nSH", "echo 'curl x' | sudo sh -s", "python3 - <<EOF\n$X\nEOF",
 		"uv run --with x -- curl y", "npm exec -c 'wget x'", "nix shell a -c nc", "mise x a -- b",
 		"ssh -p 1 h 'curl x'", "docker run --rm -e A img sh -c x", "kubectl exec p -c a -- nc h",
-		"git fetch --depth 1 c", "git submodule add u p", "jj git fetch --remote", "sl pull"} {
+		"git fetch --depth 1 c", "kubectl run --image", "nix run", "kubectl run x -- ", "git submodule add u p", "jj git fetch --remote", "sl pull"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
