@@ -70,7 +70,7 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 	if child == "" && scope != hosthook.ReturnsNone {
 		// As decideHook: the named subagents', or every spawned one's.
 		var err error
-		if view.TakeBack, _, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[key], ids, scope); err != nil {
+		if view.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[key], ids, scope); err != nil {
 			h.t.Fatal(err)
 		}
 	}
@@ -79,7 +79,7 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 		cv := hookView(h.mem.Sessions[ck])
 		if scope != hosthook.ReturnsNone {
 			var err error
-			if cv.TakeBack, cv.Adopt, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[ck], ids, scope); err != nil {
+			if cv.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[ck], ids, scope); err != nil {
 				h.t.Fatal(err)
 			}
 		}

@@ -118,7 +118,7 @@ func viewOf(sess *turnstate.Session, err error) (hosthook.Session, error) {
 
 // takeBack is which subagents the plan takes back from (takeBackOf),
 // read from the state bucket.
-func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, root, spawner *turnstate.Session, ids []string, scope hosthook.ReturnScope) (take, adopt []string, err error) {
+func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, root, spawner *turnstate.Session, ids []string, scope hosthook.ReturnScope) ([]string, error) {
 	return takeBackOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, root, spawner, ids, scope)
 }
 
@@ -127,16 +127,16 @@ func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthoo
 // or a subagent's) and whose taint it takes back
 // (hosthook.Session.TakeBack): of those it names (ids), the ones of the
 // root's tree — in the root's or the spawner's Subagents, or by their own
-// link to either; when it names none, those still at work (their newest
-// turn open), or all the two remember when the event reads every agent's
+// link to either (a subagent's nested agent is opened as the root's, a
+// sibling whose taint its stop takes back: turnstate.Session.Spawned);
+// when it names none, the spawner's own still at work (their newest turn
+// open), or every one the two remember when the event reads all their
 // work (scope), as load reads their states. A subagent whose state does
 // not verify is taken back from (fail closed: its stop is sent, and the
-// processor decides what it meets). adopt are those a subagent spawner
-// did not spawn itself (a nested agent, which the hooks open as the
-// root's): its subagentStart for them comes first.
-func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, root, spawner *turnstate.Session, ids []string, scope hosthook.ReturnScope) (take, adopt []string, err error) {
+// processor decides what it meets).
+func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, root, spawner *turnstate.Session, ids []string, scope hosthook.ReturnScope) ([]string, error) {
 	if root == nil || scope == hosthook.ReturnsNone {
-		return nil, nil, nil
+		return nil, nil
 	}
 	self := root.SessionID
 	var own []string
@@ -146,13 +146,20 @@ func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string
 			own = spawner.Subagents
 		}
 	}
-	children := slices.Concat(root.Subagents, own)
-	if scope == hosthook.ReturnsNamed {
-		children = make([]string, 0, len(ids))
+	var children []string
+	switch {
+	case scope == hosthook.ReturnsNamed:
 		for _, id := range ids {
 			children = append(children, ev.AgentSession(id))
 		}
+	case scope == hosthook.ReturnsAll || spawner == root:
+		children = slices.Concat(root.Subagents, own)
+	default:
+		// A subagent's report naming no agent: only its own (a
+		// sibling still at work did not report to it).
+		children = own
 	}
+	var take []string
 	for _, c := range children {
 		if c == self || slices.Contains(take, c) {
 			continue
@@ -162,7 +169,7 @@ func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string
 		switch {
 		case errors.As(err, &integrity):
 		case err != nil:
-			return nil, nil, fmt.Errorf("subagent %s: the state cannot be read: %w", c, err)
+			return nil, fmt.Errorf("subagent %s: the state cannot be read: %w", c, err)
 		default:
 			linked := slices.Contains(root.Subagents, c) || slices.Contains(own, c) ||
 				cs != nil && cs.Parent != nil && (cs.Parent.SessionID == root.SessionID || cs.Parent.SessionID == self)
@@ -172,11 +179,8 @@ func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string
 			}
 		}
 		take = append(take, c)
-		if self != root.SessionID && !slices.Contains(own, c) && (cs == nil || cs.Parent == nil || cs.Parent.SessionID != self) {
-			adopt = append(adopt, c)
-		}
 	}
-	return take, adopt, nil
+	return take, nil
 }
 
 // hookView is what a plan needs of a session's state (nil: none yet).
@@ -303,7 +307,7 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	}
 	ids, scope := ev.ReturnedAgents()
 	if childKey == "" && scope != hosthook.ReturnsNone {
-		if view.TakeBack, _, err = g.states.takeBack(ctx, who.Tenant, ev, sess, sess, ids, scope); err != nil {
+		if view.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, sess, ids, scope); err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
 	}
@@ -318,7 +322,7 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 			// A subagent taking back an agent it launched: that
 			// agent's lock is not held, as a parent's stop does not
 			// hold its subagent's (the processor waits for its state).
-			if cv.TakeBack, cv.Adopt, err = g.states.takeBack(ctx, who.Tenant, ev, sess, cs, ids, scope); err != nil {
+			if cv.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, cs, ids, scope); err != nil {
 				return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
 			}
 		}

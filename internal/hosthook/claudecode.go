@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -326,13 +327,9 @@ type Session struct {
 	// it remembers when it reads all their outputs. The caller reads
 	// their states to say which. For a subagent's event, they are in the
 	// subagent's view (Subagent.TakeBack): an agent it launched (a
-	// nested agent, which the hooks make a subagent of the root session).
+	// nested agent, which the hooks make a subagent of the root session)
+	// or a sibling whose output it reads.
 	TakeBack []string
-	// Adopt are those of TakeBack this session did not spawn as far as
-	// its state knows (a nested agent, whose session the root's
-	// subagentStart opened): the session's subagentStart for it comes
-	// first, so that its subagentStop may take its taint back.
-	Adopt []string
 }
 
 // Step is one ACS step to send.
@@ -491,10 +488,52 @@ var (
 	agentFile = regexp.MustCompile(`(?:tasks[/\\]([A-Za-z0-9_-]{1,64})\.output|agent-([A-Za-z0-9_-]{1,64})\.jsonl)`)
 )
 
-// agentDirs is a directory of agents' output files or transcripts (tasks,
-// subagents), named whole or through a wildcard (tasks/*.output): a read
-// of it reads every agent's work at once.
-var agentDirs = regexp.MustCompile(`(?:^|[/\\\s'"=])(?:tasks|subagents)(?:[/\\]+[^/\\\s'"]*[*?\[][^/\\\s'"]*|[/\\]*(?:$|[\s'";|&)<>]))`)
+// agentOutputs reports whether a string of a call's input names agents'
+// outputs at once: a path into Claude Code's spools — the task outputs
+// under a temporary directory's claude or claude-<uid>
+// (/tmp/claude-1000/<project>/tasks/…), the transcripts under
+// ~/.claude/projects — that is a directory (tasks, subagents, a project's
+// spool, the spool itself), a wildcard, or an output or transcript file
+// (one of an agent named by its id is agentFile's); or a wildcard over
+// output files or agents' transcripts anywhere (tasks/*.output,
+// agent-*.jsonl). A word elsewhere (a commit message's "tasks", a
+// project's tasks/main.yml) names none.
+func agentOutputs(v string) bool {
+	for _, tok := range strings.FieldsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune("'\"=();|&<>,`", r) }) {
+		tok = strings.TrimRight(strings.ReplaceAll(tok, `\`, "/"), "/")
+		base := tok[strings.LastIndexByte(tok, '/')+1:]
+		glob := strings.ContainsAny(tok, "*?[")
+		if glob && (strings.HasSuffix(base, ".output") || strings.HasPrefix(base, "agent-") && strings.HasSuffix(base, ".jsonl")) {
+			return true
+		}
+		if !inAgentSpool(tok) || !glob && agentFile.MatchString(tok) {
+			continue // not a spool's, or one agent's file, named by its id
+		}
+		if glob || !strings.Contains(base, ".") || strings.HasSuffix(base, ".output") || strings.HasSuffix(base, ".jsonl") {
+			return true
+		}
+	}
+	return false
+}
+
+// inAgentSpool reports whether a path lies in Claude Code's spools: under
+// .claude/projects, or under a claude or claude-<uid> directory of an
+// absolute path (/tmp, /private/tmp, $TMPDIR).
+func inAgentSpool(p string) bool {
+	lower := strings.ToLower(p)
+	if strings.Contains(lower, ".claude/projects") {
+		return true
+	}
+	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "$") && !strings.HasPrefix(p, "~") {
+		return false
+	}
+	for _, seg := range strings.Split(lower, "/") {
+		if rest, ok := strings.CutPrefix(seg, "claude"); ok && (rest == "" || rest[0] == '-' && len(rest) > 1 && strings.Trim(rest[1:], "0123456789") == "") {
+			return true
+		}
+	}
+	return false
+}
 
 // maxReturned bounds the agent ids an event is read for.
 const maxReturned = 8
@@ -557,7 +596,7 @@ func (e *Event) ReturnedAgents() (ids []string, scope ReturnScope) {
 			for _, m := range agentFile.FindAllStringSubmatch(v, maxReturned) {
 				add(m[1] + m[2])
 			}
-			all = all || agentDirs.MatchString(v)
+			all = all || agentOutputs(v)
 		})
 		if all {
 			return nil, ReturnsAll
@@ -651,14 +690,11 @@ func (p *planner) subagentEvent() {
 		c.s.OpenTurn = id
 	}
 	c.inTurnAs("agent_loop")
-	// What its own agents did comes back to it, as to a main agent
-	// (takeBack): a nested agent is opened in the root's session, so
-	// this one adopts it first.
+	// What other agents did comes back to it, as to a main agent
+	// (takeBack): a nested agent it launched, which the hooks open as the
+	// root's (a sibling, whose taint a subagentStop takes back too), or
+	// a sibling whose output it reads.
 	for _, n := range c.s.TakeBack {
-		if slices.Contains(c.s.Adopt, n) {
-			c.add("steps/subagentStart", c.newID(), map[string]any{"subagent_session_id": n,
-				"parent_session_id": c.session, "parent_step_id": c.s.OpenTurn, "intent_derivation": "derived_from_parent"})
-		}
 		c.add("steps/subagentStop", c.newID(), map[string]any{"subagent_session_id": n, "outcome": "completed"})
 	}
 	if e.Name != SubagentStart {

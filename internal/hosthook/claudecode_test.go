@@ -93,9 +93,8 @@ func planGolden(t *testing.T, host Host, events []string) {
 			sub := &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"}
 			if ev.Subagent != "" && scope != ReturnsNone {
 				// A subagent taking back an agent it launched, which
-				// the root's subagentStart opened: adopted first.
-				nested := ev.AgentSession("n1")
-				sub.TakeBack, sub.Adopt = []string{nested}, []string{nested}
+				// the root's subagentStart opened.
+				sub.TakeBack = []string{ev.AgentSession("n1")}
 			}
 			all = append(slices.Clone(sessions), struct {
 				name string
@@ -468,7 +467,16 @@ func TestReturnedAgents(t *testing.T) {
 		{"the transcripts' directory", tool("Grep", map[string]any{"pattern": "curl", "path": "/home/dev/.claude/projects/app/s/subagents/"}), nil, ReturnsAll},
 		{"a wildcard of transcripts", bash("tail -n 5 subagents/agent-*.jsonl"), nil, ReturnsAll},
 		{"a project's tasks file", bash("cat roles/web/tasks/main.yml"), nil, ReturnsNone},
+		{"a project's tasks, all of them", bash("ansible-lint roles/*/tasks/*.yml"), nil, ReturnsNone},
+		{"a Rails tasks directory", bash("ls lib/tasks"), nil, ReturnsNone},
 		{"a word like it", bash("grep -rn subagentsDone src/"), nil, ReturnsNone},
+		{"the word in a commit message", bash(`git commit -am "run the nightly tasks"`), nil, ReturnsNone},
+		{"the word in a file written", tool("Write", map[string]any{"file_path": "/home/dev/app/TODO.md", "content": "Remaining tasks:\n- spawn no subagents\n"}), nil, ReturnsNone},
+		{"a memory file under the transcripts", tool("Read", map[string]any{"file_path": "/home/dev/.claude/projects/app/memory/MEMORY.md"}), nil, ReturnsNone},
+		{"the project's spool, searched", bash("grep -rh install /tmp/claude/-home-dev-app/"), nil, ReturnsAll},
+		{"every output through a wildcard", bash("cat /tmp/claude/-home-dev-app/*/*.output"), nil, ReturnsAll},
+		{"the spool, found", bash("find /tmp/claude-1000 -name '*.output' -exec cat {} +"), nil, ReturnsAll},
+		{"the temporary directory's spool", bash("tail -n 5 $TMPDIR/claude/-home-dev-app/tasks/*"), nil, ReturnsAll},
 		{"a Task's result", map[string]any{"session_id": session, "hook_event_name": PostToolUse, "tool_name": "Task", "tool_use_id": "toolu_1", "tool_input": map[string]any{}, "tool_response": map[string]any{"agentId": "a1"}}, []string{"a1"}, ReturnsNamed},
 		{"a failed Task", map[string]any{"session_id": session, "hook_event_name": PostToolUseFailure, "tool_name": "Task", "tool_use_id": "toolu_1", "tool_input": map[string]any{}, "error": "interrupted"}, nil, ReturnsRunning},
 		{"a subagent's read of every output", func() map[string]any {

@@ -274,16 +274,24 @@ func (s *Session) Adopt(spawned *Session) bool {
 	return changed
 }
 
-// Spawned reports whether child is a subagent session of this one: linked
-// to it, or remembered among the subagents it spawned — and belonging to
-// this session's caller (or to none yet: a state of an earlier version),
-// so that naming another caller's session in a subagentStart does not
-// let its state show through this one's decisions.
+// Spawned reports whether child's taint comes back to this session at
+// its subagentStop: a subagent session of this one — linked to it, or
+// remembered among the subagents it spawned — or of this one's parent (a
+// sibling: a host that names no spawner opens an agent a subagent
+// launched as the root's, as Claude Code does a nested agent, and the
+// subagent that takes its report back takes its taint too; a stop only
+// adds labels). Only one belonging to this session's caller (or to none
+// yet: a state of an earlier version), so that naming another caller's
+// session in a subagentStart does not let its state show through this
+// one's decisions.
 func (s *Session) Spawned(child *Session) bool {
 	if child == nil || child.Caller != "" && child.Caller != s.Caller {
 		return false
 	}
-	return child.Parent != nil && child.Parent.SessionID == s.SessionID || slices.Contains(s.Subagents, child.SessionID)
+	if child.Parent != nil && (child.Parent.SessionID == s.SessionID || s.Parent != nil && child.Parent.SessionID == s.Parent.SessionID && child.SessionID != s.SessionID) {
+		return true
+	}
+	return slices.Contains(s.Subagents, child.SessionID)
 }
 
 // Key is the session's KV key.

@@ -375,33 +375,43 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
-// Spawned: a child linked to the parent or remembered by it, and of the
-// parent's caller (or of none yet); never another caller's session named
-// in a subagentStart.
+// Spawned: a child linked to the parent or remembered by it, or a sibling
+// (linked to the parent's own parent), and of the parent's caller (or of
+// none yet); never another caller's session named in a subagentStart.
 func TestSpawned(t *testing.T) {
 	parent := turnstate.New("acme", "parent")
 	parent.Caller = "nats:A"
+	parent.Parent = &turnstate.ParentLink{SessionID: "root"}
 	parent.RememberSubagent("remembered")
 	for _, tc := range []struct {
-		name, id, caller string
-		linked           bool
-		want             bool
+		name, id, caller, linked string
+		want                     bool
 	}{
-		{"linked", "linked", "nats:A", true, true},
-		{"remembered", "remembered", "nats:A", false, true},
-		{"remembered, not bound yet", "remembered", "", false, true},
-		{"remembered, another caller's", "remembered", "nats:B", false, false},
-		{"linked, another caller's", "linked", "nats:B", true, false},
-		{"neither", "stranger", "nats:A", false, false},
+		{"linked", "linked", "nats:A", "parent", true},
+		{"remembered", "remembered", "nats:A", "", true},
+		{"remembered, not bound yet", "remembered", "", "", true},
+		{"remembered, another caller's", "remembered", "nats:B", "", false},
+		{"linked, another caller's", "linked", "nats:B", "parent", false},
+		{"a sibling", "sibling", "nats:A", "root", true},
+		{"a sibling, another caller's", "sibling", "nats:B", "root", false},
+		{"itself, as its parent's child", "parent", "nats:A", "root", false},
+		{"another tree's", "stranger", "nats:A", "elsewhere", false},
+		{"neither", "stranger", "nats:A", "", false},
 	} {
 		child := turnstate.New("acme", tc.id)
 		child.Caller = tc.caller
-		if tc.linked {
-			child.Parent = &turnstate.ParentLink{SessionID: "parent"}
+		if tc.linked != "" {
+			child.Parent = &turnstate.ParentLink{SessionID: tc.linked}
 		}
 		if got := parent.Spawned(child); got != tc.want {
 			t.Errorf("%s: Spawned %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	// A root session has no siblings.
+	root := turnstate.New("acme", "root")
+	other := turnstate.New("acme", "other")
+	if root.Spawned(other) {
+		t.Error("a root took an unlinked session for its own")
 	}
 }
 
