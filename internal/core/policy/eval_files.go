@@ -68,8 +68,21 @@ func cleanPath(p string) string {
 	return p
 }
 
+// copySuffix marks a remembered file that a later call wrote from one
+// remembered before (taintFileReads): a copy. maxCopies bounds the copies
+// one call's label adds, and copies make room for copies first, so that
+// a call writing many files cannot push the file it read out of the
+// session's memory (and its next read in).
+const (
+	copySuffix = ":copy"
+	maxCopies  = turnstate.MaxFileTaints / 4
+)
+
+func copied(f turnstate.FileTaint) bool { return strings.HasSuffix(f.Source, copySuffix) }
+
 // rememberFiles adds files to the session's FileTaints, newest last; past
-// turnstate.MaxFileTaints the oldest is forgotten.
+// turnstate.MaxFileTaints the oldest is forgotten — the oldest copy first
+// when a copy comes.
 func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
 	for _, f := range files {
 		sess.FileTaints = slices.DeleteFunc(sess.FileTaints, func(o turnstate.FileTaint) bool { return o.Path == f.Path && o.Label == f.Label })
@@ -87,7 +100,11 @@ func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
 			}
 		}
 		if len(sess.FileTaints) >= turnstate.MaxFileTaints {
-			sess.FileTaints = slices.Delete(sess.FileTaints, 0, len(sess.FileTaints)-turnstate.MaxFileTaints+1)
+			if i := slices.IndexFunc(sess.FileTaints, copied); copied(f) && i >= 0 {
+				sess.FileTaints = slices.Delete(sess.FileTaints, i, i+1)
+			} else {
+				sess.FileTaints = slices.Delete(sess.FileTaints, 0, len(sess.FileTaints)-turnstate.MaxFileTaints+1)
+			}
 		}
 		sess.FileTaints = append(sess.FileTaints, f)
 	}
@@ -123,8 +140,11 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		// the file's content on, and its label, as the fetch's files do.
 		take = func(f turnstate.FileTaint) {
 			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
-			for _, w := range commandWrites(e.toolView()) {
-				w.Label, w.Source = f.Label, f.Source
+			for i, w := range commandWrites(e.toolView()) {
+				if i == maxCopies {
+					break
+				}
+				w.Label, w.Source = f.Label, strings.TrimSuffix(f.Source, copySuffix)+copySuffix
 				res.Files = append(res.Files, w)
 			}
 		}

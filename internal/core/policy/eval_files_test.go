@@ -41,6 +41,25 @@ func TestFileNames(t *testing.T) {
 	}
 }
 
+// Copies make room for copies: a session full of a fetch's files keeps
+// them when later calls copy one of them many times over.
+func TestCopiesDoNotPushOutWhatTheyCopy(t *testing.T) {
+	var s turnstate.Session
+	rememberFiles(&s, []turnstate.FileTaint{{Label: "l", Path: "/tmp/notes.md", Source: "shell-fetch"}})
+	for i := range turnstate.MaxFileTaints - 2 {
+		rememberFiles(&s, []turnstate.FileTaint{{Label: "l", Path: fmt.Sprintf("page%d.html", i), Source: "shell-fetch"}})
+	}
+	for i := range 3 * turnstate.MaxFileTaints {
+		rememberFiles(&s, []turnstate.FileTaint{{Label: "l", Path: fmt.Sprintf("/tmp/s%d", i), Source: "shell-fetch" + copySuffix}})
+	}
+	if !slices.ContainsFunc(s.FileTaints, func(f turnstate.FileTaint) bool { return f.Path == "/tmp/notes.md" }) {
+		t.Errorf("the fetched file was pushed out by copies: %v", s.FileTaints)
+	}
+	if len(s.FileTaints) != turnstate.MaxFileTaints {
+		t.Errorf("%d files remembered, want %d", len(s.FileTaints), turnstate.MaxFileTaints)
+	}
+}
+
 func TestRememberFiles(t *testing.T) {
 	var s turnstate.Session
 	for i := range turnstate.MaxFileTaints + 3 {

@@ -11,7 +11,7 @@ import (
 // fork (git remote add contrib https://…; git fetch contrib) — and git's
 // config, which the line does not show, says where it points: such a
 // fetch is taken for another's work.
-var defaultRemotes = []string{"origin", "upstream"}
+var defaultRemotes = []string{"origin", "upstream", "."}
 
 // gitFetchValueOptions are git fetch's and git pull's options that take
 // the next word as their value.
@@ -71,6 +71,12 @@ func (c *collector) gitFetches(argv []string) {
 		return
 	}
 	args := argv[at+1:]
+	for i, a := range argv[1:at] {
+		// git -c remote.NAME.url=URL: the remote points elsewhere.
+		if argv[i] == "-c" && strings.HasPrefix(strings.ToLower(a), "remote.") && strings.Contains(strings.ToLower(a), ".url=") {
+			c.pointRemote()
+		}
+	}
 	switch argv[at] {
 	case "clone":
 		c.add(GitClone)
@@ -78,6 +84,7 @@ func (c *collector) gitFetches(argv []string) {
 		if fetchesOther(args) {
 			c.add(GitFetch)
 		}
+		c.fetchRemote()
 	case "archive":
 		// git archive --remote=<repository>: another's files.
 		if slices.ContainsFunc(args, func(a string) bool { return a == "--remote" || strings.HasPrefix(a, "--remote=") }) {
@@ -86,6 +93,12 @@ func (c *collector) gitFetches(argv []string) {
 	case "remote":
 		if len(args) > 0 && args[0] == "add" && slices.ContainsFunc(args[1:], func(a string) bool { return a == "-f" || a == "--fetch" }) {
 			c.add(GitFetch)
+		}
+		switch {
+		case len(args) > 0 && (args[0] == "add" || args[0] == "set-url") && slices.ContainsFunc(args[1:], remoteRepo):
+			c.pointRemote()
+		case len(args) > 0 && args[0] == "update":
+			c.fetchRemote()
 		}
 	case "submodule":
 		sub := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
@@ -134,5 +147,23 @@ func (c *collector) otherVCS(name string, argv []string) {
 				c.add(GitFetch)
 			}
 		}
+	}
+}
+
+// pointRemote records that the line points a git remote at a URL, and
+// fetchRemote that it fetches or pulls one: a line doing both (git remote
+// add origin URL && git pull origin main, git remote set-url origin URL;
+// git fetch --all) brings another's work in, whatever the remote's name.
+func (c *collector) pointRemote() {
+	c.remoteSet = true
+	if c.gitFetched {
+		c.add(GitFetch)
+	}
+}
+
+func (c *collector) fetchRemote() {
+	c.gitFetched = true
+	if c.remoteSet {
+		c.add(GitFetch)
 	}
 }

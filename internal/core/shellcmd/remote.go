@@ -31,7 +31,24 @@ func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
-			c.remoteLine(argv[i+1:], known[i+1:], depth, in)
+			// OpenSSH reads options after the host too (ssh host -p 22
+			// cmd), and a -- there ends them.
+			j := i + 1
+			for j < len(argv) {
+				b := argv[j]
+				if b == "--" {
+					j++
+					break
+				}
+				if !strings.HasPrefix(b, "-") || b == "-" {
+					break
+				}
+				if len(b) == 2 && strings.IndexByte(sshValueLetters, b[1]) >= 0 {
+					j++
+				}
+				j++
+			}
+			c.remoteLine(argv[min(j, len(argv)):], known[min(j, len(argv)):], depth, in)
 			return
 		}
 	}
@@ -47,8 +64,11 @@ func (c *collector) remoteLine(words []string, known []bool, depth int, in *inpu
 		}
 		return
 	}
-	if in != nil && known[0] && shells[ProgramName(words[0])] {
-		c.stdinScript(ProgramName(words[0]), words, in, depth)
+	if in != nil && !slices.Contains(known, false) {
+		// The host's shell splits the line: ssh host 'bash -s' <<'SH'.
+		if fields := strings.Fields(strings.Join(words, " ")); len(fields) > 0 && shells[ProgramName(fields[0])] {
+			c.stdinScript(ProgramName(fields[0]), fields, in, depth)
+		}
 	}
 	if slices.Contains(known, false) {
 		c.add(Unknown)

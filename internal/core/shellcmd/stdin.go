@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -30,6 +31,12 @@ func redirected(st *syntax.Stmt) *input {
 			in = &input{text: text, literal: ok}
 		case syntax.RdrIn:
 			in = nil
+			if r.Word != nil && len(r.Word.Parts) == 1 {
+				if _, ok := r.Word.Parts[0].(*syntax.ProcSubst); ok {
+					// bash < <(echo …): another command's output.
+					in = &input{}
+				}
+			}
 		}
 	}
 	return in
@@ -77,14 +84,48 @@ func piped(st *syntax.Stmt) *input {
 			args = args[1:]
 		}
 		text := strings.Join(args, " ")
-		// printf's and echo -e's escapes: a \n is a new line.
+		// A printf format's conversions and escapes, and echo's (dash's
+		// echo reads them unasked), make text the words do not show:
+		// only a \n is read, as a new line.
+		if rest := strings.ReplaceAll(text, `\n`, ""); strings.Contains(rest, `\`) || ProgramName(argv[0]) == "printf" && strings.Contains(rest, "%") {
+			return &input{}
+		}
 		return &input{text: strings.ReplaceAll(text, `\n`, "\n"), literal: true}
 	case "cat":
 		if in := redirected(st); in != nil && len(argv) == 1 {
 			return in
 		}
+		if len(argv) > 1 && !slices.ContainsFunc(argv[1:], func(a string) bool { return a == "-" || strings.HasPrefix(a, "-") }) {
+			// cat setup.sh | bash is bash < setup.sh: the line names the
+			// file, which is followed as a file (a fetched one taints).
+			return nil
+		}
 	}
 	return &input{}
+}
+
+// loginShell reports whether a command runs a shell on its standard
+// input with no command of its own: su (no -c), sudo or doas -s or -i.
+func loginShell(name string, args []string) bool {
+	switch name {
+	case "su":
+		return !slices.ContainsFunc(args, func(a string) bool { return a == "-c" || a == "--command" || strings.HasPrefix(a, "--command=") })
+	case "sudo", "doas":
+		shell := false
+		for i := 0; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "-u" || a == "-g" || a == "-C" || a == "-D" || a == "-h" || a == "-p" || a == "-r" || a == "-t" || a == "-U" || a == "-T":
+				i++
+			case a == "--shell" || a == "--login" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "si"):
+				shell = true
+			case strings.HasPrefix(a, "-"):
+			default:
+				return false // a command of its own
+			}
+		}
+		return shell
+	}
+	return false
 }
 
 // stdinScript adds what a shell or an interpreter runs when the script
@@ -132,10 +173,17 @@ func shellReadsStdin(args []string) bool {
 				return true
 			}
 		default:
-			return false // a script file
+			return stdinPath(a) // a script file, unless it is the input
 		}
 	}
 	return true
+}
+
+// stdinPath reports whether a script file named is the standard input or
+// another of the line's descriptors (python3 /dev/stdin <<'PY', bash
+// /dev/fd/3 3<<'SH').
+func stdinPath(a string) bool {
+	return a == "/dev/stdin" || strings.HasPrefix(a, "/dev/fd/") || strings.HasPrefix(a, "/proc/self/fd/")
 }
 
 // interpreterValueOptions are interpreters' options that take the next
@@ -160,11 +208,21 @@ func interpreterReadsStdin(args []string) bool {
 			return false
 		case strings.HasPrefix(a, "--"):
 		case strings.HasPrefix(a, "-"):
-			if strings.ContainsAny(a[1:], "cemp") {
-				return false // code in the option's value, or a module
+			// A cluster's letters up to one taking a value (perl -ne,
+			// python -Xdev, perl -MLWP::Simple, ruby -ropen-uri).
+			for k := 1; k < len(a); k++ {
+				if strings.IndexByte("cemp", a[k]) >= 0 {
+					return false // code in the option's value, or a module
+				}
+				if strings.IndexByte("MrXWIx", a[k]) >= 0 {
+					if k == len(a)-1 {
+						i++ // its value is the next word
+					}
+					break
+				}
 			}
 		default:
-			return false // a script file
+			return stdinPath(a) // a script file, unless it is the input
 		}
 	}
 	return true
