@@ -130,8 +130,26 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 	if s != "run" && s != "exec" {
 		return
 	}
-	i++
-	entrypoint := ""
+	c.containerArgs(argv, known, i+1, s == "run", compose, "", maxBranches, depth, in)
+}
+
+// maxBranches bounds the options a reading takes both ways (an option it
+// does not know, which may or may not take a value).
+const maxBranches = 3
+
+// containerFlags are the long options of docker's and podman's run and
+// exec that take no value; one neither here nor among
+// containerValueOptions is read both ways.
+var containerFlags = map[string]bool{"--rm": true, "--init": true, "--privileged": true, "--read-only": true,
+	"--detach": true, "--interactive": true, "--tty": true, "--no-healthcheck": true, "--oom-kill-disable": true,
+	"--publish-all": true, "--quiet": true, "--disable-content-trust": true, "--sig-proxy": true, "--no-deps": true,
+	"--service-ports": true, "--use-aliases": true, "--remove-orphans": true, "--build": true, "--privileged=true": true}
+
+// containerArgs reads a container's run or exec from argv[i]: past its
+// options to the image, the container or the service, whose words after
+// it are the command — and, for run, the image's own program (or the
+// entrypoint's) with them.
+func (c *collector) containerArgs(argv []string, known []bool, i int, run, compose bool, entrypoint string, branches, depth int, in *input) {
 	for ; i < len(argv); i++ {
 		a := argv[i]
 		switch {
@@ -142,6 +160,10 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 			entrypoint = a[len("--entrypoint="):]
 		case containerValueOptions[a]:
 			i++
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !containerFlags[a] && branches > 0:
+			// An option this reading does not know: its value, if it
+			// takes one, is the next word.
+			c.containerArgs(argv, known, i+2, run, compose, entrypoint, branches-1, depth, in)
 		case strings.HasPrefix(a, "-"):
 		default:
 			// The image, the container or the service.
@@ -149,12 +171,11 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 			if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 				c.wrapped(args, argk, depth, in)
 			}
-			if s == "run" && !compose {
-				image := entrypoint
-				if image == "" {
-					image = imageProgram(a)
-				}
-				c.wrapped(append([]string{image}, args...), append([]bool{known[i]}, argk...), depth, in)
+			switch {
+			case run && entrypoint != "":
+				c.wrapped(append([]string{entrypoint}, args...), append([]bool{true}, argk...), depth, in)
+			case run && !compose:
+				c.wrapped(append([]string{imageProgram(a)}, args...), append([]bool{known[i]}, argk...), depth, in)
 			}
 			return
 		}

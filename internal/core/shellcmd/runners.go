@@ -102,9 +102,18 @@ func (c *collector) runner(r runner, argv []string, known []bool, depth int, in 
 	} else if ProgramName(argv[0]) == "dotenv" && i < len(argv) && argv[i] == "run" {
 		i++ // python-dotenv's dotenv run
 	}
-	operands := 0
+	c.runnerArgs(r, argv, known, i, 0, maxBranches, depth, in)
+}
+
+// runnerArgs reads a runner's words from argv[i], past its options and
+// operands, to the command it runs.
+func (c *collector) runnerArgs(r runner, argv []string, known []bool, i, operands, branches, depth int, in *input) {
 	for ; i < len(argv); i++ {
 		a := argv[i]
+		if name, value, ok := strings.Cut(a, "="); ok && known[i] && slices.Contains(r.lines, name) {
+			c.line(value, depth+1) // --run='…', --call='…'
+			continue
+		}
 		switch {
 		case !known[i]:
 			if strings.HasPrefix(a, "-") || r.operands != 0 {
@@ -129,6 +138,10 @@ func (c *collector) runner(r runner, argv []string, known []bool, depth int, in 
 			return
 		case slices.Contains(r.values, a):
 			i++
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && branches > 0:
+			// An option this reading does not know: its value, if it
+			// takes one, is the next word.
+			c.runnerArgs(r, argv, known, i+2, operands, branches-1, depth, in)
 		case strings.HasPrefix(a, "-"):
 		case r.operands < 0 || operands < r.operands:
 			operands++
