@@ -474,6 +474,10 @@ func (p *planner) toolEvent() {
 	}
 }
 
+// agentMessages are Claude Code's tools by which an agent messages another
+// (agent teams, cross-session messaging): SendMessage.
+var agentMessages = map[string]bool{"SendMessage": true}
+
 // agentReports are Claude Code's tools whose result is a subagent's
 // report: a foreground agent's (Task, and Agent as later versions name
 // it).
@@ -701,6 +705,14 @@ func (p *planner) subagentEvent() {
 		c.toolEvent()
 	}
 	p.steps = append(p.steps, c.steps...)
+	if e.Name == PreToolUse && agentMessages[e.Tool] {
+		// A message it sends reaches the main agent's context (or a
+		// teammate's) with no hook of its own: what it read goes with it,
+		// taken back by the parent as its report would be — after its
+		// call, which inside its own window is denied, and then nothing
+		// is sent.
+		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c.session, "outcome": "completed"})
+	}
 }
 
 // planner builds an event's steps over what the session's state says,

@@ -55,7 +55,7 @@ func TestPlanGolden(t *testing.T) {
 	hosts := map[Host][]string{
 		ClaudeCode: {"session-start", "user-prompt-submit", "user-prompt-submit-mentions", "user-prompt-submit-task-notification", "user-prompt-submit-cross-session", "pre-tool-use", "post-tool-use", "post-tool-use-failure",
 			"stop", "subagent-stop", "notification", "pre-compact", "session-end",
-			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task", "post-tool-use-nested-agent"},
+			"subagent-start", "pre-tool-use-subagent", "subagent-stop-agent", "post-tool-use-task", "post-tool-use-nested-agent", "pre-tool-use-subagent-message"},
 		Codex: {"pre-tool-use", "post-tool-use", "user-prompt-submit", "pre-tool-use-subagent"},
 		Cursor: {"session-start", "before-submit-prompt", "before-submit-prompt-attached", "pre-tool-use", "pre-tool-use-mcp", "post-tool-use", "post-tool-use-failure",
 			"before-shell-execution", "after-shell-execution", "before-mcp-execution", "after-mcp-execution", "after-file-edit", "after-tab-file-edit",
