@@ -83,6 +83,12 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 				h.t.Fatal(err)
 			}
 		}
+		if ev.MessagesAgents() {
+			var err error
+			if cv.Recipients, err = recipientsOf(load, "default", ev, h.mem.Sessions[key]); err != nil {
+				h.t.Fatal(err)
+			}
+		}
 		view.Subagent = &cv
 	}
 	steps := ev.Plan(view, func() string {

@@ -183,6 +183,43 @@ func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string
 	return take, nil
 }
 
+// recipients is which subagents a subagent's message may reach beside
+// the main agent (recipientsOf), read from the state bucket.
+func (s *sessionStates) recipients(ctx context.Context, tenant string, ev *hosthook.Event, root *turnstate.Session) ([]hosthook.AgentTurn, error) {
+	return recipientsOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, root)
+}
+
+// recipientsOf is the root's other subagents still at work, with their
+// open turns: a subagent's message (SendMessage to a teammate or a
+// sibling by name, a task on the shared list) may reach any of them, so
+// each takes the sender's taint back. One whose state does not verify is
+// left out: a stop in it would be refused, and the message denied with it.
+func recipientsOf(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, root *turnstate.Session) ([]hosthook.AgentTurn, error) {
+	if root == nil {
+		return nil, nil
+	}
+	self := ev.SubagentSession()
+	var out []hosthook.AgentTurn
+	for _, c := range root.Subagents {
+		if c == self {
+			continue
+		}
+		cs, err := load(acs.SessionKey(tenant, c))
+		var integrity *statestore.IntegrityError
+		switch {
+		case errors.As(err, &integrity):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("subagent %s: the state cannot be read: %w", c, err)
+		}
+		if cs == nil || len(cs.OpenTurns) == 0 || cs.Status == turnstate.StatusClosed {
+			continue
+		}
+		out = append(out, hosthook.AgentTurn{Session: c, OpenTurn: cs.OpenTurns[len(cs.OpenTurns)-1].TurnID})
+	}
+	return out, nil
+}
+
 // hookView is what a plan needs of a session's state (nil: none yet).
 func hookView(sess *turnstate.Session) hosthook.Session {
 	if sess == nil {
@@ -323,6 +360,11 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 			// agent's lock is not held, as a parent's stop does not
 			// hold its subagent's (the processor waits for its state).
 			if cv.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, cs, ids, scope); err != nil {
+				return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
+			}
+		}
+		if ev.MessagesAgents() {
+			if cv.Recipients, err = g.states.recipients(ctx, who.Tenant, ev, sess); err != nil {
 				return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -330,7 +331,15 @@ type Session struct {
 	// nested agent, which the hooks make a subagent of the root session)
 	// or a sibling whose output it reads.
 	TakeBack []string
+	// Recipients are, for a subagent's message to another agent
+	// (Event.MessagesAgents), the other subagents of the root still at
+	// work, whom it may reach beside the main agent: each takes the
+	// sender's taint back as the parent does.
+	Recipients []AgentTurn
 }
+
+// AgentTurn is a subagent's session and its open turn ("" for none).
+type AgentTurn struct{ Session, OpenTurn string }
 
 // Step is one ACS step to send.
 type Step struct {
@@ -474,9 +483,21 @@ func (p *planner) toolEvent() {
 	}
 }
 
-// agentMessages are Claude Code's tools by which an agent messages another
-// (agent teams, cross-session messaging): SendMessage.
-var agentMessages = map[string]bool{"SendMessage": true}
+// agentMessages are Claude Code's tools by which an agent's words reach
+// another's context: SendMessage (agent teams, cross-session messaging),
+// and the shared task list's TaskCreate and TaskUpdate, whose text the
+// agent taking the task up reads.
+var agentMessages = map[string]bool{"SendMessage": true, "TaskCreate": true, "TaskUpdate": true}
+
+// MessagesAgents reports whether the event is a subagent's message to
+// other agents (agentMessages), whose taint goes with it.
+func (e *Event) MessagesAgents() bool {
+	return e.Host == ClaudeCode && e.Subagent != "" && (e.Name == PreToolUse || e.Name == PostToolUse) && agentMessages[e.Tool]
+}
+
+// writers are Claude Code's tools that write the file they name: what
+// their input says is text written, not a path read.
+var writers = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
 
 // agentReports are Claude Code's tools whose result is a subagent's
 // report: a foreground agent's (Task, and Agent as later versions name
@@ -493,16 +514,13 @@ var (
 )
 
 // agentOutputs reports whether a string of a call's input names agents'
-// outputs at once: a path into Claude Code's spools — the task outputs
-// under a temporary directory's claude or claude-<uid>
-// (/tmp/claude-1000/<project>/tasks/…), the transcripts under
-// ~/.claude/projects — that is a directory (tasks, subagents, a project's
-// spool, the spool itself), a wildcard, or an output or transcript file
-// (one of an agent named by its id is agentFile's); or a wildcard over
-// output files or agents' transcripts anywhere (tasks/*.output,
-// agent-*.jsonl). A word elsewhere (a commit message's "tasks", a
-// project's tasks/main.yml) names none.
-func agentOutputs(v string) bool {
+// outputs at once: a path into Claude Code's spools (inAgentSpool) that
+// is a directory, a wildcard, or an output or transcript file (one of an
+// agent named by its id is agentFile's); or a wildcard over output files
+// or agents' transcripts anywhere (tasks/*.output, agent-*.jsonl). A
+// relative path is read from cwd. A word elsewhere (a commit message's
+// "tasks", a project's tasks/main.yml, a project named claude) names none.
+func agentOutputs(v, cwd string) bool {
 	for _, tok := range strings.FieldsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune("'\"=();|&<>,`", r) }) {
 		tok = strings.TrimRight(strings.ReplaceAll(tok, `\`, "/"), "/")
 		base := tok[strings.LastIndexByte(tok, '/')+1:]
@@ -510,33 +528,69 @@ func agentOutputs(v string) bool {
 		if glob && (strings.HasSuffix(base, ".output") || strings.HasPrefix(base, "agent-") && strings.HasSuffix(base, ".jsonl")) {
 			return true
 		}
-		if !inAgentSpool(tok) || !glob && agentFile.MatchString(tok) {
+		if !inAgentSpool(tok, cwd) || !glob && agentFile.MatchString(tok) {
 			continue // not a spool's, or one agent's file, named by its id
 		}
-		if glob || !strings.Contains(base, ".") || strings.HasSuffix(base, ".output") || strings.HasSuffix(base, ".jsonl") {
+		if glob || !strings.Contains(base, ".") || strings.HasSuffix(base, ".output") || strings.HasSuffix(base, ".jsonl") ||
+			strings.HasPrefix(base, ".claude") {
 			return true
 		}
 	}
 	return false
 }
 
-// inAgentSpool reports whether a path lies in Claude Code's spools: under
-// .claude/projects, or under a claude or claude-<uid> directory of an
-// absolute path (/tmp, /private/tmp, $TMPDIR).
-func inAgentSpool(p string) bool {
+// inAgentSpool reports whether a path lies in Claude Code's spools: the
+// task outputs under a temporary directory's claude or claude-<uid>
+// (/tmp/claude-1000/<project>/tasks/…, /private/tmp, $TMPDIR, macOS'
+// /var/folders/…/T, Windows' …\Temp, %TEMP%; a wildcard there,
+// /tmp/claude-*), or the transcripts of ~/.claude/projects (.claude
+// itself, or its projects). A relative path is read from cwd.
+func inAgentSpool(p, cwd string) bool {
 	lower := strings.ToLower(p)
-	if strings.Contains(lower, ".claude/projects") {
-		return true
+	if !strings.HasPrefix(lower, "/") && !strings.HasPrefix(lower, "$") && !strings.HasPrefix(lower, "~") &&
+		!strings.HasPrefix(lower, "%") && !(len(lower) > 2 && lower[1] == ':' && lower[2] == '/') && cwd != "" {
+		lower = strings.ToLower(strings.ReplaceAll(cwd, `\`, "/")) + "/" + lower
 	}
-	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "$") && !strings.HasPrefix(p, "~") {
-		return false
-	}
-	for _, seg := range strings.Split(lower, "/") {
-		if rest, ok := strings.CutPrefix(seg, "claude"); ok && (rest == "" || rest[0] == '-' && len(rest) > 1 && strings.Trim(rest[1:], "0123456789") == "") {
+	segs := slices.DeleteFunc(strings.Split(lower, "/"), func(s string) bool { return s == "" || s == "." })
+	for i, seg := range segs {
+		switch {
+		case seg == ".claude" || strings.ContainsAny(seg, "*?[") && globMatches(seg, ".claude"):
+			if i == len(segs)-1 || segs[i+1] == "projects" || strings.ContainsAny(segs[i+1], "*?[") {
+				return true
+			}
+		case i > 0 && tempRoot(segs[i-1]) && claudeSpool(seg):
 			return true
 		}
 	}
 	return false
+}
+
+// tempRoot reports whether a path segment is a temporary directory's
+// last (/tmp, /private/tmp, $TMPDIR, /var/folders/…/T, …\Temp, %TEMP%).
+func tempRoot(seg string) bool {
+	switch seg {
+	case "tmp", "t", "temp", "$tmpdir", "${tmpdir}", "%temp%", "%tmp%", "$env:temp", "$env:tmp":
+		return true
+	}
+	return false
+}
+
+// claudeSpool reports whether a segment names Claude Code's spool in a
+// temporary directory: claude or claude-<uid>, or a wildcard matching
+// one (claude-*).
+func claudeSpool(seg string) bool {
+	if rest, ok := strings.CutPrefix(seg, "claude"); ok && (rest == "" || rest[0] == '-' && len(rest) > 1 && strings.Trim(rest[1:], "0123456789") == "") {
+		return true
+	}
+	if !strings.ContainsAny(seg, "*?[") {
+		return false
+	}
+	return globMatches(seg, "claude") || globMatches(seg, "claude-1000")
+}
+
+func globMatches(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
 }
 
 // maxReturned bounds the agent ids an event is read for.
@@ -595,12 +649,15 @@ func (e *Event) ReturnedAgents() (ids []string, scope ReturnScope) {
 			id, _ := e.ToolInput["task_id"].(string)
 			add(id)
 		}
+		if writers[e.Tool] {
+			return nil, ReturnsNone // it writes what it names, reads none
+		}
 		all := false
 		policy.EachString(map[string]any(e.ToolInput), func(v string) {
 			for _, m := range agentFile.FindAllStringSubmatch(v, maxReturned) {
 				add(m[1] + m[2])
 			}
-			all = all || agentOutputs(v)
+			all = all || agentOutputs(v, e.Cwd)
 		})
 		if all {
 			return nil, ReturnsAll
@@ -705,13 +762,18 @@ func (p *planner) subagentEvent() {
 		c.toolEvent()
 	}
 	p.steps = append(p.steps, c.steps...)
-	if e.Name == PreToolUse && agentMessages[e.Tool] {
+	if e.MessagesAgents() {
 		// A message it sends reaches the main agent's context (or a
 		// teammate's) with no hook of its own: what it read goes with it,
 		// taken back by the parent as its report would be — after its
 		// call, which inside its own window is denied, and then nothing
-		// is sent.
+		// is sent; again after its result, should the call have been
+		// asked about and approved.
 		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c.session, "outcome": "completed"})
+		for _, r := range c.s.Recipients {
+			p.steps = append(p.steps, Step{Method: "steps/subagentStop", RequestID: p.newID(), TurnID: r.OpenTurn,
+				Payload: map[string]any{"subagent_session_id": c.session, "outcome": "completed"}, Hook: e.Name, Session: r.Session})
+		}
 	}
 }
 
