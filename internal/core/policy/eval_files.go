@@ -69,14 +69,12 @@ func cleanPath(p string) string {
 }
 
 // copySuffix marks a remembered file that a later call wrote from one
-// remembered before (taintFileReads): a copy. maxCopies bounds the copies
-// one call's label adds, and copies make room for copies first, so that
-// a call writing many files cannot push the file it read out of the
-// session's memory (and its next read in).
-const (
-	copySuffix = ":copy"
-	maxCopies  = turnstate.MaxFileTaints / 4
-)
+// remembered before (taintFileReads): a copy. Copies make room for
+// copies first, and a copy written over a file remembered with the same
+// label keeps that file's source, so that a call writing many files
+// cannot push the file it read out of the session's memory (and its next
+// read in): at most one file not a copy makes room for a call's copies.
+const copySuffix = ":copy"
 
 func copied(f turnstate.FileTaint) bool { return strings.HasSuffix(f.Source, copySuffix) }
 
@@ -85,6 +83,11 @@ func copied(f turnstate.FileTaint) bool { return strings.HasSuffix(f.Source, cop
 // when a copy comes.
 func rememberFiles(sess *turnstate.Session, files []turnstate.FileTaint) {
 	for _, f := range files {
+		if copied(f) {
+			if i := slices.IndexFunc(sess.FileTaints, func(o turnstate.FileTaint) bool { return o.Path == f.Path && o.Label == f.Label }); i >= 0 {
+				f.Source = sess.FileTaints[i].Source // an origin stays one
+			}
+		}
 		sess.FileTaints = slices.DeleteFunc(sess.FileTaints, func(o turnstate.FileTaint) bool { return o.Path == f.Path && o.Label == f.Label })
 		if background(f) {
 			n := 0
@@ -140,10 +143,7 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		// the file's content on, and its label, as the fetch's files do.
 		take = func(f turnstate.FileTaint) {
 			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
-			for i, w := range commandWrites(e.toolView()) {
-				if i == maxCopies {
-					break
-				}
+			for _, w := range commandWrites(e.toolView()) {
 				w.Label, w.Source = f.Label, strings.TrimSuffix(f.Source, copySuffix)+copySuffix
 				res.Files = append(res.Files, w)
 			}

@@ -58,6 +58,15 @@ func TestCopiesDoNotPushOutWhatTheyCopy(t *testing.T) {
 	if len(s.FileTaints) != turnstate.MaxFileTaints {
 		t.Errorf("%d files remembered, want %d", len(s.FileTaints), turnstate.MaxFileTaints)
 	}
+	// A copy written over the fetched file (echo done >> notes.md) keeps
+	// it a fetch's, not a copy that copies push out.
+	rememberFiles(&s, []turnstate.FileTaint{{Label: "l", Path: "/tmp/notes.md", Source: "shell-fetch" + copySuffix}})
+	for i := range 3 * turnstate.MaxFileTaints {
+		rememberFiles(&s, []turnstate.FileTaint{{Label: "l", Path: fmt.Sprintf("/tmp/t%d", i), Source: "shell-fetch" + copySuffix}})
+	}
+	if i := slices.IndexFunc(s.FileTaints, func(f turnstate.FileTaint) bool { return f.Path == "/tmp/notes.md" }); i < 0 || copied(s.FileTaints[i]) {
+		t.Errorf("the fetched file, written over by a copy, was made a copy or pushed out: %v", s.FileTaints)
+	}
 }
 
 func TestRememberFiles(t *testing.T) {

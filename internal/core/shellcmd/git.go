@@ -72,8 +72,9 @@ func (c *collector) gitFetches(argv []string) {
 	}
 	args := argv[at+1:]
 	for i, a := range argv[1:at] {
-		// git -c remote.NAME.url=URL: the remote points elsewhere.
-		if argv[i] == "-c" && strings.HasPrefix(strings.ToLower(a), "remote.") && strings.Contains(strings.ToLower(a), ".url=") {
+		// git -c remote.NAME.url=URL, -c url.URL.insteadOf=…,
+		// --config-env=…: the remote points elsewhere.
+		if argv[i] == "-c" && remoteConfig(a) || strings.HasPrefix(a, "--config-env") {
 			c.pointRemote()
 		}
 	}
@@ -89,6 +90,11 @@ func (c *collector) gitFetches(argv []string) {
 		// git archive --remote=<repository>: another's files.
 		if slices.ContainsFunc(args, func(a string) bool { return a == "--remote" || strings.HasPrefix(a, "--remote=") }) {
 			c.add(GitFetch)
+		}
+	case "config":
+		// git config remote.origin.url URL (set, --add, …).
+		if slices.ContainsFunc(args, remoteConfig) {
+			c.pointRemote()
 		}
 	case "remote":
 		if len(args) > 0 && args[0] == "add" && slices.ContainsFunc(args[1:], func(a string) bool { return a == "-f" || a == "--fetch" }) {
@@ -166,4 +172,13 @@ func (c *collector) fetchRemote() {
 	if c.remoteSet {
 		c.add(GitFetch)
 	}
+}
+
+// remoteConfig reports whether a git config key (or key=value) says where
+// a remote fetches from: remote.NAME.url, remote.NAME.pushurl aside, or a
+// url.BASE.insteadOf rewriting every remote's address.
+func remoteConfig(a string) bool {
+	key, _, _ := strings.Cut(strings.ToLower(a), "=")
+	return strings.HasPrefix(key, "remote.") && strings.HasSuffix(key, ".url") ||
+		strings.HasPrefix(key, "url.") && strings.HasSuffix(key, ".insteadof")
 }

@@ -27,7 +27,7 @@ func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 				c.remoteLine(argv[i+2:], known[i+2:], depth, in)
 			}
 			return
-		case len(a) == 2 && a[0] == '-' && strings.IndexByte(sshValueLetters, a[1]) >= 0:
+		case sshTakesNext(a):
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
@@ -43,7 +43,7 @@ func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 				if !strings.HasPrefix(b, "-") || b == "-" {
 					break
 				}
-				if len(b) == 2 && strings.IndexByte(sshValueLetters, b[1]) >= 0 {
+				if sshTakesNext(b) {
 					j++
 				}
 				j++
@@ -52,6 +52,22 @@ func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 			return
 		}
 	}
+}
+
+// sshTakesNext reports whether an ssh option takes the next word as its
+// value: a cluster read as getopt reads it, up to a letter that takes a
+// value, whose value is the rest of the word or, when none is, the next
+// word (-p 22, -tp 22; not -p22, -oX=y).
+func sshTakesNext(a string) bool {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return false
+	}
+	for k := 1; k < len(a); k++ {
+		if strings.IndexByte(sshValueLetters, a[k]) >= 0 {
+			return k == len(a)-1
+		}
+	}
+	return false
 }
 
 // remoteLine adds the programs of a line given as words (ssh's): Unknown
@@ -65,9 +81,11 @@ func (c *collector) remoteLine(words []string, known []bool, depth int, in *inpu
 		return
 	}
 	if in != nil && !slices.Contains(known, false) {
-		// The host's shell splits the line: ssh host 'bash -s' <<'SH'.
-		if fields := strings.Fields(strings.Join(words, " ")); len(fields) > 0 && shells[ProgramName(fields[0])] {
-			c.stdinScript(ProgramName(fields[0]), fields, in, depth)
+		// The host's shell splits the line, and its first command reads
+		// the input: ssh host 'bash -s' <<'SH', ssh host sudo bash <<'SH',
+		// ssh host 'sudo -s' <<'SH', ssh host python3 - <<'PY'.
+		if fields := strings.Fields(strings.Join(words, " ")); len(fields) > 0 && depth < maxDepth {
+			c.call(fields, slices.Repeat([]bool{true}, len(fields)), depth+1, in)
 		}
 	}
 	if slices.Contains(known, false) {
@@ -160,10 +178,11 @@ func (c *collector) containerArgs(argv []string, known []bool, i int, run, compo
 			entrypoint = a[len("--entrypoint="):]
 		case containerValueOptions[a]:
 			i++
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !containerFlags[a] && branches > 0:
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !containerFlags[a] && !runnerFlags[a] && branches > 0:
 			// An option this reading does not know: its value, if it
 			// takes one, is the next word.
-			c.containerArgs(argv, known, i+2, run, compose, entrypoint, branches-1, depth, in)
+			branches--
+			c.containerArgs(argv, known, i+2, run, compose, entrypoint, branches, depth, in)
 		case strings.HasPrefix(a, "-"):
 		default:
 			// The image, the container or the service.

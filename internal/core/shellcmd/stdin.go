@@ -95,6 +95,13 @@ func piped(st *syntax.Stmt) *input {
 		if in := redirected(st); in != nil && len(argv) == 1 {
 			return in
 		}
+		if slices.ContainsFunc(argv[1:], stdinPath) {
+			// cat /dev/stdin <<'EOF' | bash: its own input, passed on.
+			if in := redirected(st); in != nil {
+				return in
+			}
+			return &input{}
+		}
 		if len(argv) > 1 && !slices.ContainsFunc(argv[1:], func(a string) bool { return a == "-" || strings.HasPrefix(a, "-") }) {
 			// cat setup.sh | bash is bash < setup.sh: the line names the
 			// file, which is followed as a file (a fetched one taints).
@@ -105,20 +112,43 @@ func piped(st *syntax.Stmt) *input {
 }
 
 // loginShell reports whether a command runs a shell on its standard
-// input with no command of its own: su (no -c), sudo or doas -s or -i.
+// input with no command of its own: su or runuser (no -c), sudo or doas
+// -s or -i, script with no -c.
 func loginShell(name string, args []string) bool {
+	noCommand := !slices.ContainsFunc(args, func(a string) bool { return a == "-c" || a == "--command" || strings.HasPrefix(a, "--command=") })
 	switch name {
-	case "su":
-		return !slices.ContainsFunc(args, func(a string) bool { return a == "-c" || a == "--command" || strings.HasPrefix(a, "--command=") })
+	case "su", "runuser":
+		return noCommand
+	case "script":
+		n := 0
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				n++
+			}
+		}
+		return noCommand && n <= 1 // script [-q] [file]
 	case "sudo", "doas":
 		shell := false
 		for i := 0; i < len(args); i++ {
 			switch a := args[i]; {
-			case a == "-u" || a == "-g" || a == "-C" || a == "-D" || a == "-h" || a == "-p" || a == "-r" || a == "-t" || a == "-U" || a == "-T":
+			case sudoValueOptions[a]:
 				i++
-			case a == "--shell" || a == "--login" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "si"):
+			case a == "--shell" || a == "--login":
 				shell = true
+			case strings.HasPrefix(a, "--"):
 			case strings.HasPrefix(a, "-"):
+				// A cluster: -su root, -Hiu root.
+				for k := 1; k < len(a); k++ {
+					if a[k] == 's' || a[k] == 'i' {
+						shell = true
+					}
+					if strings.IndexByte("ugCDhprtUT", a[k]) >= 0 {
+						if k == len(a)-1 {
+							i++
+						}
+						break
+					}
+				}
 			default:
 				return false // a command of its own
 			}
@@ -127,6 +157,11 @@ func loginShell(name string, args []string) bool {
 	}
 	return false
 }
+
+// sudoValueOptions are sudo's options that take the next word as their
+// value.
+var sudoValueOptions = map[string]bool{"--user": true, "--group": true, "--host": true, "--prompt": true, "--role": true,
+	"--type": true, "--chdir": true, "--close-from": true, "--other-user": true, "--command-timeout": true}
 
 // stdinScript adds what a shell or an interpreter runs when the script
 // is its standard input (bash <<'SH' … SH, python3 - <<'PY' … PY, echo
