@@ -64,30 +64,17 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 	}
 	key := acs.SessionKey("default", ev.Session)
 	view := hookView(h.mem.Sessions[key])
-	ids, scope := ev.ReturnedAgents()
+	// As decideHook: the agents the event takes back from, or reaches.
 	load := func(k string) (*turnstate.Session, error) { return h.mem.Sessions[k], nil }
-	child := ev.SubagentSession()
-	if child == "" && scope != hosthook.ReturnsNone {
-		// As decideHook: the named subagents', or every spawned one's.
-		var err error
-		if view.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[key], ids, scope); err != nil {
+	if child := ev.SubagentSession(); child == "" {
+		if err := agentViews(load, "default", ev, h.mem.Sessions[key], nil, &view, nil); err != nil {
 			h.t.Fatal(err)
 		}
-	}
-	if child != "" {
-		ck := acs.SessionKey("default", child)
-		cv := hookView(h.mem.Sessions[ck])
-		if scope != hosthook.ReturnsNone {
-			var err error
-			if cv.TakeBack, err = takeBackOf(load, "default", ev, h.mem.Sessions[key], h.mem.Sessions[ck], ids, scope); err != nil {
-				h.t.Fatal(err)
-			}
-		}
-		if ev.MessagesAgents() {
-			var err error
-			if cv.Recipients, err = recipientsOf(load, "default", ev, h.mem.Sessions[key]); err != nil {
-				h.t.Fatal(err)
-			}
+	} else {
+		cs := h.mem.Sessions[acs.SessionKey("default", child)]
+		cv := hookView(cs)
+		if err := agentViews(load, "default", ev, h.mem.Sessions[key], cs, &view, &cv); err != nil {
+			h.t.Fatal(err)
 		}
 		view.Subagent = &cv
 	}

@@ -116,10 +116,32 @@ func viewOf(sess *turnstate.Session, err error) (hosthook.Session, error) {
 	return hookView(sess), nil
 }
 
-// takeBack is which subagents the plan takes back from (takeBackOf),
-// read from the state bucket.
-func (s *sessionStates) takeBack(ctx context.Context, tenant string, ev *hosthook.Event, root, spawner *turnstate.Session, ids []string, scope hosthook.ReturnScope) ([]string, error) {
-	return takeBackOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, root, spawner, ids, scope)
+// agentViews sets what the plan needs of the session's other agents: on
+// the view of the event's session, or of its subagent's (child, nil for a
+// main agent's event; childState its state), which subagents the event
+// takes back from (takeBackOf) and which a subagent's message reaches
+// (recipientsOf), as load reads their states. decideHook and the tests'
+// harness both plan with it.
+func agentViews(load func(key string) (*turnstate.Session, error), tenant string, ev *hosthook.Event, root, childState *turnstate.Session, view, child *hosthook.Session) error {
+	ids, scope := ev.ReturnedAgents()
+	var err error
+	switch {
+	case child == nil && scope != hosthook.ReturnsNone:
+		view.TakeBack, err = takeBackOf(load, tenant, ev, root, root, ids, scope)
+	case child != nil:
+		if scope != hosthook.ReturnsNone {
+			// A subagent taking back an agent it launched: that
+			// agent's lock is not held, as a parent's stop does not
+			// hold its subagent's (the processor waits for its state).
+			if child.TakeBack, err = takeBackOf(load, tenant, ev, root, childState, ids, scope); err != nil {
+				return err
+			}
+		}
+		if ev.MessagesAgents() {
+			child.Recipients, err = recipientsOf(load, tenant, ev, root)
+		}
+	}
+	return err
 }
 
 // takeBackOf is the sessions of the subagents whose work an event brings
@@ -181,12 +203,6 @@ func takeBackOf(load func(key string) (*turnstate.Session, error), tenant string
 		take = append(take, c)
 	}
 	return take, nil
-}
-
-// recipients is which subagents a subagent's message may reach beside
-// the main agent (recipientsOf), read from the state bucket.
-func (s *sessionStates) recipients(ctx context.Context, tenant string, ev *hosthook.Event, root *turnstate.Session) ([]hosthook.AgentTurn, error) {
-	return recipientsOf(func(key string) (*turnstate.Session, error) { return s.load(ctx, key) }, tenant, ev, root)
 }
 
 // recipientsOf is the root's other subagents still at work, with their
@@ -342,31 +358,20 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 	if err != nil {
 		return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 	}
-	ids, scope := ev.ReturnedAgents()
-	if childKey == "" && scope != hosthook.ReturnsNone {
-		if view.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, sess, ids, scope); err != nil {
+	load := func(key string) (*turnstate.Session, error) { return g.states.load(ctx, key) }
+	if childKey == "" {
+		if err := agentViews(load, who.Tenant, ev, sess, nil, &view, nil); err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
-	}
-	if childKey != "" {
+	} else {
 		defer g.states.lock(childKey)()
 		cs, err := g.states.load(ctx, childKey)
 		cv, err := viewOf(cs, err)
+		if err == nil {
+			err = agentViews(load, who.Tenant, ev, sess, cs, &view, &cv)
+		}
 		if err != nil {
 			return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
-		}
-		if scope != hosthook.ReturnsNone {
-			// A subagent taking back an agent it launched: that
-			// agent's lock is not held, as a parent's stop does not
-			// hold its subagent's (the processor waits for its state).
-			if cv.TakeBack, err = g.states.takeBack(ctx, who.Tenant, ev, sess, cs, ids, scope); err != nil {
-				return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
-			}
-		}
-		if ev.MessagesAgents() {
-			if cv.Recipients, err = g.states.recipients(ctx, who.Tenant, ev, sess); err != nil {
-				return hosthook.Outcome{Failed: true, Reason: "subagent " + ev.Subagent + ": " + err.Error()}, true, reply{}
-			}
 		}
 		view.Subagent = &cv
 	}
