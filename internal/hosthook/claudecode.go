@@ -698,8 +698,15 @@ func (p *planner) takeBack() {
 		return
 	}
 	for _, c := range p.s.TakeBack {
-		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c, "outcome": "completed"})
+		p.add("steps/subagentStop", p.newID(), stopOf(c))
 	}
+}
+
+// stopOf is the payload of a subagentStop taking back what the subagent
+// session read: outcome completed, as the take-backs of an agent still at
+// work send it too.
+func stopOf(session string) map[string]any {
+	return map[string]any{"subagent_session_id": session, "outcome": "completed"}
 }
 
 // subagentEvent plans an event of a subagent (Claude Code's agent_id):
@@ -726,7 +733,7 @@ func (p *planner) subagentEvent() {
 		// before it that was denied (a turn opened for it, over the turn
 		// rate) would drop it, and what the subagent read with it.
 		p.start(p.e.sessionStartPayload())
-		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c.session, "outcome": "completed"})
+		p.add("steps/subagentStop", p.newID(), stopOf(c.session))
 		c.endTurn("completed")
 		p.steps = append(p.steps, c.steps...)
 		return
@@ -755,9 +762,7 @@ func (p *planner) subagentEvent() {
 	// (takeBack): a nested agent it launched, which the hooks open as the
 	// root's (a sibling, whose taint a subagentStop takes back too), or
 	// a sibling whose output it reads.
-	for _, n := range c.s.TakeBack {
-		c.add("steps/subagentStop", c.newID(), map[string]any{"subagent_session_id": n, "outcome": "completed"})
-	}
+	c.takeBack()
 	if e.Name != SubagentStart {
 		c.toolEvent()
 	}
@@ -769,10 +774,10 @@ func (p *planner) subagentEvent() {
 		// call, which inside its own window is denied, and then nothing
 		// is sent; again after its result, should the call have been
 		// asked about and approved.
-		p.add("steps/subagentStop", p.newID(), map[string]any{"subagent_session_id": c.session, "outcome": "completed"})
+		p.add("steps/subagentStop", p.newID(), stopOf(c.session))
 		for _, r := range c.s.Recipients {
 			p.steps = append(p.steps, Step{Method: "steps/subagentStop", RequestID: p.newID(), TurnID: r.OpenTurn,
-				Payload: map[string]any{"subagent_session_id": c.session, "outcome": "completed"}, Hook: e.Name, Session: r.Session})
+				Payload: stopOf(c.session), Hook: e.Name, Session: r.Session})
 		}
 	}
 }
