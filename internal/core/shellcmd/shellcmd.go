@@ -77,8 +77,9 @@ type collector struct {
 	remoteSet, gitFetched bool
 }
 
-// tooDeep adds what a command nested past maxDepth runs: its words as
-// programs, and Unknown — what is not read is not taken for nothing.
+// tooDeep adds what a command past what is read runs — nested past
+// maxDepth, or past maxCalls: its words as programs, and Unknown — what is
+// not read is not taken for nothing.
 func (c *collector) tooDeep(argv []string) {
 	c.words(strings.Join(argv, " "))
 	c.add(Unknown)
@@ -135,10 +136,7 @@ func ProgramName(word string) string {
 
 func (c *collector) line(line string, depth int) {
 	if depth > maxDepth || c.calls > maxCalls {
-		// Past what is read: its words are programs, and it runs what
-		// no reading names.
-		c.words(line)
-		c.add(Unknown)
+		c.tooDeep([]string{line})
 		return
 	}
 	if len(line) > MaxParsed {

@@ -182,23 +182,23 @@ func (w *writes) call(argv []string, depth int) {
 		}
 		break
 	}
-	if i := programAt(argv); i >= 0 && depth < maxDepth {
-		// The shell line a runner's option gives it (nix-shell --run '…',
-		// npm exec -c '…').
-		if r, ok := runners[ProgramName(argv[i])]; ok {
+	if i := programAt(argv); i >= 0 {
+		if r, ok := runners[ProgramName(argv[i])]; ok && depth < maxDepth {
+			// The shell line a runner's option gives it (nix-shell --run
+			// '…', npm exec -c '…').
 			for j := i + 1; j+1 < len(argv); j++ {
 				if slices.Contains(r.lines, argv[j]) {
 					w.line(argv[j+1], depth+1)
 				}
 			}
 		}
-	}
-	if i := programAt(argv); i >= 0 && copiers[ProgramName(argv[i])] {
-		w.copied(argv[i+1:])
-		return
-	}
-	if i := programAt(argv); i >= 0 && w.extracted(argv[i:]) {
-		return
+		if copiers[ProgramName(argv[i])] {
+			w.copied(argv[i+1:])
+			return
+		}
+		if w.extracted(argv[i:]) {
+			return
+		}
 	}
 	prog := ""          // the downloader or curl the words run, if any
 	remoteName := false // it names its file after the URL
