@@ -175,6 +175,15 @@ func TestSourcesFailClosed(t *testing.T) {
 // (testdata/shell-sources.yaml, run over the default pack).
 func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 37) }
 
+// TestHeldSources: a source that goes on feeding the session after its
+// result (Claude Code's Monitor: a poller, a WebSocket) holds its label
+// while it runs, past the prompts and the minutes that end a window,
+// until a TaskStop names it (or any, when its result named none); the
+// window starts at the stop. A Monitor that failed to start, or of a
+// local log, holds nothing (testdata/held.yaml, run over the default
+// pack).
+func TestHeldSources(t *testing.T) { runOnDefault(t, "testdata/held.yaml", 6) }
+
 // TestSubagentReturn: a value a subagent hands back in its subagentStop
 // summary is traced to that return, not taken for the parent's own: the
 // default pack asks about a mail to an address the child read on a page;

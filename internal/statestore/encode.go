@@ -270,6 +270,10 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 		e.key(`"file_taints":`)
 		e.fileTaints(s.FileTaints)
 	}
+	if len(s.Held) > 0 {
+		e.key(`"held":`)
+		e.held(s.Held)
+	}
 }
 
 func (e *encoder) parent(p *turnstate.ParentLink) {
@@ -481,6 +485,7 @@ func (e *encoder) unanswered(us []turnstate.UnansweredCall) {
 		e.key(`"hit":`)
 		e.taintHit(&u.Hit)
 		e.optBool(`"output":`, u.Output)
+		e.optBool(`"held":`, u.Held)
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')
@@ -504,6 +509,26 @@ func (e *encoder) fileTaints(fs []turnstate.FileTaint) {
 			e.key(`"dir":`)
 			e.bool(true)
 		}
+		e.b = append(e.b, '}')
+	}
+	e.b = append(e.b, ']')
+}
+
+func (e *encoder) held(hs []turnstate.HeldLabel) {
+	e.b = append(e.b, '[')
+	for i := range hs {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		h := &hs[i]
+		e.b = append(e.b, '{')
+		e.key(`"label":`)
+		e.string(h.Label)
+		e.key(`"source":`)
+		e.string(h.Source)
+		e.optString(`"tool":`, h.Tool)
+		e.optStrings(`"handles":`, h.Handles)
+		e.optInt(`"unnamed":`, h.Unnamed)
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')

@@ -56,6 +56,9 @@ type Result struct {
 	// Files are the files the call writes that a files source gives a
 	// label: remembered once the decision lets the call run (Decided).
 	Files []turnstate.FileTaint
+	// Releases are what a stop call lets go of the labels held while
+	// sources run: let go once the decision lets the call run (Decided).
+	Releases []Release
 }
 
 // Evaluate runs the rule set on one envelope already applied to sess. It
@@ -587,7 +590,7 @@ func (e *evalCtx) rule(r *Rule, res *Result) (Hit, bool) {
 		if w.Turns == nil && w.Duration == nil && w.Steps == nil {
 			w = e.set.taint(g.Taint).Window
 		}
-		in, age := e.within(t, w)
+		in, age := e.within(g.Taint, t, w)
 		if !in {
 			return Hit{}, false
 		}
@@ -645,8 +648,8 @@ func (e *evalCtx) render(r *Rule, h Hit) string {
 	}
 	if h.Taint != nil {
 		data["taint"] = map[string]any{"label": h.TaintLabel, "age_turns": h.AgeTurns, "hits": h.Taint.Hits,
-			"lookback_turns": max(e.turn-h.Taint.First.Turn, 0),
-			"first":          hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
+			"lookback_turns": max(e.turn-h.Taint.First.Turn, 0), "held": heldNote(e.sess, h.TaintLabel),
+			"first": hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
 	}
 	if e.set.usesLineage {
 		data["lineage"] = e.lineageData()

@@ -142,7 +142,7 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		// extraction (tar -C, unzip -d), a conversion's output — carries
 		// the file's content on, and its label, as the fetch's files do.
 		take = func(f turnstate.FileTaint) {
-			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true})
+			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true, Held: e.streams()})
 			for _, w := range commandWrites(e.toolView()) {
 				w.Label, w.Source = f.Label, strings.TrimSuffix(f.Source, copySuffix)+copySuffix
 				res.Files = append(res.Files, w)

@@ -15,6 +15,7 @@ import (
 // or refreshes the labels whose source matches.
 func (e *evalCtx) updateTaints(res *Result) {
 	e.taintUnanswered()
+	res.Releases = e.releases()
 	e.taintFileReads(res)
 	for _, t := range e.set.Taints {
 		if _, set := e.sess.Taints[t.ID]; set && t.clearWhen != nil {
@@ -32,7 +33,7 @@ func (e *evalCtx) updateTaints(res *Result) {
 				continue
 			}
 			if ok && src.unanswered {
-				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output})
+				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output, Held: src.output && e.streams()})
 				if src.files {
 					for _, w := range commandWrites(e.toolView()) {
 						w.Label, w.Source = t.ID, src.id
@@ -115,10 +116,17 @@ func (e *evalCtx) taintUnanswered() {
 				// a later call reads it (its task's output).
 				e.setTaint(u.Label, u.Hit.Source)
 				rememberFiles(e.sess, backgroundOutputs(e.in.Payload, u.Label, u.Hit.Source))
+				if u.Held && e.toolView().ExitStatus != "failure" {
+					// A source that failed to start feeds nothing more.
+					hold(e.sess, u.Label, u.Hit, streamHandles(e.in.Payload))
+				}
 			}
 			continue
 		}
 		setTaintHit(e.sess, u.Label, e.settledAt(u.Hit))
+		if u.Held {
+			hold(e.sess, u.Label, u.Hit, nil)
+		}
 		if e.set.usesLineage {
 			// Its output entered unseen: until its result arrives (calls
 			// run in parallel), if ever (an adapter that sends none),
@@ -164,6 +172,7 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 	if d != acs.Deny {
 		pend(sess, res)
 		rememberFiles(sess, res.Files)
+		release(sess, res.Releases)
 	}
 }
 
@@ -174,6 +183,9 @@ func pend(sess *turnstate.Session, res Result) {
 	for _, u := range res.Unanswered {
 		if len(sess.Unanswered) >= turnstate.MaxUnanswered {
 			setTaintHit(sess, u.Label, u.Hit)
+			if u.Held {
+				hold(sess, u.Label, u.Hit, nil)
+			}
 			continue
 		}
 		sess.Unanswered = append(sess.Unanswered, u)
@@ -198,7 +210,7 @@ func (e *evalCtx) inheritTaints() {
 		if !ok {
 			continue
 		}
-		if live, _ := e.within(t, def.Window); !live {
+		if live, _ := e.within(def.ID, t, def.Window); !live {
 			continue
 		}
 		last := t.Last.Inherited(e.sess.SessionID)
@@ -233,9 +245,13 @@ func bounded(s []string) []string {
 // turnstate.ContinuesWork); steps: N the anchor's envelope and the
 // session's next N; duration: D admits envelope times up to anchor time +
 // D. An envelope in an enclosing turn older than the anchor's (nested
-// turns) counts as the anchor's turn.
-func (e *evalCtx) within(t *turnstate.Taint, w Window) (bool, int) {
+// turns) counts as the anchor's turn. A label held while a source runs
+// (Session.Held) is inside every window.
+func (e *evalCtx) within(label string, t *turnstate.Taint, w Window) (bool, int) {
 	age := max(e.windowTurn-t.Last.WindowTurn, 0)
+	if held(e.sess, label) != nil {
+		return true, age
+	}
 	if w.Turns != nil && age > *w.Turns {
 		return false, age
 	}
@@ -267,8 +283,8 @@ func (e *evalCtx) taintViews() map[string]TaintView {
 			views[def.ID] = TaintView{Origins: []string{}, SourceIDs: []string{}}
 			continue
 		}
-		active, age := e.within(t, def.Window)
-		views[def.ID] = TaintView{Set: true, Active: active, AgeTurns: int64(age), AgeSteps: e.ageSteps(t), Age: e.in.Time.Sub(t.Last.Time),
+		active, age := e.within(def.ID, t, def.Window)
+		views[def.ID] = TaintView{Set: true, Active: active, Held: held(e.sess, def.ID) != nil, AgeTurns: int64(age), AgeSteps: e.ageSteps(t), Age: e.in.Time.Sub(t.Last.Time),
 			SinceTurn: int64(t.First.Turn), Hits: int64(t.Hits), Origins: slices.Clone(t.Last.Origins), SourceIDs: slices.Clone(t.Last.SourceIDs)}
 	}
 	return views

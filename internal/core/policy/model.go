@@ -134,6 +134,9 @@ type TaintView struct {
 	Hits      int64         `cel:"hits"`
 	Origins   []string      `cel:"origins"`
 	SourceIDs []string      `cel:"source_ids"`
+	// Held: a source that feeds the session without a call still runs
+	// (a tool classed streams): the window does not end while it does.
+	Held bool `cel:"held"`
 }
 
 // Input is one applied envelope as the rules engine needs it.

@@ -42,6 +42,38 @@ type UnansweredCall struct {
 	// Output: the result sets the label too, as its own evidence (a
 	// taint source with output set).
 	Output bool `json:"output,omitempty"`
+	// Held: the call's tool goes on feeding its output back after its
+	// result, with no call and no hook for each part (a tool classed
+	// streams: Claude Code's Monitor), so the label is held from its
+	// result until a call stops it (Session.Held).
+	Held bool `json:"held,omitempty"`
+}
+
+// MaxHeldHandles bounds the names a held label keeps for the sources
+// holding it (HeldLabel.Handles); MaxHeldUnnamed bounds its count of
+// sources known by no name. Past either, a source is counted unnamed, or
+// stays counted: the label stays held (fail closed).
+const (
+	MaxHeldHandles = 8
+	MaxHeldUnnamed = 64
+)
+
+// HeldLabel is a label held set while sources that feed the session
+// without a call run: a window does not end while one does. A call that
+// stops one — a tool classed stops_task naming one of its Handles, or
+// any such call for a source whose name is not known (Unnamed) — lets it
+// go; the label's window starts at the stop of the last.
+type HeldLabel struct {
+	Label string `json:"label"`
+	// Source is the id of the source condition of the newest source held,
+	// Tool its tool: the decision cites them.
+	Source string `json:"source"`
+	Tool   string `json:"tool,omitempty"`
+	// Handles are the names a stop call names the sources by (a task id,
+	// its output file), at most MaxHeldHandles.
+	Handles []string `json:"handles,omitempty"`
+	// Unnamed counts the sources held whose names are not known.
+	Unnamed int `json:"unnamed,omitempty"`
 }
 
 // MaxFileTaints bounds the files a session remembers as holding

@@ -134,6 +134,9 @@ type Session struct {
 	// (rules: taint sources with files), newest last, at most
 	// MaxFileTaints.
 	FileTaints []FileTaint `json:"file_taints,omitempty"`
+	// Held are the labels held set while a source that feeds the session
+	// without a call runs, one per label.
+	Held []HeldLabel `json:"held,omitempty"`
 }
 
 // Turn is an open turn.
@@ -345,6 +348,10 @@ func (s *Session) Clone() *Session {
 	c.Lineage = s.Lineage.Clone()
 	c.Unanswered = slices.Clone(s.Unanswered)
 	c.FileTaints = slices.Clone(s.FileTaints)
+	c.Held = slices.Clone(s.Held)
+	for i := range c.Held {
+		c.Held[i].Handles = slices.Clone(c.Held[i].Handles)
+	}
 	return &c
 }
 

@@ -122,6 +122,12 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 	s.Taints = map[string]*turnstate.Taint{}
 	for _, tl := range rs.Taints {
 		s.Taints[tl.ID] = &turnstate.Taint{First: hit(), Last: hit(), Hits: maxInt}
+		h := turnstate.HeldLabel{Label: tl.ID, Source: strings.Repeat("s", 64) + ":read", Tool: worstString(t, n, acs.MaxEvidenceBytes), Unnamed: turnstate.MaxHeldUnnamed}
+		for range turnstate.MaxHeldHandles {
+			n++
+			h.Handles = append(h.Handles, worstString(t, n, 64))
+		}
+		s.Held = append(s.Held, h)
 	}
 	s.Counters = map[string]*turnstate.Counter{}
 	s.RuleHits = map[string]uint64{}
