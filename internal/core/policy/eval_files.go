@@ -15,6 +15,11 @@ import (
 // fetch wrote to disk enters the session again whenever a later call
 // names the file — a Read of it three turns on, a cat, a script run.
 
+// classListsNames is the catalog class of tools whose output is the names
+// of files, not their content (Claude Code's Glob and LS, Cursor's
+// list_dir and file searches, an MCP server's directory listings).
+const classListsNames = "lists_names"
+
 // commandWrites are the files the command lines among the call's sinks
 // write (shellcmd.Writes), cleaned (cleanPath), and the directories they
 // fill (a clone: Dir); those that cannot be remembered (longer than
@@ -136,6 +141,12 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	var take func(f turnstate.FileTaint)
 	switch e.hook {
 	case "toolCallRequest":
+		if slices.Contains(e.toolView().Classes, classListsNames) {
+			// A Glob or a listing of a directory answers with names, not
+			// what the files say: a *.md after a fetch saved notes.md
+			// brings nothing of it in.
+			return
+		}
 		words = func(fn func(string)) { eachCallWord(e.toolView(), fn) }
 		// The call becomes a source of the label, set when its output
 		// arrives; and what it writes — a copy (cp, a redirect), an
