@@ -139,14 +139,14 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	}
 	var words func(fn func(string))
 	var take func(f turnstate.FileTaint)
+	namesOnly := false
 	switch e.hook {
 	case "toolCallRequest":
-		if slices.Contains(e.toolView().Classes, classListsNames) {
-			// A Glob or a listing of a directory answers with names, not
-			// what the files say: a *.md after a fetch saved notes.md
-			// brings nothing of it in.
-			return
-		}
+		// A Glob or a listing of a directory answers with names, not what
+		// the files say: a *.md after a fetch saved notes.md brings
+		// nothing of it in. The names in a directory a clone filled are
+		// its author's, though, and a listing of it reads them.
+		namesOnly = slices.Contains(e.toolView().Classes, classListsNames)
 		words = func(fn func(string)) { eachCallWord(e.toolView(), fn) }
 		// The call becomes a source of the label, set when its output
 		// arrives; and what it writes — a copy (cp, a redirect), an
@@ -190,12 +190,14 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		if w == "" {
 			return
 		}
-		for _, f := range byBase[path.Base(w)] {
-			if namesFile(w, strings.ToLower(f.Path)) {
-				named(f)
+		if !namesOnly {
+			for _, f := range byBase[path.Base(w)] {
+				if namesFile(w, strings.ToLower(f.Path)) {
+					named(f)
+				}
 			}
 		}
-		if strings.ContainsAny(w, "*?[") {
+		if !namesOnly && strings.ContainsAny(w, "*?[") {
 			// In the session's order, as the rest: the state after the
 			// envelope does not depend on a map's.
 			for _, f := range e.sess.FileTaints {
