@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -21,6 +22,7 @@ const sshValueLetters = "BbcDEeFIiJLlmOoPpQRSWw"
 func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
+		c.sshOption(argv, known, i, depth)
 		switch {
 		case a == "--":
 			if i+2 <= len(argv) {
@@ -43,6 +45,7 @@ func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 				if !strings.HasPrefix(b, "-") || b == "-" {
 					break
 				}
+				c.sshOption(argv, known, j, depth)
 				if sshTakesNext(b) {
 					j++
 				}
@@ -52,6 +55,42 @@ func (c *collector) ssh(argv []string, known []bool, depth int, in *input) {
 			return
 		}
 	}
+}
+
+// sshCommandOptions are ssh's -o options whose value is a command: run
+// here (LocalCommand, once connected; ProxyCommand, KnownHostsCommand) or
+// on the host (RemoteCommand).
+var sshCommandOptions = []string{"localcommand", "proxycommand", "knownhostscommand", "remotecommand"}
+
+// sshOption adds the programs of the command an -o option at argv[i]
+// gives ssh (-o LocalCommand='curl …', -oProxyCommand=…, -o
+// 'RemoteCommand curl …'): its value read as a line.
+func (c *collector) sshOption(argv []string, known []bool, i, depth int) {
+	a := argv[i]
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return
+	}
+	value, vi := "", i
+	for k := 1; k < len(a); k++ {
+		if strings.IndexByte(sshValueLetters, a[k]) < 0 {
+			continue
+		}
+		if a[k] != 'o' {
+			return
+		}
+		if value = a[k+1:]; value == "" && i+1 < len(argv) {
+			value, vi = argv[i+1], i+1
+		}
+		break
+	}
+	key, cmd, ok := strings.Cut(value, "=")
+	if k, v, blank := strings.Cut(strings.TrimSpace(value), " "); blank && (!ok || len(k) < len(key)) {
+		key, cmd, ok = k, v, true
+	}
+	if !known[vi] || !ok || !slices.Contains(sshCommandOptions, strings.ToLower(strings.TrimSpace(key))) {
+		return // an option not literal: ssh -o "IdentityFile=$KEY"
+	}
+	c.line(cmd, depth+1)
 }
 
 // sshTakesNext reports whether an ssh option takes the next word as its
@@ -140,15 +179,112 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 		return ""
 	}
 	s := sub()
-	if s == "container" || s == "compose" {
+	if s == "container" || s == "compose" || s == "buildx" || s == "image" || s == "builder" {
 		i++
 		s = sub()
 	}
 	compose := ProgramName(argv[0]) == "docker-compose" || slices.Contains(argv[1:min(i, len(argv))], "compose")
-	if s != "run" && s != "exec" {
+	switch {
+	case s == "build":
+		if in != nil && dockerfileOnStdin(argv[i+1:]) {
+			c.dockerfile(in, depth)
+		}
+		return
+	case s == "exec" && latestExec(argv[i+1:]):
+		// podman exec -l CMD: the latest container, named by no word.
+		for j := i + 1; j < len(argv); j++ {
+			switch a := argv[j]; {
+			case a != "-l" && containerValueOptions[a]:
+				j++
+			case strings.HasPrefix(a, "-"):
+			default:
+				c.wrapped(argv[j:], known[j:], depth, in)
+				return
+			}
+		}
+		return
+	case s != "run" && s != "exec":
 		return
 	}
 	c.containerArgs(argv, known, i+1, s == "run", compose, "", maxBranches, depth, in)
+}
+
+// latestExec reports whether podman exec's options say --latest (-l, or
+// in a cluster of its flags: -itl), so that its first word is the
+// command, not a container.
+func latestExec(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--latest" || a == "--latest=true":
+			return true
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], "itdl") == "" && strings.Contains(a, "l"):
+			return true
+		case !strings.HasPrefix(a, "-"):
+			return false
+		}
+	}
+	return false
+}
+
+// dockerfileOnStdin reports whether docker build's (or podman build's)
+// arguments take the Dockerfile from the standard input: a - for the
+// context, or -f - (--file -, -f-, --file=-).
+func dockerfileOnStdin(args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "-", a == "-f-", a == "--file=-":
+			return true
+		case (a == "-f" || a == "--file") && i+1 < len(args) && args[i+1] == "-":
+			return true
+		}
+	}
+	return false
+}
+
+// dockerfile adds what a Dockerfile given on the standard input runs as
+// it builds: each RUN's shell line (continued lines joined), an exec
+// form's words; a RUN with a here-document, whose body is its script,
+// fails closed to every word after it; a Dockerfile that is not literal
+// to Unknown.
+func (c *collector) dockerfile(in *input, depth int) {
+	if !in.literal {
+		c.add(Unknown)
+		return
+	}
+	if depth >= maxDepth {
+		c.tooDeep([]string{in.text})
+		return
+	}
+	lines := strings.Split(in.text, "\n")
+	for k := 0; k < len(lines); k++ {
+		instr := strings.TrimSpace(lines[k])
+		if strings.HasPrefix(instr, "#") {
+			continue
+		}
+		for strings.HasSuffix(instr, "\\") && k+1 < len(lines) {
+			k++
+			instr = strings.TrimSuffix(instr, "\\") + " " + strings.TrimSpace(lines[k])
+		}
+		kw, rest, _ := strings.Cut(instr, " ")
+		if !strings.EqualFold(kw, "RUN") {
+			continue
+		}
+		rest = strings.TrimSpace(rest)
+		for strings.HasPrefix(rest, "--") { // --mount=…, --network=…
+			_, rest, _ = strings.Cut(rest, " ")
+			rest = strings.TrimSpace(rest)
+		}
+		var exec []string
+		switch {
+		case strings.Contains(rest, "<<"):
+			c.words(strings.Join(append([]string{rest}, lines[k+1:]...), "\n"))
+			return
+		case strings.HasPrefix(rest, "[") && json.Unmarshal([]byte(rest), &exec) == nil:
+			c.wrapped(exec, slices.Repeat([]bool{true}, len(exec)), depth, nil)
+		default:
+			c.line(rest, depth+1)
+		}
+	}
 }
 
 // maxBranches bounds the options a reading takes both ways (an option it
@@ -202,10 +338,13 @@ func (c *collector) containerArgs(argv []string, known []bool, i int, run, compo
 }
 
 // kubectl adds the programs kubectl exec (or OpenShift's oc exec) runs in
-// a pod — the words after --, or after the pod — and kubectl run: the
-// words after --, and the image's own program (--image=curlimages/curl).
+// a pod — the words after --, or after the pod — and OpenShift's oc rsh
+// POD CMD; kubectl run and kubectl debug: the words after --, and the
+// image's own program (--image=curlimages/curl). kubectl logs (oc logs)
+// is PodLogs.
 func (c *collector) kubectl(argv []string, known []bool, depth int, in *input) {
-	if kubectlSubcommand(argv) == "run" {
+	switch kubectlSubcommand(argv) {
+	case "run", "debug":
 		args, argk := []string(nil), []bool(nil)
 		if dd := slices.Index(argv, "--"); dd >= 0 {
 			args, argk = argv[dd+1:], known[dd+1:]
@@ -217,19 +356,35 @@ func (c *collector) kubectl(argv []string, known []bool, depth int, in *input) {
 			c.wrapped(append([]string{imageProgram(image)}, args...), append([]bool{true}, argk...), depth, in)
 		}
 		return
-	}
-	exec := slices.Index(argv, "exec")
-	if exec < 0 {
+	case "rsh":
+		c.podCommand(argv, known, slices.Index(argv, "rsh"), depth, in)
+		return
+	case "logs":
+		c.add(PodLogs)
 		return
 	}
-	if dd := slices.Index(argv[exec:], "--"); dd >= 0 {
-		c.wrapped(argv[exec+dd+1:], known[exec+dd+1:], depth, in)
+	if exec := slices.Index(argv, "exec"); exec >= 0 {
+		c.podCommand(argv, known, exec, depth, in)
+	}
+}
+
+// PodLogs is the name Programs gives kubectl logs (oc logs): what a pod's
+// programs printed, which for a service is what its callers sent it — a
+// request's path, a header, a message body.
+const PodLogs = "kubectl logs"
+
+// podCommand adds the command kubectl exec or oc rsh, the subcommand at
+// argv[sub], runs in its pod: the words after --, or after the pod.
+func (c *collector) podCommand(argv []string, known []bool, sub, depth int, in *input) {
+	if dd := slices.Index(argv[sub:], "--"); dd >= 0 {
+		c.wrapped(argv[sub+dd+1:], known[sub+dd+1:], depth, in)
 		return
 	}
-	for i := exec + 1; i < len(argv); i++ {
+	for i := sub + 1; i < len(argv); i++ {
 		switch a := argv[i]; {
 		case a == "-c" || a == "--container" || a == "-n" || a == "--namespace" || a == "--context" ||
-			a == "--kubeconfig" || a == "-f" || a == "--filename" || a == "--pod-running-timeout" || a == "--cluster" || a == "--user":
+			a == "--kubeconfig" || a == "-f" || a == "--filename" || a == "--pod-running-timeout" || a == "--cluster" ||
+			a == "--user" || a == "--shell" || a == "--timeout":
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:

@@ -54,6 +54,8 @@ var runners = map[string]runner{
 	"direnv":     {subs: []string{"exec"}, operands: 1},
 	"dotenv":     {values: []string{"-e", "-v", "-f", "--file", "-c"}},
 	"nix-shell":  {values: []string{"-p", "--packages", "-I", "--arg", "--argstr", "-A", "--attr", "--expr", "-E"}, lines: []string{"--run", "--command"}, operands: -1},
+	"devbox":     {subs: []string{"run"}, values: []string{"-c", "--config", "-e", "--env", "--env-file", "--environment"}},
+	"sshpass":    {values: []string{"-p", "-f", "-d", "-P"}},
 	"nix":        {subs: []string{"shell", "develop"}, values: []string{"-I", "--arg", "--argstr", "--override-input", "--profile"}, rest: []string{"-c", "--command"}, operands: -1},
 }
 

@@ -472,6 +472,14 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		c.container(argv, known, depth, in)
 	case "kubectl", "oc":
 		c.kubectl(argv, known, depth, in)
+	case "mosh":
+		if depth < maxDepth {
+			c.mosh(argv, known, depth, in)
+		} else {
+			c.tooDeep(argv[1:])
+		}
+	case "vagrant", "gcloud", "az":
+		c.vmShell(name, argv, known, depth, in)
 	}
 	switch {
 	case shells[name]:
@@ -573,7 +581,7 @@ func (c *collector) scriptFile(a string, in *input) {
 
 // remoteRunners run a command elsewhere: on a host, in a container.
 var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true, "nerdctl": true, "docker-compose": true,
-	"kubectl": true, "oc": true}
+	"kubectl": true, "oc": true, "mosh": true, "vagrant": true, "gcloud": true, "az": true}
 
 // readPastName reports whether call reads more of a program's words
 // than its name: what a wrapper runs is read as its own call when it is

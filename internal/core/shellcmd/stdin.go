@@ -177,7 +177,7 @@ func (c *collector) stdinScript(name string, argv []string, in *input, depth int
 			return
 		}
 		c.line(in.text, depth+1)
-	case interpreter(name) && interpreterReadsStdin(argv[1:]):
+	case interpreter(name) && interpreterReadsStdin(name, argv[1:]):
 		switch {
 		case !in.literal:
 			c.add(Unknown)
@@ -229,7 +229,11 @@ var interpreterValueOptions = map[string]bool{"-W": true, "-X": true, "-r": true
 // interpreterReadsStdin reports whether an interpreter given args reads
 // its code on its standard input: a lone -, or no code option (-c, -e,
 // -p, -m, their clusters: perl -ne) and no script named.
-func interpreterReadsStdin(args []string) bool {
+func interpreterReadsStdin(name string, args []string) bool {
+	values := "MrXWIx" // letters taking a value
+	if name == "ruby" || name == "node" || name == "nodejs" {
+		values += "C" // ruby -C DIR, node -C CONDITION (perl's -C takes none apart)
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -249,7 +253,7 @@ func interpreterReadsStdin(args []string) bool {
 				if strings.IndexByte("cemp", a[k]) >= 0 {
 					return false // code in the option's value, or a module
 				}
-				if strings.IndexByte("MrXWIx", a[k]) >= 0 {
+				if strings.IndexByte(values, a[k]) >= 0 {
 					if k == len(a)-1 {
 						i++ // its value is the next word
 					}
