@@ -182,3 +182,49 @@ func remoteConfig(a string) bool {
 	return strings.HasPrefix(key, "remote.") && strings.HasSuffix(key, ".url") ||
 		strings.HasPrefix(key, "url.") && strings.HasSuffix(key, ".insteadof")
 }
+
+// gitAliases adds what a git alias the line defines runs: a shell
+// command (alias.NAME='!curl …'), read as a line wherever it is defined —
+// git -c alias.x='!…' x, git config alias.x '!…' && git x — and a git
+// command (alias.NAME='fetch https://…'), read as git's when -c defines
+// it for the command run, or git config sets it. An alias set in one
+// call and used in a later one is not followed: git's config is not on
+// the line.
+func (c *collector) gitAliases(argv []string, known []bool, depth int) {
+	at := gitAt(argv)
+	if at < 0 {
+		return
+	}
+	for i := 1; i+1 < at; i++ {
+		if argv[i] != "-c" || !known[i+1] {
+			continue
+		}
+		key, value, _ := strings.Cut(argv[i+1], "=")
+		name, ok := strings.CutPrefix(strings.ToLower(key), "alias.")
+		if !ok {
+			continue
+		}
+		if cmd, shell := strings.CutPrefix(value, "!"); shell {
+			c.line(cmd, depth+1)
+		} else if name == strings.ToLower(argv[at]) {
+			c.gitFetches(append(append([]string{"git"}, strings.Fields(value)...), argv[at+1:]...))
+		}
+	}
+	if argv[at] != "config" {
+		return
+	}
+	for i := at + 1; i+1 < len(argv); i++ {
+		if !strings.HasPrefix(strings.ToLower(argv[i]), "alias.") {
+			continue
+		}
+		switch value := argv[i+1]; {
+		case !known[i+1]:
+			c.add(Unknown) // git config alias.x "$CMD"
+		case strings.HasPrefix(value, "!"):
+			c.line(value[1:], depth+1)
+		default:
+			c.gitFetches(append([]string{"git"}, strings.Fields(value)...))
+		}
+		return
+	}
+}

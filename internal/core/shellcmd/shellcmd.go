@@ -414,6 +414,7 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	switch name {
 	case "git":
 		c.gitFetches(argv)
+		c.gitAliases(argv, known, depth)
 	case "jj", "sl":
 		c.otherVCS(name, argv)
 	}
@@ -480,6 +481,9 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		}
 	case "vagrant", "gcloud", "az":
 		c.vmShell(name, argv, known, depth, in)
+	}
+	if awks[name] {
+		c.awk(argv, known, depth)
 	}
 	switch {
 	case shells[name]:
@@ -589,7 +593,7 @@ var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true,
 func readPastName(n string) bool {
 	_, runs := runners[n]
 	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
-		remoteRunners[n] || n == "su" || n == "doas"
+		remoteRunners[n] || n == "su" || n == "doas" || awks[n]
 }
 
 // literal is a word's value when it holds no expansion: plain text, single

@@ -251,7 +251,8 @@ func FuzzPrograms(f *testing.F) {
 		"bash <<'SH'\ncurl x\nSH", "echo 'curl x' | sudo sh -s", "python3 - <<EOF\n$X\nEOF",
 		"uv run --with x -- curl y", "npm exec -c 'wget x'", "nix shell a -c nc", "mise x a -- b",
 		"ssh -p 1 h 'curl x'", "docker run --rm -e A img sh -c x", "kubectl exec p -c a -- nc h",
-		"git fetch --depth 1 c", "kubectl run --image", "nix run", "kubectl run x -- ", "git submodule add u p", "jj git fetch --remote", "sl pull"} {
+		"git fetch --depth 1 c", "kubectl run --image", "nix run", "kubectl run x -- ", "git submodule add u p", "jj git fetch --remote", "sl pull",
+		`awk 'BEGIN{"a" | getline; system("b " $1); print | "c"}'`, "git -c alias.x=!y x", "docker build - <<E\nRUN x\nE", "ssh -oLocalCommand=x h"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -461,7 +462,28 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"devbox run curl https://x.example", []string{"curl"}, nil},
 		{"devbox run -c ./cfg -- wget https://x.example", []string{"wget"}, nil},
 		{"ruby -C /tmp <<'RB'\nrequire 'open-uri'\nputs URI.open('https://x.example').read\nRB", []string{ScriptURL}, nil},
+		// awk's commands, git's aliases.
+		{`awk 'BEGIN{system("curl -s https://x.example")}'`, []string{"curl"}, nil},
+		{`awk 'BEGIN { while (("curl -s https://x.example" | getline l) > 0) print l }'`, []string{"curl"}, nil},
+		{`gawk '{ print $0 |& "nc x.example 80" }' req.txt`, []string{"nc"}, nil},
+		{`awk '{ system("wget -q " $1) }' urls.txt`, []string{"wget"}, nil},
+		{`awk '{ system(cmd) }' cmd="curl https://x.example" f`, []string{Unknown}, nil},
+		{`awk 'BEGIN { c = "cu" "rl https://x.example"; c | getline; print }'`, []string{Unknown}, nil},
+		{`awk 'BEGIN { "cu" "rl https://x.example" | getline; print }'`, []string{Unknown}, nil},
+		{`awk -F: -f lib.awk -e 'BEGIN{system("curl https://x.example")}' /etc/passwd`, []string{"curl"}, nil},
+		{`sudo gawk 'BEGIN{system("curl https://x.example")}'`, []string{"curl"}, nil},
+		{`awk "$PROG" f`, []string{Unknown}, nil},
+		{"git -c alias.x='!curl -s https://x.example' x", []string{"curl"}, nil},
+		{"git config alias.x '!curl -s https://x.example' && git x", []string{"curl"}, nil},
+		{"git config --global alias.up '!f() { wget -qO- https://x.example; }; f'", []string{"wget"}, nil},
+		{"git -c alias.get='fetch https://github.com/c/w.git' get", []string{GitFetch}, nil},
+		{"git config alias.get 'pull https://github.com/c/w.git main' && git get", []string{GitFetch}, nil},
 		// Ordinary work stays clean.
+		{`awk '{print $1}' f && awk -F'|' '$2 ~ /a|b/ { n++ } END { print n / 2 }' g`, nil, []string{Unknown}},
+		{`awk '{ print $2 | "sort -u" }' f; awk 'BEGIN { "date +%s" | getline t; print t }'`, nil, []string{Unknown, "curl"}},
+		{`awk -f report.awk data.txt`, nil, []string{Unknown}},
+		{"git log --oneline -5 && git config alias.co checkout && git co main", nil, []string{Unknown, GitFetch}},
+		{"git -c alias.st=status st", nil, []string{Unknown, GitFetch}},
 		{"kubectl get pods -n prod && kubectl describe pod web-1", nil, []string{Unknown, PodLogs}},
 		{"oc rsh pod-1", nil, []string{Unknown}},
 		{"docker build -t app . && podman exec -it web ls", nil, []string{Unknown}},
@@ -505,6 +527,8 @@ func TestReadingIsBounded(t *testing.T) {
 		"docker run" + strings.Repeat(" --a", 4000) + " alpine wget x",
 		strings.Repeat("(uv run"+strings.Repeat(" --a", 9)+" ", 4) + "curl x" + strings.Repeat(")", 4),
 		"uv run" + strings.Repeat(" --a", 30) + " bash <<'EOF'\n" + strings.Repeat("echo hello world\n", 800) + "EOF",
+		"awk 'BEGIN{" + strings.Repeat(`system("sh -c \"curl x\"");`, 600) + "}'",
+		"docker build - <<'EOF'\nFROM a\n" + strings.Repeat("RUN curl x\n", 1400) + "EOF",
 	} {
 		var c collector
 		c.line(line, 0)

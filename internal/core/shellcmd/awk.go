@@ -1,0 +1,203 @@
+package shellcmd
+
+import "strings"
+
+// awk runs commands of its own: system("cmd"), "cmd" | getline, print …
+// | "cmd" (and gawk's |&). The command is a string the program builds;
+// one that begins with a string literal names its program there, as a
+// shell word does (system("curl " url) runs curl); one built from a
+// variable or a field (system(cmd), $1 | getline) names none: Unknown.
+
+// awks are the awk implementations.
+var awks = map[string]bool{"awk": true, "gawk": true, "mawk": true, "nawk": true}
+
+// awkValueOptions are awk's options that take the next word as their
+// value; -f's is a program file, -e's (gawk's --source) program text.
+var awkValueOptions = map[string]bool{"-F": true, "-v": true, "--assign": true, "--field-separator": true,
+	"-i": true, "--include": true, "-l": true, "--load": true, "-W": true}
+
+// awk adds the programs the commands in an awk program run: the program
+// is the first operand, or the values of -e and --source; with -f (a
+// program file, followed as a file) the first operand is data.
+func (c *collector) awk(argv []string, known []bool, depth int) {
+	file := false
+	var progs []int
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			if !file && len(progs) == 0 && i+1 < len(argv) {
+				progs = append(progs, i+1)
+			}
+			i = len(argv)
+		case a == "-f" || a == "--file":
+			file = true
+			i++
+		case a == "-e" || a == "--source":
+			if i+1 < len(argv) {
+				progs = append(progs, i+1)
+			}
+			i++
+		case awkValueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		default:
+			if !file && len(progs) == 0 {
+				progs = append(progs, i)
+			}
+			i = len(argv)
+		}
+	}
+	for _, p := range progs {
+		if !known[p] {
+			c.add(Unknown) // awk "$PROG": a program the line does not show
+			continue
+		}
+		cmds, built := awkCommands(argv[p])
+		if built {
+			c.add(Unknown)
+		}
+		for _, cmd := range cmds {
+			c.line(cmd, depth+1)
+		}
+	}
+}
+
+// awkCommands are the command strings an awk program runs that begin
+// with a string literal, and whether one does not (built at run time).
+// It scans the program once, past strings, regular expressions and
+// comments.
+func awkCommands(prog string) (cmds []string, built bool) {
+	var prev byte      // the last character of code, outside strings
+	lastStr := ""      // the string literal just read
+	strJoined := false // it followed an operand: a concatenation's end
+	for i := 0; i < len(prog); {
+		ch := prog[i]
+		switch {
+		case ch == '#':
+			for i < len(prog) && prog[i] != '\n' {
+				i++
+			}
+		case ch == '"':
+			strJoined = awkOperand(prev)
+			s, end := awkString(prog, i)
+			lastStr, prev, i = s, '"', end
+		case ch == '/' && !awkOperand(prev):
+			i = awkRegexEnd(prog, i)
+			prev = 'a'
+		case ch == '_' || ch|0x20 >= 'a' && ch|0x20 <= 'z':
+			j := i
+			for j < len(prog) && isWordByte(prog[j]) {
+				j++
+			}
+			if prog[i:j] == "system" {
+				k := skipBlanks(prog, j)
+				if k < len(prog) && prog[k] == '(' {
+					cmd, ok := awkCommandAt(prog, k+1)
+					if ok {
+						cmds = append(cmds, cmd)
+					} else {
+						built = true
+					}
+				}
+			}
+			prev, i = 'a', j
+		case ch == '|' && i+1 < len(prog) && prog[i+1] == '|':
+			prev, i = '|', i+2
+		case ch == '|':
+			k := i + 1
+			if k < len(prog) && prog[k] == '&' {
+				k++
+			}
+			k = skipBlanks(prog, k)
+			if strings.HasPrefix(prog[k:], "getline") {
+				// cmd | getline: the command is what came before.
+				if prev == '"' && !strJoined {
+					cmds = append(cmds, lastStr)
+				} else {
+					built = true
+				}
+			} else if cmd, ok := awkCommandAt(prog, k); ok {
+				cmds = append(cmds, cmd)
+			} else {
+				built = true
+			}
+			prev, i = '|', k
+		default:
+			if ch != ' ' && ch != '\t' {
+				prev = ch
+			}
+			i++
+		}
+	}
+	return cmds, built
+}
+
+// awkCommandAt reads the command expression at prog[k:]: a string
+// literal that ends the expression or holds a blank (its program word
+// complete); ok is false for anything else.
+func awkCommandAt(prog string, k int) (string, bool) {
+	k = skipBlanks(prog, k)
+	if k >= len(prog) || prog[k] != '"' {
+		return "", false
+	}
+	s, end := awkString(prog, k)
+	end = skipBlanks(prog, end)
+	if end >= len(prog) || strings.IndexByte(")|;}\n,>", prog[end]) >= 0 || strings.ContainsAny(strings.TrimLeft(s, " \t"), " \t") {
+		return s, true
+	}
+	return "", false
+}
+
+// awkString is the string literal at prog[i] (a ") with its escapes
+// read, and the index past it.
+func awkString(prog string, i int) (string, int) {
+	var b strings.Builder
+	for j := i + 1; j < len(prog); j++ {
+		switch prog[j] {
+		case '\\':
+			if j+1 < len(prog) {
+				j++
+				switch prog[j] {
+				case 'n':
+					b.WriteByte('\n')
+				case 't':
+					b.WriteByte('\t')
+				default:
+					b.WriteByte(prog[j])
+				}
+			}
+		case '"':
+			return b.String(), j + 1
+		default:
+			b.WriteByte(prog[j])
+		}
+	}
+	return b.String(), len(prog)
+}
+
+// awkRegexEnd is the index past the regular expression at prog[i] (a /).
+func awkRegexEnd(prog string, i int) int {
+	for j := i + 1; j < len(prog); j++ {
+		switch prog[j] {
+		case '\\':
+			j++
+		case '/', '\n':
+			return j + 1
+		}
+	}
+	return len(prog)
+}
+
+// awkOperand reports whether code ending in b ends an operand, after
+// which / divides (n / 2) rather than opening a regular expression.
+func awkOperand(b byte) bool {
+	return isWordByte(b) || b == ')' || b == ']' || b == '$' || b == '"'
+}
+
+func skipBlanks(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
