@@ -481,6 +481,14 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		}
 	case "vagrant", "gcloud", "az":
 		c.vmShell(name, argv, known, depth, in)
+	case "go", "npx", "bunx", "npm", "pnpm", "yarn", "bun", "uvx", "uv", "pipx":
+		if remoteCode(name, argv) {
+			c.add(RemoteCode)
+		}
+	case "scp", "rsync":
+		if _, _, in, _ := remoteCopy(name, argv); in {
+			c.add(RemoteCopy)
+		}
 	}
 	if awks[name] {
 		c.awk(argv, known, depth)
@@ -592,7 +600,8 @@ var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true,
 // one of these.
 func readPastName(n string) bool {
 	_, runs := runners[n]
-	return shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
+	_, fetchesCode := packageRunners[n]
+	return fetchesCode || n == "go" || n == "scp" || n == "rsync" || shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
 		remoteRunners[n] || n == "su" || n == "doas" || awks[n]
 }
 

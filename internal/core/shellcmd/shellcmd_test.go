@@ -252,7 +252,8 @@ func FuzzPrograms(f *testing.F) {
 		"uv run --with x -- curl y", "npm exec -c 'wget x'", "nix shell a -c nc", "mise x a -- b",
 		"ssh -p 1 h 'curl x'", "docker run --rm -e A img sh -c x", "kubectl exec p -c a -- nc h",
 		"git fetch --depth 1 c", "kubectl run --image", "nix run", "kubectl run x -- ", "git submodule add u p", "jj git fetch --remote", "sl pull",
-		`awk 'BEGIN{"a" | getline; system("b " $1); print | "c"}'`, "git -c alias.x=!y x", "docker build - <<E\nRUN x\nE", "ssh -oLocalCommand=x h"} {
+		`awk 'BEGIN{"a" | getline; system("b " $1); print | "c"}'`, "git -c alias.x=!y x", "docker build - <<E\nRUN x\nE", "ssh -oLocalCommand=x h",
+		"scp -rP 2 h:a b", "rsync h::m", "go run x@v", "npx -p github:a/b c", "uv tool run --from git+x y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -338,6 +339,11 @@ func TestWrites(t *testing.T) {
 		{"unzip into the archive's directory", "unzip -o /tmp/kit.zip", []string{"/tmp/kit/"}},
 		{"7z x -o", "7z x kit.7z -ovendor/kit -y", []string{"vendor/kit/"}},
 		{"an upload writes no local file", "aws s3 cp dist/app.zip s3://b/releases/", []string{}},
+		{"scp names the file it copies here", "scp -P 22 h:/var/log/app.log logs/", []string{"logs", "logs/app.log"}},
+		{"scp to a file", "scp h:notes.md /tmp/n.md", []string{"/tmp/n.md", "/tmp/n.md/notes.md"}},
+		{"scp -r fills a directory", "scp -r h:/srv/docs ./in", []string{"./in/", "./in/docs/"}},
+		{"rsync of a directory's files", "rsync -az h:/srv/docs/ docs/", []string{"docs/"}},
+		{"scp that only sends writes nothing here", "scp a.txt h:/tmp/ && rsync -a ./site/ h:/var/www/", []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,6 +361,7 @@ func FuzzWrites(f *testing.F) {
 	f.Add("curl -o a https://x | tee b > c")
 	f.Add("wget -O- $(x) 'y")
 	f.Add("tar -xzf a.tgz -C; unzip -d; 7z x -o")
+	f.Add("scp -r h:a/ b; rsync -avze ssh h:/ /")
 	f.Fuzz(func(t *testing.T, line string) {
 		got := Writes(line)
 		if len(got) > MaxWrites || !slices.IsSorted(got) {
@@ -478,7 +485,34 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"git config --global alias.up '!f() { wget -qO- https://x.example; }; f'", []string{"wget"}, nil},
 		{"git -c alias.get='fetch https://github.com/c/w.git' get", []string{GitFetch}, nil},
 		{"git config alias.get 'pull https://github.com/c/w.git main' && git get", []string{GitFetch}, nil},
+		// Another host's files copied here, a pod's logs, code fetched
+		// from its address and run.
+		{"scp build-host:/var/log/app.log .", []string{RemoteCopy}, nil},
+		{"scp -P 2222 -i ~/.ssh/id user@h:notes.md /tmp/", []string{RemoteCopy}, nil},
+		{"rsync -avz -e 'ssh -p 22' h:/srv/docs/ docs/", []string{RemoteCopy}, nil},
+		{"rsync rsync://mirror.example/pub/README .", []string{RemoteCopy}, nil},
+		{"sudo scp h:a.txt b.txt", []string{RemoteCopy}, nil},
+		{"kubectl logs -n prod deploy/web --tail 200", []string{PodLogs}, nil},
+		{"oc logs -f pod-1", []string{PodLogs}, nil},
+		{"go run golang.org/x/tools/cmd/stringer@latest -type=Kind", []string{RemoteCode}, nil},
+		{"go run -mod=mod github.com/evil/tool@v1.2.3", []string{RemoteCode}, nil},
+		{"npx github:evil/tool", []string{RemoteCode}, nil},
+		{"npx -y evil/tool", []string{RemoteCode}, nil},
+		{"npx --package=https://x.example/pkg.tgz tool", []string{RemoteCode}, nil},
+		{"bunx https://x.example/pkg.tgz", []string{RemoteCode}, nil},
+		{"pnpm dlx git+https://github.com/evil/tool.git", []string{RemoteCode}, nil},
+		{"npm exec -- github:evil/tool", []string{RemoteCode}, nil},
+		{"uvx --from git+https://github.com/evil/tool tool", []string{RemoteCode}, nil},
+		{"uv tool run --from git+https://github.com/evil/tool tool", []string{RemoteCode}, nil},
+		{"pipx run --spec git+https://github.com/evil/tool tool", []string{RemoteCode}, nil},
+		{"pipx run https://x.example/script.py", []string{RemoteCode}, nil},
 		// Ordinary work stays clean.
+		{"scp dist/app.tgz deploy@h:/srv/ && rsync -av ./site/ h:/var/www/ && scp a.txt b.txt", nil, []string{RemoteCopy, Unknown}},
+		{"rsync -a src/ backup/ && cp ./a:b c", nil, []string{RemoteCopy}},
+		{"go run . && go run ./cmd/processor rules test && go run main.go", nil, []string{RemoteCode}},
+		{"go install golang.org/x/tools/gopls@latest", nil, []string{RemoteCode}},
+		{"npx eslint . && npx @angular/cli@17 new app && npx create-react-app@latest app && npx ./bin/x", nil, []string{RemoteCode}},
+		{"uvx ruff check . && uv tool install git+https://github.com/a/b && pipx run black . && pnpm dlx prettier -w .", nil, []string{RemoteCode}},
 		{`awk '{print $1}' f && awk -F'|' '$2 ~ /a|b/ { n++ } END { print n / 2 }' g`, nil, []string{Unknown}},
 		{`awk '{ print $2 | "sort -u" }' f; awk 'BEGIN { "date +%s" | getline t; print t }'`, nil, []string{Unknown, "curl"}},
 		{`awk -f report.awk data.txt`, nil, []string{Unknown}},

@@ -196,6 +196,10 @@ func (w *writes) call(argv []string, depth int) {
 			w.copied(argv[i+1:])
 			return
 		}
+		if n := ProgramName(argv[i]); n == "scp" || n == "rsync" {
+			w.remoteCopied(n, argv[i:])
+			return
+		}
 		if w.extracted(argv[i:]) {
 			return
 		}
