@@ -6,14 +6,14 @@ import (
 )
 
 // RemoteCode is the name Programs gives a command that fetches a
-// program from where the line names it and runs it: go run
-// MODULE@VERSION (a module path is a repository's address: github.com/…),
-// and a package runner given a URL or a repository instead of a
-// registry's package (npx github:owner/repo, npx owner/repo, bunx
-// https://…/pkg.tgz, uvx --from git+https://…, pipx run --spec git+…).
-// What it prints is what the code's author wrote. A registry's package
-// (npx eslint, uvx ruff) is not one, as installing it is not: the
-// project's own tools run that way.
+// program from where the line names it and runs it: a package runner
+// given a URL or a repository instead of a registry's package (npx
+// github:owner/repo, npx owner/repo, bunx https://…/pkg.tgz, uvx --from
+// git+https://…, pipx run --spec git+…). What it prints is what the
+// code's author wrote. A registry's package (npx eslint, uvx ruff) is not
+// one, as installing it is not: the project's own tools run that way —
+// nor is go run MODULE@VERSION, which the module proxy serves as a
+// registry does (go run …/staticcheck@v0.8.2).
 const RemoteCode = "remote code"
 
 // packageRunners run a package they fetch: the subcommand that does
@@ -36,9 +36,6 @@ var packageRunners = map[string]struct {
 // remoteCode reports whether a call fetches code from an address the
 // line names and runs it (RemoteCode).
 func remoteCode(name string, argv []string) bool {
-	if name == "go" {
-		return goRunsRemote(argv)
-	}
 	r, ok := packageRunners[name]
 	if !ok {
 		return false
@@ -96,25 +93,4 @@ func remoteSpec(spec string, npm bool) bool {
 		return true
 	}
 	return npm && strings.Contains(l, "/") && !strings.ContainsAny(l[:1], "@./~") && !strings.Contains(l, ":")
-}
-
-// goRunsRemote reports whether go run is given a package at a version
-// (go run golang.org/x/tools/cmd/stringer@latest): go fetches the
-// module, whoever publishes it, outside the project's go.mod.
-func goRunsRemote(argv []string) bool {
-	run := slices.Index(argv, "run")
-	if run < 0 || slices.ContainsFunc(argv[1:run], func(a string) bool { return !strings.HasPrefix(a, "-") }) {
-		return false
-	}
-	for i := run + 1; i < len(argv); i++ {
-		a := argv[i]
-		switch {
-		case a == "-exec" || a == "-o" || a == "-C" || a == "-tags" || a == "-ldflags" || a == "-gcflags" || a == "-mod" || a == "-p":
-			i++
-		case strings.HasPrefix(a, "-"):
-		default:
-			return strings.Contains(a, "@") && !strings.HasPrefix(a, ".") && !strings.HasPrefix(a, "/")
-		}
-	}
-	return false
 }
