@@ -182,7 +182,7 @@ func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.ya
 // window starts at the stop. A Monitor that failed to start, or of a
 // local log, holds nothing (testdata/held.yaml, run over the default
 // pack).
-func TestHeldSources(t *testing.T) { runOnDefault(t, "testdata/held.yaml", 6) }
+func TestHeldSources(t *testing.T) { runOnDefault(t, "testdata/held.yaml", 9) }
 
 // TestSubagentReturn: a value a subagent hands back in its subagentStop
 // summary is traced to that return, not taken for the parent's own: the

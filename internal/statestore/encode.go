@@ -274,6 +274,10 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 		e.key(`"held":`)
 		e.held(s.Held)
 	}
+	if len(s.Stopping) > 0 {
+		e.key(`"stopping":`)
+		e.stopping(s.Stopping)
+	}
 }
 
 func (e *encoder) parent(p *turnstate.ParentLink) {
@@ -486,6 +490,7 @@ func (e *encoder) unanswered(us []turnstate.UnansweredCall) {
 		e.taintHit(&u.Hit)
 		e.optBool(`"output":`, u.Output)
 		e.optBool(`"held":`, u.Held)
+		e.optBool(`"settled":`, u.Settled)
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')
@@ -514,7 +519,7 @@ func (e *encoder) fileTaints(fs []turnstate.FileTaint) {
 	e.b = append(e.b, ']')
 }
 
-func (e *encoder) held(hs []turnstate.HeldLabel) {
+func (e *encoder) held(hs []turnstate.HeldSource) {
 	e.b = append(e.b, '[')
 	for i := range hs {
 		if i > 0 {
@@ -527,8 +532,25 @@ func (e *encoder) held(hs []turnstate.HeldLabel) {
 		e.key(`"source":`)
 		e.string(h.Source)
 		e.optString(`"tool":`, h.Tool)
+		e.key(`"request_id":`)
+		e.string(h.RequestID)
 		e.optStrings(`"handles":`, h.Handles)
-		e.optInt(`"unnamed":`, h.Unnamed)
+		e.optBool(`"sticky":`, h.Sticky)
+		e.b = append(e.b, '}')
+	}
+	e.b = append(e.b, ']')
+}
+
+func (e *encoder) stopping(ss []turnstate.StopCall) {
+	e.b = append(e.b, '[')
+	for i := range ss {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.b = append(e.b, '{')
+		e.key(`"request_id":`)
+		e.string(ss[i].RequestID)
+		e.optString(`"id":`, ss[i].ID)
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')

@@ -56,9 +56,10 @@ type Result struct {
 	// Files are the files the call writes that a files source gives a
 	// label: remembered once the decision lets the call run (Decided).
 	Files []turnstate.FileTaint
-	// Releases are what a stop call lets go of the labels held while
-	// sources run: let go once the decision lets the call run (Decided).
-	Releases []Release
+	// Stop is the stop a call of a tool classed stops_task makes while a
+	// label is held: remembered once the decision lets it run (Decided),
+	// to let its source go at its result.
+	Stop *turnstate.StopCall
 }
 
 // Evaluate runs the rule set on one envelope already applied to sess. It

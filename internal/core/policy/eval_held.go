@@ -15,10 +15,11 @@ import (
 // counted from the result would end while the source still speaks: a line
 // three prompts later would meet no window. So a label such a call sets is
 // held (turnstate.Session.Held): its window does not end while the source
-// runs. A call of a tool classed stops_task (TaskStop, KillShell) that
-// names the source lets it go — and the label's window starts there, the
-// last part having just arrived; so does any such call for a source whose
-// name its result did not give.
+// runs. The result of a call of a tool classed stops_task (TaskStop,
+// KillShell) whose task is one of the source's names lets it go — or,
+// for a source whose result gave no name, of any such call that
+// succeeded; so does the session's end. The label's window starts there,
+// the last part having just arrived.
 
 // classStreams and classStopsTask are the catalog classes held labels
 // read.
@@ -31,134 +32,207 @@ const (
 // after its result.
 func (e *evalCtx) streams() bool { return slices.Contains(e.toolView().Classes, classStreams) }
 
-// held returns the session's held entry for label, or nil.
-func held(sess *turnstate.Session, label string) *turnstate.HeldLabel {
-	for i := range sess.Held {
-		if sess.Held[i].Label == label {
-			return &sess.Held[i]
-		}
-	}
-	return nil
+// isHeld reports whether a running source holds label.
+func isHeld(sess *turnstate.Session, label string) bool {
+	return slices.ContainsFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == label })
 }
 
-// hold holds label for one more running source, named by handles (none
-// known: counted unnamed), with hit's source and tool as the evidence.
-func hold(sess *turnstate.Session, label string, hit turnstate.TaintHit, handles []string) {
-	h := held(sess, label)
-	if h == nil {
-		sess.Held = append(sess.Held, turnstate.HeldLabel{Label: label})
-		h = &sess.Held[len(sess.Held)-1]
+// hold holds label for the source the call requestID started, named by
+// handles (none known: any successful stop names it). Past
+// turnstate.MaxHeldSources running sources that have a call, a label's
+// are held together, sticky, until the session ends — this label's, or
+// the oldest's when this label has none: none is forgotten, and the
+// session keeps at most one sticky source per label.
+func hold(sess *turnstate.Session, label string, hit turnstate.TaintHit, requestID string, handles []string) {
+	if i := slices.IndexFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.RequestID == requestID && h.Label == label && !h.Sticky }); i >= 0 {
+		sess.Held[i].Handles = handles
+		return
 	}
-	h.Source, h.Tool = hit.Source, hit.Tool
-	named := false
-	for _, n := range handles {
-		n = strings.ToLower(n)
-		if slices.Contains(h.Handles, n) {
-			named = true
-			continue
+	src := turnstate.HeldSource{Label: label, Source: hit.Source, Tool: hit.Tool, RequestID: requestID, Handles: handles}
+	if requestID == "" {
+		stick(sess, src)
+		return
+	}
+	running := func(h turnstate.HeldSource) bool { return !h.Sticky }
+	if n := len(slices.DeleteFunc(slices.Clone(sess.Held), func(h turnstate.HeldSource) bool { return h.Sticky })); n >= turnstate.MaxHeldSources {
+		victim := label
+		if !slices.ContainsFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == label && running(h) }) {
+			victim = sess.Held[slices.IndexFunc(sess.Held, running)].Label
 		}
-		if len(h.Handles) < turnstate.MaxHeldHandles {
-			h.Handles = append(h.Handles, n)
-			named = true
+		first := sess.Held[slices.IndexFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == victim && running(h) })]
+		sess.Held = slices.DeleteFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == victim && running(h) })
+		stick(sess, first)
+		if victim == label {
+			return
 		}
 	}
-	if !named {
-		// No name, or none that fits: any stop lets one such source go.
-		h.Unnamed = min(h.Unnamed+1, turnstate.MaxHeldUnnamed)
+	sess.Held = append(sess.Held, src)
+}
+
+// stick holds src's label until the session ends, once per label.
+func stick(sess *turnstate.Session, src turnstate.HeldSource) {
+	if slices.ContainsFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == src.Label && h.Sticky }) {
+		return
+	}
+	sess.Held = append(sess.Held, turnstate.HeldSource{Label: src.Label, Source: src.Source, Tool: src.Tool, Sticky: true})
+}
+
+// letGo lets the held source i go; a label no other source holds is set
+// with this envelope as evidence, its window starting here.
+func (e *evalCtx) letGo(i int) {
+	h := e.sess.Held[i]
+	e.sess.Held = slices.Delete(e.sess.Held, i, i+1)
+	if !isHeld(e.sess, h.Label) {
+		e.setTaint(h.Label, h.Source+":stopped")
 	}
 }
 
-// Release is what a stop call lets go of a held label, once it may run
-// (Set.Decided): the handles it names, or one unnamed source.
-type Release struct {
-	Label   string
-	Handles []string
-	Unnamed bool
-	// Hit is the stop's evidence: the label's window starts there when
-	// the last source holding it is let go.
-	Hit turnstate.TaintHit
+// stopID is the task a call of a tool classed stops_task stops: its
+// task_id (Claude Code's TaskStop), else its shell_id (KillShell,
+// KillBash), else bash_id; lower-cased. Another argument that holds a
+// source's name does not make the call stop it.
+func stopID(args map[string]any) string {
+	for _, k := range []string{"task_id", "shell_id", "bash_id"} {
+		if s, ok := args[k].(string); ok {
+			return strings.ToLower(strings.TrimSpace(s))
+		}
+	}
+	return ""
 }
 
-// releases are what a call of a tool classed stops_task lets go: of each
-// held label, the handles an argument of the call is (its whole value,
-// without case; or a path ending with it, an output file); when it names
-// none, one source held unnamed. A word inside a longer value (a task id
-// of "x bmon7x") is not the task the call stops.
-func (e *evalCtx) releases() []Release {
+// stopCall is the stop a call of a tool classed stops_task makes while
+// a label is held: remembered once let run (Decided), settled at its
+// result (stopped).
+func (e *evalCtx) stopCall() *turnstate.StopCall {
 	if len(e.sess.Held) == 0 || e.hook != "toolCallRequest" || !slices.Contains(e.toolView().Classes, classStopsTask) {
 		return nil
 	}
-	var words []string
-	EachString(e.toolView().Args, func(w string) { words = append(words, strings.ToLower(strings.TrimSpace(w))) })
-	var out []Release
-	for _, h := range e.sess.Held {
-		r := Release{Label: h.Label, Hit: e.hit(h.Source+":stopped", false)}
-		for _, n := range h.Handles {
-			if slices.ContainsFunc(words, func(w string) bool { return w == n || strings.HasSuffix(w, "/"+n) }) {
-				r.Handles = append(r.Handles, n)
-			}
-		}
-		r.Unnamed = len(r.Handles) == 0 && h.Unnamed > 0
-		if len(r.Handles) > 0 || r.Unnamed {
-			out = append(out, r)
-		}
-	}
-	return out
+	return &turnstate.StopCall{RequestID: e.in.Req.Params.RequestID, ID: acs.TruncateStored(stopID(e.toolView().Args), maxHandleBytes)}
 }
 
-// release lets go what rs name; a label no source holds any more is set
-// with the stop as evidence, its window starting there.
-func release(sess *turnstate.Session, rs []Release) {
-	for _, r := range rs {
-		h := held(sess, r.Label)
-		if h == nil {
+// remember remembers a stop let run; past turnstate.MaxStopping the
+// oldest is forgotten (it lets nothing go).
+func rememberStop(sess *turnstate.Session, s *turnstate.StopCall) {
+	if s == nil || s.RequestID == "" {
+		return
+	}
+	if len(sess.Stopping) >= turnstate.MaxStopping {
+		sess.Stopping = slices.Delete(sess.Stopping, 0, 1)
+	}
+	sess.Stopping = append(sess.Stopping, *s)
+}
+
+// stopped settles a stop at its result: the sources its task is a name
+// of are let go, whatever the result says (stopped now, or ended
+// before); a stop that names none and succeeded lets the oldest source
+// with no name go. A stop that failed naming none (a task id made up,
+// "no task found") lets nothing go.
+func (e *evalCtx) stopped() {
+	if e.hook != "toolCallResult" || len(e.sess.Stopping) == 0 {
+		return
+	}
+	p, _ := e.in.Payload.(map[string]any)
+	ref, _ := p["request_id_ref"].(string)
+	i := slices.IndexFunc(e.sess.Stopping, func(s turnstate.StopCall) bool { return ref != "" && s.RequestID == ref })
+	if i < 0 {
+		return
+	}
+	stop := e.sess.Stopping[i]
+	e.sess.Stopping = slices.Delete(e.sess.Stopping, i, i+1)
+	let := false
+	for j := 0; j < len(e.sess.Held); {
+		if stop.ID != "" && slices.Contains(e.sess.Held[j].Handles, stop.ID) {
+			e.letGo(j)
+			let = true
 			continue
 		}
-		h.Handles = slices.DeleteFunc(h.Handles, func(n string) bool { return slices.Contains(r.Handles, n) })
-		if r.Unnamed && h.Unnamed > 0 {
-			h.Unnamed--
+		j++
+	}
+	if let || e.toolView().ExitStatus != "success" {
+		return
+	}
+	if j := slices.IndexFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return len(h.Handles) == 0 && !h.Sticky }); j >= 0 {
+		e.letGo(j)
+	}
+}
+
+// endHolds lets every held source go at the session's end (the host's
+// process, and the sources it ran, end with it), and those of a label
+// clear_when cleared.
+func (e *evalCtx) endHolds() {
+	if e.hook != "sessionEnd" {
+		return
+	}
+	for len(e.sess.Held) > 0 {
+		e.letGo(0)
+	}
+	e.sess.Stopping = nil
+}
+
+// dropHolds forgets the sources holding label: a clear_when cleared it.
+func dropHolds(sess *turnstate.Session, label string) {
+	sess.Held = slices.DeleteFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == label })
+}
+
+// adoptHolds takes over the sources a subagent's session holds at its
+// stop: what its Monitor feeds goes on reaching whoever takes its work.
+func (e *evalCtx) adoptHolds() {
+	c := e.in.Subagent
+	if e.hook != "subagentStop" || c == nil || len(c.Held) == 0 || !e.sess.Spawned(c) {
+		return
+	}
+	if p, _ := e.in.Payload.(map[string]any); p["outcome"] == "denied_at_spawn" {
+		return
+	}
+	for _, h := range c.Held {
+		if h.Sticky {
+			hold(e.sess, h.Label, turnstate.TaintHit{Source: h.Source, Tool: h.Tool}, "", nil)
+			continue
 		}
-		if len(h.Handles) == 0 && h.Unnamed == 0 {
-			hit := r.Hit
-			hit.Tool = h.Tool
-			setTaintHit(sess, r.Label, hit)
-			sess.Held = slices.DeleteFunc(sess.Held, func(o turnstate.HeldLabel) bool { return o.Label == r.Label })
-		}
+		hold(e.sess, h.Label, turnstate.TaintHit{Source: h.Source, Tool: h.Tool}, h.RequestID, slices.Clone(h.Handles))
 	}
 }
 
 // heldNote is the sentence a decision cites for a held label: which
-// source keeps its window open and how to let it end. "" if not held.
+// sources keep its window open and how to let it end. "" if not held.
 func heldNote(sess *turnstate.Session, label string) string {
-	h := held(sess, label)
-	if h == nil {
+	var what []string
+	for _, h := range sess.Held {
+		if h.Label != label {
+			continue
+		}
+		w := "a source"
+		if h.Tool != "" {
+			w = h.Tool
+		}
+		if len(h.Handles) > 0 {
+			w += " " + h.Handles[0]
+		}
+		if !slices.Contains(what, w) {
+			what = append(what, w)
+		}
+	}
+	if len(what) == 0 {
 		return ""
 	}
-	what := "a source"
-	if h.Tool != "" {
-		what = h.Tool
-	}
-	names := ""
-	if len(h.Handles) > 0 {
-		names = " " + strings.Join(h.Handles, ", ")
-	}
-	return what + names + " still feeds the session; stop it (TaskStop) to let the window end"
+	return strings.Join(what, ", ") + " still feeds the session; stop it (TaskStop) to let the window end"
 }
 
 // streamHandles are the names a stop call may give the source a
 // streaming call's result announced: the host's own fields (a task id:
 // taskId, backgroundTaskId, monitorId, shellId …), the announcement of a
 // command gone on in the background (announced), or an id a short text
-// result gives ("Monitor started … id: mon_1a2b", "task b7x9"). Bounded:
-// a result is the host's announcement, not the source's output, and a name
-// that is wrong only keeps the label held.
+// result gives after a colon ("id: mon_1a2b", "with ID: bmon7x"). Bounded:
+// a result is the host's announcement, not the source's output; a name
+// that is wrong only keeps the label held, and any one of them names the
+// source.
 func streamHandles(payload any) []string {
 	p, _ := payload.(map[string]any)
 	outputs, _ := p["outputs"].([]any)
 	var names []string
 	add := func(n string) {
-		n = strings.Trim(n, ".,;:()[]\"'")
-		if n != "" && acs.StoredLen(n) <= maxHandleBytes && !slices.Contains(names, n) && len(names) < maxStreamHandles {
+		n = strings.ToLower(strings.Trim(n, ".,;:()[]\"'"))
+		if n != "" && acs.StoredLen(n) <= maxHandleBytes && !slices.Contains(names, n) && len(names) < turnstate.MaxHeldHandles {
 			names = append(names, n)
 		}
 	}
@@ -176,7 +250,7 @@ func streamHandles(payload any) []string {
 				add(n)
 			}
 			if len(v) <= maxAnnouncement {
-				for _, m := range announcedID.FindAllStringSubmatch(v, maxStreamHandles) {
+				for _, m := range announcedID.FindAllStringSubmatch(v, turnstate.MaxHeldHandles) {
 					add(m[1])
 				}
 			}
@@ -188,12 +262,11 @@ func streamHandles(payload any) []string {
 // handleFields are the fields of a structured result that name a task.
 var handleFields = []string{"taskId", "task_id", "backgroundTaskId", "monitorId", "monitor_id", "shellId", "shell_id", "bash_id", "id"}
 
-// announcedID is an id a short result text announces.
-var announcedID = regexp.MustCompile(`(?i)\b(?:task|monitor|shell|watch)?[ _-]?id\b["']?\s*[:=]?\s*["'(]?([A-Za-z0-9][A-Za-z0-9_.-]{2,63})`)
+// announcedID is an id a short result text announces: after "id" and a
+// colon or an equals sign ("ID: bmon7x", "task_id=b12"), not an "ID"
+// the text goes on about ("pass this ID when calling TaskStop").
+var announcedID = regexp.MustCompile(`(?i)\b(?:task|monitor|shell|watch)?[ _-]?id\s*[:=]\s*["'(]?([A-Za-z0-9][A-Za-z0-9_.-]{2,63})`)
 
-// maxStreamHandles bounds the names read from one result, maxHandleBytes
-// a name's stored length (acs.StoredLen): a longer one is not kept.
-const (
-	maxStreamHandles = 4
-	maxHandleBytes   = 64
-)
+// maxHandleBytes bounds a name's stored length (acs.StoredLen), taken
+// after lower-casing (which can lengthen it): a longer one is not kept.
+const maxHandleBytes = 64

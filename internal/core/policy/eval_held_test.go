@@ -28,7 +28,9 @@ func TestStreamHandles(t *testing.T) {
 		{"no id", out("Listening."), nil},
 		{"a word ending in id is not an id", out("a valid stream"), nil},
 		{"a page-sized text", out("task id: b1 " + strings.Repeat("x", maxAnnouncement)), nil},
-		{"bounded", out(strings.Repeat("task id: abc", 1) + " id: b11 id: b22 id: b33 id: b44 id: b55"), []string{"abc", "b11", "b22", "b33"}},
+		{"bounded", out("task id: abc id: b11 id: b22 id: b33 id: b44 id: b55"), []string{"abc", "b11", "b22", "b33"}},
+		{"an ID the text goes on about is none", out("Monitor started with ID: bmon7x. Pass this ID when calling TaskStop."), []string{"bmon7x"}},
+		{"lower-cased, then bounded", out(map[string]any{"taskId": "BMON7X", "id": strings.Repeat("\u023a", 30)}), []string{"bmon7x"}},
 		{"no outputs", map[string]any{}, nil},
 	} {
 		if got := streamHandles(tc.payload); !slices.Equal(got, tc.want) {
@@ -37,61 +39,80 @@ func TestStreamHandles(t *testing.T) {
 	}
 }
 
-// A held label keeps at most MaxHeldHandles names; a source past them is
-// counted unnamed, so a stop of any task lets it go rather than none
-// (fail closed would hold it for the session's life), and the count is
-// bounded too. Each stop lets go what it names; the label's window starts
-// at the stop that lets the last source go.
-func TestHoldAndRelease(t *testing.T) {
+// Past MaxHeldSources running sources, a label's are held together,
+// sticky — this label's, or the oldest's when this label has none — and
+// none is forgotten; the session keeps at most one sticky source per
+// label, and the running ones stay bounded.
+func TestHoldIsBounded(t *testing.T) {
 	var s turnstate.Session
 	hit := turnstate.TaintHit{Source: "shell-fetch", Tool: "Monitor"}
-	for i := range turnstate.MaxHeldHandles + 2 {
-		hold(&s, "l", hit, []string{fmt.Sprintf("B%d", i)})
+	for i := range turnstate.MaxHeldSources {
+		hold(&s, "a", hit, fmt.Sprintf("ra%d", i), []string{fmt.Sprintf("a%d", i)})
 	}
-	hold(&s, "l", hit, nil)
-	hold(&s, "l", hit, []string{"b0"}) // again: named, not counted twice
-	if len(s.Held) != 1 {
-		t.Fatalf("%d held entries, want one per label", len(s.Held))
+	hold(&s, "a", hit, "ra0", []string{"named-again"}) // the same call: names, no new source
+	if len(s.Held) != turnstate.MaxHeldSources || s.Held[0].Handles[0] != "named-again" {
+		t.Fatalf("held %+v", s.Held)
 	}
-	h := s.Held[0]
-	if len(h.Handles) != turnstate.MaxHeldHandles || h.Unnamed != 3 || h.Handles[0] != "b0" {
-		t.Fatalf("held %+v: want %d names (lower-cased) and 3 unnamed", h, turnstate.MaxHeldHandles)
+	hold(&s, "b", hit, "rb0", []string{"b0"})
+	// b has no running source: the oldest's label, a, goes sticky.
+	if !isHeld(&s, "a") || !isHeld(&s, "b") || len(s.Held) != 2 || !s.Held[0].Sticky || s.Held[0].Label != "a" {
+		t.Fatalf("after a ninth source: %+v", s.Held)
 	}
-	for range 2 * turnstate.MaxHeldUnnamed {
-		hold(&s, "m", hit, nil)
+	for i := range 3 * turnstate.MaxHeldSources {
+		hold(&s, "b", hit, fmt.Sprintf("rb%d", i+1), nil)
+		hold(&s, "c", hit, fmt.Sprintf("rc%d", i+1), nil)
 	}
-	if got := held(&s, "m").Unnamed; got != turnstate.MaxHeldUnnamed {
-		t.Errorf("unnamed %d, want bounded at %d", got, turnstate.MaxHeldUnnamed)
+	running, sticky := 0, map[string]int{}
+	for _, h := range s.Held {
+		if h.Sticky {
+			sticky[h.Label]++
+		} else {
+			running++
+		}
 	}
+	if running > turnstate.MaxHeldSources || sticky["a"] != 1 || sticky["b"] > 1 || sticky["c"] > 1 || !isHeld(&s, "b") || !isHeld(&s, "c") {
+		t.Fatalf("%d running, sticky %v: %+v", running, sticky, s.Held)
+	}
+}
 
-	stop := turnstate.TaintHit{Source: "shell-fetch:stopped", Seq: 99}
-	var names []string
-	for i := range turnstate.MaxHeldHandles {
-		names = append(names, fmt.Sprintf("b%d", i))
-	}
-	release(&s, []Release{{Label: "l", Handles: names[:3], Hit: stop}})
-	if h := held(&s, "l"); h == nil || len(h.Handles) != turnstate.MaxHeldHandles-3 {
-		t.Fatalf("after a stop of three: %+v", h)
-	}
-	release(&s, []Release{{Label: "l", Handles: names[3:], Hit: stop}})
-	for range 2 {
-		release(&s, []Release{{Label: "l", Unnamed: true, Hit: stop}})
-	}
-	if h := held(&s, "l"); h == nil || h.Unnamed != 1 || len(h.Handles) != 0 {
-		t.Fatalf("one unnamed source left: %+v", h)
-	}
-	if _, set := s.Taints["l"]; set {
-		t.Fatal("the label was set before its last source was let go")
-	}
-	release(&s, []Release{{Label: "l", Unnamed: true, Hit: stop}})
-	if held(&s, "l") != nil {
-		t.Fatal("the last source let go, the label is still held")
-	}
-	if tt := s.Taints["l"]; tt == nil || tt.Last.Seq != 99 || tt.Last.Tool != "Monitor" {
-		t.Fatalf("the label's window does not start at the stop: %+v", tt)
-	}
-	if held(&s, "m") == nil {
-		t.Fatal("a stop of one label let another go")
+// A stop settles at its result: its task lets the source it names go,
+// whatever the result says; a stop naming none lets the oldest source
+// with no name go only if it succeeded; a sticky source waits for the
+// session's end. The label's window starts at the result that lets its
+// last source go.
+func TestStopped(t *testing.T) {
+	rs := compileHeld(t)
+	for _, tc := range []struct {
+		name    string
+		held    []turnstate.HeldSource
+		stopID  string
+		status  string
+		letsGo  bool
+		remains int
+	}{
+		{"its task, stopped", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1", Handles: []string{"bmon7x", "toolu_1"}}}, "bmon7x", "success", true, 0},
+		{"its task, ended before", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1", Handles: []string{"bmon7x"}}}, "bmon7x", "failure", true, 0},
+		{"another task", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1", Handles: []string{"bmon7x"}}}, "b0ther", "success", false, 1},
+		{"no name, a stop that succeeded", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1"}}, "b0ther", "success", true, 0},
+		{"no name, a stop that failed", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1"}}, "b0000", "failure", false, 1},
+		{"one of two", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1", Handles: []string{"b1"}}, {Label: "untrusted_content", RequestID: "m2", Handles: []string{"b2"}}}, "b1", "success", false, 1},
+		{"sticky", []turnstate.HeldSource{{Label: "untrusted_content", Sticky: true}}, "b1", "success", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess := &turnstate.Session{SessionID: "s", Held: slices.Clone(tc.held), Stopping: []turnstate.StopCall{{RequestID: "stop1", ID: tc.stopID}}}
+			e := evalOn(t, rs, sess, "toolCallResult", map[string]any{"tool": map[string]any{"name": "TaskStop"}, "exit_status": tc.status,
+				"request_id_ref": "stop1", "outputs": []any{map[string]any{"value": "x"}}})
+			e.stopped()
+			if len(sess.Stopping) != 0 {
+				t.Errorf("the stop is still waiting: %+v", sess.Stopping)
+			}
+			if len(sess.Held) != tc.remains {
+				t.Errorf("%d sources held, want %d: %+v", len(sess.Held), tc.remains, sess.Held)
+			}
+			if _, set := sess.Taints["untrusted_content"]; set != tc.letsGo {
+				t.Errorf("label set %v, want %v (its window starting at the stop)", set, tc.letsGo)
+			}
+		})
 	}
 }
 
@@ -101,8 +122,60 @@ func TestHeldNote(t *testing.T) {
 	if n := heldNote(&s, "l"); n != "" {
 		t.Fatalf("not held: %q", n)
 	}
-	hold(&s, "l", turnstate.TaintHit{Tool: "Monitor"}, []string{"bmon7x"})
+	hold(&s, "l", turnstate.TaintHit{Tool: "Monitor"}, "r1", []string{"bmon7x"})
 	if n := heldNote(&s, "l"); !strings.Contains(n, "Monitor bmon7x") || !strings.Contains(n, "TaskStop") {
 		t.Fatalf("note %q", n)
 	}
+}
+
+// The task a stop stops is its task_id (else shell_id, bash_id): a name
+// in another argument is not it.
+func TestStopID(t *testing.T) {
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"task_id": " BMON7X "}, "bmon7x"},
+		{map[string]any{"task_id": "b0000", "shell_id": "bmon7x"}, "b0000"},
+		{map[string]any{"shell_id": "bmon7x"}, "bmon7x"},
+		{map[string]any{"bash_id": "b1"}, "b1"},
+		{map[string]any{"description": "bmon7x"}, ""},
+	} {
+		if got := stopID(tc.args); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// compileHeld is a rule set with the default pack's label and stop tool.
+func compileHeld(t *testing.T) *Set {
+	t.Helper()
+	src := `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: held}
+tools:
+  - {match: "TaskStop", classes: [read_only, stops_task]}
+taints:
+  - id: untrusted_content
+    sources:
+      - {id: never, when: "false"}
+    window: {turns: 2}
+`
+	f, err := ParseFile("held.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Compile([]*File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// evalOn is an evaluation of a hook's payload on sess.
+func evalOn(t *testing.T, rs *Set, sess *turnstate.Session, hook string, payload map[string]any) *evalCtx {
+	t.Helper()
+	in := input(t, "steps/"+hook)
+	in.Payload = payload
+	return &evalCtx{set: rs, sess: sess, in: in, hook: ruleHook(*in.Spec)}
 }

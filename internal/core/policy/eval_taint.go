@@ -15,7 +15,10 @@ import (
 // or refreshes the labels whose source matches.
 func (e *evalCtx) updateTaints(res *Result) {
 	e.taintUnanswered()
-	res.Releases = e.releases()
+	e.stopped()
+	e.adoptHolds()
+	e.endHolds()
+	res.Stop = e.stopCall()
 	e.taintFileReads(res)
 	for _, t := range e.set.Taints {
 		if _, set := e.sess.Taints[t.ID]; set && t.clearWhen != nil {
@@ -24,6 +27,7 @@ func (e *evalCtx) updateTaints(res *Result) {
 				res.Errors = append(res.Errors, EvalError{Where: "taint " + t.ID + " clear_when", Err: err})
 			} else if ok {
 				delete(e.sess.Taints, t.ID)
+				dropHolds(e.sess, t.ID)
 			}
 		}
 		for _, src := range t.Sources {
@@ -98,7 +102,10 @@ func setTaintHit(sess *turnstate.Session, label string, hit turnstate.TaintHit) 
 // result that names no request: Cursor's afterShellExecution). The window
 // starts at the settling envelope, the latest the output may have entered
 // (a server that held its answer for half an hour delivers it then), not
-// at the call.
+// at the call. A call of an output source settled so waits on for its
+// result (Settled), which may still come — after the permission prompt's
+// Notification, after a parallel call: it sets the label again, as the
+// output enters then, names a background task and starts a held source.
 func (e *evalCtx) taintUnanswered() {
 	if len(e.sess.Unanswered) == 0 {
 		return
@@ -108,6 +115,7 @@ func (e *evalCtx) taintUnanswered() {
 		p, _ := e.in.Payload.(map[string]any)
 		ref, _ = p["request_id_ref"].(string)
 	}
+	waiting := e.sess.Unanswered[:0]
 	for _, u := range e.sess.Unanswered {
 		if ref != "" && u.Hit.RequestID == ref {
 			if u.Output {
@@ -116,17 +124,20 @@ func (e *evalCtx) taintUnanswered() {
 				// a later call reads it (its task's output).
 				e.setTaint(u.Label, u.Hit.Source)
 				rememberFiles(e.sess, backgroundOutputs(e.in.Payload, u.Label, u.Hit.Source))
-				if u.Held && e.toolView().ExitStatus != "failure" {
-					// A source that failed to start feeds nothing more.
-					hold(e.sess, u.Label, u.Hit, streamHandles(e.in.Payload))
+				if u.Held && e.toolView().ExitStatus == "success" {
+					// Its feed starts with its result: held from here. One
+					// that failed to start, or never ran (declined at the
+					// host's own prompt: no result), feeds nothing more.
+					hold(e.sess, u.Label, u.Hit, u.Hit.RequestID, streamHandles(e.in.Payload))
 				}
 			}
 			continue
 		}
-		setTaintHit(e.sess, u.Label, e.settledAt(u.Hit))
-		if u.Held {
-			hold(e.sess, u.Label, u.Hit, nil)
+		if u.Settled {
+			waiting = append(waiting, u)
+			continue
 		}
+		setTaintHit(e.sess, u.Label, e.settledAt(u.Hit))
 		if e.set.usesLineage {
 			// Its output entered unseen: until its result arrives (calls
 			// run in parallel), if ever (an adapter that sends none),
@@ -137,8 +148,15 @@ func (e *evalCtx) taintUnanswered() {
 			}
 			e.sess.Lineage.Miss(u.Hit.RequestID)
 		}
+		if u.Output {
+			u.Settled = true
+			waiting = append(waiting, u)
+		}
 	}
-	e.sess.Unanswered = nil
+	e.sess.Unanswered = slices.Clip(waiting)
+	if len(e.sess.Unanswered) == 0 {
+		e.sess.Unanswered = nil
+	}
 }
 
 // settledAt is a call's evidence anchored at this envelope: the call's
@@ -172,21 +190,27 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 	if d != acs.Deny {
 		pend(sess, res)
 		rememberFiles(sess, res.Files)
-		release(sess, res.Releases)
+		rememberStop(sess, res.Stop)
 	}
 }
 
 // pend remembers the calls of res.Unanswered. A session holds at most
-// turnstate.MaxUnanswered; past that, a call's label is set at once (fail
-// closed).
+// turnstate.MaxUnanswered; past that, the oldest call already settled
+// makes room (its result will name nothing), and with none, a call's
+// label is set at once (fail closed) — held with no name, for a source
+// that streams.
 func pend(sess *turnstate.Session, res Result) {
 	for _, u := range res.Unanswered {
 		if len(sess.Unanswered) >= turnstate.MaxUnanswered {
-			setTaintHit(sess, u.Label, u.Hit)
-			if u.Held {
-				hold(sess, u.Label, u.Hit, nil)
+			if i := slices.IndexFunc(sess.Unanswered, func(o turnstate.UnansweredCall) bool { return o.Settled }); i >= 0 {
+				sess.Unanswered = slices.Delete(sess.Unanswered, i, i+1)
+			} else {
+				setTaintHit(sess, u.Label, u.Hit)
+				if u.Held {
+					hold(sess, u.Label, u.Hit, u.Hit.RequestID, nil)
+				}
+				continue
 			}
-			continue
 		}
 		sess.Unanswered = append(sess.Unanswered, u)
 	}
@@ -249,7 +273,7 @@ func bounded(s []string) []string {
 // (Session.Held) is inside every window.
 func (e *evalCtx) within(label string, t *turnstate.Taint, w Window) (bool, int) {
 	age := max(e.windowTurn-t.Last.WindowTurn, 0)
-	if held(e.sess, label) != nil {
+	if isHeld(e.sess, label) {
 		return true, age
 	}
 	if w.Turns != nil && age > *w.Turns {
@@ -284,7 +308,7 @@ func (e *evalCtx) taintViews() map[string]TaintView {
 			continue
 		}
 		active, age := e.within(def.ID, t, def.Window)
-		views[def.ID] = TaintView{Set: true, Active: active, Held: held(e.sess, def.ID) != nil, AgeTurns: int64(age), AgeSteps: e.ageSteps(t), Age: e.in.Time.Sub(t.Last.Time),
+		views[def.ID] = TaintView{Set: true, Active: active, Held: isHeld(e.sess, def.ID), AgeTurns: int64(age), AgeSteps: e.ageSteps(t), Age: e.in.Time.Sub(t.Last.Time),
 			SinceTurn: int64(t.First.Turn), Hits: int64(t.Hits), Origins: slices.Clone(t.Last.Origins), SourceIDs: slices.Clone(t.Last.SourceIDs)}
 	}
 	return views

@@ -47,33 +47,50 @@ type UnansweredCall struct {
 	// streams: Claude Code's Monitor), so the label is held from its
 	// result until a call stops it (Session.Held).
 	Held bool `json:"held,omitempty"`
+	// Settled: another envelope came first and set the label; the call
+	// waits on only for its result, which sets it again, names a held
+	// source and a background task.
+	Settled bool `json:"settled,omitempty"`
 }
 
-// MaxHeldHandles bounds the names a held label keeps for the sources
-// holding it (HeldLabel.Handles); MaxHeldUnnamed bounds its count of
-// sources known by no name. Past either, a source is counted unnamed, or
-// stays counted: the label stays held (fail closed).
+// MaxHeldSources bounds the sources a session holds labels for
+// (Session.Held), MaxHeldHandles the names one goes by, MaxStopping the
+// stop calls waiting for their result (Session.Stopping). Past
+// MaxHeldSources, a label's sources are held together until the session
+// ends (fail closed); past MaxHeldHandles, the rest of a result's names
+// are not kept; past MaxStopping, the oldest stop is forgotten and lets
+// nothing go.
 const (
-	MaxHeldHandles = 8
-	MaxHeldUnnamed = 64
+	MaxHeldSources = 8
+	MaxHeldHandles = 4
+	MaxStopping    = 4
 )
 
-// HeldLabel is a label held set while sources that feed the session
-// without a call run: a window does not end while one does. A call that
-// stops one — a tool classed stops_task naming one of its Handles, or
-// any such call for a source whose name is not known (Unnamed) — lets it
-// go; the label's window starts at the stop of the last.
-type HeldLabel struct {
+// HeldSource is a source that feeds the session without a call, still
+// running: its label is held, a window does not end while it runs. The
+// stop of a call naming one of its Handles (any, when it has none) lets
+// it go; the label's window starts there once no source holds it.
+type HeldSource struct {
 	Label string `json:"label"`
-	// Source is the id of the source condition of the newest source held,
-	// Tool its tool: the decision cites them.
+	// Source is the id of the source condition, Tool the tool of the call
+	// that started it: the decision cites them.
 	Source string `json:"source"`
 	Tool   string `json:"tool,omitempty"`
-	// Handles are the names a stop call names the sources by (a task id,
-	// its output file), at most MaxHeldHandles.
+	// RequestID is the call that started it: its result gives the names.
+	RequestID string `json:"request_id"`
+	// Handles are the names a stop call gives it (a task id, its output
+	// file), any one of them; none known: any stop that succeeds.
 	Handles []string `json:"handles,omitempty"`
-	// Unnamed counts the sources held whose names are not known.
-	Unnamed int `json:"unnamed,omitempty"`
+	// Sticky: sources past MaxHeldSources, held together until the
+	// session ends.
+	Sticky bool `json:"sticky,omitempty"`
+}
+
+// StopCall is a call of a tool classed stops_task let run while a label
+// was held, waiting for its result: ID is the task it stops.
+type StopCall struct {
+	RequestID string `json:"request_id"`
+	ID        string `json:"id,omitempty"`
 }
 
 // MaxFileTaints bounds the files a session remembers as holding

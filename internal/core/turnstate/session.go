@@ -134,9 +134,11 @@ type Session struct {
 	// (rules: taint sources with files), newest last, at most
 	// MaxFileTaints.
 	FileTaints []FileTaint `json:"file_taints,omitempty"`
-	// Held are the labels held set while a source that feeds the session
-	// without a call runs, one per label.
-	Held []HeldLabel `json:"held,omitempty"`
+	// Held are the sources feeding the session without a call that still
+	// run, at most MaxHeldSources; Stopping the calls stopping one that
+	// wait for their result, at most MaxStopping.
+	Held     []HeldSource `json:"held,omitempty"`
+	Stopping []StopCall   `json:"stopping,omitempty"`
 }
 
 // Turn is an open turn.
@@ -348,6 +350,7 @@ func (s *Session) Clone() *Session {
 	c.Lineage = s.Lineage.Clone()
 	c.Unanswered = slices.Clone(s.Unanswered)
 	c.FileTaints = slices.Clone(s.FileTaints)
+	c.Stopping = slices.Clone(s.Stopping)
 	c.Held = slices.Clone(s.Held)
 	for i := range c.Held {
 		c.Held[i].Handles = slices.Clone(c.Held[i].Handles)

@@ -122,12 +122,20 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 	s.Taints = map[string]*turnstate.Taint{}
 	for _, tl := range rs.Taints {
 		s.Taints[tl.ID] = &turnstate.Taint{First: hit(), Last: hit(), Hits: maxInt}
-		h := turnstate.HeldLabel{Label: tl.ID, Source: strings.Repeat("s", 64) + ":read", Tool: worstString(t, n, acs.MaxEvidenceBytes), Unnamed: turnstate.MaxHeldUnnamed}
+		// One source per label goes sticky past the running ones.
+		s.Held = append(s.Held, turnstate.HeldSource{Label: tl.ID, Source: strings.Repeat("s", 64) + ":read", Tool: worstString(t, n, acs.MaxEvidenceBytes), Sticky: true})
+	}
+	for range turnstate.MaxHeldSources {
+		h := turnstate.HeldSource{Label: strings.Repeat("l", 64), Source: strings.Repeat("s", 64) + ":read", Tool: worstString(t, n, acs.MaxEvidenceBytes), RequestID: uuid()}
 		for range turnstate.MaxHeldHandles {
 			n++
 			h.Handles = append(h.Handles, worstString(t, n, 64))
 		}
 		s.Held = append(s.Held, h)
+	}
+	for range turnstate.MaxStopping {
+		n++
+		s.Stopping = append(s.Stopping, turnstate.StopCall{RequestID: uuid(), ID: worstString(t, n, 64)})
 	}
 	s.Counters = map[string]*turnstate.Counter{}
 	s.RuleHits = map[string]uint64{}
@@ -179,7 +187,7 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 	for range turnstate.MaxUnanswered {
 		// An unanswered call's evidence carries no provenance lists.
 		s.Unanswered = append(s.Unanswered, turnstate.UnansweredCall{Label: strings.Repeat("l", 64), Hit: turnstate.TaintHit{Seq: maxU, Step: maxU, RequestID: uuid(),
-			Hook: "toolCallRequest", Tool: strings.Repeat("<", acs.MaxEvidenceBytes), Turn: maxInt, TurnID: id(), Time: at, Source: strings.Repeat("s", 64) + ":read"}})
+			Hook: "toolCallRequest", Tool: strings.Repeat("<", acs.MaxEvidenceBytes), Turn: maxInt, TurnID: id(), Time: at, Source: strings.Repeat("s", 64) + ":read"}, Output: true, Held: true, Settled: true})
 	}
 	for range turnstate.MaxFileTaints {
 		s.FileTaints = append(s.FileTaints, turnstate.FileTaint{Label: strings.Repeat("l", 64), Path: worstString(t, n, turnstate.MaxFileTaintPath), Source: strings.Repeat("s", 64)})
