@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -181,5 +182,102 @@ func TestMonitorReviewPermissionNotificationLosesBackgroundTask(t *testing.T) {
 	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
 	if r.Decision != "deny" {
 		t.Errorf("background fetch approved at a prompt: its TaskOutput did not set the label: %+v", r)
+	}
+}
+
+// From the second review (stop 44):
+
+// startMonitor starts a Claude Code session whose Monitor polls a feed,
+// its result resp.
+func startMonitor(h *nativeHost, resp any) {
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "watch the feed"))
+	h.event(cc("PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
+	h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", resp))
+}
+
+// A stop whose task differs from the Monitor's only in case or white
+// space fails at Claude Code, which looks ids up exactly, and lets
+// nothing go.
+func TestMonitorReviewStopNamesTheTaskExactly(t *testing.T) {
+	for _, id := range []string{"BMON7X", " bmon7x", "bmon7x\n", "BMon7X "} {
+		t.Run(fmt.Sprintf("%q", id), func(t *testing.T) {
+			h := newNativeHost(t, hosthook.ClaudeCode)
+			startMonitor(h, map[string]any{"taskId": "bmon7x"})
+			stop := map[string]any{"task_id": id}
+			h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop))
+			h.event(cc("PostToolUseFailure", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "error", "No task found with ID: "+id))
+			h.event(cc("Stop"))
+			h.userTurns(laterWork...)
+			h.now = h.now.Add(45 * time.Minute)
+			r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+			if r.Decision == "allow" {
+				t.Errorf("a failed TaskStop of %q (not the Monitor's bmon7x) let it go; ran %q", id, evilScript)
+			}
+		})
+	}
+}
+
+// A Monitor settled by the permission Notification, and then pushed out
+// of the calls waiting for their result by as many Reads as the session
+// keeps, is held all the same, with no name.
+func TestMonitorReviewSettledMonitorPushedOut(t *testing.T) {
+	for _, reads := range []int{14, 16} {
+		t.Run(fmt.Sprint(reads), func(t *testing.T) {
+			h := newNativeHost(t, hosthook.ClaudeCode)
+			h.event(cc("SessionStart", "source", "startup"))
+			h.event(cc("UserPromptSubmit", "prompt", "watch the feed, and read my downloads"))
+			h.event(cc("PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
+			h.event(cc("Notification", "message", "Claude needs your permission to use Monitor", "notification_type", "permission_prompt"))
+			for i := range reads {
+				in := map[string]any{"file_path": fmt.Sprintf("/home/dev/Downloads/n%d.txt", i)}
+				if r := h.event(cc("PreToolUse", "tool_name", "Read", "tool_use_id", fmt.Sprintf("toolu_r%d", i), "tool_input", in)); r.Decision != "allow" {
+					t.Fatalf("read %d: %+v", i, r)
+				}
+			}
+			h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
+			h.event(cc("Stop"))
+			h.userTurns(laterWork...)
+			h.now = h.now.Add(45 * time.Minute)
+			r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+			if r.Decision == "allow" {
+				t.Errorf("the Monitor's waiting call was pushed out and nothing held; ran %q", evilScript)
+			}
+		})
+	}
+}
+
+// The parent takes a subagent's Monitor over and stops it; the subagent,
+// woken again, stops once more: the stopped Monitor is not taken over
+// again.
+func TestMonitorReviewStoppedHoldNotTakenOverAgain(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "have an agent set up a watch on the status feed"))
+	task := map[string]any{"description": "watch", "prompt": "start a Monitor on the status feed"}
+	h.event(cc("PreToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task))
+	h.event(agent("a1b2c3", "SubagentStart"))
+	h.event(agent("a1b2c3", "PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
+	h.event(agent("a1b2c3", "PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
+	h.event(agent("a1b2c3", "SubagentStop", "agent_transcript_path", "/home/dev/.claude/projects/x/subagents/a1b2c3.jsonl"))
+	h.event(cc("PostToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task, "tool_response", "Monitor bmon7x started on the feed"))
+	stop := map[string]any{"task_id": "bmon7x"}
+	if r := h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop)); r.Decision != "allow" {
+		t.Fatalf("stop: %+v", r)
+	}
+	h.event(cc("PostToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "tool_response", map[string]any{"message": "stopped", "task_id": "bmon7x"}))
+	h.event(cc("Stop"))
+	h.event(cc("UserPromptSubmit", "prompt", "ask the agent what it saw"))
+	readme := map[string]any{"file_path": "/home/dev/app/README.md"}
+	h.event(agent("a1b2c3", "PreToolUse", "tool_name", "Read", "tool_use_id", "toolu_r1", "tool_input", readme))
+	h.event(agent("a1b2c3", "PostToolUse", "tool_name", "Read", "tool_use_id", "toolu_r1", "tool_input", readme, "tool_response", "# app"))
+	h.event(agent("a1b2c3", "SubagentStop", "agent_transcript_path", "/home/dev/.claude/projects/x/subagents/a1b2c3.jsonl"))
+	h.event(cc("Stop"))
+	h.userTurns(laterWork...)
+	h.now = h.now.Add(45 * time.Minute)
+	h.event(cc("UserPromptSubmit", "prompt", "push it"))
+	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_ok", "tool_input", map[string]any{"command": "npm test && git push"}))
+	if r.Decision != "allow" {
+		t.Errorf("the Monitor was stopped an hour ago; the user's command is refused: %s", r.Reason)
 	}
 }

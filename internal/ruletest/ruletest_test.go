@@ -228,6 +228,12 @@ func TestSourcesOfHosts(t *testing.T) { runOnDefault(t, "testdata/sources-hosts.
 // a directory a clone filled does (testdata/catalog-reads.yaml).
 func TestCatalogReads(t *testing.T) { runOnDefault(t, "testdata/catalog-reads.yaml", 5) }
 
+// TestFilesNamed: a glob, quotes or a backslash in a word, or a search of
+// the working directory, name a remembered file or cloned directory; a
+// search or a glob of another directory does not
+// (testdata/files-named.yaml).
+func TestFilesNamed(t *testing.T) { runOnDefault(t, "testdata/files-named.yaml", 10) }
+
 // TestLineageFields: a whole free-text field of a record (a message's
 // body, a subject) names nothing (testdata/lineage-fields.yaml).
 func TestLineageFields(t *testing.T) { runOnDefault(t, "testdata/lineage-fields.yaml", 2) }

@@ -278,6 +278,7 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 		e.key(`"stopping":`)
 		e.stopping(s.Stopping)
 	}
+	e.optStrings(`"let_go":`, s.LetGo)
 }
 
 func (e *encoder) parent(p *turnstate.ParentLink) {

@@ -648,9 +648,13 @@ func (e *evalCtx) render(r *Rule, h Hit) string {
 		data["max"] = r.Threshold.Max
 	}
 	if h.Taint != nil {
-		data["taint"] = map[string]any{"label": h.TaintLabel, "age_turns": h.AgeTurns, "hits": h.Taint.Hits,
-			"lookback_turns": max(e.turn-h.Taint.First.Turn, 0), "held": heldNote(e.sess, h.TaintLabel),
-			"first": hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
+		taint := map[string]any{"label": h.TaintLabel, "age_turns": h.AgeTurns, "hits": h.Taint.Hits,
+			"lookback_turns": max(e.turn-h.Taint.First.Turn, 0),
+			"first":          hitData(h.Taint.First), "last": hitData(h.Taint.Last)}
+		if note := heldNote(e.sess, h.TaintLabel); note != "" {
+			taint["held"] = note // absent, a template's {{if .taint.held}} is false
+		}
+		data["taint"] = taint
 	}
 	if e.set.usesLineage {
 		data["lineage"] = e.lineageData()

@@ -17,8 +17,80 @@ import (
 
 // classListsNames is the catalog class of tools whose output is the names
 // of files, not their content (Claude Code's Glob and LS, Cursor's
-// list_dir and file searches, an MCP server's directory listings).
-const classListsNames = "lists_names"
+// list_dir and file searches, an MCP server's directory listings);
+// classSearches of those whose output is lines of the files under a path,
+// the working directory when none is given (Grep, Cursor's searches).
+const (
+	classListsNames = "lists_names"
+	classSearches   = "searches"
+)
+
+// searchesWorkingDir reports whether a search's arguments leave it the
+// working directory: no path, or ".".
+func searchesWorkingDir(args map[string]any) bool {
+	p, ok := args["path"].(string)
+	if !ok {
+		return true
+	}
+	p = strings.TrimSpace(p)
+	return p == "" || p == "." || p == "./"
+}
+
+// globNamesDir reports whether the glob word w (cleaned, lower-cased)
+// names the remembered directory d or something under it: a word that
+// starts with ** (anything under the working directory), or whose first
+// components match d's last ones (*/README.md, w*/src for widget; d
+// relative or not, as namesDir reads a relative word from the directory
+// d is in).
+func globNamesDir(w, d string) bool {
+	ws := strings.Split(w, "/")
+	if ws[0] == "**" {
+		return true
+	}
+	ds := strings.Split(strings.TrimPrefix(d, "/"), "/")
+	if path.IsAbs(w) {
+		ws = ws[1:]
+		return matchDirPrefix(ws, ds)
+	}
+	for k := 1; k <= len(ds); k++ {
+		if matchDirPrefix(ws, ds[len(ds)-k:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchDirPrefix reports whether the glob components ws begin with ones
+// matching the directory's components ds (** matches the rest).
+func matchDirPrefix(ws, ds []string) bool {
+	for i, dc := range ds {
+		if i >= len(ws) {
+			return false
+		}
+		if ws[i] == "**" {
+			return true
+		}
+		if ok, err := path.Match(ws[i], dc); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// eachUnquotedWord calls fn with the words of the call's command line and
+// string arguments that quotes or backslashes split or hid (sh
+// "ins"tall.sh, cat wid"get"/x, sh install\.sh): read again without them.
+func eachUnquotedWord(t *ToolView, fn func(string)) {
+	visit := func(s string) {
+		if strings.ContainsAny(s, `'"\`) {
+			eachWord(unquoter.Replace(s), fn)
+		}
+	}
+	visit(t.RawCommand)
+	EachString(t.Args, visit)
+}
+
+var unquoter = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
 
 // commandWrites are the files the command lines among the call's sinks
 // write (shellcmd.Writes), cleaned (cleanPath), and the directories they
@@ -139,7 +211,7 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	}
 	var words func(fn func(string))
 	var take func(f turnstate.FileTaint)
-	namesOnly := false
+	namesOnly, searchesHere := false, false
 	switch e.hook {
 	case "toolCallRequest":
 		// A Glob or a listing of a directory answers with names, not what
@@ -147,7 +219,8 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		// nothing of it in. The names in a directory a clone filled are
 		// its author's, though, and a listing of it reads them.
 		namesOnly = slices.Contains(e.toolView().Classes, classListsNames)
-		words = func(fn func(string)) { eachCallWord(e.toolView(), fn) }
+		searchesHere = slices.Contains(e.toolView().Classes, classSearches) && searchesWorkingDir(e.toolView().Args)
+		words = func(fn func(string)) { eachCallWord(e.toolView(), fn); eachUnquotedWord(e.toolView(), fn) }
 		// The call becomes a source of the label, set when its output
 		// arrives; and what it writes — a copy (cp, a redirect), an
 		// extraction (tar -C, unzip -d), a conversion's output — carries
@@ -207,7 +280,16 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			}
 		}
 		for _, f := range dirs {
-			if namesDir(w, strings.ToLower(f.Path)) {
+			if d := strings.ToLower(f.Path); namesDir(w, d) || strings.ContainsAny(w, "*?[") && globNamesDir(w, d) {
+				named(f)
+			}
+		}
+	}
+	if searchesHere {
+		// A search of the working directory reads the lines of what a
+		// clone filled there.
+		for _, f := range dirs {
+			if !path.IsAbs(f.Path) {
 				named(f)
 			}
 		}

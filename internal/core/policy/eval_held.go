@@ -82,6 +82,14 @@ func stick(sess *turnstate.Session, src turnstate.HeldSource) {
 func (e *evalCtx) letGo(i int) {
 	h := e.sess.Held[i]
 	e.sess.Held = slices.Delete(e.sess.Held, i, i+1)
+	if h.RequestID != "" {
+		// A subagent's state still holds the source it handed over: its
+		// next stop must not hand it over again.
+		if len(e.sess.LetGo) >= turnstate.MaxLetGo {
+			e.sess.LetGo = slices.Delete(e.sess.LetGo, 0, 1)
+		}
+		e.sess.LetGo = append(e.sess.LetGo, h.RequestID)
+	}
 	if !isHeld(e.sess, h.Label) {
 		e.setTaint(h.Label, h.Source+":stopped")
 	}
@@ -89,12 +97,14 @@ func (e *evalCtx) letGo(i int) {
 
 // stopID is the task a call of a tool classed stops_task stops: its
 // task_id (Claude Code's TaskStop), else its shell_id (KillShell,
-// KillBash), else bash_id; lower-cased. Another argument that holds a
-// source's name does not make the call stop it.
+// KillBash), else bash_id — as sent: the host looks the task up by it
+// exactly, so "BMON7X" or " bmon7x" stops no bmon7x (and would let go a
+// source that still runs). Another argument that holds a source's name
+// does not make the call stop it.
 func stopID(args map[string]any) string {
 	for _, k := range []string{"task_id", "shell_id", "bash_id"} {
 		if s, ok := args[k].(string); ok {
-			return strings.ToLower(strings.TrimSpace(s))
+			return s
 		}
 	}
 	return ""
@@ -107,7 +117,11 @@ func (e *evalCtx) stopCall() *turnstate.StopCall {
 	if len(e.sess.Held) == 0 || e.hook != "toolCallRequest" || !slices.Contains(e.toolView().Classes, classStopsTask) {
 		return nil
 	}
-	return &turnstate.StopCall{RequestID: e.in.Req.Params.RequestID, ID: acs.TruncateStored(stopID(e.toolView().Args), maxHandleBytes)}
+	id := stopID(e.toolView().Args)
+	if acs.StoredLen(id) > maxHandleBytes {
+		id = "" // no name a source goes by
+	}
+	return &turnstate.StopCall{RequestID: e.in.Req.Params.RequestID, ID: id}
 }
 
 // remember remembers a stop let run; past turnstate.MaxStopping the
@@ -125,8 +139,9 @@ func rememberStop(sess *turnstate.Session, s *turnstate.StopCall) {
 // stopped settles a stop at its result: the sources its task is a name
 // of are let go, whatever the result says (stopped now, or ended
 // before); a stop that names none and succeeded lets the oldest source
-// with no name go. A stop that failed naming none (a task id made up,
-// "no task found") lets nothing go.
+// with no name go — unless its task is one the session knows as another
+// (knownTask). A stop that failed naming none (a task id made up, "no
+// task found") lets nothing go.
 func (e *evalCtx) stopped() {
 	if e.hook != "toolCallResult" || len(e.sess.Stopping) == 0 {
 		return
@@ -148,12 +163,28 @@ func (e *evalCtx) stopped() {
 		}
 		j++
 	}
-	if let || e.toolView().ExitStatus != "success" {
+	if let || e.toolView().ExitStatus != "success" || e.knownTask(stop.ID) {
 		return
 	}
 	if j := slices.IndexFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return len(h.Handles) == 0 && !h.Sticky }); j >= 0 {
 		e.letGo(j)
 	}
+}
+
+// knownTask reports whether id names a task the session knows to be
+// another than a source with no name: a held source's name, or a
+// background task's remembered for its output. Stopping it lets no
+// nameless source go.
+func (e *evalCtx) knownTask(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, h := range e.sess.Held {
+		if slices.Contains(h.Handles, id) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(e.sess.FileTaints, func(f turnstate.FileTaint) bool { return background(f) && f.Path == id })
 }
 
 // endHolds lets every held source go at the session's end (the host's
@@ -185,6 +216,9 @@ func (e *evalCtx) adoptHolds() {
 		return
 	}
 	for _, h := range c.Held {
+		if h.RequestID != "" && slices.Contains(e.sess.LetGo, h.RequestID) {
+			continue // this session let it go: stopped, or ended
+		}
 		if h.Sticky {
 			hold(e.sess, h.Label, turnstate.TaintHit{Source: h.Source, Tool: h.Tool}, "", nil)
 			continue
@@ -208,6 +242,9 @@ func heldNote(sess *turnstate.Session, label string) string {
 		if len(h.Handles) > 0 {
 			w += " " + h.Handles[0]
 		}
+		if h.Sticky {
+			w += " (more sources than the session tells apart: held until it ends)"
+		}
 		if !slices.Contains(what, w) {
 			what = append(what, w)
 		}
@@ -222,16 +259,15 @@ func heldNote(sess *turnstate.Session, label string) string {
 // streaming call's result announced: the host's own fields (a task id:
 // taskId, backgroundTaskId, monitorId, shellId …), the announcement of a
 // command gone on in the background (announced), or an id a short text
-// result gives after a colon ("id: mon_1a2b", "with ID: bmon7x"). Bounded:
-// a result is the host's announcement, not the source's output; a name
-// that is wrong only keeps the label held, and any one of them names the
-// source.
+// result gives after a colon ("id: mon_1a2b", "with ID: bmon7x"), as
+// written: a stop names the task exactly. Bounded: a result is the host's
+// announcement, not the source's output; a name that is wrong only keeps
+// the label held, and any one of them names the source.
 func streamHandles(payload any) []string {
 	p, _ := payload.(map[string]any)
 	outputs, _ := p["outputs"].([]any)
 	var names []string
 	add := func(n string) {
-		n = strings.ToLower(strings.Trim(n, ".,;:()[]\"'"))
 		if n != "" && acs.StoredLen(n) <= maxHandleBytes && !slices.Contains(names, n) && len(names) < turnstate.MaxHeldHandles {
 			names = append(names, n)
 		}
@@ -246,12 +282,12 @@ func streamHandles(payload any) []string {
 				}
 			}
 		case string:
-			for _, n := range announced(v) {
-				add(n)
+			if a := announced(v); len(a) > 0 {
+				add(a[0]) // its task id; its output file is no task to stop
 			}
 			if len(v) <= maxAnnouncement {
 				for _, m := range announcedID.FindAllStringSubmatch(v, turnstate.MaxHeldHandles) {
-					add(m[1])
+					add(strings.TrimRight(m[1], "."))
 				}
 			}
 		}
@@ -267,6 +303,6 @@ var handleFields = []string{"taskId", "task_id", "backgroundTaskId", "monitorId"
 // the text goes on about ("pass this ID when calling TaskStop").
 var announcedID = regexp.MustCompile(`(?i)\b(?:task|monitor|shell|watch)?[ _-]?id\s*[:=]\s*["'(]?([A-Za-z0-9][A-Za-z0-9_.-]{2,63})`)
 
-// maxHandleBytes bounds a name's stored length (acs.StoredLen), taken
-// after lower-casing (which can lengthen it): a longer one is not kept.
+// maxHandleBytes bounds a name's stored length (acs.StoredLen): a longer
+// one is not kept.
 const maxHandleBytes = 64

@@ -24,13 +24,13 @@ func TestStreamHandles(t *testing.T) {
 		{"an announcement with an id", out("Monitor started with ID: bmon7x. Events will be delivered as notifications."), []string{"bmon7x"}},
 		{"Qwen Code's shape", out("Monitor started.\nid: mon_1a2b3c\ncommand: gh run watch"), []string{"mon_1a2b3c"}},
 		{"a background command", out("Command running in background with ID: bt2kelt7i. Output is being written to: /tmp/claude-1000/x/tasks/bt2kelt7i.output"),
-			[]string{"bt2kelt7i", "/tmp/claude-1000/x/tasks/bt2kelt7i.output"}},
+			[]string{"bt2kelt7i"}},
 		{"no id", out("Listening."), nil},
 		{"a word ending in id is not an id", out("a valid stream"), nil},
 		{"a page-sized text", out("task id: b1 " + strings.Repeat("x", maxAnnouncement)), nil},
 		{"bounded", out("task id: abc id: b11 id: b22 id: b33 id: b44 id: b55"), []string{"abc", "b11", "b22", "b33"}},
 		{"an ID the text goes on about is none", out("Monitor started with ID: bmon7x. Pass this ID when calling TaskStop."), []string{"bmon7x"}},
-		{"lower-cased, then bounded", out(map[string]any{"taskId": "BMON7X", "id": strings.Repeat("\u023a", 30)}), []string{"bmon7x"}},
+		{"as written, bounded", out(map[string]any{"taskId": "BMON7X", "id": strings.Repeat("<", 12)}), []string{"BMON7X"}},
 		{"no outputs", map[string]any{}, nil},
 	} {
 		if got := streamHandles(tc.payload); !slices.Equal(got, tc.want) {
@@ -97,9 +97,12 @@ func TestStopped(t *testing.T) {
 		{"no name, a stop that failed", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1"}}, "b0000", "failure", false, 1},
 		{"one of two", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1", Handles: []string{"b1"}}, {Label: "untrusted_content", RequestID: "m2", Handles: []string{"b2"}}}, "b1", "success", false, 1},
 		{"sticky", []turnstate.HeldSource{{Label: "untrusted_content", Sticky: true}}, "b1", "success", false, 1},
+		{"no name, a stop of another named source's task", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1"}, {Label: "other", RequestID: "m2", Handles: []string{"b2"}}}, "b2", "success", false, 1},
+		{"no name, a stop of a background fetch's task", []turnstate.HeldSource{{Label: "untrusted_content", RequestID: "m1"}}, "bgfetch1", "success", false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sess := &turnstate.Session{SessionID: "s", Held: slices.Clone(tc.held), Stopping: []turnstate.StopCall{{RequestID: "stop1", ID: tc.stopID}}}
+			sess := &turnstate.Session{SessionID: "s", Held: slices.Clone(tc.held), Stopping: []turnstate.StopCall{{RequestID: "stop1", ID: tc.stopID}},
+				FileTaints: []turnstate.FileTaint{{Label: "untrusted_content", Path: "bgfetch1", Source: "shell-fetch" + backgroundSuffix}}}
 			e := evalOn(t, rs, sess, "toolCallResult", map[string]any{"tool": map[string]any{"name": "TaskStop"}, "exit_status": tc.status,
 				"request_id_ref": "stop1", "outputs": []any{map[string]any{"value": "x"}}})
 			e.stopped()
@@ -135,7 +138,7 @@ func TestStopID(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{map[string]any{"task_id": " BMON7X "}, "bmon7x"},
+		{map[string]any{"task_id": " BMON7X "}, " BMON7X "}, // as sent: the host finds no bmon7x by it
 		{map[string]any{"task_id": "b0000", "shell_id": "bmon7x"}, "b0000"},
 		{map[string]any{"shell_id": "bmon7x"}, "bmon7x"},
 		{map[string]any{"bash_id": "b1"}, "b1"},

@@ -196,13 +196,21 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 
 // pend remembers the calls of res.Unanswered. A session holds at most
 // turnstate.MaxUnanswered; past that, the oldest call already settled
-// makes room (its result will name nothing), and with none, a call's
-// label is set at once (fail closed) — held with no name, for a source
-// that streams.
+// makes room (its result will name nothing) — a streaming one, whose
+// result would have started its hold, held at once with no name — and
+// with none, a call's label is set at once (fail closed), held with no
+// name for a source that streams.
 func pend(sess *turnstate.Session, res Result) {
 	for _, u := range res.Unanswered {
 		if len(sess.Unanswered) >= turnstate.MaxUnanswered {
-			if i := slices.IndexFunc(sess.Unanswered, func(o turnstate.UnansweredCall) bool { return o.Settled }); i >= 0 {
+			i := slices.IndexFunc(sess.Unanswered, func(o turnstate.UnansweredCall) bool { return o.Settled && !o.Held })
+			if i < 0 {
+				i = slices.IndexFunc(sess.Unanswered, func(o turnstate.UnansweredCall) bool { return o.Settled })
+			}
+			if i >= 0 {
+				if o := sess.Unanswered[i]; o.Held {
+					hold(sess, o.Label, o.Hit, o.Hit.RequestID, nil)
+				}
 				sess.Unanswered = slices.Delete(sess.Unanswered, i, i+1)
 			} else {
 				setTaintHit(sess, u.Label, u.Hit)

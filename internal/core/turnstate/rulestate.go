@@ -59,11 +59,13 @@ type UnansweredCall struct {
 // MaxHeldSources, a label's sources are held together until the session
 // ends (fail closed); past MaxHeldHandles, the rest of a result's names
 // are not kept; past MaxStopping, the oldest stop is forgotten and lets
-// nothing go.
+// nothing go; past MaxLetGo, the oldest source let go is forgotten (a
+// subagent's stop may hand it over again: fail closed).
 const (
 	MaxHeldSources = 8
 	MaxHeldHandles = 4
 	MaxStopping    = 4
+	MaxLetGo       = 8
 )
 
 // HeldSource is a source that feeds the session without a call, still

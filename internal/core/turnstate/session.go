@@ -139,6 +139,10 @@ type Session struct {
 	// wait for their result, at most MaxStopping.
 	Held     []HeldSource `json:"held,omitempty"`
 	Stopping []StopCall   `json:"stopping,omitempty"`
+	// LetGo are the calls whose held sources this session let go, newest
+	// last, at most MaxLetGo: a subagent handing one over again is not
+	// taken.
+	LetGo []string `json:"let_go,omitempty"`
 }
 
 // Turn is an open turn.
@@ -351,6 +355,7 @@ func (s *Session) Clone() *Session {
 	c.Unanswered = slices.Clone(s.Unanswered)
 	c.FileTaints = slices.Clone(s.FileTaints)
 	c.Stopping = slices.Clone(s.Stopping)
+	c.LetGo = slices.Clone(s.LetGo)
 	c.Held = slices.Clone(s.Held)
 	for i := range c.Held {
 		c.Held[i].Handles = slices.Clone(c.Held[i].Handles)

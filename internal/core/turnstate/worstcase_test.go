@@ -137,6 +137,9 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 		n++
 		s.Stopping = append(s.Stopping, turnstate.StopCall{RequestID: uuid(), ID: worstString(t, n, 64)})
 	}
+	for range turnstate.MaxLetGo {
+		s.LetGo = append(s.LetGo, uuid())
+	}
 	s.Counters = map[string]*turnstate.Counter{}
 	s.RuleHits = map[string]uint64{}
 	for _, r := range rs.Rules {
