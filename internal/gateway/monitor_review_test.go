@@ -281,3 +281,46 @@ func TestMonitorReviewStoppedHoldNotTakenOverAgain(t *testing.T) {
 		t.Errorf("the Monitor was stopped an hour ago; the user's command is refused: %s", r.Reason)
 	}
 }
+
+// From the third review (stop 44):
+
+// A Monitor whose result named no task is not let go by a stop of a
+// background task the session saw announced — one an injected line had
+// the agent start for the purpose.
+func TestMonitorReviewNamelessNotLetGoByAnAnnouncedTask(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	startMonitor(h, "Monitor started. Events will be delivered as notifications.")
+	bg := map[string]any{"command": "tail -f README.md", "run_in_background": true}
+	if r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", bg)); r.Decision != "allow" {
+		t.Fatalf("background tail: %+v", r)
+	}
+	h.event(cc("PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_bg", "tool_input", bg, "tool_response", backgroundAnnounced("bsleep1")))
+	stop := map[string]any{"task_id": "bsleep1"}
+	h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop))
+	h.event(cc("PostToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "tool_response", map[string]any{"message": "Successfully stopped task: bsleep1", "task_id": "bsleep1"}))
+	h.event(cc("Stop"))
+	h.userTurns(laterWork...)
+	h.now = h.now.Add(45 * time.Minute)
+	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	if r.Decision == "allow" {
+		t.Errorf("a stop of the agent's own background task let a nameless Monitor go; ran %q", evilScript)
+	}
+}
+
+// Only the first id a Monitor's result text gives names it: a stop of a
+// second one, which the source may have printed, fails and lets nothing
+// go.
+func TestMonitorReviewOnlyTheAnnouncedIDNamesIt(t *testing.T) {
+	h := newNativeHost(t, hosthook.ClaudeCode)
+	startMonitor(h, "Monitor started with ID: bmon7x. First event: build id: zz9999 failed")
+	stop := map[string]any{"task_id": "zz9999"}
+	h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop))
+	h.event(cc("PostToolUseFailure", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "error", "No task found with ID: zz9999"))
+	h.event(cc("Stop"))
+	h.userTurns(laterWork...)
+	h.now = h.now.Add(45 * time.Minute)
+	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	if r.Decision == "allow" {
+		t.Errorf("a failed stop of an id the Monitor's first lines carried let it go; ran %q", evilScript)
+	}
+}

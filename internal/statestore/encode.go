@@ -279,6 +279,7 @@ func (e *encoder) sessionFields(s *turnstate.Session) {
 		e.stopping(s.Stopping)
 	}
 	e.optStrings(`"let_go":`, s.LetGo)
+	e.optStrings(`"tasks":`, s.Tasks)
 }
 
 func (e *encoder) parent(p *turnstate.ParentLink) {

@@ -25,31 +25,27 @@ const (
 	classSearches   = "searches"
 )
 
-// searchesWorkingDir reports whether a search's arguments leave it the
-// working directory: no path, or ".".
-func searchesWorkingDir(args map[string]any) bool {
-	p, ok := args["path"].(string)
-	if !ok {
-		return true
-	}
-	p = strings.TrimSpace(p)
-	return p == "" || p == "." || p == "./"
-}
-
-// globNamesDir reports whether the glob word w (cleaned, lower-cased)
-// names the remembered directory d or something under it: a word that
-// starts with ** (anything under the working directory), or whose first
-// components match d's last ones (*/README.md, w*/src for widget; d
-// relative or not, as namesDir reads a relative word from the directory
-// d is in).
+// globNamesDir reports whether the glob path w (cleaned, lower-cased,
+// holding a /) names the remembered directory d or something under it: a
+// word that starts with ** (anything under the working directory: d
+// relative), or whose first components match d's last ones (*/README.md,
+// w*/src for widget; d relative or not, as namesDir reads a relative word
+// from the directory d is in); an absolute word from its first, literal,
+// component on.
 func globNamesDir(w, d string) bool {
+	if !strings.Contains(w, "/") {
+		return false // * or ** alone: a glob of names, not of a path through d
+	}
 	ws := strings.Split(w, "/")
 	if ws[0] == "**" {
-		return true
+		return !path.IsAbs(d) // anything under the working directory
 	}
 	ds := strings.Split(strings.TrimPrefix(d, "/"), "/")
 	if path.IsAbs(w) {
 		ws = ws[1:]
+		if len(ws) == 0 || strings.ContainsAny(ws[0], "*?[") {
+			return false // /** and the like: a comment's, not a path's
+		}
 		return matchDirPrefix(ws, ds)
 	}
 	for k := 1; k <= len(ds); k++ {
@@ -209,31 +205,50 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	if len(e.sess.FileTaints) == 0 {
 		return
 	}
-	var words func(fn func(string))
+	// words calls fn with each word, and whether a glob in it is one a
+	// shell or a Glob expands (a word of a command line, a Glob's
+	// pattern), not text that happens to hold a * (a comment's /**, a
+	// markdown bullet, a multiplication).
+	var words func(fn func(w string, glob bool))
 	var take func(f turnstate.FileTaint)
-	namesOnly, searchesHere := false, false
+	var roots []string
+	namesOnly := false
 	switch e.hook {
 	case "toolCallRequest":
+		t := e.toolView()
 		// A Glob or a listing of a directory answers with names, not what
 		// the files say: a *.md after a fetch saved notes.md brings
 		// nothing of it in. The names in a directory a clone filled are
 		// its author's, though, and a listing of it reads them.
-		namesOnly = slices.Contains(e.toolView().Classes, classListsNames)
-		searchesHere = slices.Contains(e.toolView().Classes, classSearches) && searchesWorkingDir(e.toolView().Args)
-		words = func(fn func(string)) { eachCallWord(e.toolView(), fn); eachUnquotedWord(e.toolView(), fn) }
+		namesOnly = slices.Contains(t.Classes, classListsNames)
+		roots = searchRoots(t)
+		words = func(fn func(string, bool)) {
+			plain := func(w string) { fn(w, false) }
+			eachCallWord(t, plain)
+			eachUnquotedWord(t, plain)
+			shellWord := func(w string) { fn(w, true) }
+			eachCommand(t, func(line string) { eachWord(line, shellWord) }, func(argv []string) {
+				for _, a := range argv {
+					shellWord(a)
+				}
+			}, func() {})
+			if p := globPattern(t); p != "" {
+				fn(p, true)
+			}
+		}
 		// The call becomes a source of the label, set when its output
 		// arrives; and what it writes — a copy (cp, a redirect), an
 		// extraction (tar -C, unzip -d), a conversion's output — carries
 		// the file's content on, and its label, as the fetch's files do.
 		take = func(f turnstate.FileTaint) {
 			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true, Held: e.streams()})
-			for _, w := range commandWrites(e.toolView()) {
+			for _, w := range commandWrites(t) {
 				w.Label, w.Source = f.Label, strings.TrimSuffix(f.Source, copySuffix)+copySuffix
 				res.Files = append(res.Files, w)
 			}
 		}
 	case "userMessage":
-		words = e.noticeWords
+		words = func(fn func(string, bool)) { e.noticeWords(func(w string) { fn(w, false) }) }
 		take = func(f turnstate.FileTaint) { e.setTaint(f.Label, f.Source+":notified") }
 	default:
 		return
@@ -256,13 +271,14 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		byBase[b] = append(byBase[b], f)
 	}
 	// Compared without case: macOS and Windows do not tell Install.sh from
-	// install.sh. A word with a glob (cat tasks/*.output) names each file
-	// it matches.
-	visit := func(word string) {
+	// install.sh. A glob a shell or a Glob expands (cat tasks/*.output,
+	// cat */README.md) names each file and directory it matches.
+	visit := func(word string, glob bool) {
 		w := strings.ToLower(cleanPath(word))
 		if w == "" {
 			return
 		}
+		glob = glob && strings.ContainsAny(w, "*?[")
 		if !namesOnly {
 			for _, f := range byBase[path.Base(w)] {
 				if namesFile(w, strings.ToLower(f.Path)) {
@@ -270,7 +286,7 @@ func (e *evalCtx) taintFileReads(res *Result) {
 				}
 			}
 		}
-		if !namesOnly && strings.ContainsAny(w, "*?[") {
+		if !namesOnly && glob {
 			// In the session's order, as the rest: the state after the
 			// envelope does not depend on a map's.
 			for _, f := range e.sess.FileTaints {
@@ -280,21 +296,64 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			}
 		}
 		for _, f := range dirs {
-			if d := strings.ToLower(f.Path); namesDir(w, d) || strings.ContainsAny(w, "*?[") && globNamesDir(w, d) {
-				named(f)
-			}
-		}
-	}
-	if searchesHere {
-		// A search of the working directory reads the lines of what a
-		// clone filled there.
-		for _, f := range dirs {
-			if !path.IsAbs(f.Path) {
+			if d := strings.ToLower(f.Path); namesDir(w, d) || glob && globNamesDir(w, d) {
 				named(f)
 			}
 		}
 	}
 	words(visit)
+	// A search reads everything under its roots: a clone there, or in
+	// the working directory a search of it reads (relative names are the
+	// working directory's), and the files a fetch saved there.
+	for _, r := range roots {
+		here := r == "."
+		r = strings.ToLower(cleanPath(r))
+		for _, f := range e.sess.FileTaints {
+			p := strings.ToLower(f.Path)
+			switch {
+			case background(f):
+			case here:
+				if !path.IsAbs(p) {
+					named(f)
+				}
+			case r != "" && (p == r || strings.HasPrefix(p, r+"/") || f.Dir && namesDir(r, p)):
+				named(f)
+			}
+		}
+	}
+}
+
+// searchRoots are the directories a call reads everything under: a tool
+// classed searches, its path (the working directory, ".", when it names
+// none); a command line's recursive searches (shellcmd.SearchRoots).
+func searchRoots(t *ToolView) []string {
+	var roots []string
+	if slices.Contains(t.Classes, classSearches) {
+		if p, ok := t.Args["path"].(string); ok && strings.TrimSpace(p) != "" && cleanPath(p) != "" {
+			roots = append(roots, p)
+		} else {
+			roots = append(roots, ".")
+		}
+	}
+	eachCommand(t, func(line string) { roots = append(roots, shellcmd.SearchRoots(line)...) },
+		func(argv []string) { roots = append(roots, shellcmd.ArgvSearchRoots(argv)...) }, func() {})
+	return roots
+}
+
+// globPattern is a Glob's pattern from where it searches: its path and
+// pattern joined ("" for a tool not classed lists_names, or no pattern).
+func globPattern(t *ToolView) string {
+	if !slices.Contains(t.Classes, classListsNames) {
+		return ""
+	}
+	pat, _ := t.Args["pattern"].(string)
+	if pat == "" {
+		return ""
+	}
+	if p, ok := t.Args["path"].(string); ok && cleanPath(p) != "" {
+		return path.Join(p, pat)
+	}
+	return pat
 }
 
 // noticeWords calls fn with the words of a userMessage's text parts that

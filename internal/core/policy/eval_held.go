@@ -172,9 +172,9 @@ func (e *evalCtx) stopped() {
 }
 
 // knownTask reports whether id names a task the session knows to be
-// another than a source with no name: a held source's name, or a
-// background task's remembered for its output. Stopping it lets no
-// nameless source go.
+// another than a source with no name: a held source's name, a background
+// task a result announced (Session.Tasks), or one remembered for its
+// output. Stopping it lets no nameless source go.
 func (e *evalCtx) knownTask(id string) bool {
 	if id == "" {
 		return false
@@ -184,7 +184,49 @@ func (e *evalCtx) knownTask(id string) bool {
 			return true
 		}
 	}
-	return slices.ContainsFunc(e.sess.FileTaints, func(f turnstate.FileTaint) bool { return background(f) && f.Path == id })
+	return slices.Contains(e.sess.Tasks, id) || slices.ContainsFunc(e.sess.FileTaints, func(f turnstate.FileTaint) bool { return background(f) && f.Path == id })
+}
+
+// rememberTasks remembers the background tasks a result announces
+// (backgroundTaskIDs), whatever they run: a stop of one of them is no stop
+// of a streaming source with no name. At most turnstate.MaxTasks, the
+// oldest forgotten first.
+func (e *evalCtx) rememberTasks() {
+	if e.hook != "toolCallResult" {
+		return
+	}
+	for _, id := range backgroundTaskIDs(e.in.Payload) {
+		if acs.StoredLen(id) > maxHandleBytes || slices.Contains(e.sess.Tasks, id) {
+			continue
+		}
+		if len(e.sess.Tasks) >= turnstate.MaxTasks {
+			e.sess.Tasks = slices.Delete(e.sess.Tasks, 0, 1)
+		}
+		e.sess.Tasks = append(e.sess.Tasks, id)
+	}
+}
+
+// backgroundTaskIDs are the task ids a result announces: the host's own
+// field (backgroundTaskId), or the announcement of a command gone on in
+// the background (announced).
+func backgroundTaskIDs(payload any) []string {
+	p, _ := payload.(map[string]any)
+	outputs, _ := p["outputs"].([]any)
+	var ids []string
+	for _, o := range outputs {
+		om, _ := o.(map[string]any)
+		switch v := om["value"].(type) {
+		case map[string]any:
+			if id, ok := v["backgroundTaskId"].(string); ok && id != "" {
+				ids = append(ids, id)
+			}
+		case string:
+			if a := announced(v); len(a) > 0 {
+				ids = append(ids, a[0])
+			}
+		}
+	}
+	return ids
 }
 
 // endHolds lets every held source go at the session's end (the host's
@@ -282,13 +324,12 @@ func streamHandles(payload any) []string {
 				}
 			}
 		case string:
+			// The first id the host's announcement gives: what follows
+			// may be the source's first lines, whose "id: x" is anyone's.
 			if a := announced(v); len(a) > 0 {
 				add(a[0]) // its task id; its output file is no task to stop
-			}
-			if len(v) <= maxAnnouncement {
-				for _, m := range announcedID.FindAllStringSubmatch(v, turnstate.MaxHeldHandles) {
-					add(strings.TrimRight(m[1], "."))
-				}
+			} else if m := announcedID.FindStringSubmatch(v); m != nil && len(v) <= maxAnnouncement {
+				add(strings.TrimRight(m[1], "."))
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 // or refreshes the labels whose source matches.
 func (e *evalCtx) updateTaints(res *Result) {
 	e.taintUnanswered()
+	e.rememberTasks()
 	e.stopped()
 	e.adoptHolds()
 	e.endHolds()

@@ -60,12 +60,15 @@ type UnansweredCall struct {
 // ends (fail closed); past MaxHeldHandles, the rest of a result's names
 // are not kept; past MaxStopping, the oldest stop is forgotten and lets
 // nothing go; past MaxLetGo, the oldest source let go is forgotten (a
-// subagent's stop may hand it over again: fail closed).
+// subagent's stop may hand it over again: fail closed); past MaxTasks,
+// the oldest background task announced is forgotten (a stop of it may let
+// a source with no name go).
 const (
 	MaxHeldSources = 8
 	MaxHeldHandles = 4
 	MaxStopping    = 4
 	MaxLetGo       = 8
+	MaxTasks       = 8
 )
 
 // HeldSource is a source that feeds the session without a call, still

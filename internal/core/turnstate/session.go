@@ -143,6 +143,10 @@ type Session struct {
 	// last, at most MaxLetGo: a subagent handing one over again is not
 	// taken.
 	LetGo []string `json:"let_go,omitempty"`
+	// Tasks are the background tasks results announced (their ids),
+	// newest last, at most MaxTasks: a stop of one is no stop of a
+	// streaming source whose result gave no name.
+	Tasks []string `json:"tasks,omitempty"`
 }
 
 // Turn is an open turn.
@@ -356,6 +360,7 @@ func (s *Session) Clone() *Session {
 	c.FileTaints = slices.Clone(s.FileTaints)
 	c.Stopping = slices.Clone(s.Stopping)
 	c.LetGo = slices.Clone(s.LetGo)
+	c.Tasks = slices.Clone(s.Tasks)
 	c.Held = slices.Clone(s.Held)
 	for i := range c.Held {
 		c.Held[i].Handles = slices.Clone(c.Held[i].Handles)

@@ -140,6 +140,10 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 	for range turnstate.MaxLetGo {
 		s.LetGo = append(s.LetGo, uuid())
 	}
+	for range turnstate.MaxTasks {
+		n++
+		s.Tasks = append(s.Tasks, worstString(t, n, 64))
+	}
 	s.Counters = map[string]*turnstate.Counter{}
 	s.RuleHits = map[string]uint64{}
 	for _, r := range rs.Rules {
