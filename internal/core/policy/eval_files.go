@@ -226,12 +226,12 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			plain := func(w string) { fn(w, false) }
 			eachCallWord(t, plain)
 			eachUnquotedWord(t, plain)
-			shellWord := func(w string) { fn(w, true) }
-			eachCommand(t, func(line string) { eachWord(line, shellWord) }, func(argv []string) {
-				for _, a := range argv {
-					shellWord(a)
+			glob := func(ws []string) {
+				for _, w := range ws {
+					fn(w, true)
 				}
-			}, func() {})
+			}
+			eachCommand(t, func(line string) { glob(shellcmd.GlobWords(line)) }, func(argv []string) { glob(shellcmd.ArgvGlobWords(argv)) }, func() {})
 			if p := globPattern(t); p != "" {
 				fn(p, true)
 			}
@@ -305,22 +305,46 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	// A search reads everything under its roots: a clone there, or in
 	// the working directory a search of it reads (relative names are the
 	// working directory's), and the files a fetch saved there.
-	for _, r := range roots {
-		here := r == "."
-		r = strings.ToLower(cleanPath(r))
+	for _, root := range roots {
+		everywhere := root == "/" || root == "~" || root == "~/"
+		r := strings.ToLower(cleanPath(root))
+		here := r == "" // ".", "..", "./.": the working directory, or above it
+		glob := strings.ContainsAny(r, "*?[")
 		for _, f := range e.sess.FileTaints {
 			p := strings.ToLower(f.Path)
 			switch {
 			case background(f):
-			case here:
+			case everywhere:
+				named(f)
+			case here, glob && path.IsAbs(r) != path.IsAbs(p):
 				if !path.IsAbs(p) {
 					named(f)
 				}
-			case r != "" && (p == r || strings.HasPrefix(p, r+"/") || f.Dir && namesDir(r, p)):
+			case glob:
+				if globNamesRoot(r, p) {
+					named(f)
+				}
+			case p == r || strings.HasPrefix(p, r+"/") || f.Dir && namesDir(r, p):
 				named(f)
 			}
 		}
 	}
+}
+
+// globNamesRoot reports whether a search root that is a glob (rg TODO *,
+// ls -R w*/) matches the first components of the remembered path p, or
+// all of it: a search of it reads p.
+func globNamesRoot(r, p string) bool {
+	rs, ps := strings.Split(strings.TrimPrefix(r, "/"), "/"), strings.Split(strings.TrimPrefix(p, "/"), "/")
+	if len(rs) > len(ps) {
+		return false
+	}
+	for i, c := range rs {
+		if ok, err := path.Match(c, ps[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // searchRoots are the directories a call reads everything under: a tool
@@ -329,9 +353,21 @@ func (e *evalCtx) taintFileReads(res *Result) {
 func searchRoots(t *ToolView) []string {
 	var roots []string
 	if slices.Contains(t.Classes, classSearches) {
-		if p, ok := t.Args["path"].(string); ok && strings.TrimSpace(p) != "" && cleanPath(p) != "" {
+		// Claude Code's path; Cursor's target_directories, and the
+		// directory before the first glob of its include_pattern.
+		if p, ok := t.Args["path"].(string); ok && strings.TrimSpace(p) != "" {
 			roots = append(roots, p)
-		} else {
+		}
+		EachString(t.Args["target_directories"], func(d string) { roots = append(roots, d) })
+		if inc, ok := t.Args["include_pattern"].(string); ok {
+			if i := strings.IndexAny(inc, "*?["); i >= 0 {
+				inc = inc[:i]
+			}
+			if d := path.Dir(strings.TrimSuffix(inc, "/") + "/x"); strings.TrimSpace(inc) != "" && d != "." {
+				roots = append(roots, d)
+			}
+		}
+		if len(roots) == 0 {
 			roots = append(roots, ".")
 		}
 	}

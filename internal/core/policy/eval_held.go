@@ -187,12 +187,12 @@ func (e *evalCtx) knownTask(id string) bool {
 	return slices.Contains(e.sess.Tasks, id) || slices.ContainsFunc(e.sess.FileTaints, func(f turnstate.FileTaint) bool { return background(f) && f.Path == id })
 }
 
-// rememberTasks remembers the background tasks a result announces
-// (backgroundTaskIDs), whatever they run: a stop of one of them is no stop
-// of a streaming source with no name. At most turnstate.MaxTasks, the
-// oldest forgotten first.
+// rememberTasks remembers the background task a shell's result announces
+// (backgroundTaskIDs), whatever it runs: a stop of it is no stop of a
+// streaming source with no name. At most turnstate.MaxTasks, the oldest
+// forgotten first.
 func (e *evalCtx) rememberTasks() {
-	if e.hook != "toolCallResult" {
+	if e.hook != "toolCallResult" || !slices.Contains(e.toolView().Classes, "shell") {
 		return
 	}
 	for _, id := range backgroundTaskIDs(e.in.Payload) {
@@ -224,6 +224,9 @@ func backgroundTaskIDs(payload any) []string {
 			if a := announced(v); len(a) > 0 {
 				ids = append(ids, a[0])
 			}
+		}
+		if len(ids) > 0 {
+			return ids[:1] // one command, one task: more is text posing as them
 		}
 	}
 	return ids

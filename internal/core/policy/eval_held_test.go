@@ -183,3 +183,41 @@ func evalOn(t *testing.T, rs *Set, sess *turnstate.Session, hook string, payload
 	in.Payload = payload
 	return &evalCtx{set: rs, sess: sess, in: in, hook: ruleHook(*in.Spec)}
 }
+
+// A shell's result announces one background task: remembered, at most
+// MaxTasks; another tool's result, or more announcements in one result,
+// remember nothing more (text posing as tasks could push real ones out).
+func TestRememberTasks(t *testing.T) {
+	src := `apiVersion: turnguard/v1
+kind: RuleSet
+metadata: {name: tasks}
+tools:
+  - {match: "Bash", classes: [consequential, shell]}
+`
+	f, err := ParseFile("tasks.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Compile([]*File{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	announce := func(id string) map[string]any {
+		return map[string]any{"value": "Command running in background with ID: " + id + ". Output is being written to: /tmp/claude-1000/x/tasks/" + id + ".output"}
+	}
+	sess := &turnstate.Session{SessionID: "s"}
+	result := func(tool string, outputs ...any) {
+		evalOn(t, rs, sess, "toolCallResult", map[string]any{"tool": map[string]any{"name": tool}, "exit_status": "success", "outputs": outputs}).rememberTasks()
+	}
+	result("WebFetch", announce("bweb1"))
+	result("Bash", announce("b1"), announce("b2"))
+	if !slices.Equal(sess.Tasks, []string{"b1"}) {
+		t.Fatalf("tasks %q, want only the shell's first", sess.Tasks)
+	}
+	for i := range 2 * turnstate.MaxTasks {
+		result("Bash", announce(fmt.Sprintf("t%d", i)))
+	}
+	if len(sess.Tasks) != turnstate.MaxTasks || sess.Tasks[len(sess.Tasks)-1] != fmt.Sprintf("t%d", 2*turnstate.MaxTasks-1) {
+		t.Fatalf("tasks %q: want the %d newest", sess.Tasks, turnstate.MaxTasks)
+	}
+}

@@ -20,15 +20,25 @@ const MaxSearchRoots = 16
 // distinct, at most MaxSearchRoots.
 func SearchRoots(line string) []string {
 	var s searches
-	s.line(line)
+	s.line(line, 0)
 	return s.result()
 }
 
-// ArgvSearchRoots is SearchRoots of an argument vector.
+// ArgvSearchRoots is SearchRoots of an argument vector (["rg", "TODO"],
+// ["bash", "-lc", "rg TODO"]).
 func ArgvSearchRoots(argv []string) []string {
 	var s searches
-	s.call(argv, false)
+	s.argv(argv, 0)
 	return s.result()
+}
+
+// argv reads an argument vector: a shell's -c script as a line.
+func (s *searches) argv(argv []string, depth int) {
+	if len(argv) >= 3 && systemShell(argv[0]) && shellScriptOption(argv[1]) {
+		s.line(argv[2], depth+1)
+		return
+	}
+	s.call(argv, false)
 }
 
 type searches struct {
@@ -36,7 +46,13 @@ type searches struct {
 }
 
 func (s *searches) add(r string) {
-	if r == "" || len(s.roots) >= MaxSearchRoots || slices.Contains(s.roots, r) {
+	switch {
+	case r == nonLiteral || r == "{}":
+		r = "." // a directory the line does not show: fail closed
+	case r == "":
+		return
+	}
+	if len(s.roots) >= MaxSearchRoots || slices.Contains(s.roots, r) {
 		return
 	}
 	s.roots = append(s.roots, r)
@@ -66,8 +82,8 @@ var searchValueOptions = map[string][]string{
 // -d recurse.
 var greps = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "ggrep": true, "ugrep": true}
 
-func (s *searches) line(line string) {
-	if len(line) > MaxParsed {
+func (s *searches) line(line string, depth int) {
+	if depth > maxDepth || len(line) > MaxParsed {
 		s.words(line)
 		return
 	}
@@ -76,12 +92,25 @@ func (s *searches) line(line string) {
 		s.words(line)
 		return
 	}
-	// find's files reach a reader through xargs anywhere on the line.
-	xargs := false
+	// find's files reach a reader through xargs anywhere on the line, a
+	// loop or parallel it is piped to, or a command substitution.
+	fed := false
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 {
-			if w, ok := literal(c.Args[0]); ok && ProgramName(w) == "xargs" {
-				xargs = true
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 {
+				if w, ok := literal(n.Args[0]); ok && (ProgramName(w) == "xargs" || ProgramName(w) == "parallel") {
+					fed = true
+				}
+			}
+		case *syntax.CmdSubst:
+			fed = true
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				switch n.Y.Cmd.(type) {
+				case *syntax.WhileClause, *syntax.ForClause, *syntax.Block, *syntax.Subshell:
+					fed = true
+				}
 			}
 		}
 		return true
@@ -90,14 +119,25 @@ func (s *searches) line(line string) {
 		if c, ok := n.(*syntax.CallExpr); ok {
 			argv := make([]string, 0, len(c.Args))
 			for _, a := range c.Args {
-				w, _ := literal(a)
+				w, ok := literal(a)
+				if !ok {
+					w = nonLiteral
+				}
 				argv = append(argv, w)
 			}
-			s.call(argv, xargs)
+			if len(argv) >= 3 && systemShell(argv[0]) && shellScriptOption(argv[1]) && argv[2] != nonLiteral {
+				s.line(argv[2], depth+1)
+				return true
+			}
+			s.call(argv, fed)
 		}
 		return true
 	})
 }
+
+// nonLiteral stands for a word holding an expansion ("$PWD", $(pwd)): as a
+// search's directory, the working directory or anywhere — read as ".".
+const nonLiteral = "\x00expansion"
 
 // words is the reading of a line the parser refused or could not read:
 // a search program named anywhere searches the working directory.
@@ -125,7 +165,7 @@ func (s *searches) call(argv []string, xargs bool) {
 	switch {
 	case recursiveReaders[name]:
 		s.operands(rest, name != "tree", searchValueOptions[name])
-	case greps[name] && recursive(rest):
+	case greps[name] && recursive(rest, searchValueOptions["grep"]):
 		s.operands(rest, true, searchValueOptions["grep"])
 	case name == "ls" && slices.ContainsFunc(rest, func(a string) bool {
 		return a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "R")
@@ -146,16 +186,20 @@ func (s *searches) call(argv []string, xargs bool) {
 	}
 }
 
-// recursive reports whether a grep's options make it read directories.
-func recursive(args []string) bool {
-	for i, a := range args {
+// recursive reports whether a grep's options make it read directories;
+// an option's value (-e -error) is not an option.
+func recursive(args []string, values []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		switch {
 		case a == "--":
 			return false
 		case a == "--recursive" || a == "--dereference-recursive" || a == "--directories=recurse":
 			return true
-		case a == "-d" && i+1 < len(args) && args[i+1] == "recurse":
+		case (a == "-d" || a == "--directories") && i+1 < len(args) && args[i+1] == "recurse":
 			return true
+		case slices.Contains(values, a):
+			i++
 		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR"):
 			return true
 		}
