@@ -47,7 +47,11 @@ func (c *collector) mosh(argv []string, known []bool, depth int, in *input) {
 // … -- curl …): its options, and the line they give the host.
 func (c *collector) sshArgs(argv []string, known []bool, depth int, in *input) {
 	dd := slices.Index(argv, "--")
-	if dd < 0 || depth >= maxDepth {
+	switch {
+	case dd < 0:
+		return
+	case depth >= maxDepth:
+		c.tooDeep(argv[dd+1:])
 		return
 	}
 	c.ssh(append([]string{"ssh", "host"}, argv[dd+1:]...), append([]bool{true, true}, known[dd+1:]...), depth+1, in)

@@ -314,7 +314,7 @@ func (c *collector) containerArgs(argv []string, known []bool, i int, run, compo
 			entrypoint = a[len("--entrypoint="):]
 		case containerValueOptions[a]:
 			i++
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !containerFlags[a] && !runnerFlags[a] && branches > 0:
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !containerFlags[a] && !runnerFlags[a] && branches > 0 && c.branch():
 			// An option this reading does not know: its value, if it
 			// takes one, is the next word.
 			branches--

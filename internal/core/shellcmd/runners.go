@@ -144,7 +144,7 @@ func (c *collector) runnerArgs(r runner, argv []string, known []bool, i, operand
 			return
 		case slices.Contains(r.values, a):
 			i++
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !runnerFlags[a] && branches > 0:
+		case strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && !runnerFlags[a] && branches > 0 && c.branch():
 			// An option this reading does not know: its value, if it
 			// takes one, is the next word.
 			branches--

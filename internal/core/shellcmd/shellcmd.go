@@ -31,6 +31,11 @@ const (
 	maxDepth = 4
 	// maxCalls bounds the commands one line is read for (collector.calls).
 	maxCalls = 1024
+	// maxWork bounds the words one line's readings look at, summed over
+	// every command read, every line parsed and every tail read as words
+	// (collector.work): a line of a few thousand words, read many ways,
+	// would otherwise be looked at in full once per reading.
+	maxWork = 1 << 17
 )
 
 // wrappers run the program their arguments name.
@@ -70,6 +75,12 @@ type collector struct {
 	// be read many ways) the rest are named as words and Unknown, so a
 	// reading's work is bounded whatever the line.
 	calls int
+	// work counts the words looked at (spend): each command's words,
+	// each line parsed (a word per two bytes) and each word of a line
+	// read as words (four: it is taken apart several ways). Past
+	// maxWork the rest is Unknown: a reading's time is bounded by the
+	// line's budget, not by its readings times its length.
+	work int
 	// remoteSet and gitFetched: the line points a git remote somewhere
 	// (git remote add or set-url with a URL, git -c remote.NAME.url=) and
 	// fetches or pulls one: together, another's work whatever the
@@ -79,10 +90,38 @@ type collector struct {
 
 // tooDeep adds what a command past what is read runs — nested past
 // maxDepth, or past maxCalls: its words as programs, and Unknown — what is
-// not read is not taken for nothing.
+// not read is not taken for nothing. Past maxWork only Unknown: the words
+// are not read again.
 func (c *collector) tooDeep(argv []string) {
-	c.words(strings.Join(argv, " "))
 	c.add(Unknown)
+	if c.work <= maxWork {
+		c.words(strings.Join(argv, " "))
+	}
+}
+
+// branch counts a second reading of a command's options (one it does
+// not know, read both ways) among the commands read, and reports
+// whether the budget allows it; a branch not taken adds Unknown.
+func (c *collector) branch() bool {
+	if c.calls++; c.calls > maxCalls || c.work > maxWork {
+		c.add(Unknown)
+		return false
+	}
+	return true
+}
+
+// spend charges n words to the line's budget (maxWork) and reports
+// whether the reading may go on; one the budget cannot hold adds Unknown,
+// which fails closed, and spends the rest of the budget: what follows
+// is not read either.
+func (c *collector) spend(n int) bool {
+	if c.work+n > maxWork {
+		c.work = maxWork + 1
+		c.add(Unknown)
+		return false
+	}
+	c.work += n
+	return true
 }
 
 func (c *collector) add(name string) {
@@ -141,6 +180,9 @@ func (c *collector) line(line string, depth int) {
 	}
 	if len(line) > MaxParsed {
 		c.words(line)
+		return
+	}
+	if !c.spend(len(line)/2 + 1) {
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
@@ -211,6 +253,10 @@ func (c *collector) line(line string, depth int) {
 // split at blanks and shell operators, may be a program — and git with
 // clone among the words may be a clone.
 func (c *collector) words(line string) {
+	if c.work > maxWork {
+		c.add(Unknown)
+		return
+	}
 	var git, clone, fetch, other, interp, url, storage, object bool
 	split := strings.FieldsFunc(line, func(r rune) bool {
 		return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r)
@@ -230,6 +276,7 @@ func (c *collector) words(line string) {
 			split = append(split, j)
 		}
 	}
+	c.work += 4 * len(split)
 	for _, w := range split {
 		c.program(w)
 		git = git || ProgramName(w) == "git"
@@ -400,7 +447,7 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	if len(argv) == 0 {
 		return
 	}
-	if c.calls++; c.calls > maxCalls {
+	if c.calls++; c.calls > maxCalls || !c.spend(len(argv)) {
 		c.tooDeep(argv)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -555,6 +556,7 @@ func TestSpellingsOfAFetch(t *testing.T) {
 // read within a bounded number of commands, and what is past the bound
 // counts as Unknown.
 func TestReadingIsBounded(t *testing.T) {
+	pad := strings.Repeat(" x", 7000)
 	for _, line := range []string{
 		"uv run" + strings.Repeat(" --a", 4000) + " curl x",
 		"docker run" + strings.Repeat(" --a", 4000) + " alpine wget x",
@@ -562,11 +564,35 @@ func TestReadingIsBounded(t *testing.T) {
 		"uv run" + strings.Repeat(" --a", 30) + " bash <<'EOF'\n" + strings.Repeat("echo hello world\n", 800) + "EOF",
 		"awk 'BEGIN{" + strings.Repeat(`system("sh -c \"curl x\"");`, 600) + "}'",
 		"docker build - <<'EOF'\nFROM a\n" + strings.Repeat("RUN curl x\n", 1400) + "EOF",
+		// Options read both ways at every level of a nesting, over a long
+		// tail: each reading would look at the tail again (seconds).
+		strings.Repeat("sshpass --a --b --c ", 6) + "curl" + pad,
+		strings.Repeat("devbox run --a --b --c ", 6) + "curl" + pad,
+		strings.Repeat("docker run --a --b --c alpine ", 5) + "curl" + pad,
+		strings.Repeat("uv run --a --b --c docker run --a --b --c alpine ", 3) + "curl" + pad,
+		strings.Repeat("sshpass --a --b --c docker run --a --b --c alpine ", 3) + "curl" + pad,
+		strings.Repeat("kubectl debug --image=a -- docker run --a --b --c alpine ", 3) + "curl" + pad,
+		`awk 'BEGIN{system("` + strings.Repeat("docker run --a --b --c alpine ", 4) + "curl" + pad + `")}'`,
+		"ssh h " + strings.Repeat("sshpass --a --b --c ", 5) + "curl" + pad,
+		"podman exec -l " + strings.Repeat("sshpass --a --b --c ", 5) + "curl" + pad,
+		"docker build - <<'EOF'\nFROM a\nRUN " + strings.Repeat("sshpass --a --b --c ", 5) + "curl" + pad + "\nEOF",
+		strings.Repeat("docker run --a --b --c alpine ", 4) + "sh -c 'curl" + pad + "'",
+		strings.Repeat("mosh h -- ", 5) + "curl" + pad,
+		strings.Repeat("gcloud compute ssh vm -- ", 5) + "curl" + pad,
 	} {
 		var c collector
+		start := time.Now()
 		c.line(line, 0)
+		// The work is what is bounded; the time, loosely (a loaded
+		// machine), is what it is for.
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%.40q…: read in %v", line, d)
+		}
 		if c.calls > 2*maxCalls {
 			t.Errorf("%.40q…: %d commands read, more than twice %d", line, c.calls, maxCalls)
+		}
+		if c.work > 2*maxWork {
+			t.Errorf("%.40q…: %d words looked at, more than twice %d", line, c.work, maxWork)
 		}
 		got := c.result()
 		if !slices.Contains(got, "curl") && !slices.Contains(got, "wget") && !slices.Contains(got, Unknown) && !slices.Contains(got, "echo") {
