@@ -6,11 +6,26 @@ import (
 	"strings"
 )
 
-// RemoteCopy is the name Programs gives scp or rsync copying a file from
-// another host here (scp host:notes.md ., rsync -a host:dir/ dir/): the
-// file says what whoever wrote it there wrote, and Writes names where
-// it lands. A copy that only sends (scp a.txt host:) is not one.
+// RemoteCopy is the name Programs gives a command copying a file from
+// another host or a container here — scp or rsync (scp host:notes.md .,
+// rsync -a host:dir/ dir/), docker, podman or nerdctl cp (docker cp
+// web:/x ./x), kubectl cp and oc cp or rsync from a pod, gcloud compute
+// scp from a VM: the file says what whoever wrote it there wrote (for a
+// service, what its callers sent), and Writes names where it lands. A
+// copy that only sends (scp a.txt host:, docker cp ./x web:/x) is not one.
 const RemoteCopy = "remote copy"
+
+// A copier copies files between here and elsewhere: name is the
+// program's (scp, rsync, docker cp, kubectl cp, …), values are its
+// options that take the next word as their value, remote reports
+// whether an operand is elsewhere, and whole that a directory is copied
+// whole without a recursive option (docker cp, kubectl cp).
+type copier struct {
+	name   string
+	values map[string]bool
+	remote func(string) bool
+	whole  bool
+}
 
 // remoteCopyValueOptions are scp's and rsync's options that take the
 // next word as their value.
@@ -25,11 +40,21 @@ var remoteCopyValueOptions = map[string]map[string]bool{
 		"--backup-dir": true, "-M": true, "--remote-option": true, "--info": true, "--debug": true, "--iconv": true,
 		"--checksum-choice": true, "--compress-choice": true, "--compress-level": true, "--max-delete": true,
 		"--modify-window": true, "--sockopts": true, "--address": true},
+	// docker compose cp --index N; podman's cp takes none.
+	"docker cp": {"--index": true},
+	// kubectl cp, oc cp and oc rsync, with kubectl's global options.
+	"kubectl cp": {"-c": true, "--container": true, "--retries": true, "-n": true, "--namespace": true, "--context": true,
+		"--kubeconfig": true, "--cluster": true, "--user": true, "-s": true, "--server": true, "--request-timeout": true,
+		"--token": true, "--exclude": true, "--include": true, "--strategy": true},
+	"gcloud compute scp": {"--zone": true, "--project": true, "--port": true, "--scp-flag": true, "--ssh-key-file": true,
+		"--strict-host-key-checking": true, "--ssh-key-expire-after": true, "--worker": true, "--account": true,
+		"--configuration": true, "--verbosity": true, "--impersonate-service-account": true, "--billing-project": true},
 }
 
 // remoteOperand reports whether an scp or rsync operand names a file on
 // another host: [user@]host:path (no / before the colon, not a drive
-// letter's C:\), host::module, scp:// or rsync://.
+// letter's C:\), host::module, scp:// or rsync://. A container's
+// (docker cp web:/x) is written alike.
 func remoteOperand(a string) bool {
 	if strings.HasPrefix(a, "scp://") || strings.HasPrefix(a, "rsync://") {
 		return true
@@ -38,50 +63,93 @@ func remoteOperand(a string) bool {
 	return colon > 0 && !strings.Contains(a[:colon], "/") && !(colon == 1 && colon+1 < len(a) && a[colon+1] == '\\')
 }
 
-// remoteCopy reads scp's or rsync's operands: the sources, and the
-// destination (the last operand). in: a source is on another host and the
-// destination here; recursive: -r, -a, --recursive, --archive.
-func remoteCopy(name string, argv []string) (sources []string, dest string, in, recursive bool) {
-	values := remoteCopyValueOptions[name]
+// podOperand reports whether a kubectl cp or oc rsync operand names a
+// pod's file: [namespace/]pod:path — a local path with a colon is
+// written from / or . (./a:b).
+func podOperand(a string) bool {
+	colon := strings.IndexByte(a, ':')
+	return colon > 0 && strings.Count(a[:colon], "/") <= 1 && !strings.HasPrefix(a, "/") && !strings.HasPrefix(a, ".") &&
+		!(colon == 1 && colon+1 < len(a) && a[colon+1] == '\\')
+}
+
+// copierAt is the copier an argument vector runs and where its own
+// words start (past docker cp's subcommand); ok is false for a command
+// that is none.
+func copierAt(argv []string) (c copier, at int, ok bool) {
+	if len(argv) == 0 {
+		return copier{}, 0, false
+	}
+	switch name := ProgramName(argv[0]); name {
+	case "scp", "rsync":
+		return copier{name: name, values: remoteCopyValueOptions[name], remote: remoteOperand}, 1, true
+	case "docker", "podman", "nerdctl", "docker-compose":
+		if sub, i := containerSubcommand(argv); sub == "cp" {
+			return copier{name: "docker cp", values: remoteCopyValueOptions["docker cp"], remote: remoteOperand, whole: true}, i + 1, true
+		}
+	case "kubectl", "oc":
+		if sub, i := kubectlSubcommandAt(argv); sub == "cp" || sub == "rsync" && name == "oc" {
+			return copier{name: "kubectl cp", values: remoteCopyValueOptions["kubectl cp"], remote: podOperand, whole: true}, i + 1, true
+		}
+	case "gcloud":
+		// gcloud compute scp, gcloud compute tpus tpu-vm scp, gcloud
+		// cloud-shell scp (cloudshell:PATH and localhost:PATH).
+		if i := slices.Index(argv, "scp"); i > 0 && (slices.Contains(argv[1:i], "compute") || slices.Contains(argv[1:i], "cloud-shell")) {
+			return copier{name: "gcloud compute scp", values: remoteCopyValueOptions["gcloud compute scp"], remote: remoteOperand}, i + 1, true
+		}
+	}
+	return copier{}, 0, false
+}
+
+// remoteCopy reads a copier's operands: the sources, and the destination
+// (the last operand). in: a source is elsewhere and the destination here;
+// recursive: -r, -a, --recursive, --recurse, --archive, or a copier that
+// copies a directory whole.
+func remoteCopy(argv []string) (cp copier, sources []string, dest string, in, recursive bool) {
+	cp, i, ok := copierAt(argv)
+	if !ok {
+		return cp, nil, "", false, false
+	}
+	recursive = cp.whole
 	var operands []string
-	for i := 1; i < len(argv); i++ {
+	for ; i < len(argv); i++ {
 		a := argv[i]
 		switch {
 		case a == "--":
 			operands = append(operands, argv[i+1:]...)
 			i = len(argv)
-		case values[a]:
+		case cp.values[a]:
 			i++
-		case a == "--recursive" || a == "--archive":
+		case a == "--recursive" || a == "--archive" || a == "--recurse":
 			recursive = true
 		case strings.HasPrefix(a, "--"):
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			// A cluster (-avz, -rP 22): its last letter may take a value.
 			recursive = recursive || strings.ContainsAny(a, "ra")
-			if values["-"+a[len(a)-1:]] {
+			if cp.values["-"+a[len(a)-1:]] {
 				i++
 			}
 		default:
-			operands = append(operands, a)
+			operands = append(operands, strings.TrimPrefix(a, "localhost:")) // cloud-shell scp's here
 		}
 	}
 	switch {
-	case len(operands) == 1 && name == "rsync" && remoteOperand(operands[0]):
+	case len(operands) == 1 && cp.name == "rsync" && remoteOperand(operands[0]):
 		// rsync host:dir lists the files there.
-		return operands, "", true, recursive
+		return cp, operands, "", true, recursive
 	case len(operands) < 2:
-		return nil, "", false, recursive
+		return cp, nil, "", false, recursive
 	}
 	sources, dest = operands[:len(operands)-1], operands[len(operands)-1]
-	return sources, dest, !remoteOperand(dest) && slices.ContainsFunc(sources, remoteOperand), recursive
+	return cp, sources, dest, !cp.remote(dest) && slices.ContainsFunc(sources, cp.remote), recursive
 }
 
-// remoteCopied adds where scp or rsync copies another host's files: the
-// destination, and the name each remote source gets in it; a directory
-// (trailing /) when the copy is recursive.
-func (w *writes) remoteCopied(name string, argv []string) {
-	sources, dest, in, recursive := remoteCopy(name, argv)
-	if !in || dest == "" {
+// remoteCopied adds where a copier copies another host's or a
+// container's files: the destination, and the name each remote source
+// gets in it; a directory (trailing /) when the copy is recursive. A
+// destination of - is the standard output (docker cp web:/x -).
+func (w *writes) remoteCopied(argv []string) {
+	cp, sources, dest, in, recursive := remoteCopy(argv)
+	if !in || dest == "" || dest == "-" {
 		return
 	}
 	dir := ""
@@ -93,11 +161,11 @@ func (w *writes) remoteCopied(name string, argv []string) {
 		dest = ""
 	}
 	for _, src := range sources {
-		if !remoteOperand(src) {
+		if !cp.remote(src) {
 			continue
 		}
 		p := src[strings.IndexByte(src, ':')+1:]
-		if strings.HasSuffix(p, "/") && name == "rsync" {
+		if strings.HasSuffix(p, "/") && cp.name == "rsync" {
 			continue // host:dir/ copies the directory's files, named in dest
 		}
 		if b := path.Base(strings.TrimLeft(strings.TrimRight(p, "/"), ":")); b != "" && b != "." && b != "/" && b != ".." {

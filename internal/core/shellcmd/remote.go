@@ -165,26 +165,14 @@ var containerValueOptions = map[string]bool{
 // a container: exec's command, and run's — the words after the image, and
 // the image's own program, named after it (curlimages/curl, alpine/git).
 func (c *collector) container(argv []string, known []bool, depth int, in *input) {
-	i := 1
-	sub := func() string {
-		for ; i < len(argv); i++ {
-			switch a := argv[i]; {
-			case containerValueOptions[a]:
-				i++
-			case strings.HasPrefix(a, "-"):
-			default:
-				return a
-			}
-		}
-		return ""
-	}
-	s := sub()
-	if s == "container" || s == "compose" || s == "buildx" || s == "image" || s == "builder" {
-		i++
-		s = sub()
-	}
+	s, i := containerSubcommand(argv)
 	compose := ProgramName(argv[0]) == "docker-compose" || slices.Contains(argv[1:min(i, len(argv))], "compose")
 	switch {
+	case s == "logs":
+		// docker logs web, docker compose logs: what a container's
+		// programs printed, as kubectl logs.
+		c.add(PodLogs)
+		return
 	case s == "build":
 		if in != nil && dockerfileOnStdin(argv[i+1:]) {
 			c.dockerfile(in, depth)
@@ -207,6 +195,33 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 		return
 	}
 	c.containerArgs(argv, known, i+1, s == "run", compose, "", maxBranches, depth, in)
+}
+
+// containerSubcommand is the command a docker, podman or nerdctl
+// argument vector runs, past its global options and a group's name
+// (docker container cp, docker compose logs, podman pod logs), and its
+// index.
+func containerSubcommand(argv []string) (string, int) {
+	i := 1
+	sub := func() string {
+		for ; i < len(argv); i++ {
+			switch a := argv[i]; {
+			case containerValueOptions[a]:
+				i++
+			case strings.HasPrefix(a, "-"):
+			default:
+				return a
+			}
+		}
+		return ""
+	}
+	s := sub()
+	switch s {
+	case "container", "compose", "buildx", "image", "builder", "service", "pod":
+		i++
+		s = sub()
+	}
+	return s, i
 }
 
 // latestExec reports whether podman exec's options say --latest (-l, or
@@ -368,9 +383,10 @@ func (c *collector) kubectl(argv []string, known []bool, depth int, in *input) {
 	}
 }
 
-// PodLogs is the name Programs gives kubectl logs (oc logs): what a pod's
-// programs printed, which for a service is what its callers sent it — a
-// request's path, a header, a message body.
+// PodLogs is the name Programs gives kubectl logs (oc logs, stern), and
+// docker logs (podman logs, docker compose logs): what a pod's or a
+// container's programs printed, which for a service is what its callers
+// sent it — a request's path, a header, a message body.
 const PodLogs = "kubectl logs"
 
 // podCommand adds the command kubectl exec or oc rsh, the subcommand at
@@ -397,16 +413,22 @@ func (c *collector) podCommand(argv []string, known []bool, sub, depth int, in *
 // kubectlSubcommand is the command a kubectl argument vector runs, past
 // its global options and their values.
 func kubectlSubcommand(argv []string) string {
+	s, _ := kubectlSubcommandAt(argv)
+	return s
+}
+
+// kubectlSubcommandAt is kubectlSubcommand and its index.
+func kubectlSubcommandAt(argv []string) (string, int) {
 	for i := 1; i < len(argv); i++ {
 		switch a := argv[i]; {
 		case a == "-n" || a == "--namespace" || a == "--context" || a == "--kubeconfig" || a == "--cluster" || a == "--user" || a == "-s" || a == "--server":
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
-			return a
+			return a, i
 		}
 	}
-	return ""
+	return "", len(argv)
 }
 
 // imageProgram is the program an image is named after: its name without

@@ -532,10 +532,11 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		if remoteCode(name, argv) {
 			c.add(RemoteCode)
 		}
-	case "scp", "rsync":
-		if _, _, in, _ := remoteCopy(name, argv); in {
-			c.add(RemoteCopy)
-		}
+	case "stern":
+		c.add(PodLogs)
+	}
+	if _, _, _, in, _ := remoteCopy(argv); in {
+		c.add(RemoteCopy) // scp host:f ., docker cp web:/x ., kubectl cp pod:/x .
 	}
 	if awks[name] {
 		c.awk(argv, known, depth)

@@ -196,8 +196,8 @@ func (w *writes) call(argv []string, depth int) {
 			w.copied(argv[i+1:])
 			return
 		}
-		if n := ProgramName(argv[i]); n == "scp" || n == "rsync" {
-			w.remoteCopied(n, argv[i:])
+		if _, _, ok := copierAt(argv[i:]); ok {
+			w.remoteCopied(argv[i:])
 			return
 		}
 		if w.extracted(argv[i:]) {
