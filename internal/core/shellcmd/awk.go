@@ -7,6 +7,9 @@ import "strings"
 // one that begins with a string literal names its program there, as a
 // shell word does (system("curl " url) runs curl); one built from a
 // variable or a field (system(cmd), $1 | getline) names none: Unknown.
+// What print writes to its command is that command's standard input,
+// which awk builds at run time: print "curl " $0 | "sh" runs what the
+// data says, as awk … | sh does (Unknown).
 
 // awks are the awk implementations.
 var awks = map[string]bool{"awk": true, "gawk": true, "mawk": true, "nawk": true}
@@ -58,16 +61,28 @@ func (c *collector) awk(argv []string, known []bool, depth int) {
 			c.add(Unknown)
 		}
 		for _, cmd := range cmds {
-			c.line(cmd, depth+1)
+			if cmd.printed {
+				// Read as awk's output piped to it, which is not literal.
+				c.line(ProgramName(argv[0])+" | "+cmd.text, depth+1)
+			} else {
+				c.line(cmd.text, depth+1)
+			}
 		}
 	}
+}
+
+// An awkCommand is a command string an awk program runs; printed: print
+// (or printf) writes to it, a pipe to its standard input.
+type awkCommand struct {
+	text    string
+	printed bool
 }
 
 // awkCommands are the command strings an awk program runs that begin
 // with a string literal, and whether one does not (built at run time).
 // It scans the program once, past strings, regular expressions and
 // comments.
-func awkCommands(prog string) (cmds []string, built bool) {
+func awkCommands(prog string) (cmds []awkCommand, built bool) {
 	var prev byte      // the last character of code, outside strings
 	lastStr := ""      // the string literal just read
 	strJoined := false // it followed an operand: a concatenation's end
@@ -95,7 +110,7 @@ func awkCommands(prog string) (cmds []string, built bool) {
 				if k < len(prog) && prog[k] == '(' {
 					cmd, ok := awkCommandAt(prog, k+1)
 					if ok {
-						cmds = append(cmds, cmd)
+						cmds = append(cmds, awkCommand{text: cmd})
 					} else {
 						built = true
 					}
@@ -113,12 +128,12 @@ func awkCommands(prog string) (cmds []string, built bool) {
 			if strings.HasPrefix(prog[k:], "getline") {
 				// cmd | getline: the command is what came before.
 				if prev == '"' && !strJoined {
-					cmds = append(cmds, lastStr)
+					cmds = append(cmds, awkCommand{text: lastStr})
 				} else {
 					built = true
 				}
 			} else if cmd, ok := awkCommandAt(prog, k); ok {
-				cmds = append(cmds, cmd)
+				cmds = append(cmds, awkCommand{text: cmd, printed: true})
 			} else {
 				built = true
 			}
