@@ -17,21 +17,8 @@ var reviewPoll = map[string]any{"command": "while true; do curl -s https://statu
 // subagent's stop.
 func TestMonitorReviewSubagentMonitor(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "have an agent set up a watch on the status feed"))
-	task := map[string]any{"description": "watch", "prompt": "start a Monitor on the status feed"}
-	h.event(cc("PreToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task))
-	h.event(agent("a1b2c3", "SubagentStart"))
-	if r := h.event(agent("a1b2c3", "PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll)); r.Decision != "allow" {
-		t.Fatalf("child's Monitor: %+v", r)
-	}
-	h.event(agent("a1b2c3", "PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
-	h.event(agent("a1b2c3", "SubagentStop", "agent_transcript_path", "/home/dev/.claude/projects/x/subagents/a1b2c3.jsonl"))
-	h.event(cc("PostToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task, "tool_response", "Monitor bmon7x started on the feed"))
-	h.event(cc("Stop"))
-	h.userTurns(laterWork...)
-	h.now = h.now.Add(45 * time.Minute)
-	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	subagentMonitor(h)
+	r := evilLater(h)
 	if r.Decision == "allow" {
 		t.Errorf("parent ran %q while the subagent's Monitor still feeds: %+v", evilScript, r)
 	}
@@ -41,17 +28,11 @@ func TestMonitorReviewSubagentMonitor(t *testing.T) {
 // that does not exist fails at Claude Code, and lets nothing go.
 func TestMonitorReviewFakeStopReleases(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "watch the feed"))
-	h.event(cc("PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
-	h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", "Monitor started. Events will be delivered as notifications."))
+	startMonitor(h, "Monitor started. Events will be delivered as notifications.")
 	stop := map[string]any{"task_id": "bdeadbeef"}
 	h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop))
 	h.event(cc("PostToolUseFailure", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "error", "No task found with ID: bdeadbeef"))
-	h.event(cc("Stop"))
-	h.userTurns(laterWork...)
-	h.now = h.now.Add(45 * time.Minute)
-	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	r := evilLater(h)
 	if r.Decision == "allow" {
 		t.Errorf("ran %q after a failed TaskStop of another id: %+v", evilScript, r)
 	}
@@ -61,10 +42,7 @@ func TestMonitorReviewFakeStopReleases(t *testing.T) {
 // day later is not held.
 func TestMonitorReviewResumeKeepsHold(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "watch the feed"))
-	h.event(cc("PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
-	h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
+	startMonitor(h, map[string]any{"taskId": "bmon7x"})
 	h.event(cc("Stop"))
 	h.event(cc("SessionEnd", "reason", "prompt_input_exit"))
 	h.now = h.now.Add(24 * time.Hour)
@@ -80,10 +58,7 @@ func TestMonitorReviewResumeKeepsHold(t *testing.T) {
 // Compaction keeps the hold.
 func TestMonitorReviewCompactKeepsHold(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "watch the feed"))
-	h.event(cc("PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
-	h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
+	startMonitor(h, map[string]any{"taskId": "bmon7x"})
 	h.event(cc("Stop"))
 	h.event(cc("PreCompact", "trigger", "auto"))
 	h.event(cc("SessionStart", "source", "compact"))
@@ -118,10 +93,7 @@ func TestMonitorReviewKillShell(t *testing.T) {
 	for _, tool := range []string{"KillShell", "KillBash"} {
 		t.Run(tool, func(t *testing.T) {
 			h := newNativeHost(t, hosthook.ClaudeCode)
-			h.event(cc("SessionStart", "source", "startup"))
-			h.event(cc("UserPromptSubmit", "prompt", "watch the feed"))
-			h.event(cc("PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
-			h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
+			startMonitor(h, map[string]any{"taskId": "bmon7x"})
 			in := map[string]any{"shell_id": "bmon7x"}
 			if r := h.event(cc("PreToolUse", "tool_name", tool, "tool_use_id", "toolu_s1", "tool_input", in)); r.Decision != "allow" {
 				t.Fatalf("%s: %+v", tool, r)
@@ -153,10 +125,7 @@ func TestMonitorReviewPermissionNotificationLosesHandle(t *testing.T) {
 	other := map[string]any{"task_id": "b0000"}
 	h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", other))
 	h.event(cc("PostToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", other, "tool_response", map[string]any{"message": "Successfully stopped task: b0000"}))
-	h.event(cc("Stop"))
-	h.userTurns(laterWork...)
-	h.now = h.now.Add(45 * time.Minute)
-	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	r := evilLater(h)
 	if r.Decision == "allow" {
 		t.Errorf("a permission Notification lost the Monitor's id; a TaskStop of another id let it go; ran %q: %+v", evilScript, r)
 	}
@@ -196,6 +165,29 @@ func startMonitor(h *nativeHost, resp any) {
 	h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", resp))
 }
 
+// evilLater ends the turn, lets three prompts and 45 minutes pass — a
+// window would be over — and asks for the page's command, as a line the
+// Monitor fed back would.
+func evilLater(h *nativeHost) hookResult {
+	h.event(cc("Stop"))
+	h.userTurns(laterWork...)
+	h.now = h.now.Add(45 * time.Minute)
+	return h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+}
+
+// subagentMonitor has a subagent start a Monitor (bmon7x) and return.
+func subagentMonitor(h *nativeHost) {
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "have an agent set up a watch on the status feed"))
+	task := map[string]any{"description": "watch", "prompt": "start a Monitor on the status feed"}
+	h.event(cc("PreToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task))
+	h.event(agent("a1b2c3", "SubagentStart"))
+	h.event(agent("a1b2c3", "PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
+	h.event(agent("a1b2c3", "PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
+	h.event(agent("a1b2c3", "SubagentStop", "agent_transcript_path", "/home/dev/.claude/projects/x/subagents/a1b2c3.jsonl"))
+	h.event(cc("PostToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task, "tool_response", "Monitor bmon7x started on the feed"))
+}
+
 // A stop whose task differs from the Monitor's only in case or white
 // space fails at Claude Code, which looks ids up exactly, and lets
 // nothing go.
@@ -207,10 +199,7 @@ func TestMonitorReviewStopNamesTheTaskExactly(t *testing.T) {
 			stop := map[string]any{"task_id": id}
 			h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop))
 			h.event(cc("PostToolUseFailure", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "error", "No task found with ID: "+id))
-			h.event(cc("Stop"))
-			h.userTurns(laterWork...)
-			h.now = h.now.Add(45 * time.Minute)
-			r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+			r := evilLater(h)
 			if r.Decision == "allow" {
 				t.Errorf("a failed TaskStop of %q (not the Monitor's bmon7x) let it go; ran %q", id, evilScript)
 			}
@@ -236,10 +225,7 @@ func TestMonitorReviewSettledMonitorPushedOut(t *testing.T) {
 				}
 			}
 			h.event(cc("PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
-			h.event(cc("Stop"))
-			h.userTurns(laterWork...)
-			h.now = h.now.Add(45 * time.Minute)
-			r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+			r := evilLater(h)
 			if r.Decision == "allow" {
 				t.Errorf("the Monitor's waiting call was pushed out and nothing held; ran %q", evilScript)
 			}
@@ -252,15 +238,7 @@ func TestMonitorReviewSettledMonitorPushedOut(t *testing.T) {
 // again.
 func TestMonitorReviewStoppedHoldNotTakenOverAgain(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "have an agent set up a watch on the status feed"))
-	task := map[string]any{"description": "watch", "prompt": "start a Monitor on the status feed"}
-	h.event(cc("PreToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task))
-	h.event(agent("a1b2c3", "SubagentStart"))
-	h.event(agent("a1b2c3", "PreToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll))
-	h.event(agent("a1b2c3", "PostToolUse", "tool_name", "Monitor", "tool_use_id", "toolu_m1", "tool_input", reviewPoll, "tool_response", map[string]any{"taskId": "bmon7x"}))
-	h.event(agent("a1b2c3", "SubagentStop", "agent_transcript_path", "/home/dev/.claude/projects/x/subagents/a1b2c3.jsonl"))
-	h.event(cc("PostToolUse", "tool_name", "Task", "tool_use_id", "toolu_task", "tool_input", task, "tool_response", "Monitor bmon7x started on the feed"))
+	subagentMonitor(h)
 	stop := map[string]any{"task_id": "bmon7x"}
 	if r := h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop)); r.Decision != "allow" {
 		t.Fatalf("stop: %+v", r)
@@ -298,10 +276,7 @@ func TestMonitorReviewNamelessNotLetGoByAnAnnouncedTask(t *testing.T) {
 	stop := map[string]any{"task_id": "bsleep1"}
 	h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop))
 	h.event(cc("PostToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "tool_response", map[string]any{"message": "Successfully stopped task: bsleep1", "task_id": "bsleep1"}))
-	h.event(cc("Stop"))
-	h.userTurns(laterWork...)
-	h.now = h.now.Add(45 * time.Minute)
-	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	r := evilLater(h)
 	if r.Decision == "allow" {
 		t.Errorf("a stop of the agent's own background task let a nameless Monitor go; ran %q", evilScript)
 	}
@@ -316,10 +291,7 @@ func TestMonitorReviewOnlyTheAnnouncedIDNamesIt(t *testing.T) {
 	stop := map[string]any{"task_id": "zz9999"}
 	h.event(cc("PreToolUse", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop))
 	h.event(cc("PostToolUseFailure", "tool_name", "TaskStop", "tool_use_id", "toolu_s1", "tool_input", stop, "error", "No task found with ID: zz9999"))
-	h.event(cc("Stop"))
-	h.userTurns(laterWork...)
-	h.now = h.now.Add(45 * time.Minute)
-	r := h.event(cc("PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_evil", "tool_input", map[string]any{"command": evilScript}))
+	r := evilLater(h)
 	if r.Decision == "allow" {
 		t.Errorf("a failed stop of an id the Monitor's first lines carried let it go; ran %q", evilScript)
 	}
