@@ -264,6 +264,11 @@ func (e *evalCtx) adoptHolds() {
 		if h.RequestID != "" && slices.Contains(e.sess.LetGo, h.RequestID) {
 			continue // this session let it go: stopped, or ended
 		}
+		if _, set := e.sess.Taints[h.Label]; !set {
+			// A hold is of a label set: whatever the pack's sources
+			// make of the stop, what the source feeds enters here.
+			e.setTaint(h.Label, h.Source+":handed")
+		}
 		if h.Sticky {
 			hold(e.sess, h.Label, turnstate.TaintHit{Source: h.Source, Tool: h.Tool}, "", nil)
 			continue

@@ -221,3 +221,38 @@ tools:
 		t.Fatalf("tasks %q: want the %d newest", sess.Tasks, turnstate.MaxTasks)
 	}
 }
+
+// At a subagent's stop its parent takes over the sources it holds, with
+// the label set whatever the pack's sources make of the stop; not those
+// the parent let go, nor a session's it did not spawn, nor a denied
+// spawn's.
+func TestAdoptHolds(t *testing.T) {
+	rs := compileHeld(t)
+	child := func(parent string) *turnstate.Session {
+		return &turnstate.Session{SessionID: "child", Parent: &turnstate.ParentLink{SessionID: parent},
+			Held: []turnstate.HeldSource{{Label: "untrusted_content", Source: "shell-fetch", Tool: "Monitor", RequestID: "m1", Handles: []string{"bmon7x"}}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		child   *turnstate.Session
+		outcome string
+		letGo   []string
+		adopts  bool
+	}{
+		{"its child's", child("parent"), "completed", nil, true},
+		{"another session's child", child("someone-else"), "completed", nil, false},
+		{"a source the parent let go", child("parent"), "completed", []string{"m1"}, false},
+		{"a denied spawn", child("parent"), "denied_at_spawn", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess := &turnstate.Session{SessionID: "parent", LetGo: tc.letGo}
+			e := evalOn(t, rs, sess, "subagentStop", map[string]any{"subagent_session_id": "child", "outcome": tc.outcome})
+			e.in.Subagent = tc.child
+			e.adoptHolds()
+			_, set := sess.Taints["untrusted_content"]
+			if isHeld(sess, "untrusted_content") != tc.adopts || set != tc.adopts {
+				t.Errorf("held %v, label set %v; want %v: %+v", isHeld(sess, "untrusted_content"), set, tc.adopts, sess.Held)
+			}
+		})
+	}
+}
