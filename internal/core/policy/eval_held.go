@@ -18,8 +18,9 @@ import (
 // runs. The result of a call of a tool classed stops_task (TaskStop,
 // KillShell) whose task is one of the source's names lets it go — or,
 // for a source whose result gave no name, of any such call that
-// succeeded; so does the session's end. The label's window starts there,
-// the last part having just arrived.
+// succeeded and stopped no task the session knows (knownTask); so does
+// the session's end. The label's window starts there, the last part
+// having just arrived.
 
 // classStreams and classStopsTask are the catalog classes held labels
 // read.
@@ -38,7 +39,7 @@ func isHeld(sess *turnstate.Session, label string) bool {
 }
 
 // hold holds label for the source the call requestID started, named by
-// handles (none known: any successful stop names it). Past
+// handles (none known: a successful stop of no known task names it). Past
 // turnstate.MaxHeldSources running sources that have a call, a label's
 // are held together, sticky, until the session ends — this label's, or
 // the oldest's when this label has none: none is forgotten, and the
