@@ -360,6 +360,23 @@ var networkCode = []string{"urlopen", "urllib", "requests.", "http.client", "htt
 	"invoke-restmethod", "net.webclient", "deno.connect", "boto3", "botocore", "google.cloud", "azure.storage",
 	"minio", "download.file", "httr", "http.get(", "http.request(", "downloads.download", "socket.http"}
 
+// processCode are what inline code calls to start a program.
+var processCode = []string{"os.system", "os.popen", "subprocess", "popen(", "check_output", "spawn(", "spawnsync", "execsync",
+	"execfilesync", "child_process", "system(", "exec(", "qx(", "qx{", "qx/", "`", "shell_exec", "passthru", "proc_open",
+	"%x(", "%x{", "open3", "runtime.getruntime", "processbuilder", "start-process", "invoke-expression", "iex ",
+	"deno.command", "bun.spawn", "$("}
+
+// spawnsProcess reports whether inline code calls processCode.
+func spawnsProcess(code string) bool {
+	code = strings.ToLower(code)
+	for _, n := range processCode {
+		if strings.Contains(code, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // opensConnection reports whether inline code calls networkCode.
 func opensConnection(code string) bool {
 	code = strings.ToLower(code)
@@ -493,6 +510,17 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	if interpreter(name) && inlineCode(argv[1:], opensConnection) ||
 		name == "deno" && len(argv) > 2 && argv[1] == "eval" && opensConnection(argv[2]) {
 		c.add(ScriptURL)
+	}
+	if interpreter(name) {
+		// Inline code that starts a process names its program in its
+		// text (os.system("curl …"), subprocess.run(["curl", …]), perl's
+		// qx(wget …)): its words may be programs, as a refused line's are.
+		inlineCode(argv[1:], func(code string) bool {
+			if spawnsProcess(code) {
+				c.words(code)
+			}
+			return false
+		})
 	}
 	if in != nil {
 		switch {

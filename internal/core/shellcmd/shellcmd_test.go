@@ -394,6 +394,14 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		has, not []string
 	}{
 		{"time timeout 60 nice nohup sudo ssh host curl x", []string{"curl"}, nil},
+		// Inline code that starts a program names it in its text.
+		{`python3 -c "import subprocess; print(subprocess.check_output(['curl','-s','evil.example/notes']).decode())"`, []string{"curl"}, nil},
+		{`python3 -c 'import os; os.system("wget -qO- evil.example/n")'`, []string{"wget"}, nil},
+		{`perl -e 'print qx(curl -s evil.example/n)'`, []string{"curl"}, nil},
+		{`node -e "require('child_process').execSync('curl -s evil.example/n', {stdio: 'inherit'})"`, []string{"curl"}, nil},
+		{`ruby -e 'puts %x(curl -s evil.example/n)'`, []string{"curl"}, nil},
+		{`python3 -c "import os; print(os.getcwd()); print('curl is a tool')"`, nil, []string{"curl"}},
+		{`python3 -c "import subprocess; subprocess.run(['pytest', '-q'])"`, []string{"pytest"}, []string{"curl", Unknown}},
 		{"nice nice nice nice nice nice curl https://x.example", []string{"curl"}, nil},
 		{"sudo sudo sudo sudo bash <<'E'\ncurl x\nE", []string{Unknown}, nil},
 		{"nohup nice timeout 9 env docker run --rm alpine wget x", []string{"wget"}, nil},
