@@ -165,7 +165,8 @@ func awkCommandAt(prog string, k int) (string, bool) {
 }
 
 // awkString is the string literal at prog[i] (a ") with its escapes
-// read, and the index past it.
+// read — octal (\143) and hexadecimal (\x63) ones too: "\143url" is
+// curl — and the index past it.
 func awkString(prog string, i int) (string, int) {
 	var b strings.Builder
 	for j := i + 1; j < len(prog); j++ {
@@ -173,13 +174,27 @@ func awkString(prog string, i int) (string, int) {
 		case '\\':
 			if j+1 < len(prog) {
 				j++
-				switch prog[j] {
-				case 'n':
+				switch c := prog[j]; {
+				case c == 'n':
 					b.WriteByte('\n')
-				case 't':
+				case c == 't':
 					b.WriteByte('\t')
+				case c >= '0' && c <= '7':
+					v, k := 0, j
+					for ; k < len(prog) && k < j+3 && prog[k] >= '0' && prog[k] <= '7'; k++ {
+						v = v*8 + int(prog[k]-'0')
+					}
+					b.WriteByte(byte(v))
+					j = k - 1
+				case c == 'x' && j+1 < len(prog) && isHex(prog[j+1]):
+					v, k := 0, j+1
+					for ; k < len(prog) && k < j+3 && isHex(prog[k]); k++ {
+						v = v*16 + hexVal(prog[k])
+					}
+					b.WriteByte(byte(v))
+					j = k - 1
 				default:
-					b.WriteByte(prog[j])
+					b.WriteByte(c)
 				}
 			}
 		case '"':
@@ -215,4 +230,13 @@ func skipBlanks(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f' }
+
+func hexVal(c byte) int {
+	if c <= '9' {
+		return int(c - '0')
+	}
+	return int(c|0x20-'a') + 10
 }

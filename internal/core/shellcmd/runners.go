@@ -69,6 +69,9 @@ func (c *collector) runner(r runner, argv []string, known []bool, depth int, in 
 		if strings.HasPrefix(pkg, "-") {
 			return
 		}
+		if remoteFlake(pkg) {
+			c.add(RemoteCode) // nix run github:owner/repo: its author's program
+		}
 		pkg = pkg[strings.LastIndexAny(pkg, "#.")+1:]
 		args, argk := []string(nil), []bool(nil)
 		if dd := slices.Index(argv, "--"); dd >= 0 {
@@ -92,6 +95,17 @@ func (c *collector) runner(r runner, argv []string, known []bool, depth int, in 
 		}
 		if i >= len(argv) || !slices.Contains(r.subs, argv[i]) {
 			return
+		}
+		if ProgramName(argv[0]) == "nix" {
+			// The installables, before the command: nix shell
+			// github:owner/repo -c …, its author's packages.
+			ins := argv[i+1:]
+			if j := slices.IndexFunc(ins, func(a string) bool { return slices.Contains(r.rest, a) || a == "--" }); j >= 0 {
+				ins = ins[:j]
+			}
+			if slices.ContainsFunc(ins, remoteFlake) {
+				c.add(RemoteCode)
+			}
 		}
 		if ProgramName(argv[0]) == "uv" && argv[i] == "tool" {
 			// uv tool run: uvx.
@@ -183,4 +197,18 @@ func (c *collector) wrapped(argv []string, known []bool, depth int, in *input) {
 	default:
 		c.tooDeep(argv)
 	}
+}
+
+// remoteFlake reports whether a nix installable is fetched from where it
+// names, not a registry's: a forge's flake (github:, gitlab:, sourcehut:),
+// a git or tarball URL (git+https://…, https://…/x.tar.gz) — anyone's
+// code. nixpkgs#curl, .#app and a path are not.
+func remoteFlake(ref string) bool {
+	l := strings.ToLower(ref)
+	for _, p := range []string{"github:", "gitlab:", "sourcehut:", "git+", "tarball+", "file+http", "http://", "https://"} {
+		if strings.HasPrefix(l, p) {
+			return !strings.HasPrefix(l, "github:nixos/nixpkgs")
+		}
+	}
+	return false
 }

