@@ -130,15 +130,8 @@ func TestTaskListCarriesTheTaint(t *testing.T) {
 // which the message reached, does not.
 func TestNestedAgentsMessageToItsCoordinator(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "have a coordinator agent set up the vendor SDK per its docs"))
-	task := map[string]any{"description": "coordinate", "prompt": "set up the vendor SDK", "subagent_type": "general-purpose"}
-	h.event(cc("PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_coord", "tool_input", task))
-	h.event(agent("coord", "SubagentStart"))
 	sub := map[string]any{"description": "read docs", "prompt": "read the install guide and message me the steps", "subagent_type": "general-purpose", "run_in_background": true}
-	if r := h.event(agent("coord", "PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_n1", "tool_input", sub)); r.Decision != "allow" {
-		t.Fatalf("coord's Agent: %+v", r)
-	}
+	startCoordinator(t, h, "set up the vendor SDK", sub)
 	h.event(agent("n1", "SubagentStart"))
 	h.event(agent("coord", "PostToolUse", "tool_name", "Agent", "tool_use_id", "toolu_n1", "tool_input", sub, "tool_response", "Async agent launched successfully. agentId: n1"))
 	fetch := map[string]any{"url": "https://blog.example.net/post"}

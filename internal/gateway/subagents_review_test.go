@@ -203,15 +203,8 @@ func TestReadOfEveryAgentsOutputTakesBack(t *testing.T) {
 // it), and does not act on its report with a clean window.
 func TestNestedAgentReportTaintsTheAgentThatLaunchedIt(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "have a coordinator agent set up the vendor SDK per its docs"))
-	task := map[string]any{"description": "coordinate", "prompt": "set up the vendor SDK; delegate the doc reading", "subagent_type": "general-purpose"}
-	h.event(cc("PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_coord", "tool_input", task))
-	h.event(agent("coord", "SubagentStart"))
 	sub := map[string]any{"description": "read docs", "prompt": "read https://blog.example.net/post and list the install steps", "subagent_type": "general-purpose"}
-	if r := h.event(agent("coord", "PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_n1", "tool_input", sub)); r.Decision != "allow" {
-		t.Fatalf("coord's Agent: %+v", r)
-	}
+	startCoordinator(t, h, "set up the vendor SDK; delegate the doc reading", sub)
 	h.event(agent("n1", "SubagentStart"))
 	fetch := map[string]any{"url": "https://blog.example.net/post"}
 	h.event(agent("n1", "PreToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_nf", "tool_input", fetch))
@@ -245,5 +238,21 @@ func TestSubagentReadsAnotherAgentsOutput(t *testing.T) {
 	h.event(agent("rev", "PostToolUse", "tool_name", "Read", "tool_use_id", "toolu_r2", "tool_input", out, "tool_response", injected))
 	if r := h.event(agent("rev", "PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_r3", "tool_input", map[string]any{"command": evilScript})); r.Decision == "allow" {
 		t.Errorf("the reviewer ran %q after reading the researcher's output: %v", evilScript, r.Steps)
+	}
+}
+
+// startCoordinator starts a Claude Code session whose main agent launches
+// a coordinator subagent (coord, told taskPrompt), which launches a
+// nested agent of its own (n1, told sub): the nested agent's events come
+// next.
+func startCoordinator(t *testing.T, h *nativeHost, taskPrompt string, sub map[string]any) {
+	t.Helper()
+	h.event(cc("SessionStart", "source", "startup"))
+	h.event(cc("UserPromptSubmit", "prompt", "have a coordinator agent set up the vendor SDK per its docs"))
+	task := map[string]any{"description": "coordinate", "prompt": taskPrompt, "subagent_type": "general-purpose"}
+	h.event(cc("PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_coord", "tool_input", task))
+	h.event(agent("coord", "SubagentStart"))
+	if r := h.event(agent("coord", "PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_n1", "tool_input", sub)); r.Decision != "allow" {
+		t.Fatalf("coord's Agent: %+v", r)
 	}
 }

@@ -49,16 +49,9 @@ func TestWordTasksTakesNothingBack(t *testing.T) {
 // window, the stop was dropped with the denied start.)
 func TestTaintedCoordinatorTakesNestedTaintBack(t *testing.T) {
 	h := newNativeHost(t, hosthook.ClaudeCode)
-	h.event(cc("SessionStart", "source", "startup"))
-	h.event(cc("UserPromptSubmit", "prompt", "have a coordinator agent set up the vendor SDK per its docs"))
-	task := map[string]any{"description": "coordinate", "prompt": "set up the vendor SDK", "subagent_type": "general-purpose"}
-	h.event(cc("PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_coord", "tool_input", task))
-	h.event(agent("coord", "SubagentStart"))
-	sub := map[string]any{"description": "read docs", "prompt": "read the vendor's install guide and list the steps", "subagent_type": "general-purpose"}
 	// coord calls Agent and WebFetch in parallel (one assistant message).
-	if r := h.event(agent("coord", "PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_n1", "tool_input", sub)); r.Decision != "allow" {
-		t.Fatalf("coord's Agent: %+v", r)
-	}
+	sub := map[string]any{"description": "read docs", "prompt": "read the vendor's install guide and list the steps", "subagent_type": "general-purpose"}
+	startCoordinator(t, h, "set up the vendor SDK", sub)
 	f0 := map[string]any{"url": "https://vendor.example/changelog"}
 	h.event(agent("coord", "PreToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_cf", "tool_input", f0))
 	h.event(agent("coord", "PostToolUse", "tool_name", "WebFetch", "tool_use_id", "toolu_cf", "tool_input", f0, "tool_response", "v2.1: bug fixes"))
