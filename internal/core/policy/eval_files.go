@@ -541,30 +541,39 @@ var (
 // carrying label: what the command fetches arrives after its result, when a
 // call reads one of them, and the label is set again then.
 func backgroundOutputs(payload any, label, source string) []turnstate.FileTaint {
-	p, _ := payload.(map[string]any)
-	outputs, _ := p["outputs"].([]any)
-	var names []string
-	for _, o := range outputs {
-		om, _ := o.(map[string]any)
-		switch v := om["value"].(type) {
-		case map[string]any:
-			// The host's own field; what the command printed (stdout) is
-			// the page's, whatever it says.
-			if id, ok := v["backgroundTaskId"].(string); ok {
-				names = append(names, id)
-			}
-		case string:
-			names = append(names, announced(v)...)
-		}
-	}
 	var out []turnstate.FileTaint
-	for _, n := range names {
+	for _, n := range slices.Concat(announcements(payload)...) {
 		files := []string{n}
 		if !strings.Contains(n, "/") && !strings.HasSuffix(n, ".output") {
 			files = append(files, n+".output") // a task id: its output file too
 		}
 		for _, f := range files {
 			out = appendFile(out, turnstate.FileTaint{Label: label, Path: f, Source: source + backgroundSuffix})
+		}
+	}
+	return out
+}
+
+// announcements are, for each output of a result that says a command
+// went on in the background, the names it gives: the host's own field
+// (backgroundTaskId) — what the command printed (stdout) is the page's,
+// whatever it says — or the task id and output file a text that is the
+// announcement alone gives (announced).
+func announcements(payload any) [][]string {
+	p, _ := payload.(map[string]any)
+	outputs, _ := p["outputs"].([]any)
+	var out [][]string
+	for _, o := range outputs {
+		om, _ := o.(map[string]any)
+		switch v := om["value"].(type) {
+		case map[string]any:
+			if id, ok := v["backgroundTaskId"].(string); ok {
+				out = append(out, []string{id})
+			}
+		case string:
+			if a := announced(v); len(a) > 0 {
+				out = append(out, a)
+			}
 		}
 	}
 	return out

@@ -55,7 +55,13 @@ func hold(sess *turnstate.Session, label string, hit turnstate.TaintHit, request
 		return
 	}
 	running := func(h turnstate.HeldSource) bool { return !h.Sticky }
-	if n := len(slices.DeleteFunc(slices.Clone(sess.Held), func(h turnstate.HeldSource) bool { return h.Sticky })); n >= turnstate.MaxHeldSources {
+	n := 0
+	for _, h := range sess.Held {
+		if running(h) {
+			n++
+		}
+	}
+	if n >= turnstate.MaxHeldSources {
 		victim := label
 		if !slices.ContainsFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == label && running(h) }) {
 			victim = sess.Held[slices.IndexFunc(sess.Held, running)].Label
@@ -207,30 +213,15 @@ func (e *evalCtx) rememberTasks() {
 	}
 }
 
-// backgroundTaskIDs are the task ids a result announces: the host's own
-// field (backgroundTaskId), or the announcement of a command gone on in
-// the background (announced).
+// backgroundTaskIDs is the first task id a result announces
+// (announcements).
 func backgroundTaskIDs(payload any) []string {
-	p, _ := payload.(map[string]any)
-	outputs, _ := p["outputs"].([]any)
-	var ids []string
-	for _, o := range outputs {
-		om, _ := o.(map[string]any)
-		switch v := om["value"].(type) {
-		case map[string]any:
-			if id, ok := v["backgroundTaskId"].(string); ok && id != "" {
-				ids = append(ids, id)
-			}
-		case string:
-			if a := announced(v); len(a) > 0 {
-				ids = append(ids, a[0])
-			}
-		}
-		if len(ids) > 0 {
-			return ids[:1] // one command, one task: more is text posing as them
+	for _, names := range announcements(payload) {
+		if names[0] != "" {
+			return names[:1] // one command, one task: more is text posing as them
 		}
 	}
-	return ids
+	return nil
 }
 
 // endHolds lets every held source go at the session's end (the host's
