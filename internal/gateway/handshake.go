@@ -59,6 +59,9 @@ type negotiation struct {
 	// every response that repeats it.
 	ServerHello map[string]any `json:"server_hello"`
 	Methods     []string       `json:"methods_evaluated"`
+	// Continues is, for a Claude Code conversation begun by a /clear,
+	// the session it goes on in (clear.go).
+	Continues string `json:"continues,omitempty"`
 	// At is when the negotiation was made or last found in use; rev is
 	// the bucket revision it was read at.
 	At  time.Time `json:"at"`

@@ -70,6 +70,7 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 		if err := agentViews(load, "default", ev, h.mem.Sessions[key], nil, &view, nil); err != nil {
 			h.t.Fatal(err)
 		}
+		view.GoesOn = goesOn(load, "default", ev, h.mem.Sessions[key])
 	} else {
 		cs := h.mem.Sessions[acs.SessionKey("default", child)]
 		cv := hookView(cs)

@@ -325,6 +325,9 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		return hosthook.Outcome{Failed: true, Reason: "this processor requires signed envelopes (--require-signatures), and a host's own hook cannot sign: " +
 			"use the ACS adapter, or a processor without --require-signatures for native hooks"}, true, reply{}
 	}
+	if err := g.continuation(ctx, who, ev); err != nil {
+		return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
+	}
 	key := acs.SessionKey(who.Tenant, ev.Session)
 	agentID := who.AgentID
 	if g.cfg.Handshake == HandshakeRequired {
@@ -363,6 +366,7 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		if err := agentViews(load, who.Tenant, ev, sess, nil, &view, nil); err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
+		view.GoesOn = goesOn(load, who.Tenant, ev, sess)
 	} else {
 		defer g.states.lock(childKey)()
 		cs, err := g.states.load(ctx, childKey)
@@ -395,6 +399,14 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		last = rep
 		if decision != "allow" {
 			return hosthook.Outcome{Decision: decision, Reason: reason}, true, rep
+		}
+	}
+	if view.GoesOn {
+		if err := g.handshakes.putCleared(ctx, clearedKey(who.Tenant, who.Name, ev.Cwd), ev.Session); err != nil {
+			// The new conversation will start clean: say so, loudly.
+			g.log.Error().Err(err).Str("caller", who.Name).Str("session_id", ev.Session).
+				Msg("claude-code /clear: the cleared session still has background work feeding it, and its record for the new conversation could not be stored")
+			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, last
 		}
 	}
 	return out, true, last

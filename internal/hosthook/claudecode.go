@@ -336,6 +336,14 @@ type Session struct {
 	// work, whom it may reach beside the main agent: each takes the
 	// sender's taint back as the parent does.
 	Recipients []AgentTurn
+	// GoesOn: the conversation goes on in this session past a /clear
+	// (SessionEnd reason "clear"), because something the session started
+	// still feeds it — a held source, a background task, a subagent at
+	// work — and Claude Code keeps those running into the new
+	// conversation. The caller says which (it reads the state) and sends
+	// the new conversation's events here; the SessionEnd then ends only
+	// the open turn.
+	GoesOn bool
 }
 
 // AgentTurn is a subagent's session and its open turn ("" for none).
@@ -442,6 +450,10 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 	case Stop:
 		p.endTurn("completed")
 	case SessionEnd:
+		if e.Reason == ClearReason && p.s.GoesOn {
+			p.endTurn("completed")
+			break
+		}
 		p.end(endReason(e.Reason))
 	case Notification:
 		p.respond(e.Message)
@@ -1099,6 +1111,11 @@ func wrap(in map[string]any) map[string]any {
 	}
 	return out
 }
+
+// ClearReason is SessionEnd's reason, and SessionStart's source, of a
+// /clear: the conversation starts over under a new session id while the
+// background tasks it started run on.
+const ClearReason = "clear"
 
 // endReason maps SessionEnd's reason as the adapter does.
 func endReason(r string) string {
