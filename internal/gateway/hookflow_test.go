@@ -89,7 +89,7 @@ func (h *nativeHost) event(fields map[string]any) hookResult {
 		if st.Session != "" {
 			session = st.Session
 		}
-		env, err := st.Envelope(h.host, session, ev.AgentID(), h.now.Format(hosthook.TimestampFormat))
+		env, err := st.Envelope(h.host, session, ev.AgentID(), ev.Cwd, h.now.Format(hosthook.TimestampFormat))
 		if err != nil {
 			h.t.Fatal(err)
 		}

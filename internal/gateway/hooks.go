@@ -387,7 +387,7 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		if st.Session != "" {
 			session = st.Session
 		}
-		raw, err := st.Envelope(ev.Host, session, agentID, time.Now().UTC().Format(hosthook.TimestampFormat))
+		raw, err := st.Envelope(ev.Host, session, agentID, ev.Cwd, time.Now().UTC().Format(hosthook.TimestampFormat))
 		if err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}

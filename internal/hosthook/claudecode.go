@@ -947,11 +947,15 @@ func (p *planner) respond(text string) {
 const TimestampFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Envelope is the step as an ACS JSON-RPC request of the session, sent for
-// agentID at timestamp; the JSON-RPC id is the request id.
-func (s Step) Envelope(host Host, session, agentID, timestamp string) ([]byte, error) {
+// agentID at timestamp, from the working directory cwd (metadata.cwd, a
+// turnguard extension; "" for none); the JSON-RPC id is the request id.
+func (s Step) Envelope(host Host, session, agentID, cwd, timestamp string) ([]byte, error) {
 	md := map[string]any{"agent_id": agentID, "session_id": session, "platform": string(host)}
 	if s.TurnID != "" {
 		md["turn_id"] = s.TurnID
+	}
+	if cwd != "" {
+		md["cwd"] = cwd
 	}
 	return json.Marshal(map[string]any{"jsonrpc": "2.0", "method": s.Method, "id": s.RequestID, "params": map[string]any{
 		"acs_version": "0.1.0", "request_id": s.RequestID, "timestamp": timestamp, "metadata": md, "payload": s.Payload,

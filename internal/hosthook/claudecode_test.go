@@ -109,7 +109,7 @@ func planGolden(t *testing.T, host Host, events []string) {
 				if st.Session != "" {
 					session = st.Session
 				}
-				raw, err := st.Envelope(ev.Host, session, ev.AgentID(), "2026-12-05T10:00:00.000Z")
+				raw, err := st.Envelope(ev.Host, session, ev.AgentID(), ev.Cwd, "2026-12-05T10:00:00.000Z")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -293,7 +293,7 @@ func FuzzParse(f *testing.F) {
 						t.Fatalf("%s in session %q: not a subagent's", st.Method, st.Session)
 					}
 				}
-				if _, err := st.Envelope(ev.Host, ev.Session, ev.AgentID(), "2026-12-05T10:00:00.000Z"); err != nil {
+				if _, err := st.Envelope(ev.Host, ev.Session, ev.AgentID(), ev.Cwd, "2026-12-05T10:00:00.000Z"); err != nil {
 					t.Fatalf("%s: %v", st.Method, err)
 				}
 				if !slices.Contains(Methods(ev.Host), st.Method) {

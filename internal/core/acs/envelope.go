@@ -34,6 +34,11 @@ type Metadata struct {
 	SessionID    string `json:"session_id"`
 	TurnID       string `json:"turn_id,omitempty"`
 	ParentTurnID string `json:"parent_turn_id,omitempty"`
+	// Cwd is the agent's working directory at the step, as its host
+	// reports it: a turnguard extension the native hook endpoints send
+	// (ACS has no field for it). Rules use it only to find more of what a
+	// call reads, never less.
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // Signature is the crypto-agile signature object of requests and responses.

@@ -304,12 +304,21 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	words(visit)
 	// A search reads everything under its roots: a clone there, or in
 	// the working directory a search of it reads (relative names are the
-	// working directory's), and the files a fetch saved there.
+	// working directory's), and the files a fetch saved there. Where the
+	// host said its working directory (metadata.cwd), a root and a file
+	// are also compared as absolute paths: a search of the project by its
+	// absolute path reads the clone remembered as vendor/x, and a search
+	// of "." a file remembered by its absolute path.
+	cwd := workingDir(e.in.Req)
 	for _, root := range roots {
 		everywhere := root == "/" || root == "~" || root == "~/"
 		r := strings.ToLower(cleanPath(root))
 		here := r == "" // ".", "..", "./.": the working directory, or above it
 		glob := strings.ContainsAny(r, "*?[")
+		abs := ""
+		if cwd != "" && !glob && !strings.HasPrefix(strings.TrimSpace(root), "~") && !strings.HasPrefix(strings.TrimSpace(root), "$") {
+			abs = absPath(cwd, strings.ToLower(strings.ReplaceAll(strings.TrimSpace(root), "\\", "/")))
+		}
 		for _, f := range e.sess.FileTaints {
 			p := strings.ToLower(f.Path)
 			switch {
@@ -327,8 +336,35 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			case p == r || strings.HasPrefix(p, r+"/") || f.Dir && namesDir(r, p):
 				named(f)
 			}
+			if abs != "" && !background(f) {
+				if fp := absPath(cwd, p); fp == abs || abs == "/" || strings.HasPrefix(fp, abs+"/") {
+					named(f)
+				}
+			}
 		}
 	}
+}
+
+// absPath is p from the absolute directory cwd.
+func absPath(cwd, p string) string {
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(cwd, p)
+}
+
+// workingDir is the step's working directory (metadata.cwd) as an
+// absolute path, lower-cased as remembered paths are compared; "" when the
+// envelope says none, or one not absolute.
+func workingDir(req *acs.Request) string {
+	if req == nil {
+		return ""
+	}
+	d := strings.ReplaceAll(strings.TrimSpace(req.Params.Metadata.Cwd), "\\", "/")
+	if !strings.HasPrefix(d, "/") {
+		return ""
+	}
+	return strings.ToLower(path.Clean(d))
 }
 
 // globNamesRoot reports whether a search root that is a glob (rg TODO *,
