@@ -353,11 +353,16 @@ func absPath(cwd, p string) string {
 	return path.Join(cwd, p)
 }
 
+// maxCwdBytes bounds the working directory a step may say (Linux's
+// PATH_MAX): each search root and remembered path is joined to it, so a
+// megabyte of it would cost that per pair.
+const maxCwdBytes = 4096
+
 // workingDir is the step's working directory (metadata.cwd) as an
 // absolute path, lower-cased as remembered paths are compared; "" when the
-// envelope says none, or one not absolute.
+// envelope says none, or one not absolute or longer than maxCwdBytes.
 func workingDir(req *acs.Request) string {
-	if req == nil {
+	if req == nil || len(req.Params.Metadata.Cwd) > maxCwdBytes {
 		return ""
 	}
 	d := strings.ReplaceAll(strings.TrimSpace(req.Params.Metadata.Cwd), "\\", "/")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
@@ -276,4 +277,28 @@ func deep(n int) any {
 		v = map[string]any{"inner": v}
 	}
 	return v
+}
+
+// TestWorkingDir: the working directory a step says is used only when
+// absolute and of a path's size; it is cleaned and lower-cased as
+// remembered paths are compared.
+func TestWorkingDir(t *testing.T) {
+	for _, tc := range []struct{ cwd, want string }{
+		{"", ""},
+		{"src/app", ""},
+		{`C:\Users\dev\app`, ""},
+		{"/home/Dev/app/", "/home/dev/app"},
+		{"/home/dev/app/../lib", "/home/dev/lib"},
+		{" /srv ", "/srv"},
+		{"/" + strings.Repeat("a", maxCwdBytes), ""},
+	} {
+		req := &acs.Request{}
+		req.Params.Metadata.Cwd = tc.cwd
+		if got := workingDir(req); got != tc.want {
+			t.Errorf("workingDir(%.40q) = %q, want %q", tc.cwd, got, tc.want)
+		}
+	}
+	if got := workingDir(nil); got != "" {
+		t.Errorf("workingDir(nil) = %q", got)
+	}
 }
