@@ -131,7 +131,10 @@ type Event struct {
 	Source      string
 	Model       string
 	Reason      string
-	DurationMS  *int64
+	// PermissionMode is Claude Code's permission_mode: whether a person
+	// answers the permission prompt an ask raises (askedNobody).
+	PermissionMode string
+	DurationMS     *int64
 	// fields is the whole input, for what a host's own events carry
 	// (Cursor's).
 	fields map[string]any
@@ -174,6 +177,7 @@ func Parse(host Host, body []byte) (*Event, error) {
 		{"tool_name", MaxNameBytes, &e.Tool}, {"tool_use_id", MaxIDBytes, &e.ToolUseID}, {"prompt", 0, &e.Prompt},
 		{"message", 0, &e.Message}, {"source", MaxNameBytes, &e.Source}, {"reason", MaxNameBytes, &e.Reason},
 		{"turn_id", MaxIDBytes, &e.TurnID}, {"agent_id", MaxIDBytes, &e.Subagent}, {"agent_type", MaxNameBytes, &e.AgentType},
+		{"permission_mode", MaxNameBytes, &e.PermissionMode},
 	}
 	for _, f := range fields {
 		if *f.to, err = str(f.key, f.limit); err != nil {
@@ -1176,10 +1180,15 @@ func (e *Event) Answer(o Outcome, failClosed bool) []byte {
 			return nil
 		case "ask":
 			permission = "ask"
-			if e.Host == Codex {
+			switch {
+			case e.Host == Codex:
 				// Codex does not support ask: it reports a hook error
 				// and runs the call (the ACS Codex adapter's finding).
 				permission = "deny"
+			case e.askedNobody():
+				permission = "deny"
+				reason += " (turnguard would ask you, but this session runs in permission mode " + e.PermissionMode +
+					", where nobody is asked: the call is refused)"
 			}
 		default:
 			// deny; and modify or defer, which Claude Code's answer
@@ -1197,6 +1206,15 @@ func (e *Event) Answer(o Outcome, failClosed bool) []byte {
 		return nil
 	}
 	return marshal(out)
+}
+
+// askedNobody reports whether Claude Code would answer an ask without
+// asking anyone: in bypassPermissions mode (--dangerously-skip-permissions)
+// every call not denied runs, so an ask would let the call through
+// unseen — and its result would then count as a person's approval of its
+// values; in dontAsk mode a call that would prompt is refused anyway.
+func (e *Event) askedNobody() bool {
+	return e.Host == ClaudeCode && (e.PermissionMode == "bypassPermissions" || e.PermissionMode == "dontAsk")
 }
 
 // marshal is an answer's JSON; nil for none.

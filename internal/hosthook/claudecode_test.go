@@ -208,6 +208,24 @@ func TestAnswer(t *testing.T) {
 			t.Errorf("Cursor %s %+v: %s, want %s", tt.event, tt.out, got, tt.want)
 		}
 	}
+	// Claude Code asks nobody in bypassPermissions (the call would run
+	// unseen, and its result pass for a person's approval) or dontAsk
+	// mode: deny there; other modes prompt.
+	for _, tc := range []struct{ mode, want string }{
+		{"default", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"turnguard: r"}}`},
+		{"acceptEdits", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"turnguard: r"}}`},
+		{"bypassPermissions", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r (turnguard would ask you, but this session runs in permission mode bypassPermissions, where nobody is asked: the call is refused)"}}`},
+		{"dontAsk", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r (turnguard would ask you, but this session runs in permission mode dontAsk, where nobody is asked: the call is refused)"}}`},
+	} {
+		ev := readEvent(t, "pre-tool-use")
+		if ev.PermissionMode != "default" {
+			t.Fatalf("permission_mode read as %q", ev.PermissionMode)
+		}
+		ev.PermissionMode = tc.mode
+		if got := string(ev.Answer(Outcome{Decision: "ask", Reason: "r"}, true)); got != tc.want {
+			t.Errorf("ask in %s mode: %s, want %s", tc.mode, got, tc.want)
+		}
+	}
 	// Codex does not support ask (a hook error, and the call runs): deny.
 	codexAsk := readHostEvent(t, Codex, "pre-tool-use").Answer(Outcome{Decision: "ask", Reason: "r"}, true)
 	if want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r"}}`; string(codexAsk) != want {
