@@ -51,3 +51,46 @@ func (c *collector) subcommandFetch(name string, argv []string) {
 		c.add(NPMReadme)
 	}
 }
+
+// logClients are the programs serviceLogs reads.
+var logClients = map[string]bool{"heroku": true, "fly": true, "flyctl": true, "vercel": true, "railway": true,
+	"netlify": true, "aws": true, "gcloud": true, "az": true}
+
+// serviceLogs reports whether a call prints a hosted service's logs —
+// heroku logs, aws logs tail (get-log-events, filter-log-events,
+// get-query-results, start-live-tail), gcloud logging read (and tail,
+// gcloud app|functions|run … logs read|tail), az webapp log tail (az
+// containerapp logs show, az container logs, az monitor log-analytics
+// query), fly logs, vercel logs, railway logs, netlify logs — which, as
+// kubectl logs does, prints what the service's callers sent it (a
+// request's path, a header, a form's field): Programs names it PodLogs.
+// A machine's own journal (journalctl) is not one.
+func serviceLogs(name string, argv []string) bool {
+	if !logClients[name] {
+		return false
+	}
+	ops := storageOperands(argv[1:])
+	pair := func(first, second []string) bool {
+		for i := 0; i+1 < len(ops); i++ {
+			if slices.Contains(first, ops[i]) && slices.Contains(second, ops[i+1]) {
+				return true
+			}
+		}
+		return false
+	}
+	switch name {
+	case "heroku", "fly", "flyctl", "vercel", "railway":
+		return len(ops) > 0 && ops[0] == "logs"
+	case "netlify":
+		return len(ops) > 0 && (ops[0] == "logs" || strings.HasPrefix(ops[0], "logs:"))
+	case "aws":
+		return len(ops) > 1 && ops[0] == "logs" &&
+			slices.Contains([]string{"tail", "get-log-events", "filter-log-events", "get-query-results", "start-live-tail"}, ops[1])
+	case "gcloud":
+		return pair([]string{"logging", "logs"}, []string{"read", "tail"})
+	case "az":
+		return pair([]string{"log", "logs"}, []string{"tail", "show"}) || pair([]string{"container"}, []string{"logs"}) ||
+			pair([]string{"log-analytics"}, []string{"query"})
+	}
+	return false
+}

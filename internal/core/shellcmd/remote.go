@@ -383,10 +383,12 @@ func (c *collector) kubectl(argv []string, known []bool, depth int, in *input) {
 	}
 }
 
-// PodLogs is the name Programs gives kubectl logs (oc logs, stern), and
-// docker logs (podman logs, docker compose logs): what a pod's or a
-// container's programs printed, which for a service is what its callers
-// sent it — a request's path, a header, a message body.
+// PodLogs is the name Programs gives kubectl logs (oc logs, stern),
+// docker logs (podman logs, docker compose logs) and a hosted service's
+// logs (serviceLogs: heroku logs, aws logs tail, gcloud logging read, …):
+// what a pod's, a container's or a service's programs printed, which for
+// a service is what its callers sent it — a request's path, a header, a
+// message body.
 const PodLogs = "kubectl logs"
 
 // podCommand adds the command kubectl exec or oc rsh, the subcommand at

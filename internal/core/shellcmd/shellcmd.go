@@ -475,6 +475,9 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	c.program(argv[0])
 	name := ProgramName(argv[0])
 	c.subcommandFetch(name, argv)
+	if serviceLogs(name, argv) {
+		c.add(PodLogs) // heroku logs, aws logs tail, gcloud logging read, …
+	}
 	switch name {
 	case "git":
 		c.gitFetches(argv)
@@ -677,7 +680,7 @@ var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true,
 func readPastName(n string) bool {
 	_, runs := runners[n]
 	_, fetchesCode := packageRunners[n]
-	return fetchesCode || n == "go" || n == "scp" || n == "rsync" || shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
+	return fetchesCode || logClients[n] || n == "go" || n == "scp" || n == "rsync" || shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
 		remoteRunners[n] || n == "su" || n == "doas" || awks[n]
 }
 
