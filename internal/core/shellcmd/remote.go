@@ -174,6 +174,9 @@ func (c *collector) container(argv []string, known []bool, depth int, in *input)
 		c.add(PodLogs)
 		return
 	case s == "build":
+		if remoteBuild(argv[i+1:]) {
+			c.add(RemoteCode) // docker build https://github.com/x/y.git: its RUN lines
+		}
 		if in != nil && dockerfileOnStdin(argv[i+1:]) {
 			c.dockerfile(in, depth)
 		}
@@ -256,11 +259,67 @@ func dockerfileOnStdin(args []string) bool {
 	return false
 }
 
+// buildValueOptions are docker build's, docker buildx build's and podman
+// build's options that take the next word as their value, besides
+// containerValueOptions.
+var buildValueOptions = map[string]bool{"-t": true, "--tag": true, "--build-arg": true, "--target": true,
+	"--secret": true, "--ssh": true, "--cache-from": true, "--cache-to": true, "-o": true, "--output": true,
+	"--progress": true, "--iidfile": true, "--build-context": true, "--metadata-file": true, "--builder": true,
+	"--attest": true, "--sbom": true, "--provenance": true, "--call": true, "--allow": true, "--authfile": true,
+	"--cert-dir": true, "--creds": true, "--decryption-key": true, "--jobs": true, "--sign-by": true,
+	"--timestamp": true, "--from": true, "--format": true, "--unsetenv": true, "--build-arg-file": true,
+	"--ignorefile": true, "--layer-label": true, "--manifest": true, "--retry": true, "--retry-delay": true}
+
+// remoteBuild reports whether docker build's (or podman build's)
+// arguments build from a context fetched from where they name it — a
+// git repository (https://github.com/x/y.git#main, git@host:x/y.git,
+// github.com/x/y) or a tarball's or a Dockerfile's URL — or, for podman,
+// a Containerfile's URL given to -f: the Dockerfile and its RUN lines
+// are whoever wrote them there (remote code). The context is the one
+// operand; every word not an option's value is taken for it.
+func remoteBuild(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-f" || a == "--file":
+			if i+1 < len(args) && remoteContext(args[i+1]) {
+				return true
+			}
+			i++
+		case strings.HasPrefix(a, "--file="):
+			if remoteContext(a[len("--file="):]) {
+				return true
+			}
+		case buildValueOptions[a] || containerValueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-"):
+		case remoteContext(a):
+			return true
+		}
+	}
+	return false
+}
+
+// remoteContext reports whether a build's context names another's files
+// as docker reads it: a URL (http, https, git, ssh), git@host:…, or
+// github.com/… (a repository there).
+func remoteContext(a string) bool {
+	l := strings.ToLower(a)
+	for _, p := range []string{"http://", "https://", "git://", "ssh://", "git@", "github.com/"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // dockerfile adds what a Dockerfile given on the standard input runs as
 // it builds: each RUN's shell line (continued lines joined), an exec
 // form's words; a RUN with a here-document, whose body is its script,
 // fails closed to every word after it; a Dockerfile that is not literal
-// to Unknown.
+// to Unknown. A RUN after an ADD of a URL or a git repository (ADD
+// https://…/i.sh /i.sh, RUN sh /i.sh) may run what it fetched: remote
+// code.
 func (c *collector) dockerfile(in *input, depth int) {
 	if !in.literal {
 		c.add(Unknown)
@@ -271,6 +330,7 @@ func (c *collector) dockerfile(in *input, depth int) {
 		return
 	}
 	lines := strings.Split(in.text, "\n")
+	added := false // an ADD of a URL or a repository came before
 	for k := 0; k < len(lines); k++ {
 		instr := strings.TrimSpace(lines[k])
 		if strings.HasPrefix(instr, "#") {
@@ -281,8 +341,16 @@ func (c *collector) dockerfile(in *input, depth int) {
 			instr = strings.TrimSuffix(instr, "\\") + " " + strings.TrimSpace(lines[k])
 		}
 		kw, rest, _ := strings.Cut(instr, " ")
+		if strings.EqualFold(kw, "ADD") && slices.ContainsFunc(strings.Fields(rest), remoteContext) {
+			// ADD https://…/x.sh, ADD git@host:x/y.git: another's files,
+			// which the RUN lines after it may run.
+			added = true
+		}
 		if !strings.EqualFold(kw, "RUN") {
 			continue
+		}
+		if added {
+			c.add(RemoteCode)
 		}
 		rest = strings.TrimSpace(rest)
 		for strings.HasPrefix(rest, "--") { // --mount=…, --network=…

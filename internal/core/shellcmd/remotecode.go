@@ -11,7 +11,8 @@ import (
 // github:owner/repo, npx owner/repo, bunx https://…/pkg.tgz, uvx --from
 // git+https://…, pipx run --spec git+…), uv run given a script's URL or
 // a dependency's repository (uv run https://…/tool.py, uv run --with
-// git+https://… s.py). What it prints is what the
+// git+https://… s.py), docker build (podman build, buildah bud) of a
+// repository's or a URL's context (remoteBuild). What it prints is what the
 // code's author wrote. A registry's package (npx eslint, uvx ruff) is not
 // one, as installing it is not: the project's own tools run that way —
 // nor is go run MODULE@VERSION, which the module proxy serves as a

@@ -549,6 +549,10 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		}
 	case "docker", "podman", "nerdctl", "docker-compose":
 		c.container(argv, known, depth, in)
+	case "buildah":
+		if s, i := containerSubcommand(argv); (s == "bud" || s == "build") && remoteBuild(argv[i+1:]) {
+			c.add(RemoteCode)
+		}
 	case "kubectl", "oc":
 		c.kubectl(argv, known, depth, in)
 	case "mosh":
