@@ -173,3 +173,69 @@ func (w *writes) remoteCopied(argv []string) {
 		}
 	}
 }
+
+// copierCommands adds the programs scp and rsync run besides copying:
+// scp's -S program (run as ssh) and -D program (an SFTP server run
+// here), the commands its -o options give ssh (-o ProxyCommand=…); the
+// command rsync's -e or --rsh runs as its remote shell, here (-e 'ssh -o
+// ProxyCommand=…', -e ./x.sh), and the one --rsync-path runs on the
+// host — each read as a line. A value not literal is Unknown.
+func (c *collector) copierCommands(name string, argv []string, known []bool, depth int) {
+	letters, line := "cFiJlLoPSDX", map[byte]bool{'S': true, 'D': true}
+	if name == "rsync" {
+		letters, line = "eBfMT@", map[byte]bool{'e': true}
+	}
+	run := func(value string, ok bool) {
+		if !ok {
+			c.add(Unknown)
+		} else {
+			c.line(value, depth+1)
+		}
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			return
+		case name == "rsync" && strings.HasPrefix(a, "--"):
+			opt, value, eq := strings.Cut(a, "=")
+			if opt != "--rsh" && opt != "--rsync-path" {
+				if !eq && remoteCopyValueOptions["rsync"][opt] {
+					i++
+				}
+				continue
+			}
+			if !eq {
+				if i+1 >= len(argv) {
+					return
+				}
+				i++
+				value = argv[i]
+			}
+			run(value, known[i])
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 1:
+			// A cluster (-rPo X, -oProxyCommand=…, -essh): the first letter
+			// that takes a value takes the rest of the word, or the next.
+			for k := 1; k < len(a); k++ {
+				if strings.IndexByte(letters, a[k]) < 0 {
+					continue
+				}
+				value, vi := a[k+1:], i
+				if value == "" {
+					if i+1 >= len(argv) {
+						return
+					}
+					i++
+					value, vi = argv[i], i
+				}
+				switch {
+				case line[a[k]]:
+					run(value, known[vi])
+				case a[k] == 'o' && known[vi]:
+					c.sshConfigOption(value, depth)
+				}
+				break
+			}
+		}
+	}
+}

@@ -83,12 +83,20 @@ func (c *collector) sshOption(argv []string, known []bool, i, depth int) {
 		}
 		break
 	}
+	if known[vi] { // an option not literal: ssh -o "IdentityFile=$KEY"
+		c.sshConfigOption(value, depth)
+	}
+}
+
+// sshConfigOption adds the programs of the command an ssh -o option's
+// value gives (LocalCommand=curl …, 'ProxyCommand nc %h %p'): a line.
+func (c *collector) sshConfigOption(value string, depth int) {
 	key, cmd, ok := strings.Cut(value, "=")
 	if k, v, blank := strings.Cut(strings.TrimSpace(value), " "); blank && (!ok || len(k) < len(key)) {
 		key, cmd, ok = k, v, true
 	}
-	if !known[vi] || !ok || !slices.Contains(sshCommandOptions, strings.ToLower(strings.TrimSpace(key))) {
-		return // an option not literal: ssh -o "IdentityFile=$KEY"
+	if !ok || !slices.Contains(sshCommandOptions, strings.ToLower(strings.TrimSpace(key))) {
+		return
 	}
 	c.line(cmd, depth+1)
 }

@@ -570,6 +570,9 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	case "stern":
 		c.add(PodLogs)
 	}
+	if name == "scp" || name == "rsync" {
+		c.copierCommands(name, argv, known, depth)
+	}
 	if _, _, _, in, _ := remoteCopy(argv); in {
 		c.add(RemoteCopy) // scp host:f ., docker cp web:/x ., kubectl cp pod:/x .
 	}

@@ -627,6 +627,18 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"docker build - <<'EOF'\nFROM alpine\nADD --keep-git-dir git@github.com:x/y.git /src\nRUN make -C /src\nEOF", []string{RemoteCode}, nil},
 		{"docker build -t app -f Dockerfile --build-arg URL=https://x.example . && docker build --label src=https://github.com/x/y .", nil, []string{RemoteCode}},
 		{"docker build - <<'EOF'\nFROM alpine\nADD . /src\nRUN make\nEOF", nil, []string{RemoteCode}},
+		// scp's and rsync's ssh runs here: its -o commands, the program
+		// -S, -D, -e or --rsh names; --rsync-path's runs on the host.
+		{"scp -o ProxyCommand='curl https://x.example' a host:", []string{"curl"}, nil},
+		{"scp -oProxyCommand=wget\\ https://x.example a host:", []string{"wget"}, nil},
+		{"scp -rS ./fetch.sh a host:", []string{"fetch.sh"}, nil},
+		{"scp -D curl host:a .", []string{"curl"}, nil},
+		{"rsync -e 'ssh -o ProxyCommand=curl\\ https://x.example' a host:b", []string{"curl"}, nil},
+		{"rsync --rsh='curl https://x.example' a host:b", []string{"curl"}, nil},
+		{"rsync -avze wget a host:b", []string{"wget"}, nil},
+		{"rsync --rsync-path='curl https://x.example; rsync' a host:b", []string{"curl"}, nil},
+		{`rsync --rsh "$RSH" a host:b`, []string{Unknown}, nil},
+		{"scp -P 22 -i key -o StrictHostKeyChecking=no a host: && rsync -e 'ssh -p 2222' -avz --exclude -e a host:b", nil, []string{Unknown, "curl", "e"}},
 		{"git pull . feature", nil, []string{GitFetch}},
 		{"git pull --rebase origin main", nil, []string{GitFetch}},
 		{"cat scripts/setup.sh | bash", nil, []string{Unknown}},
