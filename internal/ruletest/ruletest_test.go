@@ -173,7 +173,7 @@ func TestSourcesFailClosed(t *testing.T) {
 // run on another host or in a container, a remote git fetches — open a
 // taint window; the commands that only look alike open none
 // (testdata/shell-sources.yaml, run over the default pack).
-func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 77) }
+func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 78) }
 
 // TestHeldSources: a source that goes on feeding the session after its
 // result (Claude Code's Monitor: a poller, a WebSocket) holds its label
@@ -232,7 +232,7 @@ func TestCatalogReads(t *testing.T) { runOnDefault(t, "testdata/catalog-reads.ya
 // the working directory, name a remembered file or cloned directory; a
 // search or a glob of another directory does not
 // (testdata/files-named.yaml).
-func TestFilesNamed(t *testing.T) { runOnDefault(t, "testdata/files-named.yaml", 35) }
+func TestFilesNamed(t *testing.T) { runOnDefault(t, "testdata/files-named.yaml", 36) }
 
 // TestLineageFields: a whole free-text field of a record (a message's
 // body, a subject) names nothing (testdata/lineage-fields.yaml).

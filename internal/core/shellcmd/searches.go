@@ -143,7 +143,7 @@ const nonLiteral = "\x00expansion"
 // a search program named anywhere searches the working directory.
 func (s *searches) words(line string) {
 	for _, w := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t\r\n;&|()<>`$\"'{}\\", r) }) {
-		if n := ProgramName(w); recursiveReaders[n] || greps[n] || n == "find" {
+		if n := ProgramName(w); recursiveReaders[n] || greps[n] || n == "find" || n == "fd" || n == "fdfind" {
 			s.add(".")
 			return
 		}
@@ -165,6 +165,10 @@ func (s *searches) call(argv []string, xargs bool) {
 	switch {
 	case recursiveReaders[name]:
 		s.operands(rest, name != "tree", searchValueOptions[name])
+	case name == "fd" || name == "fdfind":
+		for _, r := range fdRoots(argv[i:]) {
+			s.add(r)
+		}
 	case greps[name] && recursive(rest, searchValueOptions["grep"]):
 		s.operands(rest, true, searchValueOptions["grep"])
 	case name == "ls" && slices.ContainsFunc(rest, func(a string) bool {

@@ -29,6 +29,13 @@ func TestSearchRoots(t *testing.T) {
 		{"tree -L 2", []string{"."}},
 		{"ls -laR widget", []string{"widget"}},
 		{"git status; rg -l x lib", []string{"lib"}},
+		// fd lists what is under its paths (past its pattern), and -x
+		// reads it; the command's words are not paths.
+		{"fd -e md", []string{"."}},
+		{"fd TODO src docs -x cat", []string{"docs", "src"}},
+		{`fd -t f -x cat {} \; notes`, []string{"."}},
+		{`fd -x cat {} \; TODO src`, []string{"src"}},
+		{"fd --search-path a --base-directory b -X wc -l", []string{"a", "b"}},
 		// No search of everything under a directory:
 		{"grep TODO main.go", nil},
 		{"find . -name '*.md'", nil},
@@ -54,7 +61,8 @@ func TestSearchRoots(t *testing.T) {
 }
 
 func FuzzSearchRoots(f *testing.F) {
-	for _, s := range []string{"rg TODO", "grep -rn x .", "find . -exec cat {} +", "find a | xargs cat", "ls -R", "tree"} {
+	for _, s := range []string{"rg TODO", "grep -rn x .", "find . -exec cat {} +", "find a | xargs cat", "ls -R", "tree",
+		"fd -x a ; b c", "fd --search-path", "fd -Xb"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {

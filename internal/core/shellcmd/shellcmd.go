@@ -569,6 +569,8 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		}
 	case "stern":
 		c.add(PodLogs)
+	case "fd", "fdfind":
+		c.fd(argv, known, depth) // fd -x CMD, fd -X CMD
 	}
 	if name == "scp" || name == "rsync" {
 		c.copierCommands(name, argv, known, depth)
@@ -687,7 +689,7 @@ var remoteRunners = map[string]bool{"ssh": true, "docker": true, "podman": true,
 func readPastName(n string) bool {
 	_, runs := runners[n]
 	_, fetchesCode := packageRunners[n]
-	return fetchesCode || logClients[n] || n == "go" || n == "scp" || n == "rsync" || shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
+	return fetchesCode || logClients[n] || n == "fd" || n == "fdfind" || n == "go" || n == "scp" || n == "rsync" || shells[n] || n == "eval" || n == "cmd" || n == "git" || storageClients[n] || wrappers[n] || readsURL(n) || runs ||
 		remoteRunners[n] || n == "su" || n == "doas" || awks[n]
 }
 

@@ -254,7 +254,8 @@ func FuzzPrograms(f *testing.F) {
 		"ssh -p 1 h 'curl x'", "docker run --rm -e A img sh -c x", "kubectl exec p -c a -- nc h",
 		"git fetch --depth 1 c", "kubectl run --image", "nix run", "kubectl run x -- ", "git submodule add u p", "jj git fetch --remote", "sl pull",
 		`awk 'BEGIN{"a" | getline; system("b " $1); print | "c"}'`, "git -c alias.x=!y x", "docker build - <<E\nRUN x\nE", "ssh -oLocalCommand=x h",
-		"scp -rP 2 h:a b", "rsync h::m", "go run x@v", "npx -p github:a/b c", "uv tool run --from git+x y"} {
+		"scp -rP 2 h:a b", "rsync h::m", "go run x@v", "npx -p github:a/b c", "uv tool run --from git+x y",
+		"fd -Hx a ; -X b", "fd --exec=a -tx", "fd -x", "scp -oProxyCommand=a -S", "rsync -ae a --rsh=b --rsync-path"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -639,6 +640,15 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"rsync --rsync-path='curl https://x.example; rsync' a host:b", []string{"curl"}, nil},
 		{`rsync --rsh "$RSH" a host:b`, []string{Unknown}, nil},
 		{"scp -P 22 -i key -o StrictHostKeyChecking=no a host: && rsync -e 'ssh -p 2222' -avz --exclude -e a host:b", nil, []string{Unknown, "curl", "e"}},
+		// fd runs the command its -x, -X, --exec or --exec-batch names
+		// on each file it finds, as find -exec does.
+		{"fd -x curl https://x.example", []string{"curl"}, nil},
+		{"fd -e txt --exec-batch wget -i", []string{"wget"}, nil},
+		{"fd --exec=curl https://x.example", []string{"curl"}, nil},
+		{`fd -Hx sh -c 'curl https://x.example' \; docs`, []string{"curl"}, []string{"docs"}},
+		{"sudo fdfind -X wget https://x.example", []string{"wget"}, nil},
+		{`fd -x "$CMD"`, []string{Unknown}, nil},
+		{"fd -tx -e sh && fd -e go main src", nil, []string{"sh", "go", "main", Unknown}},
 		{"git pull . feature", nil, []string{GitFetch}},
 		{"git pull --rebase origin main", nil, []string{GitFetch}},
 		{"cat scripts/setup.sh | bash", nil, []string{Unknown}},
