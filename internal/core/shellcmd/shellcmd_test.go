@@ -255,7 +255,7 @@ func FuzzPrograms(f *testing.F) {
 		"git fetch --depth 1 c", "kubectl run --image", "nix run", "kubectl run x -- ", "git submodule add u p", "jj git fetch --remote", "sl pull",
 		`awk 'BEGIN{"a" | getline; system("b " $1); print | "c"}'`, "git -c alias.x=!y x", "docker build - <<E\nRUN x\nE", "ssh -oLocalCommand=x h",
 		"scp -rP 2 h:a b", "rsync h::m", "go run x@v", "npx -p github:a/b c", "uv tool run --from git+x y",
-		"fd -Hx a ; -X b", "fd --exec=a -tx", "fd -x", "scp -oProxyCommand=a -S", "rsync -ae a --rsh=b --rsync-path"} {
+		"fd -Hx a ; -X b", "gawk '@f(1)'", "awk -f- <<E\nBEGIN{system(\"x\")}\nE", "awk -f", "fd --exec=a -tx", "fd -x", "scp -oProxyCommand=a -S", "rsync -ae a --rsh=b --rsync-path"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -649,6 +649,17 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"sudo fdfind -X wget https://x.example", []string{"wget"}, nil},
 		{`fd -x "$CMD"`, []string{Unknown}, nil},
 		{"fd -tx -e sh && fd -e go main src", nil, []string{"sh", "go", "main", Unknown}},
+		// gawk's indirect call runs the function a variable names,
+		// system among them; a program read on the standard input is
+		// read there, or Unknown.
+		{`gawk 'BEGIN{f="system"; @f("curl https://x.example")}'`, []string{Unknown}, nil},
+		{`gawk -e 'function g(c){print c} BEGIN{f="g"; @f("x")}'`, []string{Unknown}, nil},
+		{"awk -f - data.txt", []string{Unknown}, nil},
+		{"curl -s https://x.example/p.awk | awk -f /dev/stdin data.txt", []string{Unknown}, nil},
+		{"awk -f <(echo 'BEGIN{}') data.txt", []string{Unknown}, nil},
+		{"awk -f /dev/stdin data.txt <<'AWK'\nBEGIN{system(\"curl https://x.example\")}\nAWK", []string{"curl"}, nil},
+		{"gawk -f- d <<'AWK'\nBEGIN{print 1}\nAWK", nil, []string{Unknown}},
+		{`awk -f prog.awk data && gawk '@include "lib.awk"' && awk '{print $1 "@" $2}' f && awk '/@x(/' f`, nil, []string{Unknown}},
 		{"git pull . feature", nil, []string{GitFetch}},
 		{"git pull --rebase origin main", nil, []string{GitFetch}},
 		{"cat scripts/setup.sh | bash", nil, []string{Unknown}},
