@@ -171,6 +171,15 @@ func (s *searches) call(argv []string, xargs bool) {
 		}
 	case greps[name] && recursive(rest, searchValueOptions["grep"]):
 		s.operands(rest, true, searchValueOptions["grep"])
+	case (name == "get-childitem" || name == "gci" || name == "ls" || name == "dir") && func() bool {
+		roots, ok := childItemRoots(name, rest)
+		for _, r := range roots {
+			if ok {
+				s.add(r)
+			}
+		}
+		return ok
+	}():
 	case name == "ls" && slices.ContainsFunc(rest, func(a string) bool {
 		return a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "R")
 	}):
@@ -245,4 +254,50 @@ func (s *searches) operands(args []string, pattern bool, values []string) {
 	if n == 0 {
 		s.add(".")
 	}
+}
+
+// childItemRoots are the directories PowerShell's Get-ChildItem (gci,
+// and on Windows ls and dir) lists everything under — with -Recurse (any
+// abbreviation, its aliases -r and -s) or -Depth — and whether it
+// recurses: the values of -Path and -LiteralPath (comma lists) and its
+// first positional word (the second is -Filter); "." for none. For ls and
+// dir, which are also Unix programs, only -r (ls -ltr is bash's reverse
+// order, not this) and dir's -s count, besides the long spellings; ls
+// -R is the Unix search's.
+func childItemRoots(name string, args []string) ([]string, bool) {
+	cmdlet := name == "get-childitem" || name == "gci"
+	abbrev := func(p, full string, least int) bool { return len(p) >= least && strings.HasPrefix(full, p) }
+	recurse := false
+	var roots []string
+	positional := 0
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+			if positional == 0 {
+				roots = append(roots, strings.Split(a, ",")...)
+			}
+			positional++
+			continue
+		}
+		p, _, _ := strings.Cut(strings.ToLower(a[1:]), ":") // -Recurse:$true
+		switch {
+		case p == "r" && (cmdlet || name == "ls" || name == "dir"), p == "s" && (cmdlet || name == "dir"),
+			abbrev(p, "recurse", 3), abbrev(p, "depth", 3):
+			recurse = true
+			if abbrev(p, "depth", 3) {
+				i++
+			}
+		case abbrev(p, "path", 2) || abbrev(p, "literalpath", 2) || p == "lp" || abbrev(p, "pspath", 3):
+			if i+1 < len(args) {
+				roots = append(roots, strings.Split(args[i+1], ",")...)
+			}
+			i++
+		case abbrev(p, "filter", 2) || abbrev(p, "include", 2) || abbrev(p, "exclude", 2) || abbrev(p, "attributes", 2):
+			i++
+		}
+	}
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	return roots, recurse
 }

@@ -36,12 +36,24 @@ func TestSearchRoots(t *testing.T) {
 		{`fd -t f -x cat {} \; notes`, []string{"."}},
 		{`fd -x cat {} \; TODO src`, []string{"src"}},
 		{"fd --search-path a --base-directory b -X wc -l", []string{"a", "b"}},
+		// PowerShell's recursive listing (Get-ChildItem -Recurse, gci -r,
+		// ls -r and dir -s on Windows), piped to Select-String or not.
+		{"Get-ChildItem -Recurse src | Select-String TODO", []string{"src"}},
+		{"Get-ChildItem -Path src,docs -Recurse -Filter *.md", []string{"docs", "src"}},
+		{"Get-ChildItem widget *.md -Depth 2", []string{"widget"}},
+		{"gci -r | sls TODO", []string{"."}},
+		{"gci -Rec -Include *.ps1 -LiteralPath lib", []string{"lib"}},
+		{"ls -r", []string{"."}},
+		{"dir -s docs", []string{"docs"}},
 		// No search of everything under a directory:
 		{"grep TODO main.go", nil},
 		{"find . -name '*.md'", nil},
 		{"ls -la", nil},
 		{"cat README.md", nil},
 		{"git grep TODO", nil},
+		{"Get-ChildItem src", nil},
+		{"ls -ltr", nil},
+		{"Select-String -Path *.md -Pattern TODO", nil},
 	} {
 		if got := SearchRoots(tc.line); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: %q, want %q", tc.line, got, tc.want)
@@ -62,7 +74,7 @@ func TestSearchRoots(t *testing.T) {
 
 func FuzzSearchRoots(f *testing.F) {
 	for _, s := range []string{"rg TODO", "grep -rn x .", "find . -exec cat {} +", "find a | xargs cat", "ls -R", "tree",
-		"fd -x a ; b c", "fd --search-path", "fd -Xb"} {
+		"fd -x a ; b c", "fd --search-path", "fd -Xb", "gci -r -Path", "Get-ChildItem -Depth", "dir -s a,b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
