@@ -173,7 +173,7 @@ func TestSourcesFailClosed(t *testing.T) {
 // run on another host or in a container, a remote git fetches — open a
 // taint window; the commands that only look alike open none
 // (testdata/shell-sources.yaml, run over the default pack).
-func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 79) }
+func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 81) }
 
 // TestHeldSources: a source that goes on feeding the session after its
 // result (Claude Code's Monitor: a poller, a WebSocket) holds its label

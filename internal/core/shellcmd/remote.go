@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Commands run elsewhere — on another host (ssh HOST 'curl …'), in a
@@ -139,7 +141,110 @@ func (c *collector) remoteLine(words []string, known []bool, depth int, in *inpu
 		c.add(Unknown)
 		return
 	}
-	c.line(strings.Join(words, " "), depth+1)
+	line := strings.Join(words, " ")
+	if c.spend(len(line)/2+1) && printsHostFile(line) {
+		// ssh host cat /var/log/nginx/access.log is scp
+		// host:/var/log/nginx/access.log /dev/stdout.
+		c.add(RemoteCopy)
+	}
+	c.line(line, depth+1)
+}
+
+// fileFirstOperand are the programs printsHostFile takes for printing a
+// file they are given, and whether their first operand is not a file —
+// grep's pattern, sed's script, jq's filter (unless -e, -f or --regexp
+// gives it).
+var fileFirstOperand = map[string]bool{"cat": false, "tac": false, "nl": false, "head": false, "tail": false,
+	"strings": false, "od": false, "base64": false, "rev": false, "cut": false, "paste": false, "column": false,
+	"sort": false, "uniq": false, "comm": false, "diff": false, "grep": true, "egrep": true, "fgrep": true,
+	"rg": true, "sed": true, "jq": true}
+
+// fileValueOptions are those programs' options that take the next word
+// as their value (head -n 100, cut -d :, grep -A 3); jq's --arg and
+// --argjson take two.
+var fileValueOptions = map[string][]string{
+	"head": {"-n", "-c"}, "tail": {"-n", "-c", "-s", "--pid"}, "cut": {"-d", "-f", "-c", "-b"},
+	"sort": {"-k", "-t", "-S", "-T"}, "uniq": {"-f", "-s", "-w"}, "od": {"-A", "-j", "-N", "-t", "-w"},
+	"nl": {"-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"}, "base64": {"-w"},
+	"column": {"-s", "-c", "-o"}, "strings": {"-n", "-t", "-e"}, "diff": {"-U", "-C"},
+	"grep": searchValueOptions["grep"], "egrep": searchValueOptions["grep"], "fgrep": searchValueOptions["grep"],
+	"rg": searchValueOptions["rg"], "sed": {"-e", "-f", "-l"}, "jq": {"--arg", "--argjson", "--indent"},
+}
+
+// printsHostFile reports whether a line another host runs only reads
+// (ReadsOnly; past a leading sudo and its options) and prints a file it
+// names there — cat, head, tail, grep, sed -n, jq … of a path: the
+// file's content comes back, as scp's copy of it to the standard output
+// would (RemoteCopy). A command that names no file (ssh host uptime,
+// ssh host ls /var/log, ssh host git log) is not one.
+func printsHostFile(line string) bool {
+	if f := strings.Fields(line); len(f) > 1 && f[0] == "sudo" {
+		i := 1
+		for i < len(f) && strings.HasPrefix(f[i], "-") {
+			if f[i] == "-u" || f[i] == "-g" || sudoValueOptions[f[i]] {
+				i++
+			}
+			i++
+		}
+		line = strings.Join(f[min(i, len(f)):], " ")
+	}
+	if !ReadsOnly(line) {
+		return false
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		return false
+	}
+	found := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || found || len(call.Args) == 0 {
+			return !found
+		}
+		argv := make([]string, len(call.Args))
+		for i, w := range call.Args {
+			argv[i], _ = literal(w)
+		}
+		found = namesFileToPrint(argv)
+		return !found
+	})
+	return found
+}
+
+// namesFileToPrint reports whether a command of fileFirstOperand's
+// prints a file an operand names (not the standard input's -).
+func namesFileToPrint(argv []string) bool {
+	name := ProgramName(argv[0])
+	pattern, ok := fileFirstOperand[name]
+	if !ok {
+		return false
+	}
+	if pattern && name != "jq" && slices.ContainsFunc(argv[1:], func(a string) bool {
+		return a == "-e" || a == "-f" || strings.HasPrefix(a, "--regexp") || strings.HasPrefix(a, "--file") ||
+			strings.HasPrefix(a, "--expression")
+	}) {
+		pattern = false
+	}
+	dashes := false
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case !dashes && a == "--":
+			dashes = true
+		case !dashes && strings.HasPrefix(a, "-") && a != "-":
+			if slices.Contains(fileValueOptions[name], a) {
+				i++
+				if a == "--arg" || a == "--argjson" {
+					i++ // jq --arg NAME VALUE
+				}
+			}
+		case pattern:
+			pattern = false
+		case a != "-":
+			return true
+		}
+	}
+	return false
 }
 
 // containerValueOptions are the options of docker's and podman's run,

@@ -660,6 +660,19 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		{"awk -f /dev/stdin data.txt <<'AWK'\nBEGIN{system(\"curl https://x.example\")}\nAWK", []string{"curl"}, nil},
 		{"gawk -f- d <<'AWK'\nBEGIN{print 1}\nAWK", nil, []string{Unknown}},
 		{`awk -f prog.awk data && gawk '@include "lib.awk"' && awk '{print $1 "@" $2}' f && awk '/@x(/' f`, nil, []string{Unknown}},
+		// A line another host runs that only reads and prints a file
+		// there is scp host:f /dev/stdout: a remote copy. One that names
+		// no file, or does more than read, is not.
+		{"ssh host cat /var/log/nginx/access.log", []string{RemoteCopy}, nil},
+		{"ssh host tail -n 100 /srv/app/log/production.log", []string{RemoteCopy}, nil},
+		{"ssh deploy@host 'tail -n 500 /var/log/syslog | grep -i error'", []string{RemoteCopy}, nil},
+		{"ssh host sudo -u www tail -f /srv/app/log/production.log", []string{RemoteCopy}, nil},
+		{"ssh host sed -n 1,50p /etc/nginx/nginx.conf", []string{RemoteCopy}, nil},
+		{"ssh host grep -A 3 error /var/log/app.log", []string{RemoteCopy}, nil},
+		{"mosh host -- cat /etc/motd", []string{RemoteCopy}, nil},
+		{"ssh host uptime; ssh host ls /var/log; ssh host git log; ssh host head -n 5; ssh host grep error; ssh host 'systemctl status x'",
+			nil, []string{RemoteCopy}},
+		{"ssh host 'cat /etc/os-release > /tmp/x'; ssh host 'cat f; rm f'; ssh host cat -", nil, []string{RemoteCopy}},
 		{"git pull . feature", nil, []string{GitFetch}},
 		{"git pull --rebase origin main", nil, []string{GitFetch}},
 		{"cat scripts/setup.sh | bash", nil, []string{Unknown}},
@@ -708,6 +721,8 @@ func TestReadingIsBounded(t *testing.T) {
 		"docker build - <<'EOF'\nFROM a\nRUN " + strings.Repeat("sshpass --a --b --c ", 5) + "curl" + pad + "\nEOF",
 		strings.Repeat("docker run --a --b --c alpine ", 4) + "sh -c 'curl" + pad + "'",
 		strings.Repeat("mosh h -- ", 5) + "curl" + pad,
+		strings.Repeat("ssh h ", 5) + "cat" + pad,
+		"ssh h sudo -u x 'tail -n 1" + pad + " | grep -e y" + pad + "' && curl",
 		strings.Repeat("gcloud compute ssh vm -- ", 5) + "curl" + pad,
 	} {
 		var c collector
