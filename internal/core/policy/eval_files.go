@@ -213,9 +213,11 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	var take func(f turnstate.FileTaint)
 	var roots []string
 	namesOnly := false
+	cwd := workingDir(e.in.Req)
 	switch e.hook {
 	case "toolCallRequest":
 		t := e.toolView()
+		cwd = commandDir(t, cwd)
 		// A Glob or a listing of a directory answers with names, not what
 		// the files say: a *.md after a fetch saved notes.md brings
 		// nothing of it in. The names in a directory a clone filled are
@@ -309,7 +311,6 @@ func (e *evalCtx) taintFileReads(res *Result) {
 	// are also compared as absolute paths: a search of the project by its
 	// absolute path reads the clone remembered as vendor/x, and a search
 	// of "." a file remembered by its absolute path.
-	cwd := workingDir(e.in.Req)
 	for _, root := range roots {
 		everywhere := root == "/" || root == "~" || root == "~/"
 		r := strings.ToLower(cleanPath(root))
@@ -343,6 +344,26 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			}
 		}
 	}
+}
+
+// commandDir is the directory a call's command runs in: its working
+// directory argument (Codex's workdir) from cwd, when it has one; cwd
+// otherwise ("" when neither is absolute).
+func commandDir(t *ToolView, cwd string) string {
+	for _, k := range dirArgs {
+		d, ok := t.Args[k].(string)
+		if d = strings.ToLower(strings.ReplaceAll(strings.TrimSpace(d), "\\", "/")); !ok || d == "" || len(d) > maxCwdBytes {
+			continue
+		}
+		switch {
+		case path.IsAbs(d):
+			return path.Clean(d)
+		case cwd != "":
+			return path.Join(cwd, d)
+		}
+		return ""
+	}
+	return cwd
 }
 
 // absPath is p from the absolute directory cwd.
