@@ -239,9 +239,10 @@ func TestFilesNamed(t *testing.T) { runOnDefault(t, "testdata/files-named.yaml",
 func TestLineageFields(t *testing.T) { runOnDefault(t, "testdata/lineage-fields.yaml", 2) }
 
 // TestLineageSpelling: an account spelt with invisible or compatibility
-// characters, or wrapped, is traced to the page
+// characters, or wrapped, and an address or an account written with
+// look-alike letters or spelt out, are traced to the page
 // (testdata/lineage-spelling.yaml).
-func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spelling.yaml", 2) }
+func TestLineageSpelling(t *testing.T) { runOnDefault(t, "testdata/lineage-spelling.yaml", 4) }
 
 // TestLineageBodies: a link passed on in any argument, not only one named
 // like a body (testdata/lineage-bodies.yaml).

@@ -158,9 +158,52 @@ type tok struct {
 
 func (ix *Index) classifyText(s string) Lineage {
 	var all []tok
-	each(normal(s), func(t string, h uint64, k kind) { all = append(all, tok{text: t, hash: h, k: k}) })
+	n := normal(s)
+	each(n, func(t string, h uint64, k kind) { all = append(all, tok{text: t, hash: h, k: k}) })
 	if len(all) == 0 {
 		return Lineage{Origin: FromNothing}
+	}
+	// A value with look-alike letters is traced to contents folded, and
+	// to the user's words as it writes them (normalExact): exact maps the
+	// hash of each of its tokens to the hash of the token unfolded — of
+	// a spelling the user did not write when the value writes the token
+	// two ways — or to 0, trusted nowhere, when the value's tokens,
+	// folded and not, do not pair up (a cut falling elsewhere).
+	var exact map[uint64]uint64
+	if x := exactOf(s, n); x != n {
+		exact = map[uint64]uint64{}
+		i := 0
+		each(x, func(t string, h uint64, k kind) {
+			if i < len(all) && all[i].k == k && foldLookalikes(t) == all[i].text {
+				if e, ok := exact[all[i].hash]; !ok || ix.isTrusted(e) {
+					exact[all[i].hash] = h
+				}
+			} else {
+				i = len(all) + 1 // they do not pair up
+			}
+			i++
+		})
+		if i != len(all) {
+			for _, t := range all {
+				exact[t.hash] = 0
+			}
+		}
+	}
+	// isTrusted reports whether the user wrote t as the value does.
+	isTrusted := func(t tok) bool {
+		if h, ok := exact[t.hash]; ok {
+			return ix.isTrusted(h)
+		}
+		return ix.isTrusted(t.hash)
+	}
+	// untrustedSource is where t was first seen, folded; or as the value
+	// writes it (a state written before kept contents unfolded).
+	untrustedSource := func(t tok) (int, bool) {
+		src, ok := ix.untrustedSource(t.hash)
+		if h := exact[t.hash]; !ok && h != 0 {
+			return ix.untrustedSource(h)
+		}
+		return src, ok
 	}
 	// One entry a token, a matter if it was ever emitted as one; sorted
 	// by hash, so the evidence cited does not depend on map order.
@@ -191,23 +234,23 @@ func (ix *Index) classifyText(s string) Lineage {
 	minor := minorParts(toks)
 	var trustedWhole []string
 	for _, t := range toks {
-		if t.k == matter && len(t.text) > minMatter && ix.isTrusted(t.hash) {
+		if t.k == matter && len(t.text) > minMatter && isTrusted(t) {
 			trustedWhole = append(trustedWhole, t.text)
 		}
 	}
 	covered := func(t tok) bool {
 		return slices.ContainsFunc(trustedWhole, func(w string) bool { return len(w) > len(t.text) && strings.Contains(w, t.text) })
 	}
-	if len(trustedWhole) > 0 && !slices.ContainsFunc(toks, func(t tok) bool { return t.k != pair && !ix.isTrusted(t.hash) && !covered(t) }) {
+	if len(trustedWhole) > 0 && !slices.ContainsFunc(toks, func(t tok) bool { return t.k != pair && !isTrusted(t) && !covered(t) }) {
 		// Every word of the value is the user's or a part of what the
 		// user typed whole.
 		return Lineage{Origin: FromUser}
 	}
 	for _, t := range toks {
-		if t.k != matter || ix.isTrusted(t.hash) || ix.isOwn(t.hash) || minor[t.text] || covered(t) {
+		if t.k != matter || isTrusted(t) || ix.isOwn(t.hash) || minor[t.text] || covered(t) {
 			continue
 		}
-		if src, ok := ix.untrustedSource(t.hash); ok {
+		if src, ok := untrustedSource(t); ok {
 			cite(t, src)
 			if out.Evidence != Identifier {
 				out.Evidence = Number
@@ -224,10 +267,10 @@ func (ix *Index) classifyText(s string) Lineage {
 		if out.Origin == FromUntrusted {
 			break
 		}
-		if t.k != matter || !strings.ContainsFunc(t.text, unicode.IsLetter) || ix.isTrusted(t.hash) {
+		if t.k != matter || !strings.ContainsFunc(t.text, unicode.IsLetter) || isTrusted(t) {
 			continue
 		}
-		if _, ok := ix.untrustedSource(t.hash); ok {
+		if _, ok := untrustedSource(t); ok {
 			continue
 		}
 		if src, ok := ix.assembled(t.text); ok {
@@ -255,9 +298,9 @@ func (ix *Index) classifyText(s string) Lineage {
 	var words, pairs, singles int
 	var trusted, seen, pairsSeen, pairsUntrusted int
 	for _, t := range toks {
-		_, u := ix.untrustedSource(t.hash)
+		_, u := untrustedSource(t)
 		u = u && !ix.isOwn(t.hash) // the model's before any content's
-		tr := ix.isTrusted(t.hash)
+		tr := isTrusted(t)
 		if t.k == pair {
 			pairs++
 			if tr || u {
@@ -288,10 +331,10 @@ func (ix *Index) classifyText(s string) Lineage {
 	// it. Common words found apart do not make a phrase.
 	if words <= maxShortWords && seen == singles && pairsSeen == pairs && (pairs == 0 || pairsUntrusted > 0) {
 		for _, t := range toks {
-			if t.k == pair || ix.isTrusted(t.hash) {
+			if t.k == pair || isTrusted(t) {
 				continue
 			}
-			src, _ := ix.untrustedSource(t.hash)
+			src, _ := untrustedSource(t)
 			cite(t, src)
 		}
 		out.Evidence = Words

@@ -178,12 +178,13 @@ func fnvAdd(h uint64, s string) uint64 {
 	return h
 }
 
-// tokenHashes returns the hashes of the tokens of texts, sorted and
+// tokenHashes returns the hashes of the tokens of texts as the trusted
+// set keeps them (normalExact: look-alikes not folded), sorted and
 // distinct.
 func tokenHashes(texts ...string) []uint64 {
 	var hs []uint64
 	for _, t := range texts {
-		each(normal(t), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
+		each(normalExact(t), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
 	}
 	slices.Sort(hs)
 	return slices.Compact(hs)
@@ -252,9 +253,17 @@ func (ix *Index) addTrustedHashes(hs []uint64) {
 	ix.Full = ix.Full || full
 }
 
-// AddUntrusted indexes the tokens of untrusted content src brought.
+// AddUntrusted indexes the tokens of untrusted content src brought, its
+// look-alike letters folded (normal), and the identifiers it spells out
+// (spelt.go).
 func (ix *Index) AddUntrusted(text string, src Source) {
-	ix.addUntrustedHashes(tokenHashes(text), src)
+	var hs []uint64
+	add := func(_ string, h uint64, _ kind) { hs = append(hs, h) }
+	n := normal(text)
+	each(n, add)
+	spelt(n, func(t string) { add(t, hashOf(t), matter) })
+	slices.Sort(hs)
+	ix.addUntrustedHashes(slices.Compact(hs), src)
 }
 
 // Distrust makes what the index took for the user's words untrusted

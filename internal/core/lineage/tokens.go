@@ -325,21 +325,59 @@ func percentDecoded(c string) (string, bool) {
 
 // normal is the form texts and values are tokenised in: lower case, and —
 // for text that is not ASCII — compatibility forms folded (NFKC: a
-// fullwidth "ＣＨ９３" is "ch93", a no-break space a space) and the
+// fullwidth "ＣＨ９３" is "ch93", a no-break space a space), the
 // characters that show nothing dropped (format characters: zero-width
-// spaces and joiners, soft hyphens; variation selectors). A page can
-// write an account with them between its characters; a model copying it
-// leaves them out.
-func normal(s string) string {
+// spaces and joiners, soft hyphens; variation selectors) and letters of
+// other scripts that look like Latin ones folded to those (lookalike.go:
+// a Cyrillic "а" is "a"). A page can write an account with them between
+// its characters, or an address with them for its letters; a model
+// copying it leaves them out.
+func normal(s string) string { return normalForm(s, true) }
+
+// normalExact is normal without the look-alikes folded: the form the
+// user's words are kept in, so that a value is the user's only as the
+// user wrote it — "аlice@example.com" with a Cyrillic "а", a page's
+// look-alike of the user's address, is not the user's
+// "alice@example.com".
+func normalExact(s string) string { return normalForm(s, false) }
+
+func normalForm(s string, fold bool) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
-			return strings.ToLower(strings.Map(func(r rune) rune {
+			return strings.Map(func(r rune) rune {
+				if r < utf8.RuneSelf {
+					return unicode.ToLower(r)
+				}
 				if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) {
 					return -1
 				}
+				r = unicode.ToLower(r)
+				if l, ok := lookalike(r); ok && fold {
+					return l
+				}
 				return r
-			}, norm.NFKC.String(s)))
+			}, norm.NFKC.String(s))
 		}
 	}
 	return strings.ToLower(s)
+}
+
+// exactOf is normalExact(s), given n, normal(s): the same for ASCII.
+func exactOf(s, n string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return normalExact(s)
+		}
+	}
+	return n
+}
+
+// foldLookalikes is s, in normalExact's form, in normal's.
+func foldLookalikes(s string) string {
+	return strings.Map(func(r rune) rune {
+		if l, ok := lookalike(r); ok {
+			return l
+		}
+		return r
+	}, s)
 }

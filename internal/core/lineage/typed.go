@@ -90,7 +90,7 @@ func (ix *Index) typedText(s string) bool {
 	if h, ok := typedHash(s); ok && ix.isTyped(h) {
 		return true
 	}
-	t := normal(strings.TrimFunc(s, func(r rune) bool { return !tokenRune(r) }))
+	t := normalExact(strings.TrimFunc(s, func(r rune) bool { return !tokenRune(r) }))
 	if strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) }) {
 		return false // more than one token
 	}
