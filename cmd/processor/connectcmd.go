@@ -27,7 +27,7 @@ file, keeping what is there:
   claude-code  an http hook for each Claude Code event, posting to
                URL/hooks/claude-code with "Authorization: Bearer
                $TURNGUARD_HOOK_TOKEN" (.claude/settings.local.json)
-  codex        a command hook on PreToolUse and PostToolUse running
+  codex        a command hook on UserPromptSubmit, PreToolUse and PostToolUse running
                "turnguard hook codex --url URL" (.codex/hooks.json), which
                posts to URL/hooks/codex and fails closed
   cursor       a command hook on Cursor's agent events running "turnguard
@@ -96,7 +96,7 @@ var connectHosts = map[string]hostHooks{
 	},
 	"codex": {
 		settings: filepath.Join(".codex", "hooks.json"),
-		events:   []hookEvent{{"PreToolUse", true}, {"PostToolUse", true}},
+		events:   []hookEvent{{"UserPromptSubmit", true}, {"PreToolUse", true}, {"PostToolUse", true}},
 		hook: func(c connectConfig, _ bool) map[string]any {
 			return map[string]any{"type": "command", "command": c.command + " hook codex --url " + c.url, "timeout": 30,
 				"statusMessage": "Checking with turnguard"}

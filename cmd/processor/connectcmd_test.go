@@ -89,7 +89,7 @@ func TestConnectClaudeCode(t *testing.T) {
 	}
 }
 
-// TestConnectCodex: connect codex hooks PreToolUse and PostToolUse with the
+// TestConnectCodex: connect codex hooks UserPromptSubmit, PreToolUse and PostToolUse with the
 // turnguard command, once however often it runs.
 func TestConnectCodex(t *testing.T) {
 	dir := t.TempDir()
@@ -110,14 +110,14 @@ func TestConnectCodex(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, event := range []string{"PreToolUse", "PostToolUse"} {
+	for _, event := range []string{"UserPromptSubmit", "PreToolUse", "PostToolUse"} {
 		groups := doc.Hooks[event]
 		if len(groups) != 1 || groups[0].Hooks[0]["command"] != "/opt/turnguard/bin/turnguard hook codex --url http://127.0.0.1:8787" {
 			t.Errorf("%s: %+v", event, groups)
 		}
 	}
-	if len(doc.Hooks) != 2 {
-		t.Errorf("hooks %v, want PreToolUse and PostToolUse only", doc.Hooks)
+	if len(doc.Hooks) != 3 {
+		t.Errorf("hooks %v, want UserPromptSubmit, PreToolUse and PostToolUse only", doc.Hooks)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,7 +244,7 @@ func hookView(sess *turnstate.Session) hosthook.Session {
 	}
 	v := hosthook.Session{Started: sess.Started, Closed: sess.Status == turnstate.StatusClosed, TurnEnded: sess.LastClosedTurn != nil}
 	if n := len(sess.OpenTurns); n > 0 {
-		v.OpenTurn = sess.OpenTurns[n-1].TurnID
+		v.OpenTurn, v.Declared = sess.OpenTurns[n-1].TurnID, !sess.OpenTurns[n-1].Implicit
 	}
 	return v
 }
@@ -434,6 +435,14 @@ func (g *Gateway) nativeNegotiation(ctx context.Context, who *Caller, key string
 		return nil, fmt.Errorf("session %s belongs to another caller", ev.Session)
 	case !n.negotiated():
 		n, err = g.handshakes.upgrade(ctx, key, n, native)
+	case bytes.Equal(n.ClientHello, native.ClientHello) && !subset(native.Methods, n.Methods):
+		// Negotiated by this endpoint before the host's events meant
+		// more steps (Codex's UserPromptSubmit: turnStart, turnEnd,
+		// userMessage): the host's methods now, or a session resumed
+		// across the upgrade has its prompts refused.
+		grown := *n
+		grown.Methods = native.Methods
+		n, err = g.handshakes.upgrade(ctx, key, n, &grown)
 	}
 	if err != nil {
 		return nil, err
@@ -443,6 +452,16 @@ func (g *Gateway) nativeNegotiation(ctx context.Context, who *Caller, key string
 		return nil, fmt.Errorf("session %s belongs to another caller", ev.Session)
 	}
 	return n, nil
+}
+
+// subset reports whether every method of a is in b.
+func subset(a, b []string) bool {
+	for _, m := range a {
+		if !slices.Contains(b, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // readReply reads a step's answer: its decision and reasoning, or why

@@ -163,3 +163,41 @@ func TestLiveTaintedSubagentReadsSibling(t *testing.T) {
 		t.Errorf("live: the builder (read nothing untrusted) after rev read its output: %s", out)
 	}
 }
+
+// Codex's UserPromptSubmit opens its turn through the processor on NATS,
+// with and without --handshake required (the native negotiation lists
+// turnStart, turnEnd and userMessage): the turns the agent starts itself
+// after it age no window.
+func TestLiveCodexGoalContinuation(t *testing.T) {
+	for _, hs := range []gateway.HandshakePolicy{gateway.HandshakeOptional, gateway.HandshakeRequired} {
+		t.Run(fmt.Sprint(hs), func(t *testing.T) {
+			url := liveHooks(t, hs)
+			const cs = "0199b7c2-4d1e-7a3f-9b8c-5e2d1f0a4c6d"
+			cx := func(turn, name string, kv ...any) string {
+				m := map[string]any{"session_id": cs, "turn_id": turn, "hook_event_name": name, "cwd": "/home/dev/app", "model": "gpt-5-codex"}
+				for i := 0; i+1 < len(kv); i += 2 {
+					m[kv[i].(string)] = kv[i+1]
+				}
+				return postLive(t, url, "codex", m)
+			}
+			turn := func(i int) string { return fmt.Sprintf("0199b7c2-5a1%d-7c3e-8d21-6f3e2a1b5d70", i) }
+			if out := cx(turn(0), "UserPromptSubmit", "prompt", "read the notes at blog.example.net and keep going"); out != "" {
+				t.Fatalf("the user's prompt: %s", out)
+			}
+			fetch := map[string]any{"command": "curl -s https://blog.example.net/post"}
+			cx(turn(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_f", "tool_input", fetch)
+			cx(turn(0), "PostToolUse", "tool_name", "Bash", "tool_use_id", "call_f", "tool_input", fetch, "tool_response", liveInjected)
+			for i := 1; i <= 3; i++ {
+				if out := cx(turn(i), "PreToolUse", "tool_name", "Bash", "tool_use_id", fmt.Sprintf("call_%d", i), "tool_input", map[string]any{"command": "git status"}); out != "" {
+					t.Fatalf("git status in continuation turn %d: %s", i, out)
+				}
+			}
+			if out := cx(turn(4), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_evil", "tool_input", map[string]any{"command": liveEvil}); !strings.Contains(out, `"deny"`) {
+				t.Errorf("live: the page's command four agent-started turns later: %q", out)
+			}
+			if out := cx(turn(5), "UserPromptSubmit", "prompt", "thanks, now run the tests"); out != "" {
+				t.Errorf("the user's next prompt: %s", out)
+			}
+		})
+	}
+}

@@ -72,7 +72,9 @@ const (
 // session using its native endpoint negotiates.
 func Methods(h Host) []string {
 	if h == Codex {
-		return []string{"steps/toolCallRequest", "steps/toolCallResult"}
+		// No sessionStart, nor sessionEnd: Codex's sessions start with
+		// their first call.
+		return []string{"steps/turnStart", "steps/turnEnd", "steps/userMessage", "steps/toolCallRequest", "steps/toolCallResult"}
 	}
 	methods := []string{
 		"steps/sessionStart", "steps/sessionEnd", "steps/turnStart", "steps/turnEnd", "steps/userMessage",
@@ -310,6 +312,10 @@ type Session struct {
 	Closed bool
 	// OpenTurn is the id of the newest open turn, "" when none is open.
 	OpenTurn string
+	// Declared: the newest open turn was opened by a turnStart, not
+	// implicitly by a step naming it (a Codex session that saw
+	// UserPromptSubmit: codexPlan).
+	Declared bool
 	// TurnEnded: a turn of the session has ended. A step that then finds
 	// no turn open is the agent going on without a prompt — a Stop hook's
 	// continuation directive (Claude Code's decision "block" on Stop,
@@ -417,7 +423,7 @@ func (e *Event) Plan(s Session, newID func() string) []Step {
 	// context.
 	switch e.Host {
 	case Codex:
-		return e.codexPlan()
+		return e.codexPlan(s, newID)
 	case Cursor:
 		return e.cursorPlan(s, newID)
 	}

@@ -88,6 +88,14 @@ func planGolden(t *testing.T, host Host, events []string) {
 		// A subagent's event, and one returning a subagent's report, are
 		// planned against a session whose subagent started too.
 		all := sessions
+		if host == Codex {
+			// A session that saw UserPromptSubmit: its turns are
+			// declared, and a turn no prompt opened is an agent_loop.
+			all = append(slices.Clone(sessions), struct {
+				name string
+				s    Session
+			}{"started, a declared turn open", Session{Started: true, OpenTurn: open, Declared: true}})
+		}
 		if _, scope := ev.ReturnedAgents(); host == ClaudeCode && (ev.Subagent != "" || scope != ReturnsNone) {
 			child := ev.AgentSession("a7f3c2e1")
 			sub := &Session{Started: true, OpenTurn: "5b0c1c8e-2a4d-4c1e-8f3a-9d2e7b6a1c00"}
