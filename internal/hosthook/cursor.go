@@ -241,13 +241,18 @@ const (
 )
 
 // cursorAttachments are the files a Cursor prompt attaches (attachments
-// of type file; a rule is the workspace's own instructions), as ACS file
-// parts of the userMessage, their value the path. One inside a workspace
-// root is the user's own, as a Read of it is (provenance user_input); one
-// from elsewhere — a download, a mail's attachment saved — carries no
-// label, so the default pack's attached-file source takes what it says
-// for content, not the user's words. Cursor sends the path alone; what
-// the file says reaches the model, not the hook.
+// of type file, and the rules it applies, type rule), as ACS file parts of
+// the userMessage, their value the path. One inside a workspace root is
+// the user's own, as a Read of it is (provenance user_input) — unless its
+// path names a file a fetch of the session wrote or a repository it
+// cloned, which the core's remembered files set the label of again (a
+// rule under a clone's .cursor/rules, Cursor applying it when the clone's
+// files are in play; curl -o .cursor/rules/x.mdc); one from elsewhere — a
+// download, a mail's attachment saved — carries no label, so the default
+// pack's attached-file source takes what it says for content, not the
+// user's words. A rule's relative path is the first workspace root's.
+// Cursor sends the path alone; what the file says reaches the model, not
+// the hook.
 func cursorAttachments(f map[string]any, newID func() string) []any {
 	list, _ := f["attachments"].([]any)
 	var roots []string
@@ -267,7 +272,7 @@ func cursorAttachments(f map[string]any, newID func() string) []any {
 			break
 		}
 		m, ok := a.(map[string]any)
-		if !ok || m["type"] != "file" {
+		if !ok || m["type"] != "file" && m["type"] != "rule" {
 			continue
 		}
 		p, _ := m["file_path"].(string)
@@ -277,6 +282,9 @@ func cursorAttachments(f map[string]any, newID func() string) []any {
 		if p == "" || len(p) > maxAttachmentBytes {
 			continue
 		}
+		if m["type"] == "rule" && !path.IsAbs(slashed(p)) && !isWindowsAbs(p) && len(roots) > 0 {
+			p = path.Join(roots[0], slashed(p))
+		}
 		part := map[string]any{"type": "file", "value": p}
 		if sp := slashed(p); slices.ContainsFunc(roots, func(r string) bool { return under(sp, r) }) {
 			part["provenance"] = userInput(newID)
@@ -284,6 +292,11 @@ func cursorAttachments(f map[string]any, newID func() string) []any {
 		parts = append(parts, part)
 	}
 	return parts
+}
+
+// isWindowsAbs reports whether p is a Windows path from a drive's root.
+func isWindowsAbs(p string) bool {
+	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/')
 }
 
 // under reports whether the slashed path p is root or lies in it.
