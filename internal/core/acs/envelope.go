@@ -34,6 +34,9 @@ type Metadata struct {
 	SessionID    string `json:"session_id"`
 	TurnID       string `json:"turn_id,omitempty"`
 	ParentTurnID string `json:"parent_turn_id,omitempty"`
+	// Platform is the agent host's name (claude-code, codex, cursor),
+	// as its adapter or the native hook endpoint says it.
+	Platform string `json:"platform,omitempty"`
 	// Cwd is the agent's working directory at the step, as its host
 	// reports it: a turnguard extension the native hook endpoints send
 	// (ACS has no field for it). Rules use it only to find more of what a

@@ -170,7 +170,7 @@ func requestFrom(obj map[string]any, id json.RawMessage) acs.Request {
 	p.Nonce, p.TenantID = str(params, "nonce"), str(params, "tenant_id")
 	md, _ := params["metadata"].(map[string]any)
 	p.Metadata = acs.Metadata{AgentID: str(md, "agent_id"), AgentName: str(md, "agent_name"), SessionID: str(md, "session_id"),
-		TurnID: str(md, "turn_id"), ParentTurnID: str(md, "parent_turn_id"), Cwd: str(md, "cwd")}
+		TurnID: str(md, "turn_id"), ParentTurnID: str(md, "parent_turn_id"), Cwd: str(md, "cwd"), Platform: str(md, "platform")}
 	if sig, ok := params["signature"].(map[string]any); ok {
 		p.Signature = &acs.Signature{Algorithm: str(sig, "algorithm"), Value: str(sig, "value"), KeyID: str(sig, "key_id")}
 	}

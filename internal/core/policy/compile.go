@@ -164,6 +164,9 @@ type Set struct {
 	// usesReadsOnly: some condition reads tool.reads_only (a second
 	// reading of every command line).
 	usesReadsOnly bool
+	// usesInteractive: some condition reads tool.interactive (a third
+	// reading of every command line).
+	usesInteractive bool
 	// byHook lists, per hook name, the rules that run on it in set order.
 	byHook map[string][]*Rule
 	// adapter converts the values of CEL variables as the environment

@@ -74,6 +74,9 @@ var pathPartsRef = regexp.MustCompile(`\bpath_parts\b`)
 // readsOnlyRef finds a read of tool.reads_only, as pathPartsRef does.
 var readsOnlyRef = regexp.MustCompile(`\breads_only\b`)
 
+// interactiveRef finds a read of tool.interactive, as pathPartsRef does.
+var interactiveRef = regexp.MustCompile(`\binteractive\b`)
+
 // expansion maps offsets of an expanded expression back to its source.
 type expansion struct {
 	text string
@@ -269,6 +272,9 @@ func (c *compiler) expr(f *File, s Str, what string) *condition {
 	}
 	if readsOnlyRef.MatchString(exp.text) {
 		c.set.usesReadsOnly = true
+	}
+	if interactiveRef.MatchString(exp.text) {
+		c.set.usesInteractive = true
 	}
 	for _, ref := range checked.NativeRep().ReferenceMap() {
 		if ref.Name == "lineage" {

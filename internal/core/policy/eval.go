@@ -344,6 +344,10 @@ func (e *evalCtx) toolView() *ToolView {
 	if e.set.usesReadsOnly {
 		t.ReadsOnly = commandReadsOnly(t)
 	}
+	if e.set.usesInteractive {
+		eachCommand(t, func(line string) { t.Interactive = t.Interactive || shellcmd.Interactive(line) },
+			func(argv []string) { t.Interactive = t.Interactive || shellcmd.ArgvInteractive(argv) }, func() {})
+	}
 	t.PathParts = []string{}
 	if e.set.usesPathParts {
 		t.PathParts = pathParts(t)
@@ -467,7 +471,7 @@ func (e *evalCtx) sessionView() SessionView {
 	s := e.sess
 	return SessionView{ID: s.SessionID, Tenant: s.Tenant, AgentID: s.AgentID, Started: s.Started,
 		Envelopes: int64(s.Envelopes), TurnsStarted: int64(s.TurnsStarted), WindowTurns: int64(s.WindowTurns), OpenTurns: int64(len(s.OpenTurns)),
-		ProvenanceSeen: s.Provenance != nil && s.Provenance.Seen, ActivatedBy: s.ActivatedBy}
+		ProvenanceSeen: s.Provenance != nil && s.Provenance.Seen, ActivatedBy: s.ActivatedBy, Platform: e.in.Req.Params.Metadata.Platform}
 }
 
 func (e *evalCtx) turnView() TurnView {

@@ -64,6 +64,13 @@ type ToolView struct {
 	// out) — distinct and sorted: "Downloads" for a Read of
 	// ~/Downloads/invoice.pdf or a cat of C:\Users\me\Downloads\x.
 	PathParts []string `cel:"path_parts"`
+	// Interactive: a command line (or argument vector) among the call's
+	// sinks starts a program that reads what to do from the terminal —
+	// a shell, an interpreter's REPL, a database client, ssh to a host
+	// with no command, an editor — with its standard input neither piped
+	// nor redirected (shellcmd.Interactive). Computed only when a
+	// condition reads it.
+	Interactive bool `cel:"interactive"`
 }
 
 // SessionView is the session the envelope belongs to, after the envelope
@@ -84,6 +91,10 @@ type SessionView struct {
 	// that type activated the session (turnstate.Session.ActivatedBy),
 	// else empty.
 	ActivatedBy string `cel:"activated_by"`
+	// Platform is the host the envelope says it comes from (ACS
+	// metadata.platform: claude-code, codex, cursor, as the native hook
+	// endpoints send it), "" when it names none.
+	Platform string `cel:"platform"`
 }
 
 // TurnView is the turn the envelope belongs to (or opened, or closed).
