@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/hosthook"
 )
@@ -84,4 +85,46 @@ func TestCodexChildInADeclaredTurn(t *testing.T) {
 	if got := h.sessionState("0199b7c2-4d1e-7a3f-9b8c-5e2d1f0a4c6b"); got != "turns_started=1 window_turns=1 open=1" {
 		t.Errorf("state: %s", got)
 	}
+}
+
+// A yielded Codex fetch's hold ends at its PostToolUse (a write_stdin
+// poll that saw it end): its window starts there and ages as any other.
+// One whose result never comes (declined at Codex's prompt, pruned) is
+// let go by time, the label's window duration after it was settled.
+func TestCodexYieldedFetchHoldEnds(t *testing.T) {
+	fetch := map[string]any{"command": "curl -sN https://feeds.example.net/stream"}
+	turn := func(i int) string { return fmt.Sprintf("0199b7c2-5a10-7c3e-8d21-0000000001%02d", i) }
+	start := func(h *nativeHost) {
+		h.event(codexTurn(turn(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_f1", "tool_input", fetch))
+		for i := 1; i <= 3; i++ {
+			codexBash(h, turn(i), fmt.Sprintf("call_s%d", i), "git status")
+		}
+	}
+	t.Run("at its result", func(t *testing.T) {
+		h := newNativeHost(t, hosthook.Codex)
+		start(h)
+		h.event(codexTurn(turn(3), "PostToolUse", "tool_name", "Bash", "tool_use_id", "call_f1", "tool_input", fetch, "tool_response", injected))
+		for i := 4; i <= 6; i++ {
+			codexBash(h, turn(i), fmt.Sprintf("call_g%d", i), "git status")
+			r := codexBash(h, turn(i), fmt.Sprintf("call_e%d", i), "go generate ./...")
+			want := "deny"
+			if i == 6 {
+				want = "allow"
+			}
+			if r.Decision != want {
+				t.Errorf("go generate %d turn(s) after the stream's result: %s %v (%s), want %s", i-3, r.Decision, r.Rules, r.Reason, want)
+			}
+		}
+	})
+	t.Run("by time, with no result", func(t *testing.T) {
+		h := newNativeHost(t, hosthook.Codex)
+		start(h)
+		if r := codexBash(h, turn(4), "call_e4", "go generate ./..."); r.Decision != "deny" {
+			t.Errorf("go generate while the stream may still feed the model: %+v", r)
+		}
+		h.now = h.now.Add(31 * time.Minute)
+		if r := codexBash(h, turn(5), "call_e5", "go generate ./..."); r.Decision != "allow" {
+			t.Errorf("go generate 31 minutes after the stream was settled, no result: %+v", r)
+		}
+	})
 }

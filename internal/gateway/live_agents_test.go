@@ -201,3 +201,25 @@ func TestLiveCodexGoalContinuation(t *testing.T) {
 		})
 	}
 }
+
+// A Codex fetch still running (no PostToolUse) holds its window through
+// the processor on NATS: the hold's end time is kept in the sealed state.
+func TestLiveCodexYieldedFetch(t *testing.T) {
+	url := liveHooks(t, gateway.HandshakeOptional)
+	const cs = "0199b7c2-4d1e-7a3f-9b8c-5e2d1f0a4c6e"
+	cx := func(turn, name string, kv ...any) string {
+		m := map[string]any{"session_id": cs, "turn_id": turn, "hook_event_name": name, "cwd": "/home/dev/app", "model": "gpt-5-codex"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return postLive(t, url, "codex", m)
+	}
+	turn := func(i int) string { return fmt.Sprintf("0199b7c2-5a2%d-7c3e-8d21-6f3e2a1b5d70", i) }
+	cx(turn(0), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_f", "tool_input", map[string]any{"command": "curl -sN https://feeds.example.net/stream"})
+	for i := 0; i <= 3; i++ {
+		cx(turn(i), "PreToolUse", "tool_name", "Bash", "tool_use_id", fmt.Sprintf("call_%d", i), "tool_input", map[string]any{"command": "git status"})
+	}
+	if out := cx(turn(3), "PreToolUse", "tool_name", "Bash", "tool_use_id", "call_evil", "tool_input", map[string]any{"command": liveEvil}); !strings.Contains(out, `"deny"`) {
+		t.Errorf("live: the page's command three turns on, the stream still running: %q", out)
+	}
+}

@@ -493,6 +493,7 @@ func (e *encoder) unanswered(us []turnstate.UnansweredCall) {
 		e.optBool(`"output":`, u.Output)
 		e.optBool(`"held":`, u.Held)
 		e.optBool(`"settled":`, u.Settled)
+		e.optBool(`"awaited":`, u.Awaited)
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')
@@ -538,6 +539,10 @@ func (e *encoder) held(hs []turnstate.HeldSource) {
 		e.string(h.RequestID)
 		e.optStrings(`"handles":`, h.Handles)
 		e.optBool(`"sticky":`, h.Sticky)
+		if h.Until != nil {
+			e.key(`"until":`)
+			e.time(*h.Until)
+		}
 		e.b = append(e.b, '}')
 	}
 	e.b = append(e.b, ']')

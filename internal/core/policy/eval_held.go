@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
@@ -173,7 +174,7 @@ func (e *evalCtx) stopped() {
 	if let || e.toolView().ExitStatus != "success" || e.knownTask(stop.ID) {
 		return
 	}
-	if j := slices.IndexFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return len(h.Handles) == 0 && !h.Sticky }); j >= 0 {
+	if j := slices.IndexFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return len(h.Handles) == 0 && !h.Sticky && h.Until == nil }); j >= 0 {
 		e.letGo(j)
 	}
 }
@@ -272,7 +273,7 @@ func (e *evalCtx) adoptHolds() {
 // heldNote is the sentence a decision cites for a held label: which
 // sources keep its window open and how to let it end. "" if not held.
 func heldNote(sess *turnstate.Session, label string) string {
-	var what []string
+	var what, awaited []string
 	for _, h := range sess.Held {
 		if h.Label != label {
 			continue
@@ -280,6 +281,13 @@ func heldNote(sess *turnstate.Session, label string) string {
 		w := "a source"
 		if h.Tool != "" {
 			w = h.Tool
+		}
+		if h.Until != nil {
+			w += " (its call has not returned its result: what it still prints reaches the model by polls no hook sees; the window ends at its result, or at " + h.Until.UTC().Format(time.RFC3339) + ")"
+			if !slices.Contains(awaited, w) {
+				awaited = append(awaited, w)
+			}
+			continue
 		}
 		if len(h.Handles) > 0 {
 			w += " " + h.Handles[0]
@@ -291,10 +299,14 @@ func heldNote(sess *turnstate.Session, label string) string {
 			what = append(what, w)
 		}
 	}
-	if len(what) == 0 {
-		return ""
+	var notes []string
+	if len(what) > 0 {
+		notes = append(notes, strings.Join(what, ", ")+" still feeds the session; stop it (TaskStop) to let the window end")
 	}
-	return strings.Join(what, ", ") + " still feeds the session; stop it (TaskStop) to let the window end"
+	if len(awaited) > 0 {
+		notes = append(notes, strings.Join(awaited, ", ")+" may still feed the session")
+	}
+	return strings.Join(notes, "; ")
 }
 
 // streamHandles are the names a stop call may give the source a
@@ -347,3 +359,62 @@ var announcedID = regexp.MustCompile(`(?i)\b(?:task|monitor|shell|watch)?[ _-]?i
 // maxHandleBytes bounds a name's stored length (acs.StoredLen): a longer
 // one is not kept.
 const maxHandleBytes = 64
+
+// Awaited calls. Codex yields on a command still running after its
+// yield_time_ms (a streaming curl, gh run watch, a slow server) and the
+// model reads the rest with write_stdin polls, which fire no hook; the
+// command's PostToolUse comes only when a poll sees it end
+// (codex-rs/core/src/tools/handlers/unified_exec/write_stdin.rs). A fetch
+// settled before its result (its label set at the next envelope) would
+// have its window end two turns on while it still feeds the model. So on
+// such a host the label of an output source's call settled before its
+// result is held until the result — let go there, its window starting
+// then — or, since a result may never come (a command the host's own
+// prompt declined, a process the host pruned), until the label's window
+// duration after the settling envelope (30 minutes in the default pack).
+
+// yieldingPlatforms are the hosts whose shell calls may yield before
+// their result (ACS metadata.platform).
+var yieldingPlatforms = []string{"codex"}
+
+// yields reports whether the call is a shell command on a host that may
+// yield on it (UnansweredCall.Awaited).
+func (e *evalCtx) yields() bool {
+	return slices.Contains(yieldingPlatforms, e.in.Req.Params.Metadata.Platform) && slices.Contains(e.toolView().Classes, "shell")
+}
+
+// awaitResult holds the label of the awaited call u, settled by this
+// envelope, until its result or its label's window duration from here
+// (with no duration, until its result).
+func (e *evalCtx) awaitResult(u turnstate.UnansweredCall) {
+	if slices.ContainsFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return h.Until != nil && h.RequestID == u.Hit.RequestID }) {
+		return
+	}
+	var until *time.Time
+	if w := e.set.taint(u.Label).Window; w.Duration != nil {
+		t := e.in.Time.Add(*w.Duration)
+		until = &t
+	}
+	n := len(e.sess.Held)
+	hold(e.sess, u.Label, u.Hit, u.Hit.RequestID, nil)
+	if len(e.sess.Held) > n && e.sess.Held[len(e.sess.Held)-1].RequestID == u.Hit.RequestID {
+		if until == nil {
+			far := e.in.Time.Add(100 * 365 * 24 * time.Hour)
+			until = &far
+		}
+		e.sess.Held[len(e.sess.Held)-1].Until = until
+	}
+}
+
+// expireHolds ends the holds of awaited calls whose time is up: the
+// label's window, anchored at the envelope that settled the call, ends
+// as any other.
+func (e *evalCtx) expireHolds() {
+	if !slices.ContainsFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return h.Until != nil }) {
+		return
+	}
+	e.sess.Held = slices.DeleteFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return h.Until != nil && e.in.Time.After(*h.Until) })
+	if len(e.sess.Held) == 0 {
+		e.sess.Held = nil
+	}
+}

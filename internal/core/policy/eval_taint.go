@@ -14,6 +14,7 @@ import (
 // updateTaints clears the labels whose clearing condition holds, then sets
 // or refreshes the labels whose source matches.
 func (e *evalCtx) updateTaints(res *Result) {
+	e.expireHolds()
 	e.taintUnanswered()
 	e.rememberTasks()
 	e.stopped()
@@ -38,7 +39,8 @@ func (e *evalCtx) updateTaints(res *Result) {
 				continue
 			}
 			if ok && src.unanswered {
-				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output, Held: src.output && e.streams()})
+				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output, Held: src.output && e.streams(),
+					Awaited: src.output && e.yields()})
 				if src.files {
 					for _, w := range commandWrites(e.toolView()) {
 						w.Label, w.Source = t.ID, src.id
@@ -119,6 +121,12 @@ func (e *evalCtx) taintUnanswered() {
 	waiting := e.sess.Unanswered[:0]
 	for _, u := range e.sess.Unanswered {
 		if ref != "" && u.Hit.RequestID == ref {
+			// An awaited call's hold ends at its result, which sets
+			// the label below: its window starts here.
+			e.sess.Held = slices.DeleteFunc(e.sess.Held, func(h turnstate.HeldSource) bool { return h.Until != nil && h.RequestID == ref })
+			if len(e.sess.Held) == 0 {
+				e.sess.Held = nil
+			}
 			if u.Output {
 				// The call's output is this result's: it enters now —
 				// or, for a command that went on in the background, when
@@ -139,6 +147,9 @@ func (e *evalCtx) taintUnanswered() {
 			continue
 		}
 		setTaintHit(e.sess, u.Label, e.settledAt(u.Hit))
+		if u.Awaited {
+			e.awaitResult(u)
+		}
 		if e.set.usesLineage {
 			// Its output entered unseen: until its result arrives (calls
 			// run in parallel), if ever (an adapter that sends none),

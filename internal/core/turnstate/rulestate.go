@@ -51,6 +51,12 @@ type UnansweredCall struct {
 	// waits on only for its result, which sets it again, names a held
 	// source and a background task.
 	Settled bool `json:"settled,omitempty"`
+	// Awaited: the host may yield on the call and feed its output to the
+	// model in pieces, with no hook, until its result (Codex's
+	// exec_command past yield_time_ms, polled by write_stdin): settled
+	// before its result, the label is held until the result, or until
+	// Until (the label's window duration after the settling envelope).
+	Awaited bool `json:"awaited,omitempty"`
 }
 
 // MaxHeldSources bounds the sources a session holds labels for
@@ -89,6 +95,11 @@ type HeldSource struct {
 	// Sticky: sources past MaxHeldSources, held together until the
 	// session ends.
 	Sticky bool `json:"sticky,omitempty"`
+	// Until, when set, is when the hold ends by itself: a call awaited
+	// for its result (UnansweredCall.Awaited), which may never come (a
+	// command the host's own prompt declined). Its result lets it go
+	// first.
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // StopCall is a call of a tool classed stops_task let run while a label
