@@ -398,3 +398,7 @@ func TestUnreadableCases(t *testing.T) {
 		})
 	}
 }
+
+// TestReview45Spelling: spellings of an address stop 45's lineage misses
+// (testdata/review45-spelling.yaml).
+func TestReview45Spelling(t *testing.T) { runOnDefault(t, "testdata/review45-spelling.yaml", 1) }
