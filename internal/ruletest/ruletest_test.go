@@ -402,3 +402,7 @@ func TestUnreadableCases(t *testing.T) {
 // TestReview45Spelling: spellings of an address stop 45's lineage misses
 // (testdata/review45-spelling.yaml).
 func TestReview45Spelling(t *testing.T) { runOnDefault(t, "testdata/review45-spelling.yaml", 1) }
+
+// TestReview45Cwd: searches of the project stop 45's metadata.cwd does not
+// compare (testdata/review45-cwd.yaml).
+func TestReview45Cwd(t *testing.T) { runOnDefault(t, "testdata/review45-cwd.yaml", 1) }
