@@ -84,10 +84,12 @@ func spelt(s string, fn func(tok string)) {
 			}
 		}
 		p, text, before, after := pieceOf(f)
-		if p == pieceWord && strings.IndexByte(text, '-') >= 0 {
-			var ok bool
-			if hyphened, ok = dropSpeltHyphens(hyphened[:0], text); ok {
-				text, rewritten = string(hyphened), true
+		if p == pieceWord && strings.ContainsAny(text, speltSeparators) {
+			for _, sep := range speltSeparators {
+				var ok bool
+				if hyphened, ok = dropSpeltHyphens(hyphened[:0], text, sep); ok {
+					text, rewritten = string(hyphened), true
+				}
 			}
 		}
 		// Does p go on the run? A join needs something on either side;
@@ -165,23 +167,28 @@ func runesPieceOf(f string) (p piece, text string, before, after bool) {
 	return pieceWord, text, before, after
 }
 
-// dropSpeltHyphens appends to dst the compound c with the hyphens of
-// its letter-by-letter parts dropped ("a-t-t-a-c-k-e-r@evil.com" is
+// speltSeparators are what a name's letters are spelt apart by inside one
+// word: "a-t-t-a-c-k-e-r", "a_t_t_a_c_k_e_r", "a.t.t.a.c.k.e.r".
+const speltSeparators = "-_."
+
+// dropSpeltHyphens appends to dst the compound c with the separators sep
+// of its letter-by-letter parts dropped ("a-t-t-a-c-k-e-r@evil.com" is
 // "attacker@evil.com"): a part between other connectors made of
-// minSpeltSingles single characters or more apart by '-'. It reports
+// minSpeltSingles single characters or more apart by sep. It reports
 // whether it dropped any.
-func dropSpeltHyphens(dst []byte, c string) ([]byte, bool) {
+func dropSpeltHyphens(dst []byte, c string, sep rune) ([]byte, bool) {
 	start, dropped := len(dst), false
+	s := string(sep)
 	for len(c) > 0 {
-		i := strings.IndexFunc(c, func(r rune) bool { return connector(r) && r != '-' })
+		i := strings.IndexFunc(c, func(r rune) bool { return connector(r) && r != sep })
 		if i < 0 {
 			i = len(c)
 		}
 		part := c[:i]
-		if n := strings.Count(part, "-") + 1; n >= minSpeltSingles && utf8.RuneCountInString(part) == 2*n-1 &&
-			!strings.Contains(part, "--") && part[0] != '-' && part[len(part)-1] != '-' {
+		if n := strings.Count(part, s) + 1; n >= minSpeltSingles && utf8.RuneCountInString(part) == 2*n-1 &&
+			!strings.Contains(part, s+s) && !strings.HasPrefix(part, s) && !strings.HasSuffix(part, s) {
 			for _, r := range part {
-				if r != '-' {
+				if r != sep {
 					dst = utf8.AppendRune(dst, r)
 				}
 			}

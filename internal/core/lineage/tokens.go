@@ -348,7 +348,11 @@ func normalForm(s string, fold bool) string {
 				if r < utf8.RuneSelf {
 					return unicode.ToLower(r)
 				}
-				if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) {
+				// Invisible: format characters, variation selectors and the
+				// other default-ignorable code points (U+034F, the Hangul
+				// fillers, U+17B4), which a page can put inside a name.
+				if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) ||
+					unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) {
 					return -1
 				}
 				r = unicode.ToLower(r)

@@ -355,10 +355,10 @@ func commandDir(t *ToolView, cwd string) string {
 		if d = strings.ToLower(strings.ReplaceAll(strings.TrimSpace(d), "\\", "/")); !ok || d == "" || len(d) > maxCwdBytes {
 			continue
 		}
-		switch {
-		case path.IsAbs(d):
-			return path.Clean(d)
-		case cwd != "":
+		if r, ok := rooted(d); ok {
+			return path.Clean(r)
+		}
+		if cwd != "" {
 			return path.Join(cwd, d)
 		}
 		return ""
@@ -366,12 +366,26 @@ func commandDir(t *ToolView, cwd string) string {
 	return cwd
 }
 
-// absPath is p from the absolute directory cwd.
+// absPath is p (lower-cased, with slashes) from the absolute directory
+// cwd (rooted).
 func absPath(cwd, p string) string {
-	if path.IsAbs(p) {
-		return path.Clean(p)
+	if r, ok := rooted(p); ok {
+		return path.Clean(r)
 	}
 	return path.Join(cwd, p)
+}
+
+// rooted is an absolute path p (lower-cased, with slashes) in one form for
+// both systems: "/home/dev/app" as it is, a Windows drive path
+// "c:/users/dev/app" as "/c:/users/dev/app"; ok false for a relative path.
+func rooted(p string) (string, bool) {
+	switch {
+	case strings.HasPrefix(p, "/"):
+		return p, true
+	case len(p) >= 3 && p[1] == ':' && p[2] == '/' && p[0] >= 'a' && p[0] <= 'z':
+		return "/" + p, true
+	}
+	return "", false
 }
 
 // maxCwdBytes bounds the working directory a step may say (Linux's
@@ -380,17 +394,18 @@ func absPath(cwd, p string) string {
 const maxCwdBytes = 4096
 
 // workingDir is the step's working directory (metadata.cwd) as an
-// absolute path, lower-cased as remembered paths are compared; "" when the
-// envelope says none, or one not absolute or longer than maxCwdBytes.
+// absolute path (rooted), lower-cased as remembered paths are compared; ""
+// when the envelope says none, or one not absolute or longer than
+// maxCwdBytes.
 func workingDir(req *acs.Request) string {
 	if req == nil || len(req.Params.Metadata.Cwd) > maxCwdBytes {
 		return ""
 	}
-	d := strings.ReplaceAll(strings.TrimSpace(req.Params.Metadata.Cwd), "\\", "/")
-	if !strings.HasPrefix(d, "/") {
+	d, ok := rooted(strings.ToLower(strings.ReplaceAll(strings.TrimSpace(req.Params.Metadata.Cwd), "\\", "/")))
+	if !ok {
 		return ""
 	}
-	return strings.ToLower(path.Clean(d))
+	return path.Clean(d)
 }
 
 // globNamesRoot reports whether a search root that is a glob (rg TODO *,

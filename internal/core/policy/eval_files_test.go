@@ -286,7 +286,7 @@ func TestWorkingDir(t *testing.T) {
 	for _, tc := range []struct{ cwd, want string }{
 		{"", ""},
 		{"src/app", ""},
-		{`C:\Users\dev\app`, ""},
+		{`C:\Users\dev\app`, "/c:/users/dev/app"},
 		{"/home/Dev/app/", "/home/dev/app"},
 		{"/home/dev/app/../lib", "/home/dev/lib"},
 		{" /srv ", "/srv"},
