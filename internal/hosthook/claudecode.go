@@ -1214,13 +1214,21 @@ func (e *Event) Answer(o Outcome, failClosed bool) []byte {
 	return marshal(out)
 }
 
+// askingModes are Claude Code's permission modes in which an ask reaches
+// a person: the permission prompt of default, acceptEdits and plan mode,
+// and of auto mode, where a hook's ask "floors the decision at a prompt"
+// (Claude Code's CHANGELOG) rather than going to its classifier; ""
+// for a version that does not say.
+var askingModes = []string{"", "default", "acceptEdits", "plan", "auto"}
+
 // askedNobody reports whether Claude Code would answer an ask without
 // asking anyone: in bypassPermissions mode (--dangerously-skip-permissions)
 // every call not denied runs, so an ask would let the call through
 // unseen — and its result would then count as a person's approval of its
-// values; in dontAsk mode a call that would prompt is refused anyway.
+// values; in dontAsk mode a call that would prompt is refused anyway. A
+// mode turnguard does not know counts as one that asks nobody.
 func (e *Event) askedNobody() bool {
-	return e.Host == ClaudeCode && (e.PermissionMode == "bypassPermissions" || e.PermissionMode == "dontAsk")
+	return e.Host == ClaudeCode && !slices.Contains(askingModes, e.PermissionMode)
 }
 
 // marshal is an answer's JSON; nil for none.

@@ -222,6 +222,9 @@ func TestAnswer(t *testing.T) {
 	for _, tc := range []struct{ mode, want string }{
 		{"default", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"turnguard: r"}}`},
 		{"acceptEdits", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"turnguard: r"}}`},
+		{"auto", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"turnguard: r"}}`},
+		{"", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"turnguard: r"}}`},
+		{"someFutureMode", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r (turnguard would ask you, but this session runs in permission mode someFutureMode, where nobody is asked: the call is refused)"}}`},
 		{"bypassPermissions", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r (turnguard would ask you, but this session runs in permission mode bypassPermissions, where nobody is asked: the call is refused)"}}`},
 		{"dontAsk", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"turnguard: r (turnguard would ask you, but this session runs in permission mode dontAsk, where nobody is asked: the call is refused)"}}`},
 	} {
