@@ -31,8 +31,13 @@ import (
 // old session, with what it holds. A cleared session that feeds nothing
 // ends as before, and the new conversation starts clean.
 
-// clearedKind is the kind bound into a /clear record's MAC.
-const clearedKind = "cleared"
+// clearedKind is the kind bound into a /clear record's MAC, and
+// clearStartKind into the record of a new conversation's SessionStart that
+// found none (its SessionEnd came later).
+const (
+	clearedKind    = "cleared"
+	clearStartKind = "clear-start"
+)
 
 // maxClearGap is how long after a /clear's SessionEnd its SessionStart may
 // come and take the record: Claude Code sends the two back to back.
@@ -45,17 +50,18 @@ type cleared struct {
 	At      time.Time `json:"at"`
 }
 
-// clearedKey is the ACS_HANDSHAKES key of a /clear's record: the caller
+// clearedKey is the ACS_HANDSHAKES key of a record of kind: the caller
 // and the working directory of the conversation, hashed (a key holds no
 // path), apart from the session keys (tenant.session).
-func clearedKey(tenant, caller, cwd string) string {
+func clearedKey(kind, tenant, caller, cwd string) string {
 	sum := sha256.Sum256([]byte(tenant + "\x00" + caller + "\x00" + cwd))
-	return "cleared." + hex.EncodeToString(sum[:20])
+	return kind + "." + hex.EncodeToString(sum[:20])
 }
 
-// putCleared leaves the record of a /clear whose conversation goes on in
-// session.
-func (h *handshakes) putCleared(ctx context.Context, key, session string) error {
+// putCleared leaves a record of kind naming session: of a /clear, the
+// session its conversation goes on in; of a SessionStart that found none,
+// the new conversation's.
+func (h *handshakes) putCleared(ctx context.Context, kind, key, session string) error {
 	raw, err := json.Marshal(cleared{Session: session, At: h.now().UTC()})
 	if err != nil {
 		return err
@@ -64,16 +70,21 @@ func (h *handshakes) putCleared(ctx context.Context, key, session string) error 
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Put(ctx, key, h.sealer.Seal(clearedKind, key, raw)); err != nil {
+	if _, err := kv.Put(ctx, key, h.sealer.Seal(kind, key, raw)); err != nil {
 		return fmt.Errorf("store the /clear record: %w", err)
 	}
 	return nil
 }
 
-// takeCleared returns the session a /clear's record names and deletes the
-// record, "" when there is none, it does not verify, it is older than
-// maxClearGap, or another SessionStart took it first.
-func (h *handshakes) takeCleared(ctx context.Context, key string) (string, error) {
+// takeCleared returns the session a record of kind names, "" when there is
+// none, it does not verify, it is older than maxClearGap, or (consume)
+// another event took it first; consume deletes it. A /clear's record is
+// not consumed: two terminals of one caller in one directory clearing
+// together cannot tell whose new conversation is whose, so each goes on in
+// the session that still feeds (a deny too many rather than a window
+// missed), and no one holding the caller's token can take the record away
+// from the conversation it is for.
+func (h *handshakes) takeCleared(ctx context.Context, kind, key string, consume bool) (string, error) {
 	kv, _, err := h.bucket(ctx)
 	if err != nil {
 		return "", err
@@ -85,13 +96,15 @@ func (h *handshakes) takeCleared(ctx context.Context, key string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("read the /clear record: %w", err)
 	}
-	if err := kv.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return "", nil // taken or replaced since
+	if consume {
+		if err := kv.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				return "", nil // taken or replaced since
+			}
+			return "", fmt.Errorf("take the /clear record: %w", err)
 		}
-		return "", fmt.Errorf("take the /clear record: %w", err)
 	}
-	record, reason := h.sealer.Open(clearedKind, key, e.Value())
+	record, reason := h.sealer.Open(kind, key, e.Value())
 	if reason != "" {
 		h.invalid(key, reason)
 		return "", nil
@@ -133,50 +146,95 @@ func goesOn(load func(key string) (*turnstate.Session, error), tenant string, ev
 }
 
 // continuation points a Claude Code event at the session its conversation
-// goes on in: the one its session's negotiation says it continues, or, for
-// the SessionStart of a /clear from the caller and directory a /clear left
-// a record for, that record's session (recorded on the new session's
-// negotiation for its later events).
+// goes on in: the one its session's negotiation says it continues; or, for
+// the first events of a conversation a /clear began — its SessionStart
+// (source "clear"), or a background subagent's event that came before it —
+// the session a /clear record of the caller and directory names (recorded
+// on the new session's negotiation for its later events). A SessionStart
+// that finds no record leaves one of its own, which the /clear's SessionEnd
+// takes when it comes second (clearing).
 func (g *Gateway) continuation(ctx context.Context, who *Caller, ev *hosthook.Event) error {
 	if ev.Host != hosthook.ClaudeCode {
 		return nil
 	}
-	key := acs.SessionKey(who.Tenant, ev.Session)
+	n, err := g.handshakes.get(ctx, acs.SessionKey(who.Tenant, ev.Session))
+	if err != nil {
+		return err
+	}
+	if n != nil && n.Continues != "" {
+		if n.Caller != who.Name {
+			return fmt.Errorf("session %s belongs to another caller", ev.Session)
+		}
+		ev.Session = n.Continues
+		return nil
+	}
+	start := ev.Name == hosthook.SessionStart && ev.Source == hosthook.ClearReason
+	if ev.Cwd == "" || !start && (ev.Subagent == "" || n != nil) {
+		return nil
+	}
+	old, err := g.handshakes.takeCleared(ctx, clearedKind, clearedKey(clearedKind, who.Tenant, who.Name, ev.Cwd), false)
+	if err != nil {
+		return err
+	}
+	if old == "" || old == ev.Session {
+		if start {
+			return g.handshakes.putCleared(ctx, clearStartKind, clearedKey(clearStartKind, who.Tenant, who.Name, ev.Cwd), ev.Session)
+		}
+		return nil
+	}
+	if err := g.continues(ctx, who, ev, ev.Session, old); err != nil {
+		return err
+	}
+	ev.Session = old
+	return nil
+}
+
+// clearing leaves the record of a /clear whose conversation goes on in
+// its session (hosthook.Session.GoesOn) — or, when the new conversation's
+// SessionStart came first and left its own, points that conversation at
+// this session at once.
+func (g *Gateway) clearing(ctx context.Context, who *Caller, ev *hosthook.Event) error {
+	fresh, err := g.handshakes.takeCleared(ctx, clearStartKind, clearedKey(clearStartKind, who.Tenant, who.Name, ev.Cwd), true)
+	if err != nil {
+		return err
+	}
+	if fresh != "" && fresh != ev.Session {
+		return g.continues(ctx, who, ev, fresh, ev.Session)
+	}
+	return g.handshakes.putCleared(ctx, clearedKind, clearedKey(clearedKind, who.Tenant, who.Name, ev.Cwd), ev.Session)
+}
+
+// continues records on session fresh's negotiation that its conversation
+// goes on in session old: a new one, or the one its first events made.
+func (g *Gateway) continues(ctx context.Context, who *Caller, ev *hosthook.Event, fresh, old string) error {
+	key := acs.SessionKey(who.Tenant, fresh)
 	n, err := g.handshakes.get(ctx, key)
 	if err != nil {
 		return err
 	}
-	if n != nil {
-		if n.Continues != "" {
-			if n.Caller != who.Name {
-				return fmt.Errorf("session %s belongs to another caller", ev.Session)
-			}
-			ev.Session = n.Continues
+	switch {
+	case n == nil:
+		agentID := who.AgentID
+		if agentID == "" {
+			agentID = ev.AgentID()
 		}
-		return nil
+		n, err = g.handshakes.put(ctx, key, &negotiation{ClientHello: nativeHello(ev.Host), AgentID: agentID, Caller: who.Name,
+			ServerHello: map[string]any{"turnguard_native_hooks": string(ev.Host)}, Methods: hosthook.Methods(ev.Host),
+			At: g.cfg.Now().UTC(), Continues: old})
+	case n.Caller != who.Name:
+		return fmt.Errorf("session %s belongs to another caller", fresh)
+	case n.Continues == "":
+		grown := *n
+		grown.Continues = old
+		n, err = g.handshakes.upgrade(ctx, key, n, &grown)
 	}
-	if ev.Name != hosthook.SessionStart || ev.Source != hosthook.ClearReason || ev.Cwd == "" {
-		return nil
-	}
-	old, err := g.handshakes.takeCleared(ctx, clearedKey(who.Tenant, who.Name, ev.Cwd))
-	if old == "" || err != nil {
-		return err
-	}
-	agentID := who.AgentID
-	if agentID == "" {
-		agentID = ev.AgentID()
-	}
-	rec := &negotiation{ClientHello: nativeHello(ev.Host), AgentID: agentID, Caller: who.Name,
-		ServerHello: map[string]any{"turnguard_native_hooks": string(ev.Host)}, Methods: hosthook.Methods(ev.Host),
-		At: g.cfg.Now().UTC(), Continues: old}
-	stored, err := g.handshakes.put(ctx, key, rec)
 	if err != nil {
 		return err
 	}
-	if stored.Continues != "" && stored.Caller == who.Name {
-		ev.Session = stored.Continues
+	if n.Continues != old || n.Caller != who.Name {
+		return fmt.Errorf("session %s: its negotiation changed while it was pointed at the cleared session", fresh)
 	}
-	g.log.Info().Str("caller", who.Name).Str("session_id", key).Str("continues", stored.Continues).
+	g.log.Info().Str("caller", who.Name).Str("session_id", fresh).Str("continues", old).
 		Msg("claude-code /clear: the new conversation goes on in the cleared session, which still has background work feeding it")
 	return nil
 }

@@ -367,7 +367,17 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		if err := agentViews(load, who.Tenant, ev, sess, nil, &view, nil); err != nil {
 			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, reply{}
 		}
-		view.GoesOn = goesOn(load, who.Tenant, ev, sess)
+		if view.GoesOn = goesOn(load, who.Tenant, ev, sess); view.GoesOn {
+			// Recorded before the steps: the new conversation's
+			// SessionStart follows at once.
+			if err := g.clearing(ctx, who, ev); err != nil {
+				// The session ends, and the new conversation starts
+				// clean: say so, loudly.
+				g.log.Error().Err(err).Str("caller", who.Name).Str("session_id", ev.Session).
+					Msg("claude-code /clear: the cleared session still has background work feeding it, and the new conversation could not be pointed at it")
+				view.GoesOn = false
+			}
+		}
 	} else {
 		defer g.states.lock(childKey)()
 		cs, err := g.states.load(ctx, childKey)
@@ -400,14 +410,6 @@ func (g *Gateway) decideHook(ctx context.Context, from origin, ev *hosthook.Even
 		last = rep
 		if decision != "allow" {
 			return hosthook.Outcome{Decision: decision, Reason: reason}, true, rep
-		}
-	}
-	if view.GoesOn {
-		if err := g.handshakes.putCleared(ctx, clearedKey(who.Tenant, who.Name, ev.Cwd), ev.Session); err != nil {
-			// The new conversation will start clean: say so, loudly.
-			g.log.Error().Err(err).Str("caller", who.Name).Str("session_id", ev.Session).
-				Msg("claude-code /clear: the cleared session still has background work feeding it, and its record for the new conversation could not be stored")
-			return hosthook.Outcome{Failed: true, Reason: err.Error()}, true, last
 		}
 	}
 	return out, true, last

@@ -8,10 +8,10 @@ import (
 	"github.com/turnguard/turnguard/internal/gateway"
 )
 
-// Review of stop 45's /clear continuation: orders of events and a second
-// session of the same caller in the same directory in which the new
-// conversation escapes the cleared session's window while its Monitor
-// still feeds it.
+// Stop 45's review of the /clear continuation: orders of events, and a
+// second session of the same caller in the same directory, in which the new
+// conversation escaped the cleared session's window while its Monitor still
+// fed it.
 
 var reviewMonitor = map[string]any{"command": "while true; do curl -s https://status.example.com/feed; sleep 30; done", "description": "status feed"}
 
@@ -45,7 +45,7 @@ func evilDenied(t *testing.T, p func(map[string]any) string, sid, what string) {
 // negotiation (or binding) without Continues; continuation then never takes
 // the /clear's record (it returns when the new id has any negotiation), and
 // the new conversation, with the Monitor still feeding it, meets no window.
-func TestReview45ClearEventBeforeSessionStart(t *testing.T) {
+func TestClearSubagentEventBeforeSessionStart(t *testing.T) {
 	for _, hs := range []gateway.HandshakePolicy{gateway.HandshakeOptional, gateway.HandshakeRequired} {
 		t.Run(fmt.Sprint(hs), func(t *testing.T) {
 			url := liveHooks(t, hs)
@@ -72,7 +72,7 @@ func TestReview45ClearEventBeforeSessionStart(t *testing.T) {
 // at Claude Code's SessionEnd budget, or the two requests race): nothing to
 // take, the new conversation starts clean, and the record stored after is
 // taken by nobody.
-func TestReview45ClearSessionStartFirst(t *testing.T) {
+func TestClearSessionStartFirst(t *testing.T) {
 	url := liveHooks(t, gateway.HandshakeRequired)
 	p := func(ev map[string]any) string { return postLive(t, url, "claude-code", ev) }
 	startMonitor(p, liveSession)
@@ -84,15 +84,15 @@ func TestReview45ClearSessionStartFirst(t *testing.T) {
 
 // Two Claude Code sessions of one caller in one project (two terminals,
 // one token): the first clears with a Monitor running, the second clears
-// with nothing running just after. The second's new conversation
-// (SessionStart of source clear, same caller, same cwd) takes the first's
-// record and goes on in the first's session; the first's new conversation
-// finds no record and starts clean, the Monitor still feeding it. A local
-// process holding the caller's token can do the same on purpose: post
-// SessionStart(source clear) with a fresh id now and then, and every /clear
-// record of that caller and directory is taken before its conversation
-// comes.
-func TestReview45ClearTakenBySiblingSession(t *testing.T) {
+// with nothing running just after, and the second's new conversation comes
+// first. Whose new conversation is whose the hooks do not say (no field
+// links a SessionStart of source clear to its SessionEnd), so the /clear's
+// record is not consumed: both new conversations go on in the session that
+// still feeds — the first's with its window, the second's with a deny too
+// many — and a local process posting SessionStart(source clear) with the
+// caller's token cannot take the record away from the conversation it is
+// for.
+func TestClearTwoTerminals(t *testing.T) {
 	const other = "6f1c2a52-7d3e-4b8a-9c0d-444444444444"
 	const otherCleared = "6f1c2a52-7d3e-4b8a-9c0d-555555555555"
 	url := liveHooks(t, gateway.HandshakeRequired)
@@ -108,15 +108,11 @@ func TestReview45ClearTakenBySiblingSession(t *testing.T) {
 	p(in(other, "Stop"))
 	p(lcc("SessionEnd", "reason", "clear"))
 	p(in(other, "SessionEnd", "reason", "clear"))
-	p(in(otherCleared, "SessionStart", "source", "clear")) // takes liveSession's record
+	p(in(otherCleared, "SessionStart", "source", "clear")) // reads liveSession's record
 	p(after("SessionStart", "source", "clear"))
 	p(after("UserPromptSubmit", "prompt", "now fix the flaky test"))
 	evilDenied(t, p, clearedSession, "the record taken by the other terminal's /clear")
-	// And the other terminal's conversation, which read nothing, now
-	// goes on in the first one's tainted session (a false deny).
-	p(in(otherCleared, "UserPromptSubmit", "prompt", "run the tests"))
-	ok := in(otherCleared, "PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_ok", "tool_input", map[string]any{"command": "npm test && git push"})
-	if out := p(ok); out != "" {
-		t.Errorf("the other terminal's own command after its /clear: %s (it went on in the first session)", out)
-	}
+	// The other terminal's conversation goes on in the first's session
+	// too (the cost): the page's command is refused there as well.
+	evilDenied(t, p, otherCleared, "the other terminal's conversation")
 }
