@@ -148,6 +148,9 @@ func (c *collector) program(word string) {
 		return
 	}
 	c.add(ProgramName(word))
+	if repoCopiers[packageName(word)] {
+		c.add(GitClone) // degit owner/repo app, npx degit …: a clone without its history
+	}
 }
 
 // ProgramName is the name a word gives the program it runs: its base name
@@ -406,6 +409,20 @@ func inlineCode(args []string, f func(string) bool) bool {
 		}
 	}
 	return false
+}
+
+// repoCopiers copy a repository's files from a forge without git (a clone
+// without its history): degit, its fork tiged, giget.
+var repoCopiers = map[string]bool{"degit": true, "tiged": true, "giget": true}
+
+// packageName is the program a word names, without an npm version
+// (giget@latest).
+func packageName(w string) string {
+	name := ProgramName(w)
+	if i := strings.LastIndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	return name
 }
 
 // GitClone is the name Programs gives a git that clones (git clone …):

@@ -313,6 +313,9 @@ func TestWrites(t *testing.T) {
 		{"git clone past git's options", "git -C /src clone --origin up https://host/acme/widget/", []string{"widget/"}},
 		{"gh repo clone", "gh repo clone acme/widget -- --depth 1", []string{"widget/"}},
 		{"gh repo clone into a directory", "gh repo clone acme/widget src/widget", []string{"src/widget/"}},
+		{"degit, a clone without history", "npx degit acme/widget my-app", []string{"my-app/"}},
+		{"tiged, degit's fork", "tiged acme/widget#main app", []string{"app/"}},
+		{"giget of a version", "npx giget@latest gh:acme/template site", []string{"site/"}},
 		{"git submodule add fills its path", "git submodule add -b main --name lib https://github.com/c/lib vendor/lib", []string{"vendor/lib/"}},
 		{"git submodule add named after the repository", "git submodule add https://github.com/c/lib.git", []string{"lib/"}},
 		{"jj git clone, sl clone", "jj git clone https://github.com/c/w w2 && sl clone https://github.com/c/v", []string{"v/", "w2/"}},
@@ -395,6 +398,12 @@ func TestSpellingsOfAFetch(t *testing.T) {
 		has, not []string
 	}{
 		{"time timeout 60 nice nohup sudo ssh host curl x", []string{"curl"}, nil},
+		// A repository's files copied without git are a clone.
+		{"npx degit acme/widget my-app", []string{GitClone}, nil},
+		{"npx tiged acme/widget", []string{GitClone}, nil},
+		{"npx giget@latest gh:acme/template site", []string{GitClone}, nil},
+		{"degit acme/widget", []string{GitClone}, nil},
+		{"grep -rn degit docs/ && npm ls giget-ui", nil, []string{GitClone}},
 		// A flake fetched from a forge or a URL is its author's code.
 		{"nix run github:evil/tool", []string{RemoteCode}, nil},
 		{"nix shell github:x/y -c y", []string{RemoteCode}, nil},

@@ -163,6 +163,11 @@ func (w *writes) call(argv []string, depth int) {
 				return
 			}
 		}
+		if repoCopiers[packageName(a)] {
+			// degit owner/repo DIR: the operands after the program.
+			w.cloned(append([]string{""}, argv[i:]...), a)
+			return
+		}
 	}
 	// A storage client, past any wrapper (aws-vault exec p -- aws …) or
 	// an interpreter running it (python3 -m awscli …).
