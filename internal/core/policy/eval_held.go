@@ -204,14 +204,21 @@ func (e *evalCtx) rememberTasks() {
 		return
 	}
 	for _, id := range backgroundTaskIDs(e.in.Payload) {
-		if acs.StoredLen(id) > maxHandleBytes || slices.Contains(e.sess.Tasks, id) {
-			continue
-		}
-		if len(e.sess.Tasks) >= turnstate.MaxTasks {
-			e.sess.Tasks = slices.Delete(e.sess.Tasks, 0, 1)
-		}
-		e.sess.Tasks = append(e.sess.Tasks, id)
+		rememberTask(e.sess, id)
 	}
+}
+
+// rememberTask adds the background task id to the session's Tasks, newest
+// last, unless it is there already or too long a name; past
+// turnstate.MaxTasks the oldest is forgotten.
+func rememberTask(sess *turnstate.Session, id string) {
+	if acs.StoredLen(id) > maxHandleBytes || slices.Contains(sess.Tasks, id) {
+		return
+	}
+	if len(sess.Tasks) >= turnstate.MaxTasks {
+		sess.Tasks = slices.Delete(sess.Tasks, 0, 1)
+	}
+	sess.Tasks = append(sess.Tasks, id)
 }
 
 // backgroundTaskIDs is the first task id a result announces
@@ -243,14 +250,26 @@ func dropHolds(sess *turnstate.Session, label string) {
 	sess.Held = slices.DeleteFunc(sess.Held, func(h turnstate.HeldSource) bool { return h.Label == label })
 }
 
+// stoppedChild is the subagent session whose work this subagentStop
+// hands over (Input.Subagent): nil on any other envelope, for a session
+// this one did not spawn, and for a spawn denied and honoured (no
+// subagent ran).
+func (e *evalCtx) stoppedChild() *turnstate.Session {
+	c := e.in.Subagent
+	if e.hook != "subagentStop" || c == nil || !e.sess.Spawned(c) {
+		return nil
+	}
+	if p, _ := e.in.Payload.(map[string]any); p["outcome"] == "denied_at_spawn" {
+		return nil
+	}
+	return c
+}
+
 // adoptHolds takes over the sources a subagent's session holds at its
 // stop: what its Monitor feeds goes on reaching whoever takes its work.
 func (e *evalCtx) adoptHolds() {
-	c := e.in.Subagent
-	if e.hook != "subagentStop" || c == nil || len(c.Held) == 0 || !e.sess.Spawned(c) {
-		return
-	}
-	if p, _ := e.in.Payload.(map[string]any); p["outcome"] == "denied_at_spawn" {
+	c := e.stoppedChild()
+	if c == nil {
 		return
 	}
 	for _, h := range c.Held {
@@ -268,6 +287,31 @@ func (e *evalCtx) adoptHolds() {
 		}
 		hold(e.sess, h.Label, turnstate.TaintHit{Source: h.Source, Tool: h.Tool}, h.RequestID, slices.Clone(h.Handles))
 	}
+}
+
+// adoptWork takes over, at a subagent's stop, the background tasks its
+// results announced (Session.Tasks) and the files it remembers as holding
+// untrusted content (Session.FileTaints): the names under which what its
+// fetches brought — a background fetch's task id and output file, a page
+// a fetch saved, a clone — is read later. The tasks go on running and the
+// files stay on disk after the subagent stops, and the parent, which
+// takes its work, reads them there (a TaskOutput of the task four prompts
+// on; a Read of the saved page): each read sets the label again, as in
+// the subagent. In the subagent's order, newest last, within the parent's
+// bounds (turnstate.MaxTasks; turnstate.MaxFileTaints, copies making room
+// for copies first, and maxBackgroundFiles for the background ones), as
+// if the parent had remembered them itself. The subagent's state keeps
+// them too: a later stop of it hands them over again, changing nothing
+// but their order.
+func (e *evalCtx) adoptWork() {
+	c := e.stoppedChild()
+	if c == nil {
+		return
+	}
+	for _, id := range c.Tasks {
+		rememberTask(e.sess, id)
+	}
+	rememberFiles(e.sess, c.FileTaints)
 }
 
 // heldNote is the sentence a decision cites for a held label: which

@@ -256,3 +256,86 @@ func TestAdoptHolds(t *testing.T) {
 		})
 	}
 }
+
+// At a subagent's stop its parent takes over the background tasks it
+// announced and the files it remembers (a background fetch's task id and
+// output file, a page a fetch saved): the parent reads them later. Not a
+// session's it did not spawn, nor a denied spawn's; within the parent's
+// bounds, the subagent's newest kept; a second stop changes nothing.
+func TestAdoptWork(t *testing.T) {
+	rs := compileHeld(t)
+	bg := func(path string) turnstate.FileTaint {
+		return turnstate.FileTaint{Label: "untrusted_content", Path: path, Source: "shell-fetch" + backgroundSuffix}
+	}
+	saved := turnstate.FileTaint{Label: "untrusted_content", Path: "notes/setup.md", Source: "shell-fetch"}
+	child := func(parent string) *turnstate.Session {
+		return &turnstate.Session{SessionID: "child", Parent: &turnstate.ParentLink{SessionID: parent},
+			Tasks: []string{"bt2kelt7i"}, FileTaints: []turnstate.FileTaint{bg("bt2kelt7i"), bg("bt2kelt7i.output"), saved}}
+	}
+	stop := func(sess, c *turnstate.Session, outcome string) {
+		e := evalOn(t, rs, sess, "subagentStop", map[string]any{"subagent_session_id": "child", "outcome": outcome})
+		e.in.Subagent = c
+		e.adoptWork()
+	}
+	own := turnstate.FileTaint{Label: "untrusted_content", Path: "own.sh", Source: "shell-fetch"}
+	for _, tc := range []struct {
+		name    string
+		child   *turnstate.Session
+		outcome string
+		adopts  bool
+	}{
+		{"its child's", child("parent"), "completed", true},
+		{"another session's child", child("someone-else"), "completed", false},
+		{"a denied spawn", child("parent"), "denied_at_spawn", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess := &turnstate.Session{SessionID: "parent", Tasks: []string{"bown"}, FileTaints: []turnstate.FileTaint{own}}
+			stop(sess, tc.child, tc.outcome)
+			wantTasks, wantFiles := []string{"bown"}, []turnstate.FileTaint{own}
+			if tc.adopts {
+				wantTasks = append(wantTasks, tc.child.Tasks...)
+				wantFiles = append(wantFiles, tc.child.FileTaints...)
+			}
+			if !slices.Equal(sess.Tasks, wantTasks) || !slices.Equal(sess.FileTaints, wantFiles) {
+				t.Fatalf("tasks %q, files %+v; want %q, %+v", sess.Tasks, sess.FileTaints, wantTasks, wantFiles)
+			}
+			if !tc.adopts {
+				return
+			}
+			stop(sess, tc.child, tc.outcome) // the subagent resumed and stopped again
+			if !slices.Equal(sess.Tasks, wantTasks) || !slices.Equal(sess.FileTaints, wantFiles) {
+				t.Errorf("after a second stop: tasks %q, files %+v; want %q, %+v", sess.Tasks, sess.FileTaints, wantTasks, wantFiles)
+			}
+		})
+	}
+
+	t.Run("bounded", func(t *testing.T) {
+		sess := &turnstate.Session{SessionID: "parent"}
+		for i := range turnstate.MaxTasks {
+			sess.Tasks = append(sess.Tasks, fmt.Sprintf("p%d", i))
+		}
+		for i := range turnstate.MaxFileTaints {
+			sess.FileTaints = append(sess.FileTaints, turnstate.FileTaint{Label: "untrusted_content", Path: fmt.Sprintf("p%d.sh", i), Source: "shell-fetch"})
+		}
+		c := child("parent")
+		c.Tasks, c.FileTaints = nil, nil
+		for i := range turnstate.MaxTasks + 2 {
+			c.Tasks = append(c.Tasks, fmt.Sprintf("c%d", i))
+			c.FileTaints = append(c.FileTaints, bg(fmt.Sprintf("c%d", i)))
+		}
+		stop(sess, c, "completed")
+		if len(sess.Tasks) != turnstate.MaxTasks || sess.Tasks[0] != "c2" || sess.Tasks[len(sess.Tasks)-1] != fmt.Sprintf("c%d", turnstate.MaxTasks+1) {
+			t.Errorf("tasks %q: want the subagent's %d newest", sess.Tasks, turnstate.MaxTasks)
+		}
+		n := 0
+		for _, f := range sess.FileTaints {
+			if background(f) {
+				n++
+			}
+		}
+		last := sess.FileTaints[len(sess.FileTaints)-1]
+		if len(sess.FileTaints) != turnstate.MaxFileTaints || n != maxBackgroundFiles || last.Path != fmt.Sprintf("c%d", turnstate.MaxTasks+1) {
+			t.Errorf("files %+v: want %d, the subagent's %d newest background ones last", sess.FileTaints, turnstate.MaxFileTaints, maxBackgroundFiles)
+		}
+	})
+}

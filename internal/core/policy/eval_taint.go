@@ -19,6 +19,7 @@ func (e *evalCtx) updateTaints(res *Result) {
 	e.rememberTasks()
 	e.stopped()
 	e.adoptHolds()
+	e.adoptWork()
 	e.endHolds()
 	res.Stop = e.stopCall()
 	e.taintFileReads(res)
