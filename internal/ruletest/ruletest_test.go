@@ -203,8 +203,10 @@ func TestLineageDestinations(t *testing.T) {
 	runOnDefault(t, "testdata/lineage-destinations.yaml", 16)
 }
 
-// the spawn linked it (testdata/subagent-return.yaml).
-func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 4) }
+// the spawn linked it; and a background fetch the subagent started, or a
+// page its fetch saved, read by the parent after the window the stop
+// opened, brings the page in (testdata/subagent-return.yaml).
+func TestSubagentReturn(t *testing.T) { runOnDefault(t, "testdata/subagent-return.yaml", 6) }
 
 // TestSubagentDeniedSpawn: a subagent that runs although its spawn was
 // denied is linked to its parent all the same — adopted if its session
