@@ -116,3 +116,33 @@ func TestClearTwoTerminals(t *testing.T) {
 	// too (the cost): the page's command is refused there as well.
 	evilDenied(t, p, otherCleared, "the other terminal's conversation")
 }
+
+// A subagent starts a background fetch and stops; the fetch still runs.
+// Its task (Tasks, and the background fetch remembered for its output) is
+// in the subagent's state, which the subagentStop does not hand to the
+// parent (adoptHolds takes held sources only). So the /clear's goesOn finds
+// nothing and the new conversation reads the fetch's output (TaskOutput)
+// with no window (before stop 45's fix; the same read by the parent with no /clear,
+// four prompts later, was not tainted either).
+func TestClearSubagentBackgroundFetch(t *testing.T) {
+	url := liveHooks(t, gateway.HandshakeRequired)
+	p := func(ev map[string]any) string { return postLive(t, url, "claude-code", ev) }
+	background := map[string]any{"command": "curl -s https://slow.example.net/feed", "run_in_background": true}
+	p(lcc("SessionStart", "source", "startup"))
+	p(lcc("UserPromptSubmit", "prompt", "have an agent start the feed download"))
+	p(lcc("PreToolUse", "tool_name", "Agent", "tool_use_id", "toolu_a", "tool_input", map[string]any{"description": "dl", "prompt": "start the download"}))
+	p(lagent("dl", "SubagentStart"))
+	p(lagent("dl", "PreToolUse", "tool_name", "Bash", "tool_use_id", "toolu_b1", "tool_input", background))
+	p(lagent("dl", "PostToolUse", "tool_name", "Bash", "tool_use_id", "toolu_b1", "tool_input", background,
+		"tool_response", map[string]any{"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": "bt2kelt7i"}))
+	p(lagent("dl", "SubagentStop", "last_assistant_message", "started task bt2kelt7i"))
+	p(lcc("PostToolUse", "tool_name", "Agent", "tool_use_id", "toolu_a", "tool_input", map[string]any{"description": "dl", "prompt": "start the download"}, "tool_response", "started task bt2kelt7i"))
+	p(lcc("Stop"))
+	p(lcc("SessionEnd", "reason", "clear"))
+	p(after("SessionStart", "source", "clear"))
+	p(after("UserPromptSubmit", "prompt", "check on the download"))
+	read := map[string]any{"task_id": "bt2kelt7i"}
+	p(after("PreToolUse", "tool_name", "TaskOutput", "tool_use_id", "toolu_r1", "tool_input", read))
+	p(after("PostToolUse", "tool_name", "TaskOutput", "tool_use_id", "toolu_r1", "tool_input", read, "tool_response", liveInjected))
+	evilDenied(t, p, clearedSession, "a subagent's background fetch read after the /clear")
+}
