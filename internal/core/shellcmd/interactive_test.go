@@ -1,6 +1,10 @@
 package shellcmd
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestInteractive(t *testing.T) {
 	yes := []string{
@@ -47,5 +51,98 @@ func TestInteractive(t *testing.T) {
 	}
 	if !ArgvInteractive([]string{"python3"}) || ArgvInteractive([]string{"python3", "x.py"}) {
 		t.Error("ArgvInteractive")
+	}
+}
+
+// TestInteractiveBudget: a line crafted to be read many ways (nested -c
+// scripts, eval of eval, long pipes of copiers, wrappers of wrappers) is
+// read within the package's budget, and one that exceeds it is taken for
+// interactive (fail closed).
+func TestInteractiveBudget(t *testing.T) {
+	nest := func(s string, n int) string {
+		for range n {
+			s = "bash -c " + quote(s)
+		}
+		return s
+	}
+	long := strings.Repeat("cat | ", 2000) + "sh"
+	words := strings.Repeat("a ", 7000)
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{nest("python3", 3), true},
+		{nest("make", 3), false},
+		{nest("make", 7), true}, // past maxDepth: fail closed
+		{strings.Repeat("sudo env nice timeout 1 ", 200) + "python3", true},
+		{long, true},
+		{"echo " + words, false},
+		{strings.Repeat("eval ", 3000) + "make", true}, // past maxDepth: fail closed
+		{strings.Repeat("true; ", 2500) + "make", false},
+	} {
+		start := time.Now()
+		got := Interactive(c.line)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("Interactive(%.40q…) took %v", c.line, d)
+		}
+		if got != c.want {
+			t.Errorf("Interactive(%.40q…) = %v, want %v", c.line, got, c.want)
+		}
+	}
+}
+
+func FuzzInteractive(f *testing.F) {
+	for _, s := range []string{"bash", "bash -c bash", "sudo -s", "timeout 999 bash", "ssh host bash", "ssh -O check h",
+		"docker run -e A=1 -it img sh", "kubectl -n ns exec -it pod -- sh", "sh < /dev/tty", "bash /dev/stdin", "psql -f -",
+		"head | sh", "stdbuf -o0 cat | sh", "cat - | python3", "while read l; do eval \"$l\"; done", "xargs -L1 sh -c",
+		"awk '{system($0)}'", "sed e", "sed 's/x/y/e'", "perl -ne 'system $_'", "$SHELL", "`which bash`", "${X:-bash}",
+		"bash -c 'exec \"$0\"' python3", "sh -c \"$(cat)\"", "tmux new -d -s x", "screen -dm x", "nc -z h 1", "vim -es -c wq f",
+		"nvim --headless +qa", "emacs --batch", "php -m", "python3 -VV", "gdb -ex run ./a", "iex -S mix", "sqlite3 -cmd x db",
+		"socat - EXEC:bash", "cmd /c bash", "wsl -e bash", "pwsh -NoExit", "nix develop", "poetry shell", "uv run --with x python",
+		"heroku run bash", "gcloud compute ssh vm --command=ls", "aws ssm start-session --target i", "find . -exec sh \\;",
+		"env -S 'bash -i'", "script -qc bash /dev/null", "docker start -ai c", "oc rsh p", "((", "`", "$(", "bash -c",
+		"ssh", "ssh -p", "docker run", "kubectl exec --", "xargs", "sed", "awk -f", "script -c", "su -c", "sg g -c",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		Interactive(line)
+		ArgvInteractive(strings.Fields(line))
+	})
+}
+
+// TestInteractiveMore: ordinary lines that read no terminal, and more
+// spellings of a channel (nested scripts, a substitution read as code,
+// find -exec, env -S, a runner's REPL).
+func TestInteractiveMore(t *testing.T) {
+	for _, l := range []string{
+		"git status", "ls -la | grep foo", "cat README.md | head", "grep -r foo . | sort | uniq -c", "find . -name '*.go' | xargs grep foo",
+		"make test 2>&1 | tail -50", "go test ./... | tee out.log", "npm run build", "sed -i 's/a/b/' file", "awk '{print $1}' file",
+		"echo hi | xargs", "jq . package.json", "docker ps", "docker build -t x .", "kubectl logs -f pod", "ssh host 'tail -f log'",
+		"timeout 60 npm test", "env", "sudo -n true", "python3 -m venv .venv", "pip install x", "cargo build", "tmux kill-server",
+		"sort file | uniq", "cat a b > c", "head -5 file.txt", "tail -f log", "xargs -a list rm", "nc -z h 1", "read -p 'x' a",
+		"echo $HOME", "cd dir && ls", "for f in *.go; do gofmt -l $f; done", "while true; do sleep 1; done", "rg foo", "fd x",
+		"node --test", "sqlite3 db 'select 1'", "git log --oneline | head -n 5", "ps aux | grep node", "curl -s x | jq .",
+		"docker compose up -d", "docker compose logs -f", "kubectl apply -f x.yaml", "terraform plan", "gh pr view",
+		"sed -n '1,20p' f", "sed 's/x/y/' f", "printf '%s\n' a | while read l; do echo $l; done", "emacs --batch -f x",
+		"vim -es -c wq f", "watch -n1 ls", "nohup bash &", "python3 -c 'import sys; print(sys.stdin.read())' < f",
+		"ruby -e 'puts 1'", "perl -pe 's/a/b/' f", "bash -c 'cd x && make'", "sh -c 'echo $0' x",
+		"sh -c 'cat f' | sh", "sudo cat f | sh", "python3 -c 'import x'", "python3 -Wignore x.py", "perl -d:NYTProf x.pl",
+	} {
+		if Interactive(l) {
+			t.Errorf("Interactive(%q) = true, want false", l)
+		}
+	}
+	for _, l := range []string{
+		"bash -c 'bash -c \"bash -c python3\"'", "l=$(cat); eval \"$l\"", "read l; $l", "find . -maxdepth 0 -exec bash \\;",
+		"cat | tee x | sh", "env -S 'bash -i'", "nice -n 5 python3", "docker compose run web", "xargs -o vim",
+		"su -c bash", "sudo -s", "sudo -- bash", "echo x; bash", "bash -c \"$(cat)\"", "npx ts-node", "uvx ipython",
+		"ssh -W h:22 jump", "exec < /dev/tty; bash", "sh <&0", "bash <(cat)", "${PY:-python3}",
+		"sh -c cat | sh", "sudo cat | sh", "sudo -u x head | bash", "busybox cat | sh", "eval cat | sh", "python3 -ic 'x=1'",
+		"perl -de 0", "python3 -iq",
+	} {
+		if !Interactive(l) {
+			t.Errorf("Interactive(%q) = false, want true", l)
+		}
 	}
 }
