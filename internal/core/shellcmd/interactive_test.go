@@ -127,7 +127,8 @@ func TestInteractiveMore(t *testing.T) {
 		"sed -n '1,20p' f", "sed 's/x/y/' f", "printf '%s\n' a | while read l; do echo $l; done", "emacs --batch -f x",
 		"vim -es -c wq f", "watch -n1 ls", "nohup bash &", "python3 -c 'import sys; print(sys.stdin.read())' < f",
 		"ruby -e 'puts 1'", "perl -pe 's/a/b/' f", "bash -c 'cd x && make'", "sh -c 'echo $0' x",
-		"sh -c 'cat f' | sh", "sudo cat f | sh", "python3 -c 'import x'", "python3 -Wignore x.py", "perl -d:NYTProf x.pl",
+		"sh -c 'cat f' | sh", "sudo cat f | sh", "perl -I/home/dev/lib -e 'print 1'", "perl -MData::Dumper -e 1",
+		"perl -e 'print \"ls\\n\"' | sh", "awk 'BEGIN{print \"make\"}' | sh", "jq -rn '\"make\"' | sh", "ruby -Ilib -e 'x'", "python3 -c 'import x'", "python3 -Wignore x.py", "perl -d:NYTProf x.pl",
 	} {
 		if Interactive(l) {
 			t.Errorf("Interactive(%q) = true, want false", l)
@@ -139,7 +140,8 @@ func TestInteractiveMore(t *testing.T) {
 		"su -c bash", "sudo -s", "sudo -- bash", "echo x; bash", "bash -c \"$(cat)\"", "npx ts-node", "uvx ipython",
 		"ssh -W h:22 jump", "exec < /dev/tty; bash", "sh <&0", "bash <(cat)", "${PY:-python3}",
 		"sh -c cat | sh", "sudo cat | sh", "sudo -u x head | bash", "busybox cat | sh", "eval cat | sh", "python3 -ic 'x=1'",
-		"perl -de 0", "python3 -iq",
+		"perl -de 0", "python3 -iq", "perl -d -e 0", "perl -Mstrict -de 1", "perl -pe '' | sh", "awk '{print}' | sh",
+		"$EDITOR notes.txt", "gcloud compute ssh vm -- -L 8080:localhost:80",
 	} {
 		if !Interactive(l) {
 			t.Errorf("Interactive(%q) = false, want true", l)
