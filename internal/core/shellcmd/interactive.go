@@ -130,19 +130,37 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 		return false, false
 	}
 	outer := term
+	// What each descriptor the statement redirects reads: the terminal
+	// or not (3< f, 3<<EOF), for a later <&3.
+	fds := map[string]bool{"0": term, "1": term, "2": term}
 	for _, rd := range st.Redirs {
-		if rd.N != nil && rd.N.Value != "0" {
-			continue
+		n := "0"
+		if rd.N != nil {
+			n = rd.N.Value
 		}
+		in := true
 		switch rd.Op {
 		case syntax.RdrIn, syntax.RdrInOut:
 			w, ok := literal(rd.Word)
-			term = ok && ttyPath(w)
+			if !ok {
+				w, ok = resolveWord(rd.Word, pos)
+			}
+			in = ok && ttyPath(w)
 		case syntax.DplIn:
+			// <&1, <&2: the terminal (the pty, open both ways) when the
+			// input was; a descriptor the line does not show may be one
+			// opened on it (fail closed); <&- closes it.
 			w, ok := literal(rd.Word)
-			term = term && ok && w == "0"
+			v, seen := fds[w]
+			in = term && (!ok || w != "-" && (!seen || v))
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-			term = false
+			in = false
+		default:
+			continue
+		}
+		fds[n] = in
+		if n == "0" {
+			term = in
 		}
 	}
 	stmts := func(list []*syntax.Stmt) (bool, bool) {
@@ -357,7 +375,7 @@ func resolveWord(w *syntax.Word, pos []string) (string, bool) {
 			return "", false
 		}
 		call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr)
-		if !ok || len(call.Args) < 2 {
+		if !ok || len(call.Args) < 1 {
 			return "", false
 		}
 		var argv []string
@@ -370,6 +388,8 @@ func resolveWord(w *syntax.Word, pos []string) (string, bool) {
 		}
 		last := argv[len(argv)-1]
 		switch ProgramName(argv[0]) {
+		case "tty":
+			return "/dev/tty", true
 		case "which", "whence", "where":
 			return last, true
 		case "command", "type":
@@ -423,6 +443,9 @@ func (r *ireader) argv(argv []string, depth int) bool {
 	args := argv[1:]
 	if info(name, args) {
 		return false
+	}
+	if interpreter(name) && inlineCode(args, func(code string) bool { return r.codeChannel(code, depth) }) {
+		return true // python3 -c 'import pty; pty.spawn("/bin/bash")', perl -e 'exec "sh"'
 	}
 	if shells[name] {
 		return r.shell(args, depth)
@@ -554,10 +577,10 @@ func (r *ireader) argv(argv []string, depth int) bool {
 	case "systemd-run":
 		return r.systemdRun(args, depth)
 	case "awk", "gawk", "mawk", "nawk":
-		return awkRunsInput(args)
+		return r.awkRunsInput(args, depth)
 	case "sed", "gsed":
 		return sedRunsInput(args)
-	case "docker", "podman", "nerdctl", "docker-compose", "podman-compose":
+	case "docker", "podman", "nerdctl", "docker-compose", "podman-compose", "finch":
 		return r.container(argv, depth)
 	case "kubectl", "oc":
 		return r.kubectl(name, argv, depth)
@@ -616,6 +639,89 @@ func (r *ireader) argv(argv []string, depth int) bool {
 			args = args[1:]
 		}
 		return r.wrapper(name, wrapSpec{values: "pcw", longValues: []string{"--package", "--from", "--with", "--python", "--spec"}}, args, depth)
+	case "git":
+		// git -c alias.x='!bash' x: the alias's line, the terminal its input.
+		if at := gitAt(argv); at > 0 {
+			for i := 1; i+1 < at; i++ {
+				if k, v, _ := strings.Cut(args[i], "="); args[i-1] == "-c" && strings.HasPrefix(strings.ToLower(k), "alias.") &&
+					strings.HasPrefix(v, "!") && r.line(v[1:], depth+1, nil) {
+					return true
+				}
+			}
+		}
+		return false
+	case "at", "batch":
+		// The commands to run, read from the terminal unless -f names a
+		// file; -l, -r, -c only list, remove or print jobs.
+		return !slices.ContainsFunc(args, func(a string) bool {
+			return a == "-f" || a == "-l" || a == "-r" || a == "-d" || a == "-c" || a == "-V"
+		})
+	case "crontab":
+		for _, a := range args {
+			switch {
+			case a == "-e":
+				return true // an editor
+			case a == "-l" || a == "-r" || a == "-i" && len(args) == 1:
+				return false
+			case !strings.HasPrefix(a, "-") || a == "-":
+				return stdinArg(a)
+			}
+		}
+		return true
+	case "mc", "ranger", "vifm", "nnn", "lf", "yazi", "k9s", "lazydocker", "cgdb", "jdb", "r2", "radare2", "byebug", "rdbg",
+		"evcxr", "irust", "gore", "amm", "sage", "zellij", "byobu", "wscat", "websocat", "gnutls-cli", "dotnet-script",
+		"zkcli.sh", "zookeeper-shell", "zookeeper-shell.sh", "snowsql", "trino", "presto":
+		// File managers and dashboards that run typed commands (!, s for a
+		// pod's shell), debuggers, REPLs, multiplexers, a socket typed into.
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") && (name == "zellij" || name == "byobu") {
+			return args[0] == "attach" || args[0] == "a" || args[0] == "new-session" || args[0] == "new"
+		}
+		return !slices.ContainsFunc(args, func(a string) bool {
+			k, _, _ := strings.Cut(a, "=")
+			return k == "-q" || k == "--execute" || k == "-f" || k == "--file" || k == "--headless" ||
+				k == "-x" && name == "wscat" || k == "-e" && name != "wscat"
+		})
+	case "dtach", "abduco":
+		return slices.ContainsFunc(args, func(a string) bool { return a == "-a" || a == "-A" || a == "-c" })
+	case "dlv":
+		return len(args) > 0 && slices.Contains([]string{"debug", "exec", "attach", "test", "core", "connect", "replay"}, args[0]) &&
+			!slices.ContainsFunc(args, func(a string) bool { return a == "--headless" || strings.HasPrefix(a, "--headless=") })
+	case "openssl":
+		return len(args) > 0 && args[0] == "s_client"
+	case "smbclient":
+		return !slices.ContainsFunc(args, func(a string) bool { return a == "-c" || a == "--command" || a == "-L" || a == "--list" })
+	case "nsupdate":
+		return !slices.ContainsFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") && !stdinArg(a) })
+	case "curl":
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(strings.ToLower(a), "telnet://") })
+	case "hbase":
+		return len(args) > 0 && args[0] == "shell"
+	case "cockroach":
+		return len(args) > 0 && (args[0] == "sql" || args[0] == "demo") &&
+			!slices.ContainsFunc(args, func(a string) bool { return a == "-e" || a == "--execute" || a == "-f" || a == "--file" })
+	case "bq":
+		return len(args) > 0 && args[0] == "shell"
+	case "matlab":
+		return !slices.ContainsFunc(args, func(a string) bool { return a == "-batch" })
+	case "wolframscript", "math", "wolfram":
+		return !slices.ContainsFunc(args, func(a string) bool {
+			return a == "-code" || a == "-c" || a == "-file" || a == "-f" || a == "-script" || a == "-run"
+		})
+	case "ghc":
+		return slices.Contains(args, "--interactive")
+	case "bb":
+		return len(args) > 0 && (args[0] == "repl" || args[0] == "--repl")
+	case "dune":
+		return len(args) > 0 && args[0] == "utop"
+	case "wp":
+		return len(args) > 0 && (args[0] == "shell" || len(args) > 1 && args[0] == "db" && (args[1] == "cli" || args[1] == "query" && len(args) == 2))
+	case "drush":
+		return len(args) > 0 && (args[0] == "php" || args[0] == "core:cli" || args[0] == "sql-cli" || args[0] == "sqlc" || args[0] == "php:cli")
+	case "limactl", "colima":
+		return len(args) > 0 && (args[0] == "shell" || args[0] == "ssh") && !slices.Contains(args, "--")
+	case "doctl":
+		return len(args) > 1 && args[0] == "compute" && args[1] == "ssh" &&
+			!slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--ssh-command") })
 	case "swift":
 		return len(args) == 0 || args[0] == "repl"
 	case "sbt":

@@ -13,7 +13,7 @@ import (
 // awkRunsInput: an awk program reading the terminal (no data file) that
 // runs commands it builds at run time (system($0), $0 | getline, print
 // | "sh"), or one from a program file it cannot see.
-func awkRunsInput(args []string) bool {
+func (r *ireader) awkRunsInput(args []string, depth int) bool {
 	prog, progSet, data := "", false, 0
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -38,10 +38,16 @@ func awkRunsInput(args []string) bool {
 			data++
 		}
 	}
+	cmds, built := awkCommands(prog)
+	for _, c := range cmds {
+		// system("bash"), "python3" | getline: its input is awk's.
+		if !c.printed && r.line(c.text, depth+1, nil) {
+			return true
+		}
+	}
 	if data > 0 {
 		return false
 	}
-	cmds, built := awkCommands(prog)
 	if built {
 		return true
 	}

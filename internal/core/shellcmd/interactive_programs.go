@@ -77,6 +77,51 @@ func codeRunsInput(code string, runsOnly bool) bool {
 	return false
 }
 
+// replCode are what inline code calls to start a REPL, a debugger or a
+// shell on the terminal it was given.
+var replCode = []string{"interact(", "set_trace(", "breakpoint(", "embed(", "pty.spawn", "repl.start", "require('repl')",
+	`require("repl")`, "binding.irb", "binding.pry", "irb.start", "pry.start", "pdb.run", "debugger;", "readline.createinterface"}
+
+// codeChannel reports whether inline code starts a REPL (code.interact(),
+// pty.spawn, binding.irb) or runs a program named in one of its string
+// literals that reads the terminal (os.system("bash"), exec "sh",
+// spawn('python3', {stdio: 'inherit'})).
+func (r *ireader) codeChannel(code string, depth int) bool {
+	l := strings.ToLower(code)
+	for _, m := range replCode {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	if !codeRunsInput(code, true) {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		q := code[i]
+		if q != '\'' && q != '"' && q != '`' {
+			continue
+		}
+		j := i + 1
+		for j < len(code) && code[j] != q {
+			if code[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j > len(code) {
+			j = len(code)
+		}
+		if lit := code[i+1 : j]; lit != "" && !strings.ContainsAny(lit, "\n") && r.line(lit, depth+1, nil) {
+			return true
+		}
+		i = j
+		if r.over {
+			return true
+		}
+	}
+	return false
+}
+
 // replModules are python's modules that are a REPL or a debugger.
 var replModules = map[string]bool{"pdb": true, "code": true, "asyncio": true, "ipython": true, "ipdb": true,
 	"bpython": true, "ptpython": true, "sqlite3": true, "pudb": true, "idlelib": true, "jupyter_console": true}
@@ -711,7 +756,7 @@ func (r *ireader) cloudShell(name string, args []string, depth int) bool {
 			sub("compute", "tpus", "tpu-vm", "ssh") {
 			return lineOr(optValue("--command"))
 		}
-		return sub("sql", "connect") || sub("compute", "connect-to-serial-port")
+		return sub("sql", "connect") || sub("compute", "connect-to-serial-port") || sub("alpha", "interactive") || sub("beta", "interactive")
 	case "aws":
 		switch {
 		case sub("ssm", "start-session"):
@@ -750,7 +795,7 @@ func (r *ireader) cloudShell(name string, args []string, depth int) bool {
 			return true
 		}
 	case "az":
-		return sub("ssh") || sub("vm", "ssh") || sub("container", "exec") || sub("webapp", "ssh") || sub("postgres", "flexible-server", "connect") && has("--interactive")
+		return sub("interactive") || sub("ssh") || sub("vm", "ssh") || sub("container", "exec") || sub("webapp", "ssh") || sub("postgres", "flexible-server", "connect") && has("--interactive")
 	case "railway":
 		return sub("shell") || sub("connect") || sub("ssh")
 	case "eb":

@@ -128,6 +128,9 @@ func TestInteractiveMore(t *testing.T) {
 		"vim -es -c wq f", "watch -n1 ls", "nohup bash &", "python3 -c 'import sys; print(sys.stdin.read())' < f",
 		"ruby -e 'puts 1'", "perl -pe 's/a/b/' f", "bash -c 'cd x && make'", "sh -c 'echo $0' x",
 		"sh -c 'cat f' | sh", "sudo cat f | sh", "perl -I/home/dev/lib -e 'print 1'", "perl -MData::Dumper -e 1",
+		"python3 -c 'import os; os.system(\"make test\")'", "at -l", "crontab -l", "crontab my.cron", "dlv debug --headless",
+		"git -c alias.x='!make' x", "openssl x509 -in c.pem -text", "curl https://x", "zellij run -- make", "sh 0<&-", "awk 'BEGIN{system(\"ls\")}'",
+		"sh 3< f <&3",
 		"perl -e 'print \"ls\\n\"' | sh", "awk 'BEGIN{print \"make\"}' | sh", "jq -rn '\"make\"' | sh", "ruby -Ilib -e 'x'", "python3 -c 'import x'", "python3 -Wignore x.py", "perl -d:NYTProf x.pl",
 	} {
 		if Interactive(l) {
@@ -142,6 +145,10 @@ func TestInteractiveMore(t *testing.T) {
 		"sh -c cat | sh", "sudo cat | sh", "sudo -u x head | bash", "busybox cat | sh", "eval cat | sh", "python3 -ic 'x=1'",
 		"perl -de 0", "python3 -iq", "perl -d -e 0", "perl -Mstrict -de 1", "perl -pe '' | sh", "awk '{print}' | sh",
 		"$EDITOR notes.txt", "gcloud compute ssh vm -- -L 8080:localhost:80",
+		"sh 0<&1", "sh < $(tty)", "python3 -c 'import pty; pty.spawn(\"/bin/bash\")'", "python3 -c 'import os; os.system(\"bash\")'",
+		"perl -e 'exec \"sh\"'", "node -e \"require('child_process').spawnSync('bash', {stdio: 'inherit'})\"", "awk 'BEGIN{system(\"bash\")}'",
+		"git -c alias.x='!bash' x", "at now", "crontab -", "crontab -e", "mc", "k9s", "dlv debug", "openssl s_client -connect h:443",
+		"curl telnet://h:25", "python3 -c 'import code; code.interact()'", "ruby -e 'binding.irb'", "zellij", "dtach -a /tmp/s",
 	} {
 		if !Interactive(l) {
 			t.Errorf("Interactive(%q) = false, want true", l)
