@@ -154,7 +154,27 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 			v, seen := fds[w]
 			in = term && (!ok || w != "-" && (!seen || v))
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			// A here-document or here-string is the line's text, unless
+			// what is typed is in it: "$(cat)", "$l" after read l.
+			w := rd.Word
+			if rd.Op != syntax.WordHdoc {
+				w = rd.Hdoc
+			}
 			in = false
+			if w != nil {
+				typed := r.typed
+				r.typed = false
+				if r.substs([]*syntax.Word{w}, outer, depth, pos) {
+					return true, false
+				}
+				_, lit := literal(w)
+				in = r.typed || typed && !lit && rd.Op == syntax.WordHdoc
+				if rd.Op != syntax.WordHdoc {
+					_, lit = hdocBody(w)
+					in = in || typed && !lit
+				}
+				r.typed = r.typed || typed
+			}
 		default:
 			continue
 		}
@@ -462,6 +482,9 @@ func (r *ireader) argv(argv []string, depth int) bool {
 		}
 	}
 	switch name {
+	case "trap":
+		// trap 'bash' EXIT: the handler runs, the terminal its input.
+		return len(args) > 1 && !strings.HasPrefix(args[0], "-") && r.line(args[0], depth+1, nil)
 	case "source", ".":
 		return len(args) > 0 && stdinArg(args[0])
 	case "eval":
