@@ -7,13 +7,14 @@ import (
 	"github.com/turnguard/turnguard/internal/hosthook"
 )
 
-// Review of stop 45's TG-CHAN-001 (510105c): on Codex, with no window open
+// Stop 45's review of TG-CHAN-001: on Codex, with no window open
 // (the user asked for a shell, a REPL, a pod's console before any page),
 // these lines start a program that reads what write_stdin types — later,
 // inside a page's window, each typed line runs with no hook, and a fetch
-// typed into it opens no window at all. TG-CHAN-001 denies "bash" and
-// "python3 -i"; each line here is allowed. FAILS on fb59c1d.
-func TestReview45CodexChannelSpellingsAllowed(t *testing.T) {
+// typed into it opens no window at all. TG-CHAN-001's first reading
+// denied "bash" and "python3 -i" and let each line here through; each is
+// denied now.
+func TestCodexChannelSpellingsDenied(t *testing.T) {
 	for i, line := range []string{
 		"bash -c bash",       // a shell's -c is not read
 		"ssh build-box bash", // ssh with a shell as its command
