@@ -155,3 +155,12 @@ func TestInteractiveMore(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkInteractive: what TG-CHAN-001's reading adds to a shell call's
+// decision (BenchmarkPrograms' line).
+func BenchmarkInteractive(b *testing.B) {
+	const line = `cd /repo && go test ./internal/... 2>&1 | grep -v "^ok" | tail -40`
+	for b.Loop() {
+		Interactive(line)
+	}
+}
