@@ -226,7 +226,7 @@ func (r *ireader) xargs(args []string, depth int) bool {
 			return i+1 < len(args) && r.xargsCommand(args[i+1:], tty, depth)
 		case strings.HasPrefix(a, "--"):
 		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if strings.Contains(a[1:], "o") && strings.IndexAny(a[1:], xargsValues) < 0 {
+			if strings.Contains(a[1:], "o") && !strings.ContainsAny(a[1:], xargsValues) {
 				tty = true
 			}
 			if len(a) == 2 && strings.Contains(xargsValues, a[1:]) {
