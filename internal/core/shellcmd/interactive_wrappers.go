@@ -93,16 +93,13 @@ func (r *ireader) wrapper(name string, spec wrapSpec, args []string, depth int) 
 			i++
 		case strings.HasPrefix(a, "--"):
 		case strings.HasPrefix(a, "-") && len(a) > 1 && operands == 0:
-			for k := 1; k < len(a); k++ {
-				if strings.IndexByte(spec.stop, a[k]) >= 0 {
-					return false
-				}
-				if strings.IndexByte(spec.values, a[k]) >= 0 {
-					if k == len(a)-1 {
-						i++
-					}
-					break
-				}
+			// A letter that stops the wrapper, before the cluster's
+			// first letter taking a value.
+			if s, v := strings.IndexAny(a[1:], spec.stop), strings.IndexAny(a[1:], spec.values); s >= 0 && (v < 0 || s <= v) {
+				return false
+			}
+			if clusterTakesNext(a, spec.values) {
+				i++
 			}
 		case spec.assigns && strings.Contains(a, "="):
 		case operands < spec.operands:
@@ -451,13 +448,8 @@ func wrappedCommand(spec wrapSpec, args []string) []string {
 			i++
 		case strings.HasPrefix(a, "--"):
 		case strings.HasPrefix(a, "-") && len(a) > 1 && operands == 0:
-			for k := 1; k < len(a); k++ {
-				if strings.IndexByte(spec.values, a[k]) >= 0 {
-					if k == len(a)-1 {
-						i++
-					}
-					break
-				}
+			if clusterTakesNext(a, spec.values) {
+				i++
 			}
 		case spec.assigns && strings.Contains(a, "="):
 		case operands < spec.operands:

@@ -111,12 +111,16 @@ func sshTakesNext(a string) bool {
 	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
 		return false
 	}
-	for k := 1; k < len(a); k++ {
-		if strings.IndexByte(sshValueLetters, a[k]) >= 0 {
-			return k == len(a)-1
-		}
-	}
-	return false
+	return clusterTakesNext(a, sshValueLetters)
+}
+
+// clusterTakesNext reports whether the cluster of short options a (-tp,
+// -Hiu) takes the next word as its value: its first letter among values,
+// read as getopt reads a cluster, is its last (-tp 22; not -p22, whose
+// value is the rest of the word).
+func clusterTakesNext(a, values string) bool {
+	k := strings.IndexAny(a[1:], values)
+	return k >= 0 && k+2 == len(a)
 }
 
 // remoteLine adds the programs of a line given as words (ssh's): Unknown
