@@ -86,9 +86,9 @@ func TestCodexYieldedFetchHoldsTheWindowWhileItRuns(t *testing.T) {
 // Codex's goal mode (codex-rs/core/src/goals.rs: "the hidden continuation
 // prompt that wakes an idle thread while a goal remains active") starts
 // turn after turn with no user: each has its own turn_id, and turnguard,
-// which reads Codex's turns from turn_id alone (Codex's UserPromptSubmit
-// is not mapped nor hooked by connect codex), ages the window at each as
-// at a user's prompt. The model reads a page, then spends two
+// which read Codex's turns from turn_id alone (before Codex's
+// UserPromptSubmit was mapped and hooked by connect codex), aged the
+// window at each as at a user's prompt. The model reads a page, then spends two
 // continuation turns on a reading command each (allowed inside the
 // window) and runs the page's command in the third, seconds later.
 // create_goal itself fires no hook (goal/create_goal.rs has no
