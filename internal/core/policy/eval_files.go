@@ -92,16 +92,32 @@ var unquoter = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
 // write (shellcmd.Writes), cleaned (cleanPath), and the directories they
 // fill (a clone: Dir); those that cannot be remembered (longer than
 // turnstate.MaxFileTaintPath) left out. Path and Dir only.
-func commandWrites(t *ToolView) []turnstate.FileTaint {
+//
+// A directory named only by dots — git clone URL ., tar x -C ., a stream
+// piped into tar x — is the one the command runs in (commandDir of cwd),
+// remembered by its absolute path; where the host said no working
+// directory it cannot be told apart from any other, and is left out.
+func commandWrites(t *ToolView, cwd string) []turnstate.FileTaint {
 	var out []turnstate.FileTaint
+	dir := commandDir(t, cwd)
 	add := func(ws []string) {
 		for _, w := range ws {
-			w, dir := shellcmd.DirWritten(w)
-			out = appendFile(out, turnstate.FileTaint{Path: w, Dir: dir})
+			w, isDir := shellcmd.DirWritten(w)
+			if isDir && dir != "" && dotsOnly(w) {
+				w = absPath(dir, w)
+			}
+			out = appendFile(out, turnstate.FileTaint{Path: w, Dir: isDir})
 		}
 	}
 	eachCommand(t, func(line string) { add(shellcmd.Writes(line)) }, func(argv []string) { add(shellcmd.ArgvWrites(argv)) }, func() {})
 	return out
+}
+
+// dotsOnly reports whether a relative path names the working directory or
+// one above it with no name of its own: ".", "..", "./..".
+func dotsOnly(p string) bool {
+	p = strings.TrimSpace(strings.ReplaceAll(p, "\\", "/"))
+	return p != "" && strings.Trim(p, "./") == "" && !strings.HasPrefix(p, "/")
 }
 
 // appendFile appends f to files with its path cleaned (cleanPath), unless
@@ -244,7 +260,7 @@ func (e *evalCtx) taintFileReads(res *Result) {
 		// the file's content on, and its label, as the fetch's files do.
 		take = func(f turnstate.FileTaint) {
 			res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: f.Label, Hit: e.hit(f.Source+":read", false), Output: true, Held: e.streams()})
-			for _, w := range commandWrites(t) {
+			for _, w := range commandWrites(t, workingDir(e.in.Req)) {
 				w.Label, w.Source = f.Label, strings.TrimSuffix(f.Source, copySuffix)+copySuffix
 				res.Files = append(res.Files, w)
 			}
@@ -297,8 +313,23 @@ func (e *evalCtx) taintFileReads(res *Result) {
 				}
 			}
 		}
+		// A word that reads as a path is also compared as the absolute
+		// path it names from the working directory: cat src/app.py in a
+		// directory a clone filled (git clone URL ., remembered by its
+		// absolute path; or cd widget before, the step's cwd in it), a
+		// glob of its files (cat *.md), a Windows drive path.
+		aw := ""
+		if len(dirs) > 0 {
+			if r, ok := rooted(w); ok {
+				aw = path.Clean(r)
+			} else if cwd != "" && pathLike(w) {
+				aw = path.Join(cwd, w)
+			}
+		}
 		for _, f := range dirs {
-			if d := strings.ToLower(f.Path); namesDir(w, d) || glob && globNamesDir(w, d) {
+			d := strings.ToLower(f.Path)
+			if namesDir(w, d) || glob && globNamesDir(w, d) ||
+				aw != "" && (namesDir(aw, d) || glob && globNamesDir(aw, d)) {
 				named(f)
 			}
 		}
@@ -406,6 +437,13 @@ func workingDir(req *acs.Request) string {
 		return ""
 	}
 	return path.Clean(d)
+}
+
+// pathLike reports whether a relative word (cleaned) reads as a path
+// rather than a command's word: it holds a separator or a dot (src/app.py,
+// README.md, .env). A bare name (Makefile) does not.
+func pathLike(w string) bool {
+	return !strings.HasPrefix(w, "-") && !strings.Contains(w, "://") && strings.ContainsAny(w, "./")
 }
 
 // globNamesRoot reports whether a search root that is a glob (rg TODO *,

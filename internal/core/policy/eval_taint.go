@@ -43,7 +43,7 @@ func (e *evalCtx) updateTaints(res *Result) {
 				res.Unanswered = append(res.Unanswered, turnstate.UnansweredCall{Label: t.ID, Hit: e.hit(src.id, false), Output: src.output, Held: src.output && e.streams(),
 					Awaited: src.output && e.yields()})
 				if src.files {
-					for _, w := range commandWrites(e.toolView()) {
+					for _, w := range commandWrites(e.toolView(), workingDir(e.in.Req)) {
 						w.Label, w.Source = t.ID, src.id
 						res.Files = append(res.Files, w)
 					}

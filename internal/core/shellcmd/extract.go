@@ -25,9 +25,10 @@ func archiveDir(archive string) string {
 
 // extracted adds the directory an extractor fills — tar x… -C DIR, unzip
 // … -d DIR, 7z x -oDIR — or, with none named, the one the archive's name
-// suggests (archiveDir: where most archives put their files), as a
-// directory written (a trailing slash, as a clone's); false when argv is
-// no extraction.
+// suggests (archiveDir: where most archives put their files), or for an
+// archive tar reads from its standard input the working directory ("./"),
+// as a directory written (a trailing slash, as a clone's); false when
+// argv is no extraction.
 func (w *writes) extracted(argv []string) bool {
 	name := ProgramName(argv[0])
 	dir, archive := "", ""
@@ -112,6 +113,11 @@ func (w *writes) extracted(argv []string) bool {
 		if d := archiveDir(archive); d != "" {
 			w.add(d)
 		}
+	case name == "tar" || name == "bsdtar" || name == "gtar":
+		// An archive read from the standard input (curl … | tar xz, tar
+		// xf -) has no name to guess its directory from: what it holds
+		// lands where the command runs.
+		w.add("./")
 	}
 	return true
 }

@@ -346,7 +346,11 @@ func (w *writes) copied(args []string) {
 	if dest == "" {
 		return
 	}
-	w.add(dest)
+	if strings.Trim(dest, "./") != "" {
+		// Not the working directory itself (cp x . or ./): the names
+		// the sources get in it are what is written.
+		w.add(dest)
+	}
 	for _, src := range operands {
 		if b := path.Base(strings.TrimRight(src, "/")); b != "" && b != "." && b != "/" && b != ".." {
 			w.add(strings.TrimRight(dest, "/") + "/" + b)
