@@ -156,21 +156,30 @@ func (w *writes) remoteCopied(argv []string) {
 	if recursive {
 		dir = "/"
 	}
-	w.add(strings.TrimRight(dest, "/") + dir)
+	whole := strings.TrimRight(dest, "/") + dir
 	if dest == "/" {
 		dest = ""
 	}
+	named := false
 	for _, src := range sources {
 		if !cp.remote(src) {
 			continue
 		}
 		p := src[strings.IndexByte(src, ':')+1:]
 		if strings.HasSuffix(p, "/") && cp.name == "rsync" {
-			continue // host:dir/ copies the directory's files, named in dest
+			named = false // host:dir/ copies the directory's files, named in dest
+			break
 		}
 		if b := path.Base(strings.TrimLeft(strings.TrimRight(p, "/"), ":")); b != "" && b != "." && b != "/" && b != ".." {
 			w.add(strings.TrimRight(dest, "/") + "/" + b + dir)
+			named = true
 		}
+	}
+	// The destination itself, unless it is the working directory and
+	// what lands in it is named (scp -r h:/srv/docs . writes ./docs/,
+	// not the whole directory).
+	if !named || strings.Trim(dest, "./") != "" {
+		w.add(whole)
 	}
 }
 

@@ -347,6 +347,8 @@ func TestWrites(t *testing.T) {
 		{"tar xf - fills the working directory", "tar -xzf - < /tmp/kit.tgz", []string{"./"}},
 		{"tar -C . fills the working directory", "tar -xzf /tmp/kit.tgz -C .", []string{"./"}},
 		{"a clone into the working directory", "git clone --depth 1 https://github.com/someone/widget.git .", []string{"./"}},
+		{"scp -r into the working directory writes the directory copied, not it", "scp -r h:/srv/docs . && docker cp web:/app/notes.md .", []string{"./docs/", "./notes.md/"}},
+		{"rsync of a directory's files into the working directory fills it", "rsync -az h:/srv/docs/ .", []string{"./"}},
 		{"cp into the working directory writes the file's name, not the directory", "cp /tmp/x.sh . && mv /tmp/y.sh ./ && cp -r /tmp/d ./", []string{"./d", "./x.sh", "./y.sh"}},
 		{"an upload writes no local file", "aws s3 cp dist/app.zip s3://b/releases/", []string{}},
 		{"scp names the file it copies here", "scp -P 22 h:/var/log/app.log logs/", []string{"logs", "logs/app.log"}},
