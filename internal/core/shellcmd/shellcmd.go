@@ -326,7 +326,7 @@ func isWordByte(b byte) bool {
 // script given it — or with inline code that opens a connection however
 // it names the host (node -e "require('https').get({host: …})"); and a
 // program that reads a URL it is given (pandoc, a headless browser's
-// --dump-dom, svn, hg): the fetch is in the code or the program, not in a
+// --dump-dom, svn, hg, bzr): the fetch is in the code or the program, not in a
 // program the line names.
 const ScriptURL = "script url"
 
@@ -345,10 +345,12 @@ func interpreter(name string) bool {
 
 // urlReaders read what a URL among their arguments names: documents
 // converted or printed from the web, a page rendered by a headless
-// browser, another version control system's checkout or cat.
+// browser, another version control system's checkout, clone or cat
+// (Subversion, Mercurial, Fossil, Bazaar and Breezy, Darcs, Pijul).
 var urlReaders = map[string]bool{"pandoc": true, "chromium": true, "chromium-browser": true, "google-chrome": true,
 	"google-chrome-stable": true, "chrome": true, "firefox": true, "wkhtmltopdf": true, "wkhtmltoimage": true,
-	"yt-dlp": true, "youtube-dl": true, "svn": true, "hg": true, "fossil": true}
+	"yt-dlp": true, "youtube-dl": true, "svn": true, "hg": true, "fossil": true, "bzr": true, "brz": true,
+	"darcs": true, "pijul": true}
 
 // readsURL reports whether a program given a URL reads it: an
 // interpreter (the code may) or a URL reader.
