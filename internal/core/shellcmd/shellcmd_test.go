@@ -384,6 +384,8 @@ func FuzzWrites(f *testing.F) {
 	f.Add("wget -O- $(x) 'y")
 	f.Add("tar -xzf a.tgz -C; unzip -d; 7z x -o")
 	f.Add("scp -r h:a/ b; rsync -avze ssh h:/ /")
+	f.Add("wget -rnH -P \"$(x)\" -i; xargs curl -OJK; gh run download -n a -n; hg clone a#b; svn co a b c; cvs co -d")
+	f.Add("npm pack @a/b@1.2.3 --pack-destination; hf download --repo-type; yt-dlp -o '%(x)s' -P; curl -o/$(x) > /tmp/$y")
 	f.Fuzz(func(t *testing.T, line string) {
 		got := Writes(line)
 		if len(got) > MaxWrites || !slices.IsSorted(got) {

@@ -23,10 +23,15 @@ var downloaders = map[string]bool{"wget": true, "wget2": true, "axel": true, "ar
 // downloader gives a URL it saves without one (wget, wget2, axel,
 // aria2c, curl -O or --remote-name): the URL's last path segment, or
 // index.html; where cp, mv, install or ln puts a file: the
-// destination, and the name each source gets in it; and what a storage
-// client downloads out of a bucket (bucketRead). Sorted, distinct, at most MaxWrites. It over-approximates
-// (an option's value is taken for a file whatever the program), and a
-// line the parser refuses gives every word that is not an option.
+// destination, and the name each source gets in it; what a storage
+// client downloads out of a bucket (bucketRead); and, where a fetch names
+// its files elsewhere than on the line, the directory they land in
+// (fetchwrites.go: a mirror, a list of URLs, a release's assets, another
+// version control system's clone, a package or a model downloaded, a
+// name made by an expansion). Sorted, distinct, at most MaxWrites. It
+// over-approximates (an option's value is taken for a file whatever the
+// program), and a line the parser refuses gives every word that is not
+// an option.
 func Writes(line string) []string {
 	var w writes
 	w.line(line, 0)
@@ -43,6 +48,10 @@ func ArgvWrites(argv []string) []string {
 
 type writes struct {
 	files []string
+	// partial holds, for the command being read (call), the literal
+	// start of each word that holds an expansion (litPrefix; "" for the
+	// others): where a file named by an expansion lands (unresolved).
+	partial []string
 }
 
 func (w *writes) add(f string) {
@@ -85,17 +94,30 @@ func (w *writes) line(line string, depth int) {
 				case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob:
 					if s, ok := literal(r.Word); ok {
 						w.add(s)
+					} else if d := unresolvedDir(litPrefix(r.Word)); d != "" {
+						w.add(d) // > /tmp/page-$(date +%s).html
 					}
 				}
 			}
 		case *syntax.CallExpr:
 			argv := make([]string, 0, len(n.Args))
-			for _, a := range n.Args {
-				// A word holding an expansion is no file anyone can name.
-				s, _ := literal(a)
+			var partial []string
+			for k, a := range n.Args {
+				// A word holding an expansion is no file anyone can name;
+				// its literal start may say where it is.
+				s, ok := literal(a)
+				if p := litPrefix(a); !ok && p != "" {
+					if partial == nil {
+						partial = make([]string, len(n.Args))
+					}
+					partial[k] = p
+				}
 				argv = append(argv, s)
 			}
+			prev := w.partial
+			w.partial = partial
 			w.call(argv, depth)
+			w.partial = prev
 		}
 		return true
 	})
@@ -157,6 +179,9 @@ func (w *writes) call(argv []string, depth int) {
 				w.cloned(argv[i:], "clone")
 				return
 			}
+			if w.ghDownloaded(argv, i) {
+				return
+			}
 		case "jj", "sl":
 			if slices.Contains(argv[i:], "clone") {
 				w.cloned(argv[i:], "clone")
@@ -205,19 +230,24 @@ func (w *writes) call(argv []string, depth int) {
 			w.remoteCopied(argv[i:])
 			return
 		}
-		if w.extracted(argv[i:]) {
+		if w.extracted(argv[i:]) || w.vcsCloned(argv, i) || w.packageFetched(argv, i) {
 			return
 		}
 	}
 	prog := ""          // the downloader or curl the words run, if any
+	at := -1            // where it is
 	remoteName := false // it names its file after the URL
-	explicit := false   // an output option named the file
 	for i := 0; i < len(argv); i++ {
 		a := argv[i]
 		name := ProgramName(a)
 		switch {
-		case downloaders[name] || name == "curl":
-			prog = name
+		case a == "":
+			// -o/tmp/$(date +%s).sh, --output="$DIR/x": where the
+			// expansion leaves the file.
+			w.unresolvedOutput(i, prog)
+		case prog == "" && !isURL(a) && (downloaders[name] || name == "curl"):
+			// The first (wget https://x.example/bin/curl runs wget).
+			prog, at = name, i
 		case name == "tee":
 			for _, f := range argv[i+1:] {
 				if !strings.HasPrefix(f, "-") {
@@ -237,7 +267,6 @@ func (w *writes) call(argv []string, depth int) {
 		case strings.EqualFold(a, "-Folder") || strings.EqualFold(a, "-LocalFolder"):
 			// Read-S3Object -Folder, Copy-S3Object -LocalFolder: a directory.
 			if i+1 < len(argv) {
-				explicit = true
 				if v := argv[i+1]; v != "-" && !strings.HasPrefix(v, "-") && !isURL(v) {
 					w.add(strings.TrimRight(v, "/") + "/")
 				}
@@ -249,18 +278,15 @@ func (w *writes) call(argv []string, depth int) {
 			// Read-S3Object (-File), Copy-S3Object (-LocalFile),
 			// Get-AzStorageBlobContent (-Destination).
 			if i+1 < len(argv) {
-				explicit = true
-				w.value(argv[i+1])
+				w.valueAt(argv, i+1)
 				i++
 			}
 		case a == "--output" || a == "--output-document" || a == "--out":
 			if i+1 < len(argv) {
-				explicit = true
-				w.value(argv[i+1])
+				w.valueAt(argv, i+1)
 				i++
 			}
 		case strings.HasPrefix(a, "--output=") || strings.HasPrefix(a, "--output-document=") || strings.HasPrefix(a, "--out="):
-			explicit = true
 			w.value(a[strings.IndexByte(a, '=')+1:])
 		case shortCluster(a) && (strings.HasSuffix(a, "o") || strings.HasSuffix(a, "O")):
 			// -o FILE, -O FILE, -qO FILE; curl's -O takes no value.
@@ -269,23 +295,23 @@ func (w *writes) call(argv []string, depth int) {
 				continue
 			}
 			if i+1 < len(argv) {
-				explicit = true
-				w.value(argv[i+1])
+				w.valueAt(argv, i+1)
 				i++
 			}
 		case len(a) > 2 && (a[:2] == "-o" || a[:2] == "-O") && !shortCluster(a):
-			explicit = true
 			w.value(a[2:])
 		}
 	}
-	if !(remoteName || downloaders[prog] && !explicit) {
+	o := fetchOpts{dir: -1}
+	if at >= 0 {
+		o = downloadOptions(argv, at)
+	}
+	// Which option names the file is the downloader's own (downloadOptions:
+	// wget's -o is its log, -O the page).
+	if !(remoteName || o.remoteName || o.list || downloaders[prog] && !o.named) {
 		return
 	}
-	for _, a := range argv {
-		if isURL(a) {
-			w.add(urlName(a))
-		}
-	}
+	w.downloaded(argv, max(at, 0), o)
 }
 
 // programAt is the index of the program a simple command runs, past
