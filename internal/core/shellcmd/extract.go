@@ -25,10 +25,11 @@ func archiveDir(archive string) string {
 
 // extracted adds the directory an extractor fills — tar x… -C DIR, unzip
 // … -d DIR, 7z x -oDIR — or, with none named, the one the archive's name
-// suggests (archiveDir: where most archives put their files), or for an
-// archive tar reads from its standard input the working directory ("./"),
-// as a directory written (a trailing slash, as a clone's); false when
-// argv is no extraction.
+// suggests (archiveDir: where most archives put their files), as a
+// directory written (a trailing slash, as a clone's); nothing for an
+// archive read from the standard input (curl … | tar xz: no name to
+// guess from, and the working directory holds the user's own files);
+// false when argv is no extraction.
 func (w *writes) extracted(argv []string) bool {
 	name := ProgramName(argv[0])
 	dir, archive := "", ""
@@ -106,6 +107,11 @@ func (w *writes) extracted(argv []string) bool {
 	default:
 		return false
 	}
+	if strings.Trim(dir, "./") == "" {
+		// -C .: among the user's files, where an archive's name is the
+		// best guess there is, as with no directory named.
+		dir = ""
+	}
 	switch {
 	case dir != "":
 		w.add(strings.TrimRight(dir, "/") + "/")
@@ -113,11 +119,6 @@ func (w *writes) extracted(argv []string) bool {
 		if d := archiveDir(archive); d != "" {
 			w.add(d)
 		}
-	case name == "tar" || name == "bsdtar" || name == "gtar":
-		// An archive read from the standard input (curl … | tar xz, tar
-		// xf -) has no name to guess its directory from: what it holds
-		// lands where the command runs.
-		w.add("./")
 	}
 	return true
 }

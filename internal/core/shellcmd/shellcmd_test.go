@@ -347,12 +347,15 @@ func TestWrites(t *testing.T) {
 		{"unzip -d", "wget https://x.example/kit.zip && unzip -q kit.zip -d kit", []string{"kit.zip", "kit/"}},
 		{"unzip into the archive's directory", "unzip -o /tmp/kit.zip", []string{"/tmp/kit/"}},
 		{"7z x -o", "7z x kit.7z -ovendor/kit -y", []string{"vendor/kit/"}},
-		{"a fetch piped into tar fills the working directory", "curl -sL https://x.example/kit.tgz | tar xz", []string{"./"}},
-		{"tar xf - fills the working directory", "tar -xzf - < /tmp/kit.tgz", []string{"./"}},
-		{"tar -C . fills the working directory", "tar -xzf /tmp/kit.tgz -C .", []string{"./"}},
+		// The working directory is remembered whole only when a clone
+		// fills it: an archive's or a download's files of unknown names
+		// land among the user's own.
+		{"a fetch piped into tar: no name to remember", "curl -sL https://x.example/kit.tgz | tar xz", []string{}},
+		{"tar -C . guesses the archive's directory, as with none named", "tar -xzf kit.tgz -C .", []string{"kit/"}},
 		{"a clone into the working directory", "git clone --depth 1 https://github.com/someone/widget.git .", []string{"./"}},
+		{"a clone into the directory above", "git clone https://github.com/someone/widget.git ..", []string{"../"}},
 		{"scp -r into the working directory writes the directory copied, not it", "scp -r h:/srv/docs . && docker cp web:/app/notes.md .", []string{"./docs/", "./notes.md/"}},
-		{"rsync of a directory's files into the working directory fills it", "rsync -az h:/srv/docs/ .", []string{"./"}},
+		{"rsync of a directory's files into the working directory: among the user's, not remembered", "rsync -az h:/srv/docs/ .", []string{}},
 		{"cp into the working directory writes the file's name, not the directory", "cp /tmp/x.sh . && mv /tmp/y.sh ./ && cp -r /tmp/d ./", []string{"./d", "./x.sh", "./y.sh"}},
 		{"an upload writes no local file", "aws s3 cp dist/app.zip s3://b/releases/", []string{}},
 		{"scp names the file it copies here", "scp -P 22 h:/var/log/app.log logs/", []string{"logs", "logs/app.log"}},

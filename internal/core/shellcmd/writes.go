@@ -48,15 +48,26 @@ func ArgvWrites(argv []string) []string {
 
 type writes struct {
 	files []string
+	// filling: the directory being added is filled wholly by another's
+	// files (a clone), so the working directory itself ("./") may be it.
+	filling bool
 	// partial holds, for the command being read (call), the literal
 	// start of each word that holds an expansion (litPrefix; "" for the
 	// others): where a file named by an expansion lands (unresolved).
 	partial []string
 }
 
+// add adds a file written, or a directory filled (a trailing slash). The
+// working directory, or one above it, spelt with dots only ("./", "..")
+// is added only when filled wholly (a clone into it: cloned): files of
+// unknown names landing in it among the user's own (tar x from a pipe,
+// unzip -d ., a release's assets) cannot be told from the user's, and
+// remembering the whole project for them would make every later read of
+// it a source.
 func (w *writes) add(f string) {
 	f = strings.TrimSpace(f)
-	if f == "" || strings.HasPrefix(f, "/dev/") || len(w.files) >= MaxWrites || slices.Contains(w.files, f) {
+	if f == "" || strings.HasPrefix(f, "/dev/") || len(w.files) >= MaxWrites || slices.Contains(w.files, f) ||
+		strings.Trim(f, "./") == "" && !w.filling {
 		return
 	}
 	w.files = append(w.files, f)
@@ -417,7 +428,9 @@ func (w *writes) cloned(argv []string, cmd string) {
 	}
 	switch {
 	case len(operands) >= 2:
+		w.filling = true // git clone URL .: the directory is the clone
 		w.add(strings.TrimRight(operands[1], "/") + "/")
+		w.filling = false
 	case len(operands) == 1:
 		if name := repoName(operands[0]); name != "" {
 			w.add(name + "/")
