@@ -12,8 +12,9 @@ import (
 // tree, a list of URLs read from a file, a release's assets, another
 // version control system's clone, a package or a model downloaded. Where
 // the names cannot be known, the directory they land in is remembered
-// (with a trailing slash, as a clone's: DirWritten), "./" for the one
-// the command runs in; where they can, the names.
+// (with a trailing slash, as a clone's: DirWritten); where they can, the
+// names. Where that directory is the one the command runs in, "./" is
+// offered and dropped (writes.add): the files land among the user's own.
 
 // litPrefix is the literal text a word holding an expansion starts with
 // (/tmp/ of /tmp/$(date +%s).sh, page- of "page-$i.html"), "" when it
