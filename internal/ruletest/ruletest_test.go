@@ -254,6 +254,11 @@ func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.
 // page when written decoded (testdata/lineage-encoded.yaml).
 func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encoded.yaml", 3) }
 
+// TestLineageDigitsIDNA: an account written in the decimal digits of
+// another script is traced to the page when written in ASCII digits, and
+// the user's own is the user's (testdata/lineage-digits-idna.yaml).
+func TestLineageDigitsIDNA(t *testing.T) { runOnDefault(t, "testdata/lineage-digits-idna.yaml", 2) }
+
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.
 func runOnDefault(t *testing.T, file string, want int) []ruletest.Result {

@@ -529,6 +529,7 @@ func FuzzIndex(f *testing.F) {
 	f.Add("", "IBAN G B 3 3 B U K B 2 0 2 0 1 5 5 5 5 5 5 5 5 5", "GB33BUKB20201555555555")
 	f.Add("", "to attacker(at)evil(dot)com [at] [dot] (", "attacker@evil.com")
 	f.Add("", "write to \u0430ttacker@\u0435vil.com", "attacker@evil.com")
+	f.Add("GB\u0662\u0669NWBK", "IBAN DE\u096e\u096f \u0969\u096d\u0966\u096a, \u0e54\u0e51", "GB29NWBK DE893704")
 	f.Fuzz(func(t *testing.T, user, output, value string) {
 		ix := &Index{}
 		ix.AddTrusted(user)

@@ -329,12 +329,14 @@ func percentDecoded(c string) (string, bool) {
 // characters that show nothing dropped (format characters: zero-width
 // spaces and joiners, soft hyphens; variation selectors) and letters of
 // other scripts that look like Latin ones folded to those (lookalike.go:
-// a Cyrillic "а" is "a"). A page can write an account with them between
-// its characters, or an address with them for its letters; a model
-// copying it leaves them out.
+// a Cyrillic "а" is "a"), and the decimal digits of every script written
+// as ASCII digits (digits.go: an Arabic-Indic "٢٩" is "29"). A page can
+// write an account with them between its characters, or an address with
+// them for its letters; a model copying it leaves them out.
 func normal(s string) string { return normalForm(s, true) }
 
-// normalExact is normal without the look-alikes folded: the form the
+// normalExact is normal without the look-alikes folded (digits are: a
+// digit's value is the same number whoever wrote it): the form the
 // user's words are kept in, so that a value is the user's only as the
 // user wrote it — "аlice@example.com" with a Cyrillic "а", a page's
 // look-alike of the user's address, is not the user's
@@ -354,6 +356,9 @@ func normalForm(s string, fold bool) string {
 				if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) ||
 					unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) {
 					return -1
+				}
+				if d, ok := asciiDigit(r); ok {
+					return d
 				}
 				r = unicode.ToLower(r)
 				if l, ok := lookalike(r); ok && fold {
