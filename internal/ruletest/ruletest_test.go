@@ -255,9 +255,10 @@ func TestLineageBodies(t *testing.T) { runOnDefault(t, "testdata/lineage-bodies.
 func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encoded.yaml", 3) }
 
 // TestLineageDigitsIDNA: an account written in the decimal digits of
-// another script is traced to the page when written in ASCII digits, and
+// another script is traced to the page when written in ASCII digits, a
+// host by its A-labels when written in U-labels, and the other way round;
 // the user's own is the user's (testdata/lineage-digits-idna.yaml).
-func TestLineageDigitsIDNA(t *testing.T) { runOnDefault(t, "testdata/lineage-digits-idna.yaml", 2) }
+func TestLineageDigitsIDNA(t *testing.T) { runOnDefault(t, "testdata/lineage-digits-idna.yaml", 4) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.

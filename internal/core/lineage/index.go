@@ -179,12 +179,15 @@ func fnvAdd(h uint64, s string) uint64 {
 }
 
 // tokenHashes returns the hashes of the tokens of texts as the trusted
-// set keeps them (normalExact: look-alikes not folded), sorted and
-// distinct.
+// set keeps them (normalExact: look-alikes not folded), with the other
+// spellings of the hosts they name (hosts.go), sorted and distinct.
 func tokenHashes(texts ...string) []uint64 {
 	var hs []uint64
+	add := func(_ string, h uint64, _ kind) { hs = append(hs, h) }
 	for _, t := range texts {
-		each(normalExact(t), func(_ string, h uint64, _ kind) { hs = append(hs, h) })
+		x := normalExact(t)
+		each(x, add)
+		eachHostForm(x, false, add)
 	}
 	slices.Sort(hs)
 	return slices.Compact(hs)
@@ -254,14 +257,15 @@ func (ix *Index) addTrustedHashes(hs []uint64) {
 }
 
 // AddUntrusted indexes the tokens of untrusted content src brought, its
-// look-alike letters folded (normal), and the identifiers it spells out
-// (spelt.go).
+// look-alike letters folded (normal), the identifiers it spells out
+// (spelt.go) and the other spellings of the hosts it names (hosts.go).
 func (ix *Index) AddUntrusted(text string, src Source) {
 	var hs []uint64
 	add := func(_ string, h uint64, _ kind) { hs = append(hs, h) }
 	n := normal(text)
 	each(n, add)
 	spelt(n, func(t string) { add(t, hashOf(t), matter) })
+	eachHostFormOf(text, n, add)
 	slices.Sort(hs)
 	ix.addUntrustedHashes(slices.Compact(hs), src)
 }
@@ -314,12 +318,15 @@ func (ix *Index) Carry(requestID string, texts ...string) bool {
 		return false
 	}
 	var hs []uint64
+	carried := func(_ string, h uint64, k kind) {
+		if k == matter && !ix.seen(h) {
+			hs = append(hs, h)
+		}
+	}
 	for _, t := range texts {
-		each(normal(t), func(_ string, h uint64, k kind) {
-			if k == matter && !ix.seen(h) {
-				hs = append(hs, h)
-			}
-		})
+		n := normal(t)
+		each(n, carried)
+		eachHostFormOf(t, n, carried)
 	}
 	if len(hs) == 0 {
 		return false

@@ -530,7 +530,19 @@ func FuzzIndex(f *testing.F) {
 	f.Add("", "to attacker(at)evil(dot)com [at] [dot] (", "attacker@evil.com")
 	f.Add("", "write to \u0430ttacker@\u0435vil.com", "attacker@evil.com")
 	f.Add("GB\u0662\u0669NWBK", "IBAN DE\u096e\u096f \u0969\u096d\u0966\u096a, \u0e54\u0e51", "GB29NWBK DE893704")
+	f.Add("order from bücher.example", "see https://xn--bcher-kva.example/x, info@BÜCHER.example. xn--zz.ab xn--.ab т.е", "xn--bcher-kva.example")
+	f.Add("log in to apple.com", "log in at xn--l-7sbq6ba.com or \u0430\u0440\u0440l\u0435.com", "apple.com")
 	f.Fuzz(func(t *testing.T, user, output, value string) {
+		// The compounds eachHostForm rewrites are found in normal's form
+		// too (eachHostFormOf reads the text as written only then).
+		if x := normalExact(output); mayNameIDN(x) {
+			var direct, of []uint64
+			eachHostForm(x, true, func(_ string, h uint64, _ kind) { direct = append(direct, h) })
+			eachHostFormOf(output, normal(output), func(_ string, h uint64, _ kind) { of = append(of, h) })
+			if !slices.Equal(direct, of) {
+				t.Fatalf("%q: eachHostFormOf gives %d tokens, eachHostForm %d", output, len(of), len(direct))
+			}
+		}
 		ix := &Index{}
 		ix.AddTrusted(user)
 		ix.AddUntrusted(output, Source{Seq: 1})
