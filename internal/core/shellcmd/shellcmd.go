@@ -715,6 +715,11 @@ func readPastName(n string) bool {
 // literal is a word's value when it holds no expansion: plain text, single
 // or double quotes around plain text, escapes.
 func literal(w *syntax.Word) (string, bool) {
+	if len(w.Parts) == 1 {
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.Contains(l.Value, `\`) {
+			return l.Value, true // a plain word: no copy
+		}
+	}
 	var b strings.Builder
 	for _, part := range w.Parts {
 		switch p := part.(type) {
