@@ -12,9 +12,12 @@ import (
 // what to do from its standard input while that input is the terminal the
 // line runs in: a shell, an interpreter's REPL, a database client, ssh to
 // a host with no command (or with a shell for one), an editor, a console
-// — bash, python3, psql app_dev, ssh build-box, vim, rails c. A host that
-// lets the agent type into a running command (Codex's write_stdin) then
-// has a channel no hook sees: each line typed runs with no tool call.
+// — bash, python3, psql app_dev, ssh build-box, vim, rails c — or one
+// that reads keys from the terminal while it writes to it, whatever its
+// input: a pager or a text browser (less f, git log | less, lynx URL),
+// whose !cmd runs a command. A host that lets the agent type into a
+// running command (Codex's write_stdin) then has a channel no hook sees:
+// each line typed runs with no tool call.
 //
 // The line is read as the shell runs it: a shell's -c script, eval's
 // words and what a wrapper runs (sudo, env, timeout, script, rlwrap,
@@ -25,7 +28,18 @@ import (
 // (cat, head, tee, awk 1, sed ”, stdbuf … cat) and a line runner reading
 // the terminal (while read l; do eval "$l"; done, xargs sh -c, awk
 // '{system($0)}', sed e, perl -ne 'system $_') are the terminal too; so is
-// a program named by $SHELL, ${X:-bash} or $(command -v bash).
+// a program named by $SHELL, ${X:-bash}, $(command -v bash) or a variable
+// the line set (X=python3; $X), and one named only through an expansion
+// the reading cannot resolve ($PY, "$REPL": any program, fail closed).
+//
+// A program that opens a pager or an editor itself is one too. The
+// reading follows the environment Codex's unified exec gives every
+// command (codexEnv: PAGER=cat, GIT_PAGER=cat, no editor) and what the
+// line changes of it (assignments, export, unset, env, sudo's reset):
+// git log and man ls page through cat, GIT_PAGER=less git log does not;
+// git commit with no message, git rebase -i, git merge and kubectl edit
+// open the user's editor (core.editor, EDITOR: unseen) unless the line
+// gives them one that reads nothing typed (GIT_EDITOR=true).
 //
 // A program whose standard input the line gives it — a pipe from another
 // program (echo x | python3, curl … | sh), a here-document, a file (psql
@@ -33,10 +47,10 @@ import (
 // build.sh, ssh host uptime) reads nothing typed, and is not interactive;
 // nor is a command run in the background or detached (tmux new -d, screen
 // -dm), or asked only for its version or help, or an editor in batch mode
-// that quits. A line the parser refuses, or a program named through an
-// expansion the reading cannot resolve ($PY), is not taken for one; a line
-// whose reading exceeds the work budget (maxWork, maxDepth) is
-// (fail closed).
+// that quits, or a pager whose output is not the terminal (less f | head),
+// or less in secure mode (LESSSECURE=1). A line the parser refuses is not
+// taken for one; a line whose reading exceeds the work budget (maxWork,
+// maxDepth) is (fail closed).
 func Interactive(line string) bool {
 	if len(line) > MaxParsed {
 		return false
@@ -64,6 +78,20 @@ type ireader struct {
 	// substitution (read l, $(cat)): a later command that runs an
 	// expansion as code (eval "$l", sh -c "$l", $l) runs it.
 	typed bool
+	// piped: the standard output of the command being read is not the
+	// terminal (a pipe, a file, a substitution): a pager or a browser
+	// then prints and exits, and git's merge edits nothing.
+	piped bool
+	// env: the bindings the line has made, nearest first (nil: none;
+	// codexEnv); envOver is set past maxBindings.
+	env     *binding
+	envOver bool
+	// pagerBound: the line bound a variable naming a pager.
+	pagerBound bool
+	// maybe: the statement being read may not run (a branch, a loop's
+	// body, what follows && or ||): what it assigns is added to what a
+	// variable may hold, not put in its place.
+	maybe bool
 }
 
 // spend charges n words to the budget (maxWork: the words looked at,
@@ -114,7 +142,8 @@ func stdinArg(a string) bool { return a == "-" || ttyPath(a) }
 // stmt reports whether the statement runs an interactive program
 // (interactive), and whether what it writes is what the terminal gives it
 // (passes: cat, head, tee, awk 1 reading the terminal), given whether its
-// standard input is the terminal (term) or what the line feeds it.
+// standard input is the terminal (term) or what the line feeds it. Its
+// standard output is the terminal unless r.piped.
 func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (interactive, passes bool) {
 	if st == nil || st.Cmd == nil || r.over {
 		return r.over, false
@@ -126,13 +155,14 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 	if st.Background || st.Coprocess {
 		// A background job's standard input is not the terminal
 		// (/dev/null in a shell without job control); a coprocess's is
-		// a pipe.
-		return false, false
+		// a pipe. Without job control it stays in the terminal's
+		// foreground group: a pager there still reads /dev/tty.
+		term = false
 	}
 	outer := term
-	// What each descriptor the statement redirects reads: the terminal
-	// or not (3< f, 3<<EOF), for a later <&3.
-	fds := map[string]bool{"0": term, "1": term, "2": term}
+	// What each descriptor the statement redirects reads or writes: the
+	// terminal or not (3< f, 3<<EOF), for a later <&3 or >&3.
+	fds := map[string]bool{"0": term, "1": !r.piped, "2": true}
 	for _, rd := range st.Redirs {
 		n := "0"
 		if rd.N != nil {
@@ -175,6 +205,26 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 				}
 				r.typed = r.typed || typed
 			}
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
+			syntax.RdrAllClob, syntax.AppAllClob:
+			// > f, &> f: the terminal only when f names it.
+			w, ok := literal(rd.Word)
+			if rd.N == nil {
+				n = "1"
+			}
+			if rd.Op == syntax.RdrAll || rd.Op == syntax.AppAll || rd.Op == syntax.RdrAllClob || rd.Op == syntax.AppAllClob {
+				fds["2"] = !ok || ttyPath(w)
+			}
+			in = !ok || ttyPath(w)
+		case syntax.DplOut:
+			// >&2, 1>&3: what that descriptor is; one the line does not
+			// show may be the terminal (fail closed); >&- closes it.
+			w, ok := literal(rd.Word)
+			if rd.N == nil {
+				n = "1"
+			}
+			v, seen := fds[w]
+			in = !ok || w != "-" && (!seen || v)
 		default:
 			continue
 		}
@@ -183,6 +233,9 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 			term = in
 		}
 	}
+	piped, maybe := r.piped, r.maybe
+	r.piped = !fds["1"]
+	defer func() { r.piped, r.maybe = piped, maybe }()
 	stmts := func(list []*syntax.Stmt) (bool, bool) {
 		var pass bool
 		for _, s := range list {
@@ -193,6 +246,11 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 			pass = pass || p
 		}
 		return false, pass
+	}
+	// branch reads statements that may not run.
+	branch := func(list []*syntax.Stmt) (bool, bool) {
+		r.maybe = true
+		return stmts(list)
 	}
 	switch c := st.Cmd.(type) {
 	case *syntax.CallExpr:
@@ -206,38 +264,72 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 			return true, false
 		}
 		if len(c.Args) == 0 {
+			r.assigns(c.Assigns, false, pos)
 			return false, false
 		}
+		// X=1 cmd: X is in cmd's environment, not the shell's after it.
+		saved := r.env
+		for _, a := range c.Assigns {
+			if a.Name != nil && !a.Naked {
+				v := unknownWord
+				if a.Array == nil && a.Index == nil && !a.Append {
+					v = r.wordValue(a.Value, pos)
+				}
+				r.bind(&binding{name: a.Name.Value, vals: []string{v}})
+			}
+		}
+		defer r.unbind(saved, r.env)
 		if !term {
-			return false, false
+			// What reads the terminal though its input is not: a pager
+			// (… | less), a program paging through one.
+			return !r.piped && r.ttyReader(c.Args, depth, pos), false
 		}
 		return r.call(c.Args, depth, pos)
+	case *syntax.DeclClause:
+		var words []*syntax.Word
+		for _, a := range c.Args {
+			if a.Value != nil {
+				words = append(words, a.Value)
+			}
+		}
+		if r.substs(words, outer, depth, pos) {
+			return true, false
+		}
+		r.declare(c, pos)
 	case *syntax.BinaryCmd:
 		switch c.Op {
 		case syntax.Pipe, syntax.PipeAll:
+			// Each side is a subshell; the left one writes to the pipe.
+			saved := r.env
+			r.piped = true
 			i, p := r.stmt(c.X, term, depth+1, pos)
+			r.piped = !fds["1"]
+			r.leave(saved)
 			if i {
 				return true, false
 			}
+			defer r.leave(r.env)
 			return r.stmt(c.Y, p, depth+1, pos)
 		default:
 			i, p := r.stmt(c.X, term, depth+1, pos)
 			if i {
 				return true, false
 			}
+			r.maybe = true
 			i2, p2 := r.stmt(c.Y, term, depth+1, pos)
 			return i2, p || p2
 		}
 	case *syntax.Block:
 		return stmts(c.Stmts)
 	case *syntax.Subshell:
+		defer r.leave(r.env)
 		return stmts(c.Stmts)
 	case *syntax.IfClause:
 		for ic := c; ic != nil; ic = ic.Else {
 			if i, _ := stmts(ic.Cond); i {
 				return true, false
 			}
-			if i, _ := stmts(ic.Then); i {
+			if i, _ := branch(ic.Then); i {
 				return true, false
 			}
 		}
@@ -246,13 +338,24 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 		if i {
 			return true, false
 		}
-		i2, p2 := stmts(c.Do)
+		i2, p2 := branch(c.Do)
 		return i2, p || p2
 	case *syntax.ForClause:
-		return stmts(c.Do)
+		// for x in a b; do …: x holds one of the words in the body.
+		if it, ok := c.Loop.(*syntax.WordIter); ok && it.Name != nil && it.InPos.IsValid() {
+			if r.substs(it.Items, outer, depth, pos) {
+				return true, false
+			}
+			b := &binding{name: it.Name.Value, local: true}
+			for _, w := range it.Items {
+				b.vals = append(b.vals, r.wordValue(w, pos))
+			}
+			r.bind(b)
+		}
+		return branch(c.Do)
 	case *syntax.CaseClause:
 		for _, item := range c.Items {
-			if i, _ := stmts(item.Stmts); i {
+			if i, _ := branch(item.Stmts); i {
 				return true, false
 			}
 		}
@@ -261,6 +364,7 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 	case *syntax.FuncDecl:
 		// Its body runs when it is called, which the line may do: read
 		// it as if it ran here.
+		r.maybe = true
 		return r.stmt(c.Body, term, depth+1, pos)
 	}
 	return false, false
@@ -269,7 +373,8 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 // substs reads the command and process substitutions in a command's
 // words, whose standard input is the shell's (term): one that starts an
 // interactive program is one; one that copies the terminal (sh -c
-// "$(cat)") makes what is typed a word of the command.
+// "$(cat)") makes what is typed a word of the command. A substitution
+// is a subshell, its output the command's words.
 func (r *ireader) substs(words []*syntax.Word, term bool, depth int, pos []string) bool {
 	found := false
 	for _, w := range words {
@@ -278,22 +383,28 @@ func (r *ireader) substs(words []*syntax.Word, term bool, depth int, pos []strin
 				return false
 			}
 			var list []*syntax.Stmt
+			piped := true
 			switch n := n.(type) {
 			case *syntax.CmdSubst:
 				list = n.Stmts
 			case *syntax.ProcSubst:
 				list = n.Stmts
+				piped = n.Op == syntax.CmdIn // <(cmd) writes to a pipe; >(cmd) to the terminal
 			default:
 				return true
 			}
+			saved, out := r.env, r.piped
+			r.piped = piped || out
 			for _, s := range list {
 				i, p := r.stmt(s, term, depth+1, pos)
 				if i {
 					found = true
-					return false
+					break
 				}
 				r.typed = r.typed || p
 			}
+			r.piped = out
+			r.leave(saved)
 			return false
 		})
 	}
@@ -304,27 +415,36 @@ func (r *ireader) substs(words []*syntax.Word, term bool, depth int, pos []strin
 // of nothing it knows, which names no program.
 const unknownWord = "$_TG_UNKNOWN"
 
-// call reads a simple command whose standard input is the terminal.
-func (r *ireader) call(words []*syntax.Word, depth int, pos []string) (bool, bool) {
-	argv := make([]string, len(words))
-	known := make([]bool, len(words))
+// words are a command's words as the reading tells them: literal, or an
+// expansion it resolves to one value (known), or unknownWord.
+func (r *ireader) words(words []*syntax.Word, pos []string) (argv []string, known []bool) {
+	argv = make([]string, len(words))
+	known = make([]bool, len(words))
 	for i, w := range words {
 		a, ok := literal(w)
 		if !ok {
-			a, ok = resolveWord(w, pos)
+			if vs, all := r.expansion(w, pos); all && len(vs) == 1 {
+				a, ok = vs[0], true
+			}
 		}
 		if !ok {
 			a = unknownWord
 		}
 		argv[i], known[i] = a, ok
 	}
+	return argv, known
+}
+
+// call reads a simple command whose standard input is the terminal.
+func (r *ireader) call(words []*syntax.Word, depth int, pos []string) (bool, bool) {
+	argv, known := r.words(words, pos)
 	unknown := slices.Contains(known, false)
 	if r.typed && unknown && runsWords(argv, known) {
 		// eval "$l", sh -c "$l", $l after read l: what is typed runs.
 		return true, false
 	}
 	if !known[0] {
-		return false, r.typed && unknown
+		return r.expandedProgram(words[0], argv, depth, pos, r.argv), r.typed && unknown
 	}
 	switch ProgramName(argv[0]) {
 	case "read", "mapfile", "readarray":
@@ -332,8 +452,93 @@ func (r *ireader) call(words []*syntax.Word, depth int, pos []string) (bool, boo
 			r.typed = true
 		}
 		return false, false
+	case "unset":
+		r.unsetVars(argv[1:])
+		return false, false
 	}
 	return r.argv(argv, depth), r.passes(argv, depth) || r.typed && unknown
+}
+
+// expandedProgram reads a command whose program is named through an
+// expansion: each value the line may have given it (X=python3; $X -i);
+// a path whose last part is literal ($VENV/bin/python); the words after
+// an unquoted expansion that may be empty ($NOTHING python3). Unresolved
+// and given no argument ($PY, "$REPL", ${TOOL}), it could be any program
+// that reads the terminal: fail closed.
+func (r *ireader) expandedProgram(w *syntax.Word, argv []string, depth int, pos []string, run func([]string, int) bool) bool {
+	if p := soleParam(w); p != nil && p.Param != nil && "$"+p.Param.Value == unknownWord {
+		// A word an outer reading could not tell, read again as a line
+		// (eval "$(ssh-agent -s)", sh -c "$1"): code it does not see,
+		// not a program named.
+		return false
+	}
+	vals, all := r.expansion(w, pos)
+	quoted := len(w.Parts) != 1 || !isParamOrSubst(w.Parts[0])
+	for _, v := range vals {
+		cmd := []string{v}
+		if !quoted {
+			cmd = strings.Fields(v)
+		}
+		if v == unknownWord || len(cmd) == 0 || v == "" {
+			all = false // unknown; or empty, the next word the program
+			continue
+		}
+		if run(append(cmd, argv[1:]...), depth) {
+			return true
+		}
+	}
+	if len(vals) > 0 && all {
+		return false
+	}
+	if name, ok := pathTail(w); ok {
+		return run(append([]string{name}, argv[1:]...), depth)
+	}
+	if len(argv) == 1 {
+		return true
+	}
+	if !quoted && argv[1] != unknownWord {
+		return run(argv[1:], depth)
+	}
+	return false
+}
+
+// isParamOrSubst reports whether a word part is an unquoted expansion,
+// which splits into words and may be none.
+func isParamOrSubst(p syntax.WordPart) bool {
+	switch p.(type) {
+	case *syntax.ParamExp, *syntax.CmdSubst:
+		return true
+	}
+	return false
+}
+
+// pathTail is the program a path names when its last part is literal
+// though a directory before it is an expansion: $VENV/bin/python is a
+// python, "$(git rev-parse --show-toplevel)/scripts/ci.sh" a script.
+func pathTail(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	var add func(parts []syntax.WordPart)
+	add = func(parts []syntax.WordPart) {
+		for _, part := range parts {
+			switch p := part.(type) {
+			case *syntax.Lit:
+				b.WriteString(unescape(p.Value))
+			case *syntax.SglQuoted:
+				b.WriteString(p.Value)
+			case *syntax.DblQuoted:
+				add(p.Parts)
+			default:
+				b.WriteByte(0) // an expansion
+			}
+		}
+	}
+	add(w.Parts)
+	s := b.String()
+	i := strings.LastIndexByte(s, '/')
+	if i < 0 || i == len(s)-1 || strings.IndexByte(s[i:], 0) >= 0 {
+		return "", false
+	}
+	return s[i+1:], true
 }
 
 // runsWords reports whether a command runs one of its words that is not
@@ -346,6 +551,69 @@ func runsWords(argv []string, known []bool) bool {
 	n := ProgramName(argv[0])
 	return n == "eval" || n == "source" || n == "." || shells[n] || interpreter(n) || wrappers[n] || n == "cmd" ||
 		awks[n] || n == "sed" || remoteRunners[n]
+}
+
+// expansion is what a word that is not literal may stand for; all is
+// false when it may also stand for what the reading cannot tell. A
+// variable the line assigned holds what the line gave it (X=python3;
+// $X); else resolveWord tells.
+func (r *ireader) expansion(w *syntax.Word, pos []string) (vals []string, all bool) {
+	if p := soleParam(w); p != nil && p.Param != nil && !p.Excl && !p.Length && !p.Width &&
+		p.Index == nil && p.Slice == nil && p.Repl == nil && p.Names == 0 {
+		def, hasDef := "", false
+		if p.Exp != nil {
+			switch p.Exp.Op {
+			case syntax.DefaultUnset, syntax.DefaultUnsetOrNull:
+				if p.Exp.Word != nil {
+					def, hasDef = literal(p.Exp.Word)
+				}
+			default:
+				return nil, false
+			}
+		}
+		if e := r.lookupVar(p.Param.Value, true); len(e.vals) > 0 || e.unset && !e.host {
+			all = !e.host
+			for _, v := range e.vals {
+				if v == "" {
+					e.unset = true
+					continue
+				}
+				all = all && v != unknownWord
+				vals = append(vals, v)
+			}
+			if e.unset {
+				if hasDef && def != "" {
+					vals = append(vals, def)
+				} else {
+					vals = append(vals, "")
+				}
+			}
+			if v, ok := resolveWord(w, pos); ok && e.host {
+				vals = append(vals, v) // $SHELL, $EDITOR when the line may not have set it
+			}
+			return vals, all
+		}
+	}
+	if v, ok := resolveWord(w, pos); ok {
+		return []string{v}, true
+	}
+	return nil, false
+}
+
+// soleParam is a word's parameter expansion when it is the whole word
+// ($X, "${X}", ${X:-y}), else nil.
+func soleParam(w *syntax.Word) *syntax.ParamExp {
+	parts := w.Parts
+	if len(parts) == 1 {
+		if dq, ok := parts[0].(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
+			parts = dq.Parts
+		}
+	}
+	if len(parts) != 1 {
+		return nil
+	}
+	p, _ := parts[0].(*syntax.ParamExp)
+	return p
 }
 
 // resolveWord is the value of a word the reading can tell though it is
@@ -430,7 +698,7 @@ var infoOptions = map[string]bool{"--version": true, "-version": true, "-V": tru
 // (ruby, perl, php, lua, julia, redis-cli, node and its runners).
 var versionV = map[string]bool{"ruby": true, "perl": true, "php": true, "lua": true, "luajit": true, "julia": true,
 	"redis-cli": true, "valkey-cli": true, "node": true, "nodejs": true, "ts-node": true, "tsx": true, "deno": true,
-	"bun": true, "iex": true, "elixir": true, "erl": true, "mongosh": true, "sqlplus": true}
+	"bun": true, "iex": true, "elixir": true, "erl": true, "mongosh": true, "sqlplus": true, "tig": true, "lazygit": true}
 
 // info reports whether a program's options, before its first operand,
 // ask only for its version or help.
@@ -459,10 +727,33 @@ func (r *ireader) argv(argv []string, depth int) bool {
 		r.over = true
 		return true
 	}
+	if argv[0] == unknownWord {
+		// A program named through an expansion the reading cannot
+		// resolve (sudo "$X", exec $CMD): given no argument, it may be
+		// any that reads the terminal (fail closed).
+		return len(argv) == 1
+	}
 	name := ProgramName(argv[0])
 	args := argv[1:]
 	if info(name, args) {
 		return false
+	}
+	// What a program's reading binds (env's NAME=value, sudo's reset, a
+	// -c script's assignments) is its own; eval's and source's are the
+	// shell's.
+	saved, maybe := r.env, r.maybe
+	r.maybe = false
+	defer func() {
+		if name != "eval" && name != "source" && name != "." && name != "command" && name != "builtin" {
+			r.leave(saved)
+		}
+		r.maybe = maybe
+	}()
+	if r.pages(name, args, true, depth) {
+		return true
+	}
+	if name == "env" {
+		r.setEnv(args, true)
 	}
 	if interpreter(name) && inlineCode(args, func(code string) bool { return r.codeChannel(code, depth) }) {
 		return true // python3 -c 'import pty; pty.spawn("/bin/bash")', perl -e 'exec "sh"'
@@ -663,16 +954,7 @@ func (r *ireader) argv(argv []string, depth int) bool {
 		}
 		return r.wrapper(name, wrapSpec{values: "pcw", longValues: []string{"--package", "--from", "--with", "--python", "--spec"}}, args, depth)
 	case "git":
-		// git -c alias.x='!bash' x: the alias's line, the terminal its input.
-		if at := gitAt(argv); at > 0 {
-			for i := 1; i+1 < at; i++ {
-				if k, v, _ := strings.Cut(args[i], "="); args[i-1] == "-c" && strings.HasPrefix(strings.ToLower(k), "alias.") &&
-					strings.HasPrefix(v, "!") && r.line(v[1:], depth+1, nil) {
-					return true
-				}
-			}
-		}
-		return false
+		return r.git(argv, depth)
 	case "at", "batch":
 		// The commands to run, read from the terminal unless -f names a
 		// file; -l, -r, -c only list, remove or print jobs.
@@ -683,13 +965,46 @@ func (r *ireader) argv(argv []string, depth int) bool {
 		for _, a := range args {
 			switch {
 			case a == "-e":
-				return true // an editor
+				return r.editorIn(depth, "vi", "VISUAL", "EDITOR")
 			case a == "-l" || a == "-r" || a == "-i" && len(args) == 1:
 				return false
 			case !strings.HasPrefix(a, "-") || a == "-":
 				return stdinArg(a)
 			}
 		}
+		return true
+	case "visudo":
+		// sudoers in an editor; -c only checks it.
+		return !slices.ContainsFunc(args, func(a string) bool { return a == "-c" || a == "--check" })
+	case "vipw", "vigr":
+		return r.editorIn(depth, "vi", "VISUAL", "EDITOR")
+	case "fc":
+		// fc edits a command of the history in FCEDIT (-e ename), then
+		// runs it; -l lists, -s runs one again.
+		for i, a := range args {
+			switch {
+			case a == "-l" || a == "-s" || strings.HasPrefix(a, "-") && strings.ContainsAny(a, "ls") && !strings.Contains(a, "e"):
+				return false
+			case a == "-e" && i+1 < len(args):
+				return args[i+1] != "-" && r.toolChannel(args[i+1], true, depth)
+			}
+		}
+		return r.editorIn(depth, "vi", "FCEDIT", "EDITOR")
+	case "systemctl":
+		// systemctl edit: a unit in SYSTEMD_EDITOR, EDITOR, VISUAL or
+		// editor, nano, vim, vi; --stdin reads the unit instead.
+		if slices.Contains(args, "edit") && !slices.Contains(args, "--stdin") {
+			return r.editorIn(depth, "vi", "SYSTEMD_EDITOR", "EDITOR", "VISUAL")
+		}
+		return false
+	case "mutt", "neomutt":
+		// A mail client: ! runs a shell; -s … < body, fed its message,
+		// is not read here (its input is not the terminal).
+		return !slices.ContainsFunc(args, func(a string) bool {
+			return a == "-v" || a == "-V" || a == "-Q" || a == "-D" || a == "-A" || a == "-h"
+		})
+	case "lazygit", "gitui":
+		// git's interfaces: a shell command, a custom command, the editor.
 		return true
 	case "mc", "ranger", "vifm", "nnn", "lf", "yazi", "k9s", "lazydocker", "cgdb", "jdb", "r2", "radare2", "byebug", "rdbg",
 		"evcxr", "irust", "gore", "amm", "sage", "zellij", "byobu", "wscat", "websocat", "gnutls-cli", "dotnet-script",

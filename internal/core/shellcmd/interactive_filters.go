@@ -164,6 +164,7 @@ func (r *ireader) passes(argv []string, depth int) bool {
 	if len(argv) == 0 || depth > maxDepth || !r.spend(len(argv)) {
 		return r.over
 	}
+	defer r.leave(r.env) // sh -c 'export X=1; cat' binds for itself
 	name := ProgramName(argv[0])
 	args := argv[1:]
 	if name == "sudo" || name == "doas" {

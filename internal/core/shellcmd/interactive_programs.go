@@ -388,26 +388,28 @@ func (r *ireader) remote(words []string, depth int) bool {
 // sudo -e (sudoedit) an editor.
 func (r *ireader) sudo(name string, args []string, depth int) bool {
 	if name == "sudoedit" {
-		return true
+		return r.editorIn(depth, "vi", "SUDO_EDITOR", "VISUAL", "EDITOR")
 	}
-	shell := false
+	shell, keepEnv := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
 			if i+1 < len(args) {
-				return r.sudoCommand(shell, args[i+1:], depth)
+				return r.sudoCommand(shell, keepEnv, args[i+1:], depth)
 			}
 			return shell
 		case sudoValueOptions[a]:
 			i++
 		case strings.HasPrefix(a, "--"):
-			switch a {
-			case "--login", "--shell":
+			switch {
+			case a == "--login", a == "--shell":
 				shell = true
-			case "--edit":
-				return true
-			case "--list", "--validate", "--reset-timestamp", "--remove-timestamp", "--version", "--help":
+			case a == "--preserve-env" || strings.HasPrefix(a, "--preserve-env="):
+				keepEnv = true
+			case a == "--edit":
+				return r.editorIn(depth, "vi", "SUDO_EDITOR", "VISUAL", "EDITOR")
+			case a == "--list", a == "--validate", a == "--reset-timestamp", a == "--remove-timestamp", a == "--version", a == "--help":
 				return false
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
@@ -415,8 +417,10 @@ func (r *ireader) sudo(name string, args []string, depth int) bool {
 				switch a[k] {
 				case 's', 'i':
 					shell = true
+				case 'E':
+					keepEnv = true
 				case 'e':
-					return true
+					return r.editorIn(depth, "vi", "SUDO_EDITOR", "VISUAL", "EDITOR")
 				case 'l', 'v', 'V', 'K':
 					return false
 				case 'k':
@@ -432,19 +436,67 @@ func (r *ireader) sudo(name string, args []string, depth int) bool {
 				}
 			}
 		default:
-			return r.sudoCommand(shell, args[i:], depth)
+			return r.sudoCommand(shell, keepEnv, args[i:], depth)
 		}
 	}
 	return shell
 }
 
-// sudoCommand: the command sudo runs; with -s or -i, through the shell,
-// as a line.
-func (r *ireader) sudoCommand(shell bool, cmd []string, depth int) bool {
+// sudoMark is the variable the reading sets for a command sudo runs, as
+// another user: systemd's pagers run in secure mode there.
+const sudoMark = "_TG_SUDO"
+
+// sudoCommand: the command sudo runs, in the environment sudo gives it
+// (its env_reset drops PAGER and GIT_PAGER unless -E; NAME=value words
+// before the command set it); with -s or -i, through the shell, as a
+// line.
+func (r *ireader) sudoCommand(shell, keepEnv bool, cmd []string, depth int) bool {
+	if !keepEnv {
+		r.bind(&binding{maybeReset: true})
+	}
+	r.bind(&binding{name: sudoMark, vals: []string{"1"}})
+	cmd = cmd[r.setEnv(cmd, false):]
+	if len(cmd) == 0 {
+		return shell
+	}
 	if shell {
 		return r.line(strings.Join(cmd, " "), depth+1, nil)
 	}
 	return r.argv(cmd, depth+1)
+}
+
+// sudoEnv is the command sudo or doas runs, its environment bound (for
+// a reading of its pager: sudo's options are read roughly).
+func (r *ireader) sudoEnv(args []string) []string {
+	keepEnv, start := false, len(args)
+options:
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			start = i + 1
+			break options
+		case sudoValueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "--preserve-env"):
+			keepEnv = true
+		case strings.HasPrefix(a, "--"):
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			keepEnv = keepEnv || strings.Contains(a, "E")
+			if clusterTakesNext(a, "ugCDhprtTU") {
+				i++
+			}
+		default:
+			start = i
+			break options
+		}
+	}
+	if !keepEnv {
+		r.bind(&binding{maybeReset: true})
+	}
+	r.bind(&binding{name: sudoMark, vals: []string{"1"}})
+	cmd := args[start:]
+	return cmd[r.setEnv(cmd, false):]
 }
 
 // socat: an address that is the terminal (-, STDIO, STDIN, READLINE,
@@ -788,6 +840,9 @@ func (r *ireader) cloudShell(name string, args []string, depth int) bool {
 			return true
 		}
 	case "gh":
+		if sub("pr", "create") || sub("issue", "create") || sub("pr", "comment") || sub("issue", "comment") {
+			return r.ghBody(args, depth)
+		}
 		if sub("codespace", "ssh") || sub("cs", "ssh") {
 			if rest := after(); rest != nil {
 				return r.argv(rest, depth+1)
@@ -802,6 +857,38 @@ func (r *ireader) cloudShell(name string, args []string, depth int) bool {
 		return sub("ssh") && !has("--command", "-c")
 	}
 	return false
+}
+
+// ghBody: gh pr create, issue create and their comment prompt for the
+// body when none is given and their input and output are the terminal,
+// offering the editor (GH_EDITOR, its config's, VISUAL, EDITOR, nano);
+// --editor opens it at once. A body given (--body, --body-file, --fill,
+// --fill-first, --fill-verbose) or --web prompts for no body: at most for
+// a title and what to do, which runs nothing.
+func (r *ireader) ghBody(args []string, depth int) bool {
+	flag := func(names ...string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			for _, n := range names {
+				if a == n || strings.HasPrefix(a, n+"=") || len(n) == 2 && strings.HasPrefix(a, n) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if r.piped || r.envIs("GH_PROMPT_DISABLED", "1", "true") {
+		return false
+	}
+	editor := func() bool {
+		return r.toolRuns([]string{"GH_EDITOR", "config:editor"}, nil, "nano", false, true, depth)
+	}
+	switch {
+	case flag("-e", "--editor"):
+		return editor()
+	case flag("-b", "--body", "-F", "--body-file", "-f", "--fill", "--fill-first", "--fill-verbose", "-w", "--web"):
+		return false
+	}
+	return editor()
 }
 
 // valueOptions are database clients' long options that take the next

@@ -35,9 +35,9 @@ func TestInteractive(t *testing.T) {
 		"python3 &", "bash -c 'python3' < /dev/null", "{ python3; } < in.py", "nohup python3 &",
 		"sudo apt-get install -y jq", "sudo -u app make", "su -c 'make' app", "env FOO=1 make", "timeout 60 go test ./...",
 		"docker exec web ls", "docker run --rm ubuntu echo hi", "docker compose exec -T web ls", "kubectl exec pod-1 -- ls",
-		"kubectl get pods", "tmux send-keys -t work 'make' Enter", "tmux ls", "screen -ls", "git log", "less README.md",
+		"kubectl get pods", "tmux send-keys -t work 'make' Enter", "tmux ls", "screen -ls", "git log",
 		"man git", "ls", "cat README.md", "rails server", "uv run pytest", "pwsh -c 'Get-Date'", "pwsh ./build.ps1",
-		"$PY", "\"$SHELL\" -c 'ls'", "go test ./...", "make", "npm test",
+		"\"$SHELL\" -c 'ls'", "go test ./...", "make", "npm test",
 	}
 	for _, l := range yes {
 		if !Interactive(l) {
@@ -79,6 +79,9 @@ func TestInteractiveBudget(t *testing.T) {
 		{"echo " + words, false},
 		{strings.Repeat("eval ", 3000) + "make", true}, // past maxDepth: fail closed
 		{strings.Repeat("true; ", 2500) + "make", false},
+		{strings.Repeat("X=1 git log; ", 1200), false},                                 // each command's own binding, gone after it
+		{strings.Repeat("export A=1; ", 1100) + "git log", true},                       // past maxBindings: any pager (fail closed)
+		{strings.Repeat("export A=1; ", 600) + strings.Repeat("git log; ", 800), true}, // past maxWork
 	} {
 		start := time.Now()
 		got := Interactive(c.line)
@@ -102,6 +105,9 @@ func FuzzInteractive(f *testing.F) {
 		"heroku run bash", "gcloud compute ssh vm --command=ls", "aws ssm start-session --target i", "find . -exec sh \\;",
 		"env -S 'bash -i'", "script -qc bash /dev/null", "docker start -ai c", "oc rsh p", "((", "`", "$(", "bash -c",
 		"ssh", "ssh -p", "docker run", "kubectl exec --", "xargs", "sed", "awk -f", "script -c", "su -c", "sg g -c",
+		"git log | less", "GIT_PAGER=less git log", "git commit", "X=python3; $X -i", "export GIT_EDITOR=true; git commit",
+		"sudo GIT_PAGER=less git log", "env -i git log", "git rebase -i -x sh HEAD~2", "for c in a; do $c; done",
+		"$VENV/bin/python", "man -P less ls", "gh pr create", "kubectl edit x", "less f > o &", "git merge x 2>&1 | cat",
 	} {
 		f.Add(s)
 	}

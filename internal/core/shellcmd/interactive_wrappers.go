@@ -392,6 +392,12 @@ func (r *ireader) kubectl(name string, argv []string, depth int) bool {
 		cmd, rest, after = rest[dd+1:], rest[:dd], true
 	}
 	stdin := slices.ContainsFunc(rest, kubectlStdin)
+	// kubectl edit, apply edit-last-applied, create --edit: the object
+	// in KUBE_EDITOR, EDITOR or vi.
+	if sub == "edit" || sub == "apply" && slices.Contains(rest, "edit-last-applied") ||
+		slices.ContainsFunc(rest, func(a string) bool { return a == "--edit" || a == "--edit=true" }) {
+		return r.editorIn(depth, "vi", "KUBE_EDITOR", "EDITOR")
+	}
 	switch sub {
 	case "attach":
 		return stdin
