@@ -223,3 +223,28 @@ func TestLiveCodexYieldedFetch(t *testing.T) {
 		t.Errorf("live: the page's command three turns on, the stream still running: %q", out)
 	}
 }
+
+// Through the processor on NATS: on Codex a pager or an editor that
+// write_stdin could type into (less's !cmd, the editor git commit opens)
+// is denied at its start, and the same work given a message or paged
+// through Codex's cat runs.
+func TestLiveCodexPagerEditorChannels(t *testing.T) {
+	url := liveHooks(t, gateway.HandshakeOptional)
+	const cs = "0199b7c2-4d1e-7a3f-9b8c-5e2d1f0a4c6f"
+	const turn = "0199b7c2-5a30-7c3e-8d21-6f3e2a1b5d70"
+	cx := func(id, line string) string {
+		return postLive(t, url, "codex", map[string]any{"session_id": cs, "turn_id": turn, "hook_event_name": "PreToolUse",
+			"cwd": "/home/dev/app", "model": "gpt-5-codex", "tool_name": "Bash", "tool_use_id": id,
+			"tool_input": map[string]any{"command": line}})
+	}
+	for i, line := range []string{"git log | less", "git commit", "GIT_PAGER=less git log", "git merge feature"} {
+		if out := cx(fmt.Sprintf("call_d%d", i), line); !strings.Contains(out, `"deny"`) || !strings.Contains(out, "write_stdin") {
+			t.Errorf("live: %q on Codex: %q, want TG-CHAN-001's deny", line, out)
+		}
+	}
+	for i, line := range []string{"git log --oneline -5", "git commit -m 'fix: x'", "man git-log", "git merge --no-edit feature"} {
+		if out := cx(fmt.Sprintf("call_a%d", i), line); out != "" {
+			t.Errorf("live: %q on Codex: %q, want it allowed", line, out)
+		}
+	}
+}

@@ -175,6 +175,12 @@ func TestSourcesFailClosed(t *testing.T) {
 // (testdata/shell-sources.yaml, run over the default pack).
 func TestShellSources(t *testing.T) { runOnDefault(t, "testdata/shell-sources.yaml", 81) }
 
+// On Codex a pager or an editor the line starts is a command line
+// write_stdin types into (TG-CHAN-001): a pager at a pipe's end or one
+// the line chooses, the editor git opens; paged through Codex's cat or
+// given its message, it runs (testdata/codex-pagers.yaml).
+func TestCodexPagersEditors(t *testing.T) { runOnDefault(t, "testdata/codex-pagers.yaml", 3) }
+
 // TestHeldSources: a source that goes on feeding the session after its
 // result (Claude Code's Monitor: a poller, a WebSocket) holds its label
 // while it runs, past the prompts and the minutes that end a window,
