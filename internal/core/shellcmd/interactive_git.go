@@ -1,12 +1,13 @@
 package shellcmd
 
 // What of git reads the terminal: its pager (GIT_PAGER, then core.pager
-// or pager.<cmd>, PAGER, less), its editor (GIT_EDITOR, then
-// core.editor — the user's configuration, unseen — VISUAL, EDITOR, vi)
-// and its sequence editor (GIT_SEQUENCE_EDITOR, sequence.editor, then
-// the editor), the patch prompt (add -p, whose e opens the editor), and
-// the commands some subcommands run (rebase -x, bisect run, submodule
-// foreach, an alias).
+// or pager.<cmd>, PAGER, less: pager.c), its editor (GIT_EDITOR, then
+// core.editor — the user's configuration, unseen — then VISUAL unless
+// TERM is dumb, EDITOR, vi; with TERM dumb, as Codex's is, and none of
+// them set, git refuses to edit: editor.c) and its sequence editor
+// (GIT_SEQUENCE_EDITOR, sequence.editor, then the editor), the patch
+// prompt (add -p, whose e opens the editor), and the commands some
+// subcommands run (rebase -x, bisect run, submodule foreach, an alias).
 
 import (
 	"slices"
