@@ -203,9 +203,9 @@ func (f gitFlags) value(long string) (string, bool) {
 	return "", false
 }
 
-// operands are the words of a subcommand that are not options (nor
+// subcommandOperands are the words of a subcommand that are not options (nor
 // their values).
-func operands(args []string, values string, longValues ...string) []string {
+func subcommandOperands(args []string, values string, longValues ...string) []string {
 	var ops []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -332,7 +332,7 @@ func (r *ireader) git(argv []string, depth int) bool {
 		return slices.ContainsFunc(a, func(w string) bool { return w == "-p" || w == "--patch" }) && editor()
 	case "stash":
 		// stash push -p and save -p (stash show -p prints a diff).
-		if ops := operands(a, "m", "--message", "--pathspec-from-file"); len(ops) > 0 && ops[0] != "push" && ops[0] != "save" {
+		if ops := subcommandOperands(a, "m", "--message", "--pathspec-from-file"); len(ops) > 0 && ops[0] != "push" && ops[0] != "save" {
 			return false
 		}
 		return slices.ContainsFunc(a, func(w string) bool { return w == "-p" || w == "--patch" }) && editor()
