@@ -778,3 +778,15 @@ func TestReadingIsBounded(t *testing.T) {
 		t.Errorf("%q: programs %v, want %q among them", line, got, Unknown)
 	}
 }
+
+// BenchmarkWrites is what reading a fetch's written files costs a shell
+// call the pack takes for a source (rules/README, files a fetch wrote).
+func BenchmarkWrites(b *testing.B) {
+	const line = `curl -fsSL -o /tmp/install.sh https://get.example/install && wget -q -P dl https://x.example/kit-1.2.tar.gz && tar -xzf dl/kit-1.2.tar.gz -C vendor`
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(Writes(line)) == 0 {
+			b.Fatal("no writes")
+		}
+	}
+}
