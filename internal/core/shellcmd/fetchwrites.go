@@ -573,7 +573,20 @@ func (w *writes) vcsCloned(argv []string, at int) bool {
 	case hasDest && dest == "":
 		// hg clone URL "$DIR": where cannot be told.
 	case hasDest && len(srcs) == 1:
-		w.dir(dest)
+		// hg clone URL .: hg, bzr, darcs and pijul clone, and svn export
+		// without --force exports, only into a directory that is empty or
+		// not there, which is then the clone, as git clone's. svn
+		// checkout (and cvs, fossil open) check out among files already
+		// there: "." is the user's files, not remembered.
+		if name == "svn" && (ops[0] != "export" || slices.Contains(argv[at+1:], "--force")) {
+			w.dir(dest)
+			break
+		}
+		d := strings.TrimRight(dest, "/")
+		if d == "" {
+			d = "."
+		}
+		w.fill(d+"/", argv[at:], ops[0], map[string]string{"hg": "--cwd"}[name])
 	default:
 		// Each source under DEST (svn checkout URL... PATH), or in the
 		// working directory, named after its last component.

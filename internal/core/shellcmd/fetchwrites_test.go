@@ -87,6 +87,17 @@ func TestFetchWrites(t *testing.T) {
 		{"darcs get into a directory", "darcs get --lazy https://hub.darcs.net/u/repo d2", []string{"d2/"}},
 		{"pijul clone", "pijul clone https://nest.pijul.com/pijul/pijul", []string{"pijul/"}},
 		{"cvs checkout", "cvs -d :pserver:anon@cvs.example:/cvsroot checkout mod", []string{"mod/"}},
+		// hg, bzr, darcs and pijul clone only into an empty directory, as
+		// git: into "." the working directory is the clone; svn checkout
+		// checks out among files already there.
+		{"hg clone into the working directory", "hg clone https://hg.example/r .", []string{"./"}},
+		{"hg --cwd DIR clone URL . fills DIR", "hg --cwd /tmp/h clone https://hg.example/r .", []string{"/tmp/h/"}},
+		{"bzr branch into the working directory", "bzr branch lp:proj ./", []string{"./"}},
+		{"darcs clone into the working directory", "darcs clone https://hub.darcs.net/u/repo .", []string{"./"}},
+		{"pijul clone into the working directory", "pijul clone https://nest.pijul.com/x/y .", []string{"./"}},
+		{"svn export into the working directory", "svn export https://svn.example/p/trunk .", []string{"./"}},
+		{"svn export --force into .: among the user's files, not remembered", "svn export --force https://svn.example/p/trunk .", []string{}},
+		{"svn checkout into .: among the user's files, not remembered", "svn checkout https://svn.example/p/trunk .", []string{}},
 		{"cvs co -d", "cvs -d :pserver:anon@cvs.example:/cvsroot co -d work mod", []string{"work/"}},
 		// Packages' and models' downloaders.
 		{"pip download -d", "pip download requests -d /tmp/pkgs", []string{"/tmp/pkgs/"}},

@@ -354,6 +354,16 @@ func TestWrites(t *testing.T) {
 		{"tar -C . guesses the archive's directory, as with none named", "tar -xzf kit.tgz -C .", []string{"kit/"}},
 		{"a clone into the working directory", "git clone --depth 1 https://github.com/someone/widget.git .", []string{"./"}},
 		{"a clone into the directory above", "git clone https://github.com/someone/widget.git ..", []string{"../"}},
+		// A clone into "." after a cd, or with git -C, is the directory
+		// moved to, not the step's; nowhere known after cd "$D".
+		{"a clone into . after cd is the directory cd names", "mkdir -p /tmp/w && cd /tmp/w && git clone https://github.com/someone/widget.git .", []string{"/tmp/w/"}},
+		{"a clone into . after a relative cd", "cd vendor/w && git clone https://github.com/someone/widget.git ./", []string{"vendor/w/"}},
+		{"git -C DIR clone URL . fills DIR", "git -C /tmp/w clone https://github.com/someone/widget.git .", []string{"/tmp/w/"}},
+		{"a clone into . after cd of a variable: nowhere known", `cd "$D" && git clone https://github.com/someone/widget.git .`, []string{}},
+		{"a clone into $PWD is the working directory", `git clone https://github.com/someone/widget.git "$PWD"`, []string{"./"}},
+		{"a clone into $(pwd) is the working directory", "git clone https://github.com/someone/widget.git $(pwd)", []string{"./"}},
+		{"an output under $PWD, ${HOME}, `pwd`", "curl -o \"$PWD/install.sh\" https://x.example/i && wget -O ${HOME}/bin/t https://x.example/t && curl https://x.example/a > `pwd`/a.sh", []string{"./a.sh", "./install.sh", "~/bin/t"}},
+		{"$PWDX is another variable", `curl -o "$PWDX/i.sh" https://x.example/i`, []string{}},
 		{"scp -r into the working directory writes the directory copied, not it", "scp -r h:/srv/docs . && docker cp web:/app/notes.md .", []string{"./docs/", "./notes.md/"}},
 		{"rsync of a directory's files into the working directory: among the user's, not remembered", "rsync -az h:/srv/docs/ .", []string{}},
 		{"cp into the working directory writes the file's name, not the directory", "cp /tmp/x.sh . && mv /tmp/y.sh ./ && cp -r /tmp/d ./", []string{"./d", "./x.sh", "./y.sh"}},

@@ -55,6 +55,11 @@ type writes struct {
 	// start of each word that holds an expansion (litPrefix; "" for the
 	// others): where a file named by an expansion lands (unresolved).
 	partial []string
+	// chdir is where an earlier command of the line moved to (cd DIR,
+	// pushd DIR), as it spells it, for a clone into "." after it; moved
+	// that it moved somewhere the line does not spell (cd "$D", cd -).
+	chdir string
+	moved bool
 }
 
 // add adds a file written, or a directory filled (a trailing slash). The
@@ -66,6 +71,14 @@ type writes struct {
 // it a source.
 func (w *writes) add(f string) {
 	f = strings.TrimSpace(f)
+	if w.filling && f != "" && strings.Trim(f, "./") == "" && (w.chdir != "" || w.moved) {
+		// cd /tmp/w && git clone URL .: the clone is /tmp/w, not the
+		// directory the step runs in; nowhere known after cd "$D".
+		if w.moved {
+			return
+		}
+		f = strings.TrimRight(path.Join(w.chdir, f), "/") + "/"
+	}
 	if f == "" || strings.HasPrefix(f, "/dev/") || len(w.files) >= MaxWrites || slices.Contains(w.files, f) ||
 		strings.Trim(f, "./") == "" && !w.filling {
 		return
@@ -105,6 +118,8 @@ func (w *writes) line(line string, depth int) {
 				case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob:
 					if s, ok := literal(r.Word); ok {
 						w.add(s)
+					} else if s, ok := knownDirWord(r.Word); ok {
+						w.add(s)
 					} else if d := unresolvedDir(litPrefix(r.Word)); d != "" {
 						w.add(d) // > /tmp/page-$(date +%s).html
 					}
@@ -117,6 +132,9 @@ func (w *writes) line(line string, depth int) {
 				// A word holding an expansion is no file anyone can name;
 				// its literal start may say where it is.
 				s, ok := literal(a)
+				if !ok {
+					s, ok = knownDirWord(a)
+				}
 				if p := litPrefix(a); !ok && p != "" {
 					if partial == nil {
 						partial = make([]string, len(n.Args))
@@ -129,6 +147,7 @@ func (w *writes) line(line string, depth int) {
 			w.partial = partial
 			w.call(argv, depth)
 			w.partial = prev
+			w.changedDir(argv)
 		}
 		return true
 	})
@@ -428,9 +447,7 @@ func (w *writes) cloned(argv []string, cmd string) {
 	}
 	switch {
 	case len(operands) >= 2:
-		w.filling = true // git clone URL .: the directory is the clone
-		w.add(strings.TrimRight(operands[1], "/") + "/")
-		w.filling = false
+		w.fill(strings.TrimRight(operands[1], "/")+"/", argv, cmd, "-C")
 	case len(operands) == 1:
 		if name := repoName(operands[0]); name != "" {
 			w.add(name + "/")
@@ -500,4 +517,128 @@ func urlName(raw string) string {
 		return "index.html" // no path, or a directory's
 	}
 	return path.Base(p[i:])
+}
+
+// changedDir notes where a cd or pushd (argv) moves the rest of the line:
+// a clone into "." after it fills that directory (add).
+func (w *writes) changedDir(argv []string) {
+	if len(argv) == 0 {
+		return
+	}
+	switch ProgramName(argv[0]) {
+	case "cd", "pushd", "popd", "chdir", "set-location":
+	default:
+		return
+	}
+	var ops []string
+	for _, a := range argv[1:] {
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			ops = append(ops, a)
+		}
+	}
+	switch {
+	case len(ops) != 1 || ops[0] == "" || ops[0] == "-" || ProgramName(argv[0]) == "popd":
+		w.moved = true // cd, cd -, cd "$D", popd: somewhere the line does not say
+	case path.IsAbs(ops[0]) || strings.HasPrefix(ops[0], "~"):
+		w.chdir = ops[0]
+	default:
+		w.chdir = path.Join(w.chdir, ops[0])
+	}
+}
+
+// knownDirWord reads a word that starts with the working directory or
+// the home directory named by the shell — $PWD, ${PWD}, $(pwd), `pwd`,
+// $HOME, ${HOME}, quoted or not — and goes on literally, as the path it
+// names from there: "." or "~" and the rest ("$PWD/install.sh" is
+// ./install.sh, "$(pwd)" the working directory). false for any other.
+func knownDirWord(w *syntax.Word) (string, bool) {
+	var parts []syntax.WordPart
+	for _, p := range w.Parts {
+		if q, ok := p.(*syntax.DblQuoted); ok {
+			parts = append(parts, q.Parts...)
+		} else {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	switch p := parts[0].(type) {
+	case *syntax.ParamExp:
+		if p.Param == nil || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil || p.Repl != nil || p.Names != 0 || p.Exp != nil {
+			return "", false
+		}
+		switch p.Param.Value {
+		case "PWD":
+			b.WriteString(".")
+		case "HOME":
+			b.WriteString("~")
+		default:
+			return "", false
+		}
+	case *syntax.CmdSubst:
+		if len(p.Stmts) != 1 || len(p.Stmts[0].Redirs) != 0 {
+			return "", false
+		}
+		c, ok := p.Stmts[0].Cmd.(*syntax.CallExpr)
+		if !ok || len(c.Args) != 1 || len(c.Assigns) != 0 {
+			return "", false
+		}
+		if s, ok := literal(c.Args[0]); !ok || s != "pwd" {
+			return "", false
+		}
+		b.WriteString(".")
+	default:
+		return "", false
+	}
+	for _, p := range parts[1:] {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		default:
+			return "", false
+		}
+	}
+	s := b.String()
+	if len(s) > 1 && s[1] != '/' {
+		return "", false // $PWDX, ${HOME}x: another name
+	}
+	return s, true
+}
+
+// fill adds the directory d a clone fills wholly (w.filling: "." is the
+// clone), from where the program's option opt (git -C DIR, hg --cwd DIR)
+// before its command cmd moves it, if it does.
+func (w *writes) fill(d string, argv []string, cmd, opt string) {
+	chdir, moved := w.chdir, w.moved
+	for i := 1; opt != "" && i < len(argv) && argv[i] != cmd; i++ {
+		j, v, ok := optAt(argv, i, opt, "")
+		if opt[1] == '-' {
+			j, v, ok = optAt(argv, i, "", opt)
+		}
+		if !ok {
+			continue
+		}
+		if j >= 0 {
+			v = argv[j]
+		}
+		switch {
+		case v == "":
+			w.moved = true
+		case path.IsAbs(v) || strings.HasPrefix(v, "~"):
+			w.chdir = v
+		default:
+			w.chdir = path.Join(w.chdir, v)
+		}
+	}
+	w.filling = true
+	w.add(d)
+	w.filling = false
+	w.chdir, w.moved = chdir, moved
 }
