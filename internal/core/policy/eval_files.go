@@ -109,8 +109,40 @@ func commandWrites(t *ToolView, cwd string) []turnstate.FileTaint {
 			out = appendFile(out, turnstate.FileTaint{Path: w, Dir: isDir})
 		}
 	}
-	eachCommand(t, func(line string) { add(shellcmd.Writes(line)) }, func(argv []string) { add(shellcmd.ArgvWrites(argv)) }, func() {})
+	// A directory a clone or an extraction fills, named relative to dir,
+	// is remembered by its absolute path from there, unless the line
+	// moves (cd, pushd, git -C: it may be relative to anywhere, and is
+	// remembered as the line spells it). Relative, widget/ would also be
+	// named by every path through a directory of that name — with the
+	// step's cwd /home/dev/widget, every file of the user's project once
+	// a clone of an upstream widget is remembered.
+	addIn := func(ws []string, moves bool) {
+		for i, w := range ws {
+			if d, isDir := shellcmd.DirWritten(w); isDir && dir != "" && !moves && !dotsOnly(d) && relativeDir(d) {
+				ws[i] = absPath(dir, strings.ToLower(strings.ReplaceAll(d, "\\", "/"))) + "/"
+			}
+		}
+		add(ws)
+	}
+	eachCommand(t, func(line string) { addIn(shellcmd.Writes(line), movesDir.MatchString(line)) },
+		func(argv []string) { addIn(shellcmd.ArgvWrites(argv), movesDir.MatchString(strings.Join(argv, " "))) }, func() {})
 	return out
+}
+
+// movesDir matches a command line that may run a command elsewhere than
+// where it starts: a cd, pushd or popd (Set-Location), or an option
+// moving a program (git -C, hg --cwd, make --directory).
+var movesDir = regexp.MustCompile("(^|[\\s;&|(`'\"])(?i:cd|pushd|popd|chdir|set-location)($|[\\s;&|)`'\"])|\\s(-C|--cwd|--directory|--work-tree|--git-dir)(\\s|=|$)")
+
+// relativeDir reports whether d is a relative path that names a place
+// (not ~/…, $VAR/…, or a Windows drive's).
+func relativeDir(d string) bool {
+	d = strings.TrimSpace(d)
+	if d == "" || strings.HasPrefix(d, "~") || strings.HasPrefix(d, "$") || strings.HasPrefix(d, "/") || strings.HasPrefix(d, "\\") {
+		return false
+	}
+	_, abs := rooted(strings.ToLower(strings.ReplaceAll(d, "\\", "/")))
+	return !abs
 }
 
 // dotsOnly reports whether a relative path names the working directory or
@@ -134,7 +166,8 @@ func appendFile(files []turnstate.FileTaint, f turnstate.FileTaint) []turnstate.
 
 // cleanPath is the form files are remembered and named in: path.Clean,
 // without a leading ./, ~/ or $HOME/ (a path naming the file from
-// elsewhere then ends with it). "" for no file ("", ".", "/", "~").
+// elsewhere then ends with it) or $PWD/ (the working directory's: a
+// relative path). "" for no file ("", ".", "/", "~").
 func cleanPath(p string) string {
 	p = strings.TrimSpace(p)
 	if f, ok := fileURI(p); ok {
@@ -142,7 +175,7 @@ func cleanPath(p string) string {
 	}
 	// Windows writes C:\Users\dev\app\install.ps1.
 	p = strings.ReplaceAll(p, "\\", "/")
-	for _, home := range []string{"~/", "$HOME/", "${HOME}/"} {
+	for _, home := range []string{"~/", "$HOME/", "${HOME}/", "$PWD/", "${PWD}/", "$(pwd)/"} {
 		p = strings.TrimPrefix(p, home)
 	}
 	if p == "" {
@@ -556,8 +589,25 @@ func namesDir(w, d string) bool {
 	if d[0] != '/' && strings.Contains(w, "/"+d+"/") {
 		return true
 	}
+	if w[0] == '/' {
+		return false
+	}
+	// A relative w from a directory d is under (widget/x for widget; for
+	// d absolute, also a path from further up: app/vendor/w/x, as ~/ or
+	// $HOME/ leave ~/app/vendor/w/x), d's last components first.
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i] != '/' {
+			continue
+		}
+		if s := d[i+1:]; s != "" && (w == s || strings.HasPrefix(w, s+"/")) {
+			return true
+		}
+		if d[0] != '/' {
+			break // d relative: its base name only, as before
+		}
+	}
 	base := path.Base(d)
-	return w[0] != '/' && (w == base || strings.HasPrefix(w, base+"/"))
+	return w == base || strings.HasPrefix(w, base+"/")
 }
 
 // endsWithPath reports whether the path a ends with the path b, at a

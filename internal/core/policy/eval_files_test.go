@@ -119,6 +119,13 @@ func TestNamesDir(t *testing.T) {
 		{"/home/dev/README.md", "/home/dev/widget", false},
 		{"/other/widget/README.md", "/home/dev/widget", false},
 		{"mywidget/a", "widget", false},
+		// A path from further up than d's parent (~/app/… with ~/ left
+		// out), d's last components first.
+		{"app/vendor/w/README.md", "/home/dev/app/vendor/w", true},
+		{"vendor/w", "/home/dev/app/vendor/w", true},
+		{"app/vendor/x/README.md", "/home/dev/app/vendor/w", false},
+		{"dev/app/README.md", "/home/dev/app/vendor/w", false},
+		{"vendor/widget/x", "other/widget", false},
 	} {
 		if got := namesDir(tc.w, tc.d); got != tc.want {
 			t.Errorf("namesDir(%q, %q) = %v, want %v", tc.w, tc.d, got, tc.want)
