@@ -264,7 +264,7 @@ func TestLineageEncoded(t *testing.T) { runOnDefault(t, "testdata/lineage-encode
 // another script is traced to the page when written in ASCII digits, a
 // host by its A-labels when written in U-labels, and the other way round;
 // the user's own is the user's (testdata/lineage-digits-idna.yaml).
-func TestLineageDigitsIDNA(t *testing.T) { runOnDefault(t, "testdata/lineage-digits-idna.yaml", 4) }
+func TestLineageDigitsIDNA(t *testing.T) { runOnDefault(t, "testdata/lineage-digits-idna.yaml", 5) }
 
 // runOnDefault runs the test cases of file, loaded on top of the default pack:
 // each must pass, and want of them must have run. It returns their results.

@@ -360,6 +360,12 @@ func normalForm(s string, fold bool) string {
 				if d, ok := asciiDigit(r); ok {
 					return d
 				}
+				if r == '\u3002' {
+					// The ideographic full stop (and the halfwidth one, which
+					// NFKC makes it) parts a host's labels as '.' does (UTS
+					// #46): "münchen。example" is münchen.example.
+					return '.'
+				}
 				r = unicode.ToLower(r)
 				if l, ok := lookalike(r); ok && fold {
 					return l
