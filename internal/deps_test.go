@@ -73,8 +73,10 @@ var allowed = map[string]bool{
 	"go.yaml.in/yaml/v3":                          true,
 	"golang.org/x/text/language":                  true,
 	"golang.org/x/text/message":                   true,
-	// Lineage folds compatibility forms (NFKC) before it tokenises.
+	// Lineage folds compatibility forms (NFKC) before it tokenises, and
+	// indexes an international host in both its spellings (UTS #46).
 	"golang.org/x/text/unicode/norm": true,
+	"golang.org/x/net/idna":          true,
 	"mvdan.cc/sh/v3/syntax":          true,
 }
 
