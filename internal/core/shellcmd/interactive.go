@@ -92,6 +92,8 @@ type ireader struct {
 	// body, what follows && or ||): what it assigns is added to what a
 	// variable may hold, not put in its place.
 	maybe bool
+	// aliases: the aliases the line defined (alias l=less).
+	aliases map[string]string
 }
 
 // spend charges n words to the budget (maxWork: the words looked at,
@@ -145,6 +147,14 @@ func stdinArg(a string) bool { return a == "-" || ttyPath(a) }
 // standard input is the terminal (term) or what the line feeds it. Its
 // standard output is the terminal unless r.piped.
 func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (interactive, passes bool) {
+	if st != nil && st.Cmd == nil && !r.over {
+		// $(< /dev/tty): what is typed, as the substitution's output.
+		for _, rd := range st.Redirs {
+			if w, ok := literal(rd.Word); ok && rd.Op == syntax.RdrIn && (w == "/dev/tty" || term && ttyPath(w)) {
+				return false, true
+			}
+		}
+	}
 	if st == nil || st.Cmd == nil || r.over {
 		return r.over, false
 	}
@@ -169,6 +179,28 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 			n = rd.N.Value
 		}
 		in := true
+		ps, _ := procSubstOf(rd.Word)
+		switch rd.Op {
+		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		default:
+			// < <(cat), < "$(bash)": the substitution's commands, the
+			// shell's input theirs; one that copies the terminal makes
+			// the redirect read it.
+			if ps != nil && rd.Op == syntax.RdrIn && ps.Op == syntax.CmdIn {
+				i, p := r.procIn(ps, outer, depth, pos)
+				if i {
+					return true, false
+				}
+				fds[n] = p
+				if n == "0" {
+					term = p
+				}
+				continue
+			}
+			if rd.Word != nil && r.substs([]*syntax.Word{rd.Word}, outer, depth, pos) {
+				return true, false
+			}
+		}
 		switch rd.Op {
 		case syntax.RdrIn, syntax.RdrInOut:
 			w, ok := literal(rd.Word)
@@ -282,7 +314,7 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 		if !term {
 			// What reads the terminal though its input is not: a pager
 			// (… | less), a program paging through one.
-			return !r.piped && r.ttyReader(c.Args, depth, pos), false
+			return r.ttyReader(c.Args, depth, pos), false
 		}
 		return r.call(c.Args, depth, pos)
 	case *syntax.DeclClause:
@@ -341,6 +373,9 @@ func (r *ireader) stmt(st *syntax.Stmt, term bool, depth int, pos []string) (int
 		i2, p2 := branch(c.Do)
 		return i2, p || p2
 	case *syntax.ForClause:
+		if c.Select && term {
+			r.typed = true // select reads a line typed into REPLY
+		}
 		// for x in a b; do …: x holds one of the words in the body.
 		if it, ok := c.Loop.(*syntax.WordIter); ok && it.Name != nil && it.InPos.IsValid() {
 			if r.substs(it.Items, outer, depth, pos) {
@@ -383,20 +418,21 @@ func (r *ireader) substs(words []*syntax.Word, term bool, depth int, pos []strin
 				return false
 			}
 			var list []*syntax.Stmt
-			piped := true
+			piped, in := true, term
 			switch n := n.(type) {
 			case *syntax.CmdSubst:
 				list = n.Stmts
 			case *syntax.ProcSubst:
 				list = n.Stmts
 				piped = n.Op == syntax.CmdIn // <(cmd) writes to a pipe; >(cmd) to the terminal
+				in = in && piped             // >(cmd) reads a pipe
 			default:
 				return true
 			}
 			saved, out := r.env, r.piped
 			r.piped = piped || out
 			for _, s := range list {
-				i, p := r.stmt(s, term, depth+1, pos)
+				i, p := r.stmt(s, in, depth+1, pos)
 				if i {
 					found = true
 					break
@@ -423,6 +459,9 @@ func (r *ireader) words(words []*syntax.Word, pos []string) (argv []string, know
 	for i, w := range words {
 		a, ok := literal(w)
 		if !ok {
+			a, ok = ansiLiteral(w)
+		}
+		if !ok {
 			if vs, all := r.expansion(w, pos); all && len(vs) == 1 {
 				a, ok = vs[0], true
 			}
@@ -431,6 +470,16 @@ func (r *ireader) words(words []*syntax.Word, pos []string) (argv []string, know
 			a = unknownWord
 		}
 		argv[i], known[i] = a, ok
+	}
+	for i := len(words) - 1; i >= 0; i-- {
+		// {less,} notes.txt, sudo {bash,}: the words the brace
+		// expansion gives.
+		if known[i] && strings.ContainsRune(argv[i], '{') {
+			if b, ok := braceWords(words[i]); ok && (len(b) != 1 || b[0] != argv[i]) {
+				argv = append(append(slices.Clip(argv[:i]), b...), argv[i+1:]...)
+				known = append(append(slices.Clip(known[:i]), slices.Repeat([]bool{true}, len(b))...), known[i+1:]...)
+			}
+		}
 	}
 	return argv, known
 }
@@ -446,7 +495,18 @@ func (r *ireader) call(words []*syntax.Word, depth int, pos []string) (bool, boo
 	if !known[0] {
 		return r.expandedProgram(words[0], argv, depth, pos, r.argv), r.typed && unknown
 	}
+	if i, ok := r.expandAlias(argv, depth); ok {
+		return i, false
+	}
 	switch ProgramName(argv[0]) {
+	case "alias":
+		r.alias(argv[1:])
+		return false, false
+	case "unalias":
+		for _, a := range argv[1:] {
+			delete(r.aliases, a)
+		}
+		return false, false
 	case "read", "mapfile", "readarray":
 		if !slices.ContainsFunc(argv[1:], func(a string) bool { return strings.HasPrefix(a, "-u") }) {
 			r.typed = true
@@ -733,7 +793,7 @@ func (r *ireader) argv(argv []string, depth int) bool {
 		// any that reads the terminal (fail closed).
 		return len(argv) == 1
 	}
-	name := ProgramName(argv[0])
+	name := programAlias(ProgramName(argv[0]))
 	args := argv[1:]
 	if info(name, args) {
 		return false
@@ -771,6 +831,9 @@ func (r *ireader) argv(argv []string, depth int) bool {
 		if i, decided := r.runner(name, rn, argv, depth); decided {
 			return i
 		}
+	}
+	if i, known := r.moreProgram(name, args, depth); known {
+		return i
 	}
 	switch name {
 	case "trap":
@@ -891,6 +954,9 @@ func (r *ireader) argv(argv []string, depth int) bool {
 	case "systemd-run":
 		return r.systemdRun(args, depth)
 	case "awk", "gawk", "mawk", "nawk":
+		if name != "mawk" && name != "nawk" && slices.ContainsFunc(args, func(a string) bool { return a == "-D" || a == "--debug" }) {
+			return true // gawk's debugger: eval 'system(…)' at its prompt
+		}
 		return r.awkRunsInput(args, depth)
 	case "sed", "gsed":
 		return sedRunsInput(args)
@@ -913,8 +979,12 @@ func (r *ireader) argv(argv []string, depth int) bool {
 		}
 		return !(strings.ContainsAny(letters, "dD") && strings.Contains(letters, "m"))
 	case "vi", "vim", "nvim", "view", "ex", "vimdiff", "gvim", "rvim":
-		return vimInteractive(name, args)
+		// vim -es -c '!bash' -c q: the shell reads the terminal.
+		return r.vimShell(args, depth) || vimInteractive(name, args)
 	case "emacs":
+		if emacsReadsInput(args) {
+			return true
+		}
 		return !slices.ContainsFunc(args, func(a string) bool {
 			return a == "--batch" || a == "-batch" || a == "--script" || a == "-script" || strings.HasPrefix(a, "--script=")
 		})
@@ -936,8 +1006,8 @@ func (r *ireader) argv(argv []string, depth int) bool {
 			}
 		}
 		return !slices.Contains(args, "-c")
-	case "iex", "groovysh", "mysqlsh", "valkey-cli", "redis-cli", "jshell", "ghci", "irb", "pry", "ipython", "bpython",
-		"ptpython", "utop", "psysh", "tinker", "bc", "dc", "ed", "gdb", "lldb", "erl", "sqlite3", "sqlite", "duckdb",
+	case "iex", "groovysh", "mysqlsh", "valkey-cli", "redis-cli", "jshell", "ghci", "irb", "pry",
+		"utop", "psysh", "tinker", "bc", "dc", "ed", "gdb", "lldb", "erl", "sqlite3", "sqlite", "duckdb",
 		"psql", "mysql", "mariadb", "mongosh", "mongo", "sqlcmd", "sqlplus", "cypher-shell", "lua", "luajit", "julia",
 		"racket", "scala", "sbcl", "guile", "ocaml", "clj", "clojure", "tclsh", "wish", "r", "litecli", "pgcli", "mycli",
 		"usql", "cqlsh", "clickhouse-client", "telnet", "sftp", "ftp", "lftp", "mosh", "nano", "pico", "micro", "joe",
@@ -1091,7 +1161,7 @@ func (r *ireader) argv(argv []string, depth int) bool {
 	case "scala-cli":
 		return len(args) > 0 && (args[0] == "repl" || args[0] == "console")
 	case "vagrant", "minikube", "docker-machine", "multipass", "lxc", "incus", "machinectl", "toolbox", "distrobox",
-		"gcloud", "aws", "heroku", "fly", "flyctl", "gh", "az", "railway", "eb", "systemd-nspawn":
+		"gcloud", "aws", "heroku", "fly", "flyctl", "gh", "az", "railway", "eb", "systemd-nspawn", "copilot":
 		return r.cloudShell(name, args, depth)
 	}
 	return false

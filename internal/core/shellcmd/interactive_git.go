@@ -250,6 +250,17 @@ func (r *ireader) git(argv []string, depth int) bool {
 		}
 	}
 	g := readGit(argv)
+	if v, ok := g.config("alias." + strings.ToLower(g.sub)); ok && g.sub != "" && !strings.HasPrefix(v, "!") {
+		// git -c alias.ci=commit ci: the alias's words for the
+		// subcommand (git expands an alias once, not within itself).
+		if at := gitAt(argv); at > 0 && depth < maxDepth {
+			words := strings.Fields(v)
+			if len(words) > 0 && words[0] != g.sub {
+				cmd := append(append(slices.Clip(argv[:at]), words...), argv[at+1:]...)
+				return r.argv(cmd, depth+1)
+			}
+		}
+	}
 	editor := func() bool { return r.gitEditor(g, depth) }
 	a := g.args
 	switch g.sub {
@@ -339,8 +350,32 @@ func (r *ireader) git(argv []string, depth int) bool {
 	case "notes":
 		return r.gitNotes(g, depth)
 	case "config":
+		if r.gitAliasDefined(a, depth) {
+			return true
+		}
 		return (slices.ContainsFunc(a, func(w string) bool { return w == "-e" || w == "--edit" }) ||
 			len(a) > 0 && a[0] == "edit") && editor()
+	case "grep":
+		// -O<pager>, --open-files-in-pager=<pager>: the files it finds
+		// in that pager (vim, less); -O alone, git's pager.
+		for _, w := range a {
+			if w == "--" {
+				break
+			}
+			v, ok := strings.CutPrefix(w, "--open-files-in-pager=")
+			if !ok && strings.HasPrefix(w, "-O") && len(w) > 2 {
+				v, ok = w[2:], true
+			}
+			if ok {
+				return r.toolChannel(v, true, depth)
+			}
+			if w == "-O" || w == "--open-files-in-pager" {
+				return r.toolRuns([]string{"GIT_PAGER", "config:core.pager", "PAGER"}, g.config, "less", true, true, depth)
+			}
+		}
+		return false
+	case "replace":
+		return slices.Contains(a, "--edit") && editor()
 	case "branch":
 		return slices.Contains(a, "--edit-description") && editor()
 	case "send-email":

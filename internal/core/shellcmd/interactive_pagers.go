@@ -19,7 +19,13 @@ import (
 // keys from the terminal itself, a pager or a text browser, or a program
 // that pages through one, run directly or by a wrapper or a -c script.
 func (r *ireader) ttyReader(words []*syntax.Word, depth int, pos []string) bool {
-	if name, ok := literal(words[0]); ok && r.env == nil && !mayReadTTY(ProgramName(name)) {
+	if name, ok := literal(words[0]); ok && r.env == nil && !mayReadTTY(ProgramName(name)) && !strings.Contains(name, "{") {
+		return false
+	}
+	if name, ok := literal(words[0]); ok && ProgramName(name) == "vipe" {
+		return r.editorIn(depth, "vi", "EDITOR", "VISUAL") // its editor reads /dev/tty, whatever its output
+	}
+	if r.piped {
 		return false
 	}
 	argv, known := r.words(words, pos)
@@ -35,9 +41,10 @@ func mayReadTTY(name string) bool {
 	if _, paged := pagedPrograms[name]; paged || shells[name] || wrappers[name] || systemdTools[name] {
 		return true
 	}
-	switch name {
+	switch programAlias(name) {
 	case "eval", "less", "zless", "bzless", "xzless", "zstdless", "lzless", "more", "zmore", "most", "pg", "lynx",
-		"links", "links2", "elinks", "w3m", "tig", "vi", "vim", "nvim", "view", "git", "man":
+		"links", "links2", "elinks", "w3m", "tig", "vi", "vim", "nvim", "view", "git", "man", "pager", "vipe",
+		"sensible-pager", "busybox", "toybox":
 		return true
 	}
 	_, ok := wrapperSpecs[name]
@@ -57,7 +64,7 @@ func (r *ireader) pipedArgv(argv []string, depth int) bool {
 	if argv[0] == unknownWord {
 		return len(argv) == 1
 	}
-	name, args := ProgramName(argv[0]), argv[1:]
+	name, args := programAlias(ProgramName(argv[0])), argv[1:]
 	if info(name, args) {
 		return false
 	}
@@ -67,6 +74,8 @@ func (r *ireader) pipedArgv(argv []string, depth int) bool {
 		return true
 	}
 	switch {
+	case name == "busybox" || name == "toybox":
+		return len(args) > 0 && r.pipedArgv(args, depth+1)
 	case shells[name]:
 		// sh -c 'git log | less': the script, its input the pipe; a
 		// script that is the terminal (sh /dev/tty) reads it.
@@ -91,6 +100,7 @@ func (r *ireader) pipedArgv(argv []string, depth int) bool {
 	case name == "xargs":
 		// Its command's input is /dev/null, or the terminal with -o.
 		if cmd, tty := xargsCommandOf(args); len(cmd) > 0 {
+			cmd = append(slices.Clip(cmd), xargsItem) // what it read, its arguments
 			if tty {
 				return r.argv(cmd, depth+1)
 			}
@@ -197,7 +207,7 @@ func (r *ireader) pages(name string, args []string, term bool, depth int) bool {
 		return false // it prints and exits, or pages nothing
 	}
 	switch name {
-	case "less", "zless", "bzless", "xzless", "zstdless", "lzless":
+	case "less", "zless", "bzless", "xzless", "zstdless", "lzless", "pager":
 		// less with the terminal as its input and no file names none
 		// and exits; LESSSECURE=1 takes away !, |, v and :e.
 		if term && !slices.ContainsFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") || a == "-" }) {
@@ -215,6 +225,8 @@ func (r *ireader) pages(name string, args []string, term bool, depth int) bool {
 		})
 	case "tig":
 		return true
+	case "sensible-pager":
+		return r.toolRuns([]string{"PAGER"}, nil, "pager", false, false, depth)
 	case "vi", "vim", "nvim", "view":
 		// vim - reads the text from its input, then keys from the
 		// terminal.

@@ -69,7 +69,8 @@ func codeRunsInput(code string, runsOnly bool) bool {
 	if runsOnly {
 		return true
 	}
-	for _, s := range []string{"stdin", "input(", "readline", "<>", "gets", "argf", "$_", "readlines", "<stdin>", "fileinput"} {
+	for _, s := range []string{"stdin", "input(", "readline", "<>", "gets", "argf", "$_", "readlines", "<stdin>", "fileinput",
+		"open(0", "/dev/tty", "/dev/stdin", "/dev/fd/0", "readfilesync(0", "fdopen(0", "os.read(0", "io.read", "fgets"} {
 		if strings.Contains(l, s) {
 			return true
 		}
@@ -219,6 +220,22 @@ func nodeInteractive(args []string) bool {
 // reads its input and runs it, is a line runner; php artisan tinker.
 func scriptInterpreter(name string, args []string) bool {
 	loop := false
+	for i, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		next := ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		switch {
+		case name == "ruby" && (a == "-rdebug" || a == "-rdebug/start" || a == "-r" && (next == "debug" || next == "debug/start")):
+			return true // the debugger's prompt at the first line
+		case name == "perl" && (a == "-MCPAN" || a == "-MCPANPLUS" || a == "-M" && (next == "CPAN" || next == "CPANPLUS")) &&
+			slices.ContainsFunc(args, func(b string) bool { return strings.Contains(b, "shell") }):
+			return true // perl -MCPAN -e shell: the CPAN shell (! runs perl)
+		}
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -814,6 +831,10 @@ func (r *ireader) cloudShell(name string, args []string, depth int) bool {
 		case sub("ssm", "start-session"):
 			doc, _ := optValue("--document-name")
 			return !strings.Contains(strings.ToLower(doc), "portforwarding")
+		case sub("ec2-instance-connect", "ssh"):
+			return true
+		case sub("ec2-instance-connect", "open-tunnel"):
+			return !has("--local-port") // stdin and stdout the tunnel, as nc
 		case sub("ecs", "execute-command"):
 			cmd, _ := optValue("--command")
 			return has("--interactive") && (cmd == "" || r.line(cmd, depth+1, nil))
@@ -843,6 +864,9 @@ func (r *ireader) cloudShell(name string, args []string, depth int) bool {
 		if sub("pr", "create") || sub("issue", "create") || sub("pr", "comment") || sub("issue", "comment") {
 			return r.ghBody(args, depth)
 		}
+		if i, ok := r.ghPrompts(args, sub, depth); ok {
+			return i
+		}
 		if sub("codespace", "ssh") || sub("cs", "ssh") {
 			if rest := after(); rest != nil {
 				return r.argv(rest, depth+1)
@@ -855,6 +879,11 @@ func (r *ireader) cloudShell(name string, args []string, depth int) bool {
 		return sub("shell") || sub("connect") || sub("ssh")
 	case "eb":
 		return sub("ssh") && !has("--command", "-c")
+	case "copilot":
+		// copilot svc exec and task exec run /bin/sh unless --command.
+		if sub("svc", "exec") || sub("task", "exec") {
+			return lineOr(optValue("-c", "--command"))
+		}
 	}
 	return false
 }

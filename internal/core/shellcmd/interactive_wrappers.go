@@ -70,6 +70,33 @@ var wrapperSpecs = map[string]wrapSpec{
 	"grc":          {},
 	"catchsegv":    {},
 	"valgrind":     {},
+	// review B: wrappers that run their command with the terminal, or
+	// a shell when given none (bare).
+	"ssh-agent":        {values: "aEOPt", stop: "k"},
+	"dbus-run-session": {longValues: []string{"--config-file", "--dbus-daemon"}},
+	"xvfb-run":         {values: "efnpsw", longValues: []string{"--error-file", "--auth-file", "--server-num", "--xauth-protocol", "--server-args", "--wait"}},
+	"setpriv": {longValues: []string{"--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps",
+		"--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile",
+		"--landlock-access", "--landlock-rule", "--seccomp-filter"}, stop: "d"},
+	"prlimit":     {values: "p", stop: "p", longValues: []string{"--pid"}},
+	"cgexec":      {values: "g"},
+	"numactl":     {values: "CNmipPw", stop: "sH"},
+	"run0":        {values: "ugD", longValues: []string{"--user", "--group", "--chdir", "--nice", "--setenv", "--unit", "--property", "--description", "--slice", "--machine", "--background"}, bare: true},
+	"gosu":        {operands: 1},
+	"su-exec":     {operands: 1},
+	"setuidgid":   {operands: 1},
+	"envuidgid":   {operands: 1},
+	"chpst":       {values: "uUbe/nlLmdofcpr"},
+	"dumb-init":   {values: "r"},
+	"tini":        {values: "pe"},
+	"proot":       {values: "rbmqwvkiRS", bare: true},
+	"schroot":     {values: "cudn", longValues: []string{"--chroot", "--user", "--directory", "--session-name", "--option"}, stop: "libe", bare: true},
+	"arch-chroot": {values: "u", operands: 1, bare: true},
+	"fakechroot":  {values: "lde", bare: true},
+	"faketime":    {values: "p", longValues: []string{"--date-prog"}, operands: 1},
+	"torify":      {},
+	"lima":        {bare: true},
+	"lxc-attach":  {values: "nPasLlvugfo", longValues: []string{"--name", "--lxcpath", "--arch", "--namespaces", "--set-var", "--uid", "--gid", "--rcfile", "--logfile", "--logpriority", "--pty-log"}, bare: true},
 }
 
 // wrapper reads what a wrapper runs: past its options (and their values)
@@ -241,8 +268,12 @@ func (r *ireader) xargsCommand(cmd []string, tty bool, depth int) bool {
 	if shells[n] || interpreter(n) || n == "eval" || wrappers[n] || remoteRunners[n] || awks[n] || n == "cmd" {
 		return true
 	}
-	return tty && r.argv(cmd, depth+1)
+	return tty && r.argv(append(slices.Clip(cmd), xargsItem), depth+1)
 }
+
+// xargsItem stands for what xargs read, the arguments it appends to its
+// command (xargs -o less: less on the files named).
+const xargsItem = "xargs-item"
 
 // parallel reading the terminal runs each line typed (no command), or
 // passes it to a shell or an interpreter as code; ::: and -a give it
