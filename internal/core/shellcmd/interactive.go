@@ -111,6 +111,12 @@ func (r *ireader) spend(n int) bool {
 // line reads a shell line whose standard input is the terminal; pos are
 // the positional parameters of a -c script ($0, $1, …).
 func (r *ireader) line(line string, depth int, pos []string) bool {
+	return r.parse(line, true, depth, pos)
+}
+
+// parse reads a shell line whose standard input is the terminal (term)
+// or not.
+func (r *ireader) parse(line string, term bool, depth int, pos []string) bool {
 	if depth > maxDepth {
 		r.over = true
 		return true
@@ -124,7 +130,7 @@ func (r *ireader) line(line string, depth int, pos []string) bool {
 		return false
 	}
 	for _, st := range f.Stmts {
-		if i, _ := r.stmt(st, true, depth, pos); i || r.over {
+		if i, _ := r.stmt(st, term, depth, pos); i || r.over {
 			return true
 		}
 	}

@@ -15,32 +15,7 @@ import (
 
 // ansiLiteral is literal for a word with $'…' strings, their escapes
 // decoded as bash decodes them ($'\x6cess' is less).
-func ansiLiteral(w *syntax.Word) (string, bool) {
-	var b strings.Builder
-	for _, part := range w.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			b.WriteString(unescape(p.Value))
-		case *syntax.SglQuoted:
-			if !p.Dollar {
-				b.WriteString(p.Value)
-				continue
-			}
-			b.WriteString(ansiC(p.Value))
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				b.WriteString(l.Value)
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
-}
+func ansiLiteral(w *syntax.Word) (string, bool) { return wordValue(w, true) }
 
 // ansiC decodes the escapes of a $'…' string: \n, \t, \e, \\, \', \",
 // \nnn (octal), \xHH, \uHHHH, \UHHHHHHHH, \cX.

@@ -81,12 +81,12 @@ func (r *ireader) pipedArgv(argv []string, depth int) bool {
 		// script that is the terminal (sh /dev/tty) reads it.
 		for i, a := range args {
 			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") && i+1 < len(args) {
-				return r.lineIn(args[i+1], false, depth+1)
+				return r.parse(args[i+1], false, depth+1, nil)
 			}
 		}
 		return slices.ContainsFunc(args, ttyPath)
 	case name == "eval":
-		return r.lineIn(strings.Join(args, " "), false, depth+1)
+		return r.parse(strings.Join(args, " "), false, depth+1, nil)
 	case name == "env":
 		if k := r.setEnv(args, true); k < len(args) {
 			return r.pipedArgv(args[k:], depth+1)
@@ -145,32 +145,6 @@ func xargsCommandOf(args []string) ([]string, bool) {
 		}
 	}
 	return nil, tty
-}
-
-// lineIn reads a shell line whose standard input is the terminal (term)
-// or not.
-func (r *ireader) lineIn(line string, term bool, depth int) bool {
-	if term {
-		return r.line(line, depth, nil)
-	}
-	if depth > maxDepth {
-		r.over = true
-		return true
-	}
-	if len(line) > MaxParsed || !r.spend(len(line)/2+1) {
-		r.over = r.over || len(line) > MaxParsed
-		return r.over
-	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
-	if err != nil {
-		return false
-	}
-	for _, st := range f.Stmts {
-		if i, _ := r.stmt(st, false, depth, nil); i || r.over {
-			return true
-		}
-	}
-	return false
 }
 
 // pagedPrograms page what they print through the first pager their
@@ -397,9 +371,9 @@ func (r *ireader) toolChannel(cmd string, editor bool, depth int) bool {
 		return true
 	}
 	if editor {
-		return r.lineIn(cmd+" /tmp/tg-edit", true, depth+1)
+		return r.parse(cmd+" /tmp/tg-edit", true, depth+1, nil)
 	}
-	return r.lineIn(cmd, false, depth+1)
+	return r.parse(cmd, false, depth+1, nil)
 }
 
 // editorIn reports whether the editor a program starts, its variables

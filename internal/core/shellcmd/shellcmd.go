@@ -720,16 +720,27 @@ func literal(w *syntax.Word) (string, bool) {
 			return l.Value, true // a plain word: no copy
 		}
 	}
+	return wordValue(w, false)
+}
+
+// wordValue is a word's value when it holds no expansion; a $'…' string
+// is decoded when ansi is set (ansiC), and is no literal otherwise
+// ($'\x63url': escapes the words do not show).
+func wordValue(w *syntax.Word, ansi bool) (string, bool) {
 	var b strings.Builder
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			b.WriteString(unescape(p.Value))
 		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false // $'\x63url': escapes the words do not show
+			switch {
+			case !p.Dollar:
+				b.WriteString(p.Value)
+			case ansi:
+				b.WriteString(ansiC(p.Value))
+			default:
+				return "", false
 			}
-			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
