@@ -330,9 +330,21 @@ func (e *evalCtx) taintFileReads(res *Result) {
 			return
 		}
 		glob = glob && strings.ContainsAny(w, "*?[")
+		// A word that reads as a path is also compared as the absolute
+		// path it names from the working directory: cat src/app.py in a
+		// directory a clone filled (git clone URL ., remembered by its
+		// absolute path; or cd widget before, the step's cwd in it), a
+		// glob of its files (cat *.md), cat ../app/x.sh of a file
+		// remembered as /home/dev/app/x.sh, a Windows drive path.
+		aw := ""
+		if r, ok := rooted(w); ok {
+			aw = path.Clean(r)
+		} else if cwd != "" && pathLike(w) {
+			aw = path.Join(cwd, w)
+		}
 		if !namesOnly {
 			for _, f := range byBase[path.Base(w)] {
-				if namesFile(w, strings.ToLower(f.Path)) {
+				if p := strings.ToLower(f.Path); namesFile(w, p) || aw != "" && namesFile(aw, p) {
 					named(f)
 				}
 			}
@@ -344,19 +356,6 @@ func (e *evalCtx) taintFileReads(res *Result) {
 				if !f.Dir && globNamesFile(w, strings.ToLower(f.Path)) {
 					named(f)
 				}
-			}
-		}
-		// A word that reads as a path is also compared as the absolute
-		// path it names from the working directory: cat src/app.py in a
-		// directory a clone filled (git clone URL ., remembered by its
-		// absolute path; or cd widget before, the step's cwd in it), a
-		// glob of its files (cat *.md), a Windows drive path.
-		aw := ""
-		if len(dirs) > 0 {
-			if r, ok := rooted(w); ok {
-				aw = path.Clean(r)
-			} else if cwd != "" && pathLike(w) {
-				aw = path.Join(cwd, w)
 			}
 		}
 		for _, f := range dirs {

@@ -12,12 +12,14 @@ var archiveSuffixes = []string{".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".t
 
 // archiveDir is the directory an archive usually fills when extracted
 // without one named (kit-1.2.tar.gz makes kit-1.2/): its base name without
-// its extension; "" when it has none of archiveSuffixes.
+// its extension, in the directory the extractor runs in (tar xzf
+// /tmp/kit.tgz fills ./kit/, not /tmp/kit/); "" when it has none of
+// archiveSuffixes.
 func archiveDir(archive string) string {
 	b := path.Base(strings.ReplaceAll(archive, `\`, "/"))
 	for _, s := range archiveSuffixes {
 		if len(b) > len(s) && strings.HasSuffix(strings.ToLower(b), s) {
-			return path.Join(path.Dir(archive), b[:len(b)-len(s)]) + "/"
+			return b[:len(b)-len(s)] + "/"
 		}
 	}
 	return ""
