@@ -93,10 +93,11 @@ var unquoter = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
 // fill (a clone: Dir); those that cannot be remembered (longer than
 // turnstate.MaxFileTaintPath) left out. Path and Dir only.
 //
-// A directory named only by dots — git clone URL ., tar x -C ., a stream
-// piped into tar x — is the one the command runs in (commandDir of cwd),
-// remembered by its absolute path; where the host said no working
-// directory it cannot be told apart from any other, and is left out.
+// A directory named only by dots — the one the command runs in, which
+// Writes gives only when a clone fills it (git clone URL .) — is
+// remembered by its absolute path (commandDir of cwd); where the host said
+// no working directory it cannot be told apart from any other, and is
+// left out.
 func commandWrites(t *ToolView, cwd string) []turnstate.FileTaint {
 	var out []turnstate.FileTaint
 	dir := commandDir(t, cwd)
