@@ -240,7 +240,7 @@ func TestCatalogReads(t *testing.T) { runOnDefault(t, "testdata/catalog-reads.ya
 // the working directory, name a remembered file or cloned directory; a
 // search or a glob of another directory does not
 // (testdata/files-named.yaml).
-func TestFilesNamed(t *testing.T) { runOnDefault(t, "testdata/files-named.yaml", 77) }
+func TestFilesNamed(t *testing.T) { runOnDefault(t, "testdata/files-named.yaml", 78) }
 
 // TestLineageFields: a whole free-text field of a record (a message's
 // body, a subject) names nothing (testdata/lineage-fields.yaml).

@@ -373,9 +373,12 @@ var copyValueOptions = map[string]bool{"-S": true, "--suffix": true, "-m": true,
 func (w *writes) copied(args []string) {
 	var operands []string
 	dest := ""
+	recursive := false // cp -r, -R, -a: a directory's copy is a directory
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case a == "--recursive" || a == "--archive" || shortCluster(a) && strings.ContainsAny(a[1:], "rRa"):
+			recursive = true
 		case a == "--":
 			operands = append(operands, args[i+1:]...)
 			i = len(args)
@@ -402,17 +405,34 @@ func (w *writes) copied(args []string) {
 	if dest == "" {
 		return
 	}
-	if strings.Trim(dest, "./") != "" {
+	// A recursive copy's entries are directories (a file among them
+	// named as one is named all the same): cp -r widget /tmp/x makes
+	// /tmp/x the copy, or /tmp/x/widget when /tmp/x was there.
+	entry := ""
+	if recursive {
+		entry = "/"
+	}
+	switch {
+	case strings.Trim(dest, "./") == "":
 		// Not the working directory itself (cp x . or ./): the names
 		// the sources get in it are what is written.
+	case recursive && len(operands) == 1 && !strings.HasSuffix(dest, "/") && !sharedDirs[strings.TrimRight(dest, "/")]:
+		w.add(dest + "/")
+	default:
 		w.add(dest)
 	}
 	for _, src := range operands {
 		if b := path.Base(strings.TrimRight(src, "/")); b != "" && b != "." && b != "/" && b != ".." {
-			w.add(strings.TrimRight(dest, "/") + "/" + b)
+			w.add(strings.TrimRight(dest, "/") + "/" + b + entry)
 		}
 	}
 }
+
+// sharedDirs are directories a recursive copy's destination names as the
+// place its copy goes, not as the copy: remembering one whole would name
+// every file in it.
+var sharedDirs = map[string]bool{"/": true, "/tmp": true, "/var/tmp": true, "~": true, "$HOME": true, "${HOME}": true,
+	"$TMPDIR": true, "${TMPDIR}": true, "/dev/shm": true}
 
 // cloneValueOptions are git clone's options that take the next word as
 // their value.
