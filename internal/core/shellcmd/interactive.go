@@ -783,26 +783,36 @@ func info(name string, args []string) bool {
 	return false
 }
 
-// argv reports whether a program run with the terminal as its standard
-// input reads what it does from it.
-func (r *ireader) argv(argv []string, depth int) bool {
+// program is what argv and pipedArgv read first: the program argv runs
+// and its arguments, or decided with the result when that settles it —
+// nothing to run, the reading's budget spent, a program named through an
+// expansion the reading cannot resolve (sudo "$X", exec $CMD: given no
+// argument, it may be any that reads the terminal, fail closed), a
+// program asked for its version or its help (info).
+func (r *ireader) program(argv []string, depth int) (name string, args []string, decided, result bool) {
 	if len(argv) == 0 || r.over {
-		return r.over
+		return "", nil, true, r.over
 	}
 	if depth > maxDepth || !r.spend(len(argv)) {
 		r.over = true
-		return true
+		return "", nil, true, true
 	}
 	if argv[0] == unknownWord {
-		// A program named through an expansion the reading cannot
-		// resolve (sudo "$X", exec $CMD): given no argument, it may be
-		// any that reads the terminal (fail closed).
-		return len(argv) == 1
+		return "", nil, true, len(argv) == 1
 	}
-	name := programAlias(ProgramName(argv[0]))
-	args := argv[1:]
+	name, args = programAlias(ProgramName(argv[0])), argv[1:]
 	if info(name, args) {
-		return false
+		return "", nil, true, false
+	}
+	return name, args, false, false
+}
+
+// argv reports whether a program run with the terminal as its standard
+// input reads what it does from it.
+func (r *ireader) argv(argv []string, depth int) bool {
+	name, args, decided, result := r.program(argv, depth)
+	if decided {
+		return result
 	}
 	// What a program's reading binds (env's NAME=value, sudo's reset, a
 	// -c script's assignments) is its own; eval's and source's are the

@@ -54,19 +54,9 @@ func mayReadTTY(name string) bool {
 // pipedArgv is argv for a program whose standard input is not the
 // terminal.
 func (r *ireader) pipedArgv(argv []string, depth int) bool {
-	if len(argv) == 0 || r.over {
-		return r.over
-	}
-	if depth > maxDepth || !r.spend(len(argv)) {
-		r.over = true
-		return true
-	}
-	if argv[0] == unknownWord {
-		return len(argv) == 1
-	}
-	name, args := programAlias(ProgramName(argv[0])), argv[1:]
-	if info(name, args) {
-		return false
+	name, args, decided, result := r.program(argv, depth)
+	if decided {
+		return result
 	}
 	saved := r.env
 	defer r.leave(saved)
@@ -99,7 +89,7 @@ func (r *ireader) pipedArgv(argv []string, depth int) bool {
 		return false
 	case name == "xargs":
 		// Its command's input is /dev/null, or the terminal with -o.
-		if cmd, tty := xargsCommandOf(args); len(cmd) > 0 {
+		if cmd, tty, _ := xargsCommandOf(args); len(cmd) > 0 {
 			cmd = append(slices.Clip(cmd), xargsItem) // what it read, its arguments
 			if tty {
 				return r.argv(cmd, depth+1)
@@ -121,17 +111,20 @@ func (r *ireader) pipedArgv(argv []string, depth int) bool {
 	return false
 }
 
-// xargsCommandOf is the command xargs runs, and whether -o gives it the
-// terminal.
-func xargsCommandOf(args []string) ([]string, bool) {
-	tty := false
+// xargsCommandOf is the command xargs runs (nil: echo), whether -o gives
+// it the terminal, and whether an option before it says its arguments
+// come from a file (-a, --arg-file) rather than its standard input.
+func xargsCommandOf(args []string) (cmd []string, tty, fromFile bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if a == "--arg-file" || strings.HasPrefix(a, "--arg-file=") || strings.HasPrefix(a, "-a") {
+			fromFile = true
+		}
 		switch {
 		case a == "-o" || a == "--open-tty":
 			tty = true
 		case a == "--":
-			return args[i+1:], tty
+			return args[i+1:], tty, fromFile
 		case strings.HasPrefix(a, "--"):
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			if strings.Contains(a[1:], "o") && !strings.ContainsAny(a[1:], xargsValues) {
@@ -141,10 +134,10 @@ func xargsCommandOf(args []string) ([]string, bool) {
 				i++
 			}
 		default:
-			return args[i:], tty
+			return args[i:], tty, fromFile
 		}
 	}
-	return nil, tty
+	return nil, tty, fromFile
 }
 
 // pagedPrograms page what they print through the first pager their

@@ -238,29 +238,11 @@ const xargsValues = "aEIdLnPs"
 // (xargs -L1 sh -c, xargs -I{} sh -c '{}'); -o gives the command the
 // terminal.
 func (r *ireader) xargs(args []string, depth int) bool {
-	tty := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-a" || a == "--arg-file" || strings.HasPrefix(a, "--arg-file=") || strings.HasPrefix(a, "-a") && a != "-a":
-			return false // its arguments come from a file
-		case a == "-o" || a == "--open-tty":
-			tty = true
-		case a == "--":
-			return i+1 < len(args) && r.xargsCommand(args[i+1:], tty, depth)
-		case strings.HasPrefix(a, "--"):
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if strings.Contains(a[1:], "o") && !strings.ContainsAny(a[1:], xargsValues) {
-				tty = true
-			}
-			if len(a) == 2 && strings.Contains(xargsValues, a[1:]) {
-				i++
-			}
-		default:
-			return r.xargsCommand(args[i:], tty, depth)
-		}
+	cmd, tty, fromFile := xargsCommandOf(args)
+	if fromFile || len(cmd) == 0 {
+		return false // its arguments come from a file; or echo
 	}
-	return false // echo
+	return r.xargsCommand(cmd, tty, depth)
 }
 
 func (r *ireader) xargsCommand(cmd []string, tty bool, depth int) bool {
