@@ -20,29 +20,8 @@ import (
 // (/tmp/ of /tmp/$(date +%s).sh, page- of "page-$i.html"), "" when it
 // starts with the expansion ("$OUT", ${DIR}/x).
 func litPrefix(w *syntax.Word) string {
-	var b strings.Builder
-	for _, part := range w.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			b.WriteString(unescape(p.Value))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return b.String()
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					return b.String()
-				}
-				b.WriteString(l.Value)
-			}
-		default:
-			return b.String()
-		}
-	}
-	return b.String()
+	s, _ := wordPrefix(w, false)
+	return s
 }
 
 // unresolvedDir is the directory a file lands in whose name is an

@@ -727,6 +727,15 @@ func literal(w *syntax.Word) (string, bool) {
 // is decoded when ansi is set (ansiC), and is no literal otherwise
 // ($'\x63url': escapes the words do not show).
 func wordValue(w *syntax.Word, ansi bool) (string, bool) {
+	if s, whole := wordPrefix(w, ansi); whole {
+		return s, true
+	}
+	return "", false
+}
+
+// wordPrefix is a word's literal text up to its first expansion (a $'…'
+// string counts as one unless ansi), and whether that is the whole word.
+func wordPrefix(w *syntax.Word, ansi bool) (string, bool) {
 	var b strings.Builder
 	for _, part := range w.Parts {
 		switch p := part.(type) {
@@ -739,18 +748,18 @@ func wordValue(w *syntax.Word, ansi bool) (string, bool) {
 			case ansi:
 				b.WriteString(ansiC(p.Value))
 			default:
-				return "", false
+				return b.String(), false
 			}
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
 				if !ok {
-					return "", false
+					return b.String(), false
 				}
 				b.WriteString(l.Value)
 			}
 		default:
-			return "", false
+			return b.String(), false
 		}
 	}
 	return b.String(), true
