@@ -13,8 +13,8 @@ import (
 // version control system's clone, a package or a model downloaded. Where
 // the names cannot be known, the directory they land in is remembered
 // (with a trailing slash, as a clone's: DirWritten); where they can, the
-// names. Where that directory is the one the command runs in, "./" is
-// offered and dropped (writes.add): the files land among the user's own.
+// names. Where that directory is the one the command runs in, nothing
+// is: the files land among the user's own (writes.add).
 
 // litPrefix is the literal text a word holding an expansion starts with
 // (/tmp/ of /tmp/$(date +%s).sh, page- of "page-$i.html"), "" when it
@@ -28,8 +28,9 @@ func litPrefix(w *syntax.Word) string {
 // expansion starting with prefix (litPrefix): the directory the literal
 // part names (/tmp/ for /tmp/$(date +%s).sh: any file under it may be
 // the one written — fail closed, at the cost of naming the directory's
-// other files), or the working directory ("./") for a name with literal
-// text but no directory (page-$i.html); "" when nothing is literal
+// other files); "" for a name with literal text but no directory
+// (page-$i.html: the working directory, among the user's files), when
+// nothing is literal
 // ("$OUT": the file may be anywhere, and no directory remembered would
 // be the right one) or the literal part is the root alone (/$(x): every
 // file).
@@ -39,7 +40,7 @@ func unresolvedDir(prefix string) string {
 	}
 	i := strings.LastIndexByte(prefix, '/')
 	if i < 0 {
-		return "./"
+		return "" // the working directory, among the user's files (writes.add)
 	}
 	if strings.Trim(prefix[:i+1], "/") == "" {
 		return ""
@@ -80,14 +81,15 @@ func (w *writes) dirAt(argv []string, j int) {
 	}
 }
 
-// dir adds d as a directory filled ("" and "." are the working
-// directory, "./"), unless it is "-", an option or a URL.
+// dir adds d as a directory filled, unless it is the working directory
+// ("" or ".": among the user's files, writes.add), "-", an option or a
+// URL.
 func (w *writes) dir(d string) {
 	if d == "-" || strings.HasPrefix(d, "-") || isURL(d) {
 		return
 	}
 	if d = strings.TrimRight(d, "/"); d == "" || d == "." {
-		d = "."
+		return // the working directory, among the user's files (writes.add)
 	}
 	w.add(d + "/")
 }
@@ -281,9 +283,9 @@ var downloadLongValues = map[string][]string{
 // downloaded adds what a downloader (argv[at]) names after the URLs it
 // fetches: a mirror's directory per host (wget -r: x.example/, under its
 // -P prefix), or its prefix when -nH or -nd leave out the host's; the
-// URLs' names; and the directory it saves into ("./" without one) when
-// the names cannot be told — the URLs are in a file (-i, curl -K: which
-// may name the files too, as curl's output options), fed
+// URLs' names; and the directory it saves into (none for the working
+// directory) when the names cannot be told — the URLs are in a file (-i,
+// curl -K: which may name the files too, as curl's output options), fed
 // by xargs or parallel, or expansions (wget "$URL"), or the server names
 // the file (curl -J, wget --content-disposition).
 func (w *writes) downloaded(argv []string, at int, o fetchOpts) {
@@ -293,8 +295,6 @@ func (w *writes) downloaded(argv []string, at int, o fetchOpts) {
 			w.dirAt(argv, o.dir)
 		case o.dirValue != "":
 			w.dir(o.dirValue)
-		default:
-			w.add("./")
 		}
 	}
 	urls, expansions := 0, 0
@@ -429,7 +429,7 @@ var ghValues = map[string]bool{"-R": true, "--repo": true, "-D": true, "--dir": 
 
 // ghDownloaded adds what gh (argv[at]) downloads: a release's assets (gh
 // release download: the file -O names, or, their names being the
-// release's, the directory -D names, "./" without one), a run's
+// release's, the directory -D names; nothing without one), a run's
 // artifacts (gh run download: one directory per artifact under -D's, or
 // -D's itself for a single -n NAME: DIR/NAME/ for each of several), a
 // gist (gh gist clone GIST [DIR]: a clone, named after the gist's id);
@@ -487,8 +487,6 @@ func (w *writes) ghDownloaded(argv []string, at int) bool {
 		}
 	case dir >= 0 || dirValue != "":
 		w.optDir(argv, dir, dirValue)
-	default:
-		w.add("./")
 	}
 	return true
 }
@@ -618,8 +616,6 @@ func (w *writes) fossilCloned(argv []string, at int) bool {
 	if ops[0] == "open" {
 		if opens {
 			w.optDir(argv, workdir, attached)
-		} else {
-			w.add("./")
 		}
 		return true
 	}
@@ -734,7 +730,6 @@ func (w *writes) packageFetched(argv []string, at int) bool {
 				return true
 			}
 		}
-		w.add("./")
 	default:
 		return false
 	}
@@ -742,7 +737,7 @@ func (w *writes) packageFetched(argv []string, at int) bool {
 }
 
 // dirOption adds the directory the option short or long (-d, --dest) of
-// argv[at]'s command names, or the working directory ("./") without one.
+// argv[at]'s command names; nothing without one (the working directory).
 func (w *writes) dirOption(argv []string, at int, short, long string) {
 	for i := at + 1; i < len(argv); i++ {
 		if j, v, ok := optAt(argv, i, short, long); ok {
@@ -750,7 +745,6 @@ func (w *writes) dirOption(argv []string, at int, short, long string) {
 			return
 		}
 	}
-	w.add("./")
 }
 
 // npmPacked adds the tarball npm pack writes of a registry's package:
@@ -784,8 +778,6 @@ func (w *writes) npmPacked(argv []string, at int) {
 			w.dirAt(argv, dest)
 		case attached != "":
 			w.dir(attached)
-		default:
-			w.add("./")
 		}
 	}
 }
@@ -856,14 +848,13 @@ var videoListings = map[string]bool{"-F": true, "--list-formats": true, "-j": tr
 // reads: the file an output template (-o) names, or the directory its
 // literal part names when it holds fields (subs/%(id)s.%(ext)s: subs/)
 // and the working directory when that part has none; yt-dlp's -P
-// directories; "./" with neither. A TYPE: prefix (subtitle:, -P
+// directories; nothing with neither. A TYPE: prefix (subtitle:, -P
 // temp:DIR) is left out.
 func (w *writes) videoDownloaded(argv []string, at int) {
 	if !slices.ContainsFunc(argv[at+1:], func(a string) bool { return strings.HasPrefix(a, "--write-") }) &&
 		slices.ContainsFunc(argv[at+1:], func(a string) bool { return videoListings[a] }) {
 		return
 	}
-	named := false
 	for i := at + 1; i < len(argv); i++ {
 		j, v, ok := optAt(argv, i, "-o", "--output")
 		isDir := false
@@ -874,7 +865,6 @@ func (w *writes) videoDownloaded(argv []string, at int) {
 		if !ok {
 			continue
 		}
-		named = true
 		if j >= 0 {
 			if v = argv[j]; v == "" {
 				if d := w.unresolved(j); d != "" {
@@ -894,14 +884,9 @@ func (w *writes) videoDownloaded(argv []string, at int) {
 		case strings.Contains(v, "%"):
 			if d := unresolvedDir(v[:strings.IndexByte(v, '%')]); d != "" {
 				w.add(d)
-			} else {
-				w.add("./")
 			}
 		default:
 			w.value(v)
 		}
-	}
-	if !named {
-		w.add("./")
 	}
 }

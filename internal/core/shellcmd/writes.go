@@ -48,9 +48,6 @@ func ArgvWrites(argv []string) []string {
 
 type writes struct {
 	files []string
-	// filling: the directory being added is filled wholly by another's
-	// files (a clone), so the working directory itself ("./") may be it.
-	filling bool
 	// partial holds, for the command being read (call), the literal
 	// start of each word that holds an expansion (litPrefix; "" for the
 	// others): where a file named by an expansion lands (unresolved).
@@ -64,23 +61,21 @@ type writes struct {
 
 // add adds a file written, or a directory filled (a trailing slash). The
 // working directory, or one above it, spelt with dots only ("./", "..")
-// is added only when filled wholly (a clone into it: cloned): files of
+// is added only when filled wholly (a clone into it: fill): files of
 // unknown names landing in it among the user's own (tar x from a pipe,
 // unzip -d ., a release's assets) cannot be told from the user's, and
 // remembering the whole project for them would make every later read of
 // it a source.
 func (w *writes) add(f string) {
-	f = strings.TrimSpace(f)
-	if w.filling && f != "" && strings.Trim(f, "./") == "" && (w.chdir != "" || w.moved) {
-		// cd /tmp/w && git clone URL .: the clone is /tmp/w, not the
-		// directory the step runs in; nowhere known after cd "$D".
-		if w.moved {
-			return
-		}
-		f = strings.TrimRight(path.Join(w.chdir, f), "/") + "/"
+	if f = strings.TrimSpace(f); strings.Trim(f, "./") != "" {
+		w.put(f)
 	}
-	if f == "" || strings.HasPrefix(f, "/dev/") || len(w.files) >= MaxWrites || slices.Contains(w.files, f) ||
-		strings.Trim(f, "./") == "" && !w.filling {
+}
+
+// put adds f as it is, unless it is none, a device, already there or one
+// past MaxWrites.
+func (w *writes) put(f string) {
+	if f == "" || strings.HasPrefix(f, "/dev/") || len(w.files) >= MaxWrites || slices.Contains(w.files, f) {
 		return
 	}
 	w.files = append(w.files, f)
@@ -632,9 +627,9 @@ func knownDirWord(w *syntax.Word) (string, bool) {
 	return s, true
 }
 
-// fill adds the directory d a clone fills wholly (w.filling: "." is the
-// clone), from where the program's option opt (git -C DIR, hg --cwd DIR)
-// before its command cmd moves it, if it does.
+// fill adds the directory d a clone fills wholly ("." is the clone), from
+// where the program's option opt (git -C DIR, hg --cwd DIR) before its
+// command cmd moves it, if it does.
 func (w *writes) fill(d string, argv []string, cmd, opt string) {
 	chdir, moved := w.chdir, w.moved
 	for i := 1; opt != "" && i < len(argv) && argv[i] != cmd; i++ {
@@ -657,8 +652,17 @@ func (w *writes) fill(d string, argv []string, cmd, opt string) {
 			w.chdir = path.Join(w.chdir, v)
 		}
 	}
-	w.filling = true
-	w.add(d)
-	w.filling = false
+	switch d = strings.TrimSpace(d); {
+	case strings.Trim(d, "./") != "":
+		w.add(d)
+	case w.moved:
+		// cd "$D" && git clone URL .: nowhere known.
+	case w.chdir != "":
+		// cd /tmp/w && git clone URL .: the clone is /tmp/w, not the
+		// directory the step runs in.
+		w.put(strings.TrimRight(path.Join(w.chdir, d), "/") + "/")
+	default:
+		w.put(d)
+	}
 	w.chdir, w.moved = chdir, moved
 }
