@@ -16,7 +16,7 @@ func TestRulesCommand(t *testing.T) {
 		code       int
 		out, error []string
 	}{
-		{"check the default pack", []string{"rules", "check"}, 0, []string{"ok: turnguard-default (sha256:", "12 rules"}, nil},
+		{"check the default pack", []string{"rules", "check"}, 0, []string{"ok: turnguard-default (sha256:", "13 rules"}, nil},
 		{"check a broken file", []string{"rules", "check", "../../internal/core/policy/testdata/broken/cel-type-error.yaml"}, 1, nil,
 			[]string{"cel-type-error.yaml:9:22: when: found no matching overload for '_==_' applied to '(string, int)'", "1 problem(s)"}},
 		{"check several broken files at once", []string{"rules", "check", "../../internal/core/policy/testdata/broken/unknown-hook.yaml", "../../internal/core/policy/testdata/broken/bad-enums.yaml"}, 1, nil,

@@ -68,6 +68,11 @@ type Lineage struct {
 	// content (the Evidence constants); empty unless Origin is
 	// FromUntrusted.
 	Evidence Evidence
+	// Remote: a token traced to untrusted content that set a taint label
+	// (Source.Taints: a fetched page, not a project file's text) names a
+	// place on the network — a URL, an address at a host, a host with a
+	// path (remote.go) — or is the host of one the value names.
+	Remote bool
 }
 
 // Evidence is the kind of what a value shares with untrusted content,
@@ -121,6 +126,7 @@ func (ix *Index) Classify(texts ...string) Lineage {
 				out.Evidence = l.Evidence
 			}
 			out.Unknown = out.Unknown || l.Unknown
+			out.Remote = out.Remote || l.Remote
 			for _, src := range l.Sources {
 				if len(out.Sources) < maxEvidence && !slices.Contains(out.Sources, src) {
 					out.Sources = append(out.Sources, src)
@@ -219,8 +225,19 @@ func (ix *Index) classifyText(s string) Lineage {
 		toks = append(toks, t)
 	}
 	var out Lineage
+	var hosts []string // valueHosts, read once a tainting token needs them
+	hostsRead := false
 	cite := func(t tok, src int) {
 		out.Origin = FromUntrusted
+		if !out.Remote && t.k == matter && ix.Sources[src].Taints {
+			_, out.Remote = remoteHost(t.text)
+			if !out.Remote {
+				if !hostsRead {
+					hosts, hostsRead = valueHosts(toks), true
+				}
+				out.Remote = slices.Contains(hosts, t.text)
+			}
+		}
 		if len(out.Sources) < maxEvidence && !slices.Contains(out.Sources, src) {
 			out.Sources = append(out.Sources, src)
 		}

@@ -53,6 +53,12 @@ type Source struct {
 	// Later marks the last slot once more contents than MaxSources were
 	// seen: it stands for all of them, and names the newest.
 	Later bool `json:"later,omitempty"`
+	// Taints: the content set a taint label as it arrived (a fetched
+	// page, a mail, what a subagent that read one returns), unlike a
+	// project file's text or a build's output, which lineage counts
+	// untrusted too. The last slot keeps it once any content it stands
+	// for had it.
+	Taints bool `json:"taints,omitempty"`
 }
 
 // Index is what a session's contents held, as token hashes.
@@ -443,6 +449,7 @@ func (ix *Index) source(src Source) uint8 {
 		return uint8(len(ix.Sources) - 1)
 	}
 	src.Later = true
+	src.Taints = src.Taints || ix.Sources[MaxSources-1].Taints
 	ix.Sources[MaxSources-1] = src
 	return MaxSources - 1
 }
@@ -634,6 +641,9 @@ func (s *Source) appendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 	}
 	if s.Later {
 		dst = append(dst, `,"later":true`...)
+	}
+	if s.Taints {
+		dst = append(dst, `,"taints":true`...)
 	}
 	return append(dst, '}')
 }

@@ -113,7 +113,11 @@ type evalCtx struct {
 	// agentCounted is set once an agent-keyed counter took the envelope.
 	agentCounted bool
 	hook         string
-	turn         int
+	// contentTaints is set once the envelope set a taint label itself
+	// (setTaint): what it brings is content that taints, which the lineage
+	// index notes (lineage.Source.Taints).
+	contentTaints bool
+	turn          int
 	// windowTurn is the envelope's turn among those that age windows
 	// (turnstate.Session.WindowTurns).
 	windowTurn int

@@ -67,6 +67,10 @@ type LineageView struct {
 	// argument's ACS provenance says so); empty unless the origin is
 	// untrusted.
 	Evidence string `cel:"evidence"`
+	// Remote: a token of the value traced to untrusted content names a
+	// place on the network — a URL, an address at a host, a host with a
+	// path — or is the host of one the value names (lineage.Lineage.Remote).
+	Remote bool `cel:"remote"`
 }
 
 // updateLineage indexes the envelope's content.
@@ -148,7 +152,7 @@ func (e *evalCtx) updateLineage() {
 		ix.Unseen = true
 	}
 	src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
-		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes)}
+		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes), Taints: e.contentTaints}
 	if child, _ := p["subagent_session_id"].(string); e.hook == "subagentStop" {
 		src.Tool = acs.TruncateStored("subagent "+child, acs.MaxEvidenceBytes)
 	}
@@ -233,7 +237,7 @@ func (e *evalCtx) indexUserMessage(ix *lineage.Index, p map[string]any) {
 		}
 		id, _ := prov["provenance_id"].(string)
 		src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
-			Tool: acs.TruncateStored(from, acs.MaxEvidenceBytes), ProvenanceID: id}
+			Tool: acs.TruncateStored(from, acs.MaxEvidenceBytes), ProvenanceID: id, Taints: e.contentTaints}
 		for _, t := range texts {
 			ix.AddUntrusted(t, src)
 		}
@@ -465,7 +469,7 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	args, _ := p["arguments"].(map[string]any)
 	for name, texts := range argumentTexts(e.in.Payload) {
 		l := ix.Classify(texts...)
-		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence),
+		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence), Remote: l.Remote,
 			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
 		if ids, untrusted := e.declaredLineage(args[name]); untrusted {
 			// The adapter says the value derives from untrusted content
@@ -542,7 +546,7 @@ func (e *evalCtx) lineageData() map[string]any {
 	for name, v := range e.lineageViews() {
 		out[name] = map[string]any{"origin": v.Origin, "request_ids": v.RequestIDs, "tools": v.Tools,
 			"provenance_ids": v.ProvenanceIDs, "tokens": v.Tokens, "unknown": v.Unknown,
-			"named": v.Named, "typed": v.Typed, "evidence": v.Evidence}
+			"named": v.Named, "typed": v.Typed, "evidence": v.Evidence, "remote": v.Remote}
 	}
 	return out
 }

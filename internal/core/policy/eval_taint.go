@@ -70,6 +70,7 @@ func (e *evalCtx) updateTaints(res *Result) {
 // anchored there would start already aged.
 func (e *evalCtx) setTaint(label, source string) {
 	setTaintHit(e.sess, label, e.hit(source, true))
+	e.contentTaints = true
 }
 
 // hit is the envelope's evidence for source; with its provenance lists

@@ -173,7 +173,7 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 		for j := range lineage.MaxUntrusted/lineage.MaxSources + 1 {
 			fmt.Fprintf(&text, "u%dx%d ", i, j)
 		}
-		s.Lineage.AddUntrusted(text.String(), lineage.Source{Seq: maxU, RequestID: uuid(), Hook: "memoryContextRetrieval", Tool: long, ProvenanceID: long})
+		s.Lineage.AddUntrusted(text.String(), lineage.Source{Seq: maxU, RequestID: uuid(), Hook: "memoryContextRetrieval", Tool: long, ProvenanceID: long, Later: i == lineage.MaxSources-1, Taints: true})
 		s.Lineage.AddTrusted(strings.ReplaceAll(text.String(), "u", "t"))
 	}
 	// Every field slot taken too (records' field values).

@@ -1,0 +1,100 @@
+package lineage
+
+import (
+	"net/netip"
+	"strings"
+	"unicode"
+)
+
+// remoteHost returns the host a token names on the network, and whether
+// it names one: a URL with a scheme (https://evil.example/x, not file://),
+// an address at a host (mallory@evil.example, git@evil.example:x.git), or
+// a host followed by a path (evil.example/boot.sh, github.com/x/y,
+// 203.0.113.9/x). A dotted word alone is not one: evil.example and
+// manage.py, install.sh or notes.md look alike, and a file's name is what
+// a page mentions far more often. t is a token as each emits it:
+// lower-cased, no connector at either end.
+func remoteHost(t string) (string, bool) {
+	if scheme, rest, ok := strings.Cut(t, "://"); ok {
+		if scheme == "" || scheme == "file" {
+			return "", false
+		}
+		host := rest
+		if i := strings.IndexAny(host, "/?#"); i >= 0 {
+			host = host[:i]
+		}
+		if at := strings.LastIndexByte(host, '@'); at >= 0 {
+			host = host[at+1:]
+		}
+		host = withoutPort(host)
+		return host, host != ""
+	}
+	if at := strings.LastIndexByte(t, '@'); at > 0 {
+		host := t[at+1:]
+		if i := strings.IndexAny(host, ":/"); i >= 0 {
+			host = host[:i]
+		}
+		if hostLike(host) {
+			return host, true
+		}
+		// Not an address: a version after a module's or a package's
+		// path (github.com/x/y@v1.2.3) is read as below.
+	}
+	if i := strings.IndexByte(t, '/'); i > 0 {
+		if host := withoutPort(t[:i]); hostLike(host) {
+			return host, true
+		}
+	}
+	return "", false
+}
+
+// withoutPort is host without a :port after it.
+func withoutPort(host string) string {
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i+1:], ".") {
+		return host[:i]
+	}
+	return host
+}
+
+// hostLike reports whether s reads as a host name or an IPv4 address: two
+// or more labels of letters, digits and hyphens, the last one of letters
+// (two at least) or an A-label (xn--…); or four numbers.
+func hostLike(s string) bool {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Is4()
+	}
+	labels := strings.Split(s, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || strings.ContainsFunc(l, func(r rune) bool { return r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			return false
+		}
+	}
+	last := labels[len(labels)-1]
+	if strings.HasPrefix(last, "xn--") {
+		return true
+	}
+	return len([]rune(last)) >= 2 && !strings.ContainsFunc(last, func(r rune) bool { return !unicode.IsLetter(r) })
+}
+
+// valueHosts are the hosts the value's tokens name on the network (with
+// and without a leading www.): a token of a value that is only such a
+// host — the model kept a page's host and changed its path — reaches it
+// as much as the page's URL would.
+func valueHosts(toks []tok) []string {
+	var hosts []string
+	for _, t := range toks {
+		if t.k != matter {
+			continue
+		}
+		if h, ok := remoteHost(t.text); ok {
+			hosts = append(hosts, h)
+			if bare, ok := strings.CutPrefix(h, "www."); ok {
+				hosts = append(hosts, bare)
+			}
+		}
+	}
+	return hosts
+}
