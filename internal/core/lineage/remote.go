@@ -15,6 +15,24 @@ import (
 // a page mentions far more often. t is a token as each emits it:
 // lower-cased, no connector at either end.
 func remoteHost(t string) (string, bool) {
+	host, ok := networkHost(t)
+	if !ok || loopback(host) {
+		// localhost, 127.0.0.1, [::1], 0.0.0.0: the user's own machine,
+		// which a page's setup steps name as often as a project's.
+		return "", false
+	}
+	return host, true
+}
+
+// networkHost is remoteHost before the user's own machine is left out.
+func networkHost(t string) (string, bool) {
+	if strings.Count(t, ":") >= 2 && strings.ContainsFunc(t, unicode.IsDigit) {
+		// An IPv6 address: a URL's [2001:db8::7] loses its brackets to
+		// the tokenizer. No file's name parses as one.
+		if a, err := netip.ParseAddr(t); err == nil && a.Is6() {
+			return t, true
+		}
+	}
 	if scheme, rest, ok := strings.Cut(t, "://"); ok {
 		if scheme == "" || scheme == "file" {
 			return "", false
@@ -34,7 +52,7 @@ func remoteHost(t string) (string, bool) {
 		if i := strings.IndexAny(host, ":/"); i >= 0 {
 			host = host[:i]
 		}
-		if hostLike(host) {
+		if host = strings.TrimSuffix(host, "."); hostLike(host) {
 			return host, true
 		}
 		// Not an address: a version after a module's or a package's
@@ -48,12 +66,23 @@ func remoteHost(t string) (string, bool) {
 	return "", false
 }
 
-// withoutPort is host without a :port after it.
+// withoutPort is host without a :port after it, and without the dot that
+// may end a fully qualified name (evil.example./x is evil.example).
 func withoutPort(host string) string {
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i+1:], ".") {
-		return host[:i]
+		host = host[:i]
 	}
-	return host
+	return strings.TrimSuffix(host, ".")
+}
+
+// loopback reports whether host is this machine: localhost (or a name
+// under .localhost), a loopback or an unspecified address.
+func loopback(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && (a.Unmap().IsLoopback() || a.IsUnspecified())
 }
 
 // hostLike reports whether s reads as a host name or an IPv4 address: two

@@ -34,6 +34,24 @@ func TestRemoteHost(t *testing.T) {
 		{"1.2.3/x", "", false},
 		{"github.com/acme/widget@v1.2.3", "github.com", true},
 		{"scope/pkg@1.0", "", false},
+		// A name ending in the root's dot is the name (evil.example.).
+		{"evil.example./boot.sh", "evil.example", true},
+		{"https://evil.example./x", "evil.example", true},
+		{"root@evil.example.", "evil.example", true},
+		// An IPv6 address: a URL's [2001:db8::7] without its brackets.
+		{"2001:db8::7", "2001:db8::7", true},
+		{"12:30:45", "", false},
+		{"00:1a:2b:3c:4d:5e", "", false},
+		{"f32::max", "", false},
+		// The user's own machine is no place on the network.
+		{"http://localhost:3000", "", false},
+		{"http://127.0.0.1:8000/health", "", false},
+		{"127.0.0.1/x", "", false},
+		{"http://0.0.0.0:8000", "", false},
+		{"http://app.localhost:5173", "", false},
+		{"dev@localhost", "", false},
+		{"::1", "", false},
+		{"http://10.0.0.5/x", "10.0.0.5", true}, // another machine on the network is one
 	} {
 		host, ok := remoteHost(c.tok)
 		if host != c.host || ok != c.ok {
@@ -74,3 +92,4 @@ func TestClassifyRemote(t *testing.T) {
 		}
 	}
 }
+
