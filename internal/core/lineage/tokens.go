@@ -210,7 +210,11 @@ func compound(c string, fn func(string, kind)) {
 	if len(c) > maxToken && strings.ContainsFunc(c, structural) {
 		// A long URL (a redirect's, a tracker's) is read by its parts —
 		// host, path segments, query values — before any is cut, so that
-		// no cut falls inside the host it leads to.
+		// no cut falls inside the host it leads to; and by where it
+		// leads (urlHead), so that the place is still one a page named.
+		if h := urlHead(c); h != "" {
+			fn(h, matter)
+		}
 		for part := range strings.FieldsFuncSeq(c, structural) {
 			compound(part, fn)
 		}
@@ -257,6 +261,36 @@ func compound(c string, fn func(string, kind)) {
 	for w := range strings.FieldsFuncSeq(c, connector) {
 		emitWord(w, fn)
 	}
+}
+
+// urlHead is the beginning of a long URL that says where it leads — its
+// scheme and authority (https://evil.example:8443), or a host and the
+// first segment of its path (evil.example/boot.sh) — when that names a
+// place on the network (remoteHost); else "". Its parts alone do not:
+// a host alone is a dotted word (remote.go).
+func urlHead(c string) string {
+	end := -1
+	if i := strings.Index(c, "://"); i > 0 {
+		end = i + 3
+	} else if i := strings.IndexByte(c, '/'); i > 0 {
+		end = i + 1
+	}
+	if end < 0 {
+		return ""
+	}
+	if j := strings.IndexAny(c[end:], "/?#"); j >= 0 {
+		end += j
+	} else {
+		end = len(c)
+	}
+	h := strings.TrimFunc(c[:end], connector)
+	if len(h) > maxToken || h == c {
+		return ""
+	}
+	if _, ok := remoteHost(h); !ok {
+		return ""
+	}
+	return h
 }
 
 func emitWord(w string, fn func(string, kind)) {
