@@ -120,8 +120,19 @@ func (e *evalCtx) taintUnanswered() {
 		p, _ := e.in.Payload.(map[string]any)
 		ref, _ = p["request_id_ref"].(string)
 	}
+	// The first result that names no request, of the tool an output
+	// source's call used (Cursor's afterShellExecution after a curl),
+	// most likely brings that call's output: content that taints, as the
+	// result naming it would (lineage.Source.Taints), so that a place the
+	// page named is one later (TG-TAINT-007). Not a later one: the call
+	// settled waits on, and the next command's output is not the page.
+	refless := e.hook == "toolCallResult" && ref == ""
+	resultTool := acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes)
 	waiting := e.sess.Unanswered[:0]
 	for _, u := range e.sess.Unanswered {
+		if refless && u.Output && !u.Settled && u.Hit.Tool == resultTool {
+			e.contentTaints = true
+		}
 		if ref != "" && u.Hit.RequestID == ref {
 			// An awaited call's hold ends at its result, which sets
 			// the label below: its window starts here.
