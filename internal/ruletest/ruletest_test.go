@@ -416,7 +416,8 @@ func TestUnreadableCases(t *testing.T) {
 // TestRemoteAfterWindow: TG-TAINT-007 after the window, for a page's long
 // link, a host with the root's dot, an IPv6 address, the user's own
 // machine, and Cursor's shell results that name no request
-// (testdata/remote-after-window.yaml).
+// (testdata/remote-after-window.yaml); and a page's place in a session
+// whose lineage index its project's files filled.
 func TestRemoteAfterWindow(t *testing.T) {
-	runOnDefault(t, "testdata/remote-after-window.yaml", 6)
+	runOnDefault(t, "testdata/remote-after-window.yaml", 7)
 }

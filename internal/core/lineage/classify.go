@@ -115,6 +115,22 @@ func (ix *Index) Classify(texts ...string) Lineage {
 	for _, s := range texts {
 		out.Typed = out.Typed && ix.typedText(s)
 		l := ix.classifyText(s)
+		if !l.Remote && l.Origin != FromUser {
+			// A place a page named, kept apart from the untrusted tokens
+			// the index had room for (Index.places).
+			if t, src, ok := ix.placeIn(s); ok {
+				l.Origin, l.Remote = FromUntrusted, true
+				if l.Evidence.rank() < Identifier.rank() {
+					l.Evidence = Identifier
+				}
+				if !slices.Contains(l.Tokens, t) && len(l.Tokens) < maxEvidence {
+					l.Tokens = append(l.Tokens, clipTo(t, maxEvidenceToken))
+				}
+				if src >= 0 && !slices.Contains(l.Sources, src) && len(l.Sources) < maxEvidence {
+					l.Sources = append(l.Sources, src)
+				}
+			}
+		}
 		switch l.Origin {
 		case FromUntrusted:
 			out.Origin = FromUntrusted

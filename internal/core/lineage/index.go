@@ -34,6 +34,12 @@ const (
 	// content that echoes them then traces them as it would (fail
 	// closed).
 	MaxOwn = 1024
+	// MaxPlaces is the number of places on the network (remote.go) kept
+	// of contents that set a taint label, apart from MaxUntrusted: a
+	// session whose untrusted tokens are all taken by its project's files
+	// and builds still knows the places a page named later. Past it, the
+	// index is PlacesFull.
+	MaxPlaces = 1024
 	// MaxSources is the number of untrusted contents a token can be
 	// traced to; the tokens of later ones cite the last, "a later
 	// content" (Source.Later).
@@ -79,8 +85,15 @@ type Index struct {
 	// calls carried before the session saw them anywhere (Carry,
 	// Answered), sorted, without duplicates.
 	own []uint64
+	// places are the tokens that name a place on the network, and their
+	// hosts, first seen in content that set a taint label (Source.Taints),
+	// sorted by hash, each naming that content (place).
+	places []entry
 	// Full is set once a token was not kept for want of room.
 	Full bool
+	// PlacesFull is set once a place was not kept for want of room: then a
+	// place seen nowhere counts as one a page named (fail closed).
+	PlacesFull bool
 	// Unseen is set once content entered the session that the index will
 	// never see: more calls went unreported than missing holds (or a state
 	// of an earlier version said so). Like Full, it makes a value with a
@@ -266,14 +279,38 @@ func (ix *Index) addTrustedHashes(hs []uint64) {
 // look-alike letters folded (normal), the identifiers it spells out
 // (spelt.go) and the other spellings of the hosts it names (hosts.go).
 func (ix *Index) AddUntrusted(text string, src Source) {
-	var hs []uint64
-	add := func(_ string, h uint64, _ kind) { hs = append(hs, h) }
+	var hs, places []uint64
+	add := func(t string, h uint64, k kind) {
+		hs = append(hs, h)
+		if src.Taints && k == matter {
+			places = appendPlace(places, t, h)
+		}
+	}
 	n := normal(text)
 	each(n, add)
 	spelt(n, func(t string) { add(t, hashOf(t), matter) })
 	eachHostFormOf(text, n, add)
 	slices.Sort(hs)
-	ix.addUntrustedHashes(slices.Compact(hs), src)
+	// A place is the content's when no content or word of the user's
+	// named it before: taken before the content's tokens are.
+	places = slices.DeleteFunc(places, func(h uint64) bool {
+		_, seen := ix.untrustedSource(h)
+		return seen && !ix.isPlace(h) || ix.isTrusted(h)
+	})
+	id, slotted := ix.addUntrustedHashes(slices.Compact(hs), src)
+	if len(places) == 0 {
+		return
+	}
+	slices.Sort(places)
+	var full bool
+	ix.places, full = mergeNew(ix.places, slices.Compact(places), MaxPlaces-len(ix.places), func(e entry) uint64 { return e.hash },
+		func(h uint64) entry {
+			if !slotted {
+				id, slotted = ix.source(src), true
+			}
+			return entry{hash: h, src: id}
+		})
+	ix.PlacesFull = ix.PlacesFull || full
 }
 
 // Distrust makes what the index took for the user's words untrusted
@@ -289,10 +326,10 @@ func (ix *Index) Distrust(src Source) {
 }
 
 // addUntrustedHashes merges sorted, distinct hashes src brought into the
-// untrusted set.
-func (ix *Index) addUntrustedHashes(hs []uint64, src Source) {
+// untrusted set, and returns the slot it gave src, if it gave one.
+func (ix *Index) addUntrustedHashes(hs []uint64, src Source) (uint8, bool) {
 	if len(hs) == 0 {
-		return
+		return 0, false
 	}
 	// The source takes a slot only when one of its tokens is new.
 	id, slotted := uint8(0), false
@@ -305,6 +342,7 @@ func (ix *Index) addUntrustedHashes(hs []uint64, src Source) {
 			return entry{hash: h, src: id}
 		})
 	ix.Full = ix.Full || full
+	return id, slotted
 }
 
 // Carry remembers, for the call requestID, the tokens that matter of its
@@ -488,6 +526,20 @@ func (ix *Index) isOwn(h uint64) bool {
 	return ok
 }
 
+// place returns the slot of the content that first named place h.
+func (ix *Index) place(h uint64) (int, bool) {
+	i, ok := slices.BinarySearchFunc(ix.places, h, func(e entry, h uint64) int { return cmp.Compare(e.hash, h) })
+	if !ok {
+		return 0, false
+	}
+	return int(ix.places[i].src), true
+}
+
+func (ix *Index) isPlace(h uint64) bool {
+	_, ok := ix.place(h)
+	return ok
+}
+
 func (ix *Index) isTrusted(h uint64) bool {
 	_, ok := slices.BinarySearch(ix.trusted, h)
 	return ok
@@ -502,7 +554,7 @@ func (ix *Index) Clone() *Index {
 		return nil
 	}
 	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields), typed: slices.Clone(ix.typed), own: slices.Clone(ix.own),
-		Full: ix.Full, Unseen: ix.Unseen, asked: slices.Clone(ix.asked), carried: slices.Clone(ix.carried), missing: slices.Clone(ix.missing)}
+		places: slices.Clone(ix.places), Full: ix.Full, PlacesFull: ix.PlacesFull, Unseen: ix.Unseen, asked: slices.Clone(ix.asked), carried: slices.Clone(ix.carried), missing: slices.Clone(ix.missing)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
 	}
@@ -516,17 +568,19 @@ func (ix *Index) Clone() *Index {
 // base64 (9 bytes an untrusted token, 8 a trusted one), not as JSON
 // numbers.
 type stored struct {
-	Sources   []Source    `json:"sources,omitempty"`
-	Untrusted string      `json:"untrusted,omitempty"`
-	Trusted   string      `json:"trusted,omitempty"`
-	Fields    string      `json:"fields,omitempty"`
-	Typed     string      `json:"typed,omitempty"`
-	Own       string      `json:"own,omitempty"`
-	Full      bool        `json:"full,omitempty"`
-	Unseen    bool        `json:"unseen,omitempty"`
-	Asked     []storedAsk `json:"asked,omitempty"`
-	Carried   []storedAsk `json:"carried,omitempty"`
-	Missing   []storedAsk `json:"missing,omitempty"`
+	Sources    []Source    `json:"sources,omitempty"`
+	Untrusted  string      `json:"untrusted,omitempty"`
+	Trusted    string      `json:"trusted,omitempty"`
+	Fields     string      `json:"fields,omitempty"`
+	Typed      string      `json:"typed,omitempty"`
+	Own        string      `json:"own,omitempty"`
+	Places     string      `json:"places,omitempty"`
+	Full       bool        `json:"full,omitempty"`
+	PlacesFull bool        `json:"places_full,omitempty"`
+	Unseen     bool        `json:"unseen,omitempty"`
+	Asked      []storedAsk `json:"asked,omitempty"`
+	Carried    []storedAsk `json:"carried,omitempty"`
+	Missing    []storedAsk `json:"missing,omitempty"`
 }
 
 type storedAsk struct {
@@ -574,15 +628,7 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 	}
 	if len(ix.untrusted) > 0 {
 		member("untrusted")
-		dst = append(dst, '"')
-		// 9 bytes an entry encode to 12 characters, no padding between.
-		var b [9]byte
-		for _, e := range ix.untrusted {
-			binary.BigEndian.PutUint64(b[:8], e.hash)
-			b[8] = e.src
-			dst = base64.RawStdEncoding.AppendEncode(dst, b[:])
-		}
-		dst = append(dst, '"')
+		dst = appendEntries(dst, ix.untrusted)
 	}
 	for _, m := range [...]struct {
 		name   string
@@ -593,8 +639,16 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 			dst = appendPacked(dst, m.hashes)
 		}
 	}
+	if len(ix.places) > 0 {
+		member("places")
+		dst = appendEntries(dst, ix.places)
+	}
 	if ix.Full {
 		member("full")
+		dst = append(dst, "true"...)
+	}
+	if ix.PlacesFull {
+		member("places_full")
 		dst = append(dst, "true"...)
 	}
 	if ix.Unseen {
@@ -625,6 +679,38 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 		dst = append(dst, ']')
 	}
 	return append(dst, '}')
+}
+
+// appendEntries appends entries as a JSON string: 9 bytes each (the hash
+// big-endian, then the source's slot), in unpadded base64; 9 bytes encode
+// to 12 characters, no padding between.
+func appendEntries(dst []byte, es []entry) []byte {
+	dst = append(dst, '"')
+	var b [9]byte
+	for _, e := range es {
+		binary.BigEndian.PutUint64(b[:8], e.hash)
+		b[8] = e.src
+		dst = base64.RawStdEncoding.AppendEncode(dst, b[:])
+	}
+	return append(dst, '"')
+}
+
+// readEntries reads what appendEntries wrote: at most max entries, sorted
+// and distinct, each naming one of sources.
+func readEntries(s string, max, sources int) ([]entry, bool) {
+	u, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil || len(u)%9 != 0 || len(u)/9 > max {
+		return nil, false
+	}
+	out := make([]entry, 0, len(u)/9)
+	for i := 0; i < len(u); i += 9 {
+		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
+		if int(e.src) >= sources || len(out) > 0 && out[len(out)-1].hash >= e.hash {
+			return nil, false
+		}
+		out = append(out, e)
+	}
+	return out, true
 }
 
 // appendJSON appends a source as encoding/json writes it.
@@ -697,9 +783,13 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 	if len(s.Sources) > MaxSources {
 		return fmt.Errorf("%w: %d sources", ErrCorrupt, len(s.Sources))
 	}
-	u, err := base64.RawStdEncoding.DecodeString(s.Untrusted)
-	if err != nil || len(u)%9 != 0 || len(u)/9 > MaxUntrusted {
+	untrusted, ok := readEntries(s.Untrusted, MaxUntrusted, len(s.Sources))
+	if !ok {
 		return fmt.Errorf("%w: untrusted tokens", ErrCorrupt)
+	}
+	places, ok := readEntries(s.Places, MaxPlaces, len(s.Sources))
+	if !ok {
+		return fmt.Errorf("%w: places", ErrCorrupt)
 	}
 	trusted, ok := unpackHashes(s.Trusted, MaxTrusted)
 	if !ok {
@@ -717,14 +807,9 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: own tokens", ErrCorrupt)
 	}
-	out := Index{Sources: s.Sources, Full: s.Full, Unseen: s.Unseen, untrusted: make([]entry, 0, len(u)/9), trusted: trusted, fields: fields, typed: typed, own: own}
-	for i := 0; i < len(u); i += 9 {
-		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
-		if int(e.src) >= len(s.Sources) || len(out.untrusted) > 0 && out.untrusted[len(out.untrusted)-1].hash >= e.hash {
-			return fmt.Errorf("%w: untrusted token %d", ErrCorrupt, i/9)
-		}
-		out.untrusted = append(out.untrusted, e)
-	}
+	out := Index{Sources: s.Sources, Full: s.Full, PlacesFull: s.PlacesFull, Unseen: s.Unseen, untrusted: untrusted, places: places,
+		trusted: trusted, fields: fields, typed: typed, own: own}
+	var err error
 	if out.asked, err = readCalls(s.Asked, MaxAsked, MaxAskedTokens, "asked"); err != nil {
 		return err
 	}

@@ -127,3 +127,57 @@ func valueHosts(toks []tok) []string {
 	}
 	return hosts
 }
+
+// appendPlace appends to places the hash h of token t when t names a place
+// on the network, and its host's (with and without a leading www.): a
+// value that keeps a page's host and changes the path reaches it too.
+func appendPlace(places []uint64, t string, h uint64) []uint64 {
+	host, ok := remoteHost(t)
+	if !ok {
+		return places
+	}
+	places = append(places, h, hashOf(host))
+	if bare, ok := strings.CutPrefix(host, "www."); ok {
+		places = append(places, hashOf(bare))
+	}
+	return places
+}
+
+// placeIn returns, once the index is full, a token of value text s seen
+// nowhere among the untrusted tokens kept that names a place content which
+// set a taint label named first (Index.places) — itself, or its host —
+// or, once the places are full too, any such token; with the slot of that
+// content (-1: none known). Not a place the user wrote, or one the
+// model's own call carried first. A session whose room went to its
+// project's files so still knows the places a page named later.
+func (ix *Index) placeIn(s string) (tok string, src int, ok bool) {
+	if !ix.Full || len(ix.places) == 0 && !ix.PlacesFull {
+		// With room, every token of a content is kept, and Classify
+		// traces it (its first content's Taints) as any other.
+		return "", 0, false
+	}
+	each(normal(s), func(t string, h uint64, k kind) {
+		if ok || k != matter {
+			return
+		}
+		host, remote := remoteHost(t)
+		if _, seen := ix.untrustedSource(h); !remote || seen || ix.isTrusted(h) || ix.isOwn(h) {
+			// Kept, it is traced as it was first seen.
+			return
+		}
+		for _, c := range [...]string{"", host, strings.TrimPrefix(host, "www.")} {
+			ch := h
+			if c != "" {
+				ch = hashOf(c)
+			}
+			if i, found := ix.place(ch); found {
+				tok, src, ok = t, i, true
+				return
+			}
+		}
+		if ix.PlacesFull {
+			tok, src, ok = t, -1, true
+		}
+	})
+	return tok, src, ok
+}
