@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // remoteHost returns the host a token names on the network, and whether
@@ -81,6 +82,9 @@ func loopback(host string) bool {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
+	if !numeric(host) && !strings.Contains(host, ":") {
+		return false
+	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && (a.Unmap().IsLoopback() || a.IsUnspecified())
 }
@@ -89,23 +93,31 @@ func loopback(host string) bool {
 // or more labels of letters, digits and hyphens, the last one of letters
 // (two at least) or an A-label (xn--…); or four numbers.
 func hostLike(s string) bool {
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.Is4()
+	if numeric(s) {
+		a, err := netip.ParseAddr(s)
+		return err == nil && a.Is4()
 	}
-	labels := strings.Split(s, ".")
-	if len(labels) < 2 {
-		return false
-	}
-	for _, l := range labels {
+	labels, last := 0, ""
+	for l := range strings.SplitSeq(s, ".") {
 		if l == "" || strings.ContainsFunc(l, func(r rune) bool { return r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 			return false
 		}
+		labels, last = labels+1, l
 	}
-	last := labels[len(labels)-1]
+	if labels < 2 {
+		return false
+	}
 	if strings.HasPrefix(last, "xn--") {
 		return true
 	}
-	return len([]rune(last)) >= 2 && !strings.ContainsFunc(last, func(r rune) bool { return !unicode.IsLetter(r) })
+	return utf8.RuneCountInString(last) >= 2 && !strings.ContainsFunc(last, func(r rune) bool { return !unicode.IsLetter(r) })
+}
+
+// numeric reports whether s is made of digits and dots only: an IPv4
+// address, or a version, which netip is asked about only then (its error
+// is an allocation a host name need not pay).
+func numeric(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') })
 }
 
 // valueHosts are the hosts the value's tokens name on the network (with
