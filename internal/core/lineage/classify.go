@@ -243,9 +243,12 @@ func (ix *Index) classifyText(s string) Lineage {
 	var out Lineage
 	var hosts []string // valueHosts, read once a tainting token needs them
 	hostsRead := false
+	// cite takes t as traced to untrusted content: src as untrustedSource
+	// returns it (the content's slot, and whether it set a taint label).
 	cite := func(t tok, src int) {
 		out.Origin = FromUntrusted
-		if !out.Remote && t.k == matter && ix.Sources[src].Taints {
+		src, taints := ix.sourceTaints(src)
+		if !out.Remote && t.k == matter && taints {
 			_, out.Remote = remoteHost(t.text)
 			if !out.Remote {
 				if !hostsRead {

@@ -178,8 +178,23 @@ func (ix *Index) unseen() bool { return ix.Unseen || len(ix.missing) > 0 }
 
 type entry struct {
 	hash uint64
-	src  uint8
+	// src is the slot of the content that first named it (Sources), and
+	// a flag in its high bit: taintedEntry on an untrusted token,
+	// spareEntry on a place.
+	src uint8
 }
+
+const (
+	slotMask = 0x7f
+	// taintedEntry marks an untrusted token whose first content set a
+	// taint label: the last slot stands for many contents (Later), not
+	// all of which did, and a project file read after a page is no page.
+	taintedEntry = 0x80
+	// spareEntry marks a place that is a URL or an address whose host
+	// is itself a place: placeIn finds it by its host, so it is dropped
+	// first when the places run out of room.
+	spareEntry = 0x80
+)
 
 // hashOf is the token's 64-bit FNV-1a hash: a collision makes one token
 // pass for another with a chance of about n²/2⁶⁵ for n tokens kept.
@@ -279,7 +294,8 @@ func (ix *Index) addTrustedHashes(hs []uint64) {
 // look-alike letters folded (normal), the identifiers it spells out
 // (spelt.go) and the other spellings of the hosts it names (hosts.go).
 func (ix *Index) AddUntrusted(text string, src Source) {
-	var hs, places []uint64
+	var hs []uint64
+	var places []placeTok
 	add := func(t string, h uint64, k kind) {
 		hs = append(hs, h)
 		if src.Taints && k == matter {
@@ -293,24 +309,20 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 	slices.Sort(hs)
 	// A place is the content's when no content or word of the user's
 	// named it before: taken before the content's tokens are.
-	places = slices.DeleteFunc(places, func(h uint64) bool {
-		_, seen := ix.untrustedSource(h)
-		return seen && !ix.isPlace(h) || ix.isTrusted(h)
+	places = slices.DeleteFunc(places, func(p placeTok) bool {
+		_, seen := ix.untrustedSource(p.hash)
+		return seen && !ix.isPlace(p.hash) || ix.isTrusted(p.hash)
 	})
 	id, slotted := ix.addUntrustedHashes(slices.Compact(hs), src)
 	if len(places) == 0 {
 		return
 	}
-	slices.Sort(places)
-	var full bool
-	ix.places, full = mergeNew(ix.places, slices.Compact(places), MaxPlaces-len(ix.places), func(e entry) uint64 { return e.hash },
-		func(h uint64) entry {
-			if !slotted {
-				id, slotted = ix.source(src), true
-			}
-			return entry{hash: h, src: id}
-		})
-	ix.PlacesFull = ix.PlacesFull || full
+	ix.addPlaces(places, func() uint8 {
+		if !slotted {
+			id, slotted = ix.source(src), true
+		}
+		return id
+	})
 }
 
 // Distrust makes what the index took for the user's words untrusted
@@ -338,6 +350,9 @@ func (ix *Index) addUntrustedHashes(hs []uint64, src Source) (uint8, bool) {
 		func(h uint64) entry {
 			if !slotted {
 				id, slotted = ix.source(src), true
+			}
+			if src.Taints {
+				return entry{hash: h, src: id | taintedEntry}
 			}
 			return entry{hash: h, src: id}
 		})
@@ -503,12 +518,24 @@ func clip(s string) string {
 	return s[:cut]
 }
 
+// untrustedSource returns the slot of the content that first named h,
+// with taintedEntry set when that content set a taint label (sourceTaints
+// reads it).
 func (ix *Index) untrustedSource(h uint64) (int, bool) {
 	i, ok := slices.BinarySearchFunc(ix.untrusted, h, func(e entry, h uint64) int { return cmp.Compare(e.hash, h) })
 	if !ok {
 		return 0, false
 	}
 	return int(ix.untrusted[i].src), true
+}
+
+// sourceTaints splits what untrustedSource returned into the content's
+// slot and whether the content set a taint label: marked on the token,
+// or — a state written before tokens were marked — said by a slot that
+// stands for one content only.
+func (ix *Index) sourceTaints(src int) (int, bool) {
+	slot := src & slotMask
+	return slot, src&taintedEntry != 0 || !ix.Sources[slot].Later && ix.Sources[slot].Taints
 }
 
 func (ix *Index) isTyped(h uint64) bool {
@@ -532,7 +559,7 @@ func (ix *Index) place(h uint64) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	return int(ix.places[i].src), true
+	return int(ix.places[i].src & slotMask), true
 }
 
 func (ix *Index) isPlace(h uint64) bool {
@@ -696,7 +723,7 @@ func appendEntries(dst []byte, es []entry) []byte {
 }
 
 // readEntries reads what appendEntries wrote: at most max entries, sorted
-// and distinct, each naming one of sources.
+// and distinct, each naming one of sources (its flag aside).
 func readEntries(s string, max, sources int) ([]entry, bool) {
 	u, err := base64.RawStdEncoding.DecodeString(s)
 	if err != nil || len(u)%9 != 0 || len(u)/9 > max {
@@ -705,7 +732,7 @@ func readEntries(s string, max, sources int) ([]entry, bool) {
 	out := make([]entry, 0, len(u)/9)
 	for i := 0; i < len(u); i += 9 {
 		e := entry{hash: binary.BigEndian.Uint64(u[i:]), src: u[i+8]}
-		if int(e.src) >= sources || len(out) > 0 && out[len(out)-1].hash >= e.hash {
+		if int(e.src&slotMask) >= sources || len(out) > 0 && out[len(out)-1].hash >= e.hash {
 			return nil, false
 		}
 		out = append(out, e)

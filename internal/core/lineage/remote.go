@@ -1,7 +1,9 @@
 package lineage
 
 import (
+	"cmp"
 	"net/netip"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -140,19 +142,82 @@ func valueHosts(toks []tok) []string {
 	return hosts
 }
 
+// placeTok is a place a content named: a token (host, the hash of the
+// host it names) or a host (host 0).
+type placeTok struct{ hash, host uint64 }
+
 // appendPlace appends to places the hash h of token t when t names a place
 // on the network, and its host's (with and without a leading www.): a
 // value that keeps a page's host and changes the path reaches it too.
-func appendPlace(places []uint64, t string, h uint64) []uint64 {
+func appendPlace(places []placeTok, t string, h uint64) []placeTok {
 	host, ok := remoteHost(t)
 	if !ok {
 		return places
 	}
-	places = append(places, h, hashOf(host))
+	hh := hashOf(host)
+	places = append(places, placeTok{h, hh}, placeTok{hh, 0})
 	if bare, ok := strings.CutPrefix(host, "www."); ok {
-		places = append(places, hashOf(bare))
+		places = append(places, placeTok{hashOf(bare), 0})
 	}
 	return places
+}
+
+// addPlaces keeps the places a content src (at slot id once given) named,
+// those not named before (AddUntrusted filters them): a URL or an address
+// whose host is a place too is spare (spareEntry), and spares give their
+// room to the others once it runs out, so a session's pages fill the
+// places by their hosts, not by their links; the places are full
+// (PlacesFull) only when what is not spare does not fit.
+func (ix *Index) addPlaces(places []placeTok, source func() uint8) {
+	var hosts []uint64
+	for _, p := range places {
+		if p.host == 0 {
+			hosts = append(hosts, p.hash)
+		}
+	}
+	slices.Sort(hosts)
+	hostKept := func(hh uint64) bool {
+		_, named := slices.BinarySearch(hosts, hh)
+		return named || ix.isPlace(hh)
+	}
+	cand := make([]entry, 0, len(places))
+	for _, p := range places {
+		e := entry{hash: p.hash}
+		if p.host != 0 && hostKept(p.host) {
+			e.src = spareEntry
+		}
+		cand = append(cand, e)
+	}
+	// Sorted by hash, one entry a hash, not spare if any is not.
+	slices.SortFunc(cand, func(a, b entry) int { return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.src, b.src)) })
+	cand = slices.CompactFunc(cand, func(a, b entry) bool { return a.hash == b.hash })
+	isNew := func(e entry) bool { return !ix.isPlace(e.hash) }
+	if len(ix.places)+countFunc(cand, isNew) > MaxPlaces {
+		spare := func(e entry) bool { return e.src&spareEntry != 0 }
+		ix.places = slices.DeleteFunc(ix.places, spare)
+		cand = slices.DeleteFunc(cand, spare)
+	}
+	hs := make([]uint64, len(cand))
+	for i, e := range cand {
+		hs[i] = e.hash
+	}
+	var full bool
+	ix.places, full = mergeNew(ix.places, hs, MaxPlaces-len(ix.places), func(e entry) uint64 { return e.hash },
+		func(h uint64) entry {
+			i, _ := slices.BinarySearchFunc(cand, h, func(e entry, h uint64) int { return cmp.Compare(e.hash, h) })
+			return entry{hash: h, src: source() | cand[i].src&spareEntry}
+		})
+	ix.PlacesFull = ix.PlacesFull || full
+}
+
+func countFunc[E any](s []E, f func(E) bool) int {
+	n := 0
+	for _, e := range s {
+		if f(e) {
+			n++
+		}
+	}
+	return n
 }
 
 // placeIn returns, once the index is full, a token of value text s seen
@@ -180,7 +245,13 @@ func (ix *Index) placeIn(s string) (tok string, src int, ok bool) {
 		for _, c := range [...]string{"", host, strings.TrimPrefix(host, "www.")} {
 			ch := h
 			if c != "" {
-				ch = hashOf(c)
+				// A host the user wrote, or approved a call reaching
+				// (Approve), since the page named it is theirs, as
+				// with room: its token is trusted. The page's own URL
+				// at it still is a place (spare, while room lasts).
+				if ch = hashOf(c); ix.isTrusted(ch) {
+					continue
+				}
 			}
 			if i, found := ix.place(ch); found {
 				tok, src, ok = t, i, true

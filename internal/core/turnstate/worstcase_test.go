@@ -176,9 +176,10 @@ func worstState(t *testing.T, rs *policy.Set) *turnstate.Session {
 		s.Lineage.AddUntrusted(text.String(), lineage.Source{Seq: maxU, RequestID: uuid(), Hook: "memoryContextRetrieval", Tool: long, ProvenanceID: long, Later: i == lineage.MaxSources-1, Taints: true})
 		s.Lineage.AddTrusted(strings.ReplaceAll(text.String(), "u", "t"))
 	}
-	// Every place of a page's kept too (a URL and its host each).
+	// Every place of a page's kept too: a host each (a URL whose host is
+	// a place gives its room up once it runs out).
 	var places strings.Builder
-	for j := range lineage.MaxPlaces/2 + 1 {
+	for j := range lineage.MaxPlaces + 1 {
 		fmt.Fprintf(&places, "https://p%d.example/x ", j)
 	}
 	s.Lineage.AddUntrusted(places.String(), lineage.Source{Seq: maxU, RequestID: uuid(), Hook: "toolCallResult", Tool: strings.Repeat("<", 256), ProvenanceID: strings.Repeat("<", 256), Taints: true})
