@@ -62,8 +62,9 @@ type Source struct {
 	// Taints: the content set a taint label as it arrived (a fetched
 	// page, a mail, what a subagent that read one returns), unlike a
 	// project file's text or a build's output, which lineage counts
-	// untrusted too. The last slot keeps it once any content it stands
-	// for had it.
+	// untrusted too. Each token says it of its own first content too
+	// (taintedEntry): the last slot stands for many contents, and its
+	// mark is the newest one's.
 	Taints bool `json:"taints,omitempty"`
 }
 
@@ -502,7 +503,6 @@ func (ix *Index) source(src Source) uint8 {
 		return uint8(len(ix.Sources) - 1)
 	}
 	src.Later = true
-	src.Taints = src.Taints || ix.Sources[MaxSources-1].Taints
 	ix.Sources[MaxSources-1] = src
 	return MaxSources - 1
 }
