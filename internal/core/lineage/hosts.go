@@ -208,6 +208,13 @@ func hostSpellings(c string) (ascii, uni string, ok bool) {
 	return a.String(), u.String(), true
 }
 
+// topLabel reports whether l can end a host name: an A-label, or two
+// letters or more (not the "е" of Russian prose's "т.е", nor a version's
+// number).
+func topLabel(l string) bool {
+	return strings.HasPrefix(l, acePrefix) || utf8.RuneCountInString(l) >= 2 && !strings.ContainsFunc(l, func(r rune) bool { return !unicode.IsLetter(r) })
+}
+
 // hostLabels returns host with every label that converts an A-label, and
 // with every one a U-label, and whether host is a host name with a label
 // to convert: two labels or more, of letters, digits, marks, hyphens and
@@ -218,8 +225,7 @@ func hostLabels(host string) (ascii, uni string, ok bool) {
 		return host, host, false
 	}
 	labels := strings.Split(host, ".")
-	if tld := labels[len(labels)-1]; !strings.HasPrefix(tld, acePrefix) &&
-		(utf8.RuneCountInString(tld) < 2 || strings.ContainsFunc(tld, func(r rune) bool { return !unicode.IsLetter(r) })) {
+	if !topLabel(labels[len(labels)-1]) {
 		return host, host, false
 	}
 	as := make([]string, len(labels))

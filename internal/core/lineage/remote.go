@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // remoteHost returns the host a token names on the network, and whether
@@ -106,13 +105,7 @@ func hostLike(s string) bool {
 		}
 		labels, last = labels+1, l
 	}
-	if labels < 2 {
-		return false
-	}
-	if strings.HasPrefix(last, "xn--") {
-		return true
-	}
-	return utf8.RuneCountInString(last) >= 2 && !strings.ContainsFunc(last, func(r rune) bool { return !unicode.IsLetter(r) })
+	return labels >= 2 && topLabel(last)
 }
 
 // numeric reports whether s is made of digits and dots only: an IPv4
