@@ -247,7 +247,7 @@ func (ix *Index) classifyText(s string) Lineage {
 	// returns it (the content's slot, and whether it set a taint label).
 	cite := func(t tok, src int) {
 		out.Origin = FromUntrusted
-		src, taints := ix.sourceTaints(src)
+		src, taints := sourceTaints(src)
 		if !out.Remote && t.k == matter && taints {
 			_, out.Remote = remoteHost(t.text)
 			if !out.Remote {

@@ -62,10 +62,10 @@ type Source struct {
 	// Taints: the content set a taint label as it arrived (a fetched
 	// page, a mail, what a subagent that read one returns), unlike a
 	// project file's text or a build's output, which lineage counts
-	// untrusted too. Each token says it of its own first content too
-	// (taintedEntry): the last slot stands for many contents, and its
-	// mark is the newest one's.
-	Taints bool `json:"taints,omitempty"`
+	// untrusted too. Given to AddUntrusted, not stored: each token it
+	// names first keeps it (taintedEntry), as the last slot stands for
+	// many contents.
+	Taints bool `json:"-"`
 }
 
 // Index is what a session's contents held, as token hashes.
@@ -530,12 +530,9 @@ func (ix *Index) untrustedSource(h uint64) (int, bool) {
 }
 
 // sourceTaints splits what untrustedSource returned into the content's
-// slot and whether the content set a taint label: marked on the token,
-// or — a state written before tokens were marked — said by a slot that
-// stands for one content only.
-func (ix *Index) sourceTaints(src int) (int, bool) {
-	slot := src & slotMask
-	return slot, src&taintedEntry != 0 || !ix.Sources[slot].Later && ix.Sources[slot].Taints
+// slot and whether the content set a taint label (marked on the token).
+func sourceTaints(src int) (int, bool) {
+	return src & slotMask, src&taintedEntry != 0
 }
 
 func (ix *Index) isTyped(h uint64) bool {
@@ -754,9 +751,6 @@ func (s *Source) appendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 	}
 	if s.Later {
 		dst = append(dst, `,"later":true`...)
-	}
-	if s.Taints {
-		dst = append(dst, `,"taints":true`...)
 	}
 	return append(dst, '}')
 }

@@ -403,7 +403,7 @@ func TestRoundTrip(t *testing.T) {
 	ix.PlacesFull = true
 	back := roundTrip(t, ix)
 	if !slices.Equal(back.untrusted, ix.untrusted) || !slices.Equal(back.trusted, ix.trusted) || len(back.Sources) != 3 || len(back.Sources[0].RequestID) != maxFieldBytes ||
-		!back.Sources[2].Taints || len(back.places) == 0 || !slices.Equal(back.places, ix.places) || !back.PlacesFull ||
+		!back.Classify("curl -s https://evil.example/other").Remote || len(back.places) == 0 || !slices.Equal(back.places, ix.places) || !back.PlacesFull ||
 		!slices.Equal(back.fields, ix.fields) || !slices.Equal(back.typed, ix.typed) || len(back.own) == 0 || !slices.Equal(back.own, ix.own) ||
 		len(back.carried) != 1 || back.carried[0].requestID != "r-pending" || !slices.Equal(back.carried[0].hashes, ix.carried[0].hashes) ||
 		!back.Classify("random").Named || !back.Classify("make clean").Typed {
