@@ -86,6 +86,9 @@ type collector struct {
 	// fetches or pulls one: together, another's work whatever the
 	// remote's name (gitFetches).
 	remoteSet, gitFetched bool
+	// hosts, when Hosts reads the line (non-nil), are the hosts its
+	// dialers are given (dialers.go).
+	hosts map[string]bool
 }
 
 // tooDeep adds what a command past what is read runs — nested past
@@ -215,6 +218,16 @@ func (c *collector) line(line string, depth int) {
 					stdin[call] = in
 				}
 			}
+			if c.hosts != nil {
+				for _, r := range n.Redirs {
+					if r.Word == nil {
+						continue
+					}
+					if w, ok := literal(r.Word); ok {
+						c.devHost(w)
+					}
+				}
+			}
 		}
 		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
 			argv := make([]string, len(call.Args))
@@ -235,6 +248,11 @@ func (c *collector) line(line string, depth int) {
 				}
 			}
 			c.call(argv, known, depth, stdin[call])
+			if c.hosts != nil && known[0] && slices.Contains(known, false) {
+				// A host in $'…' (curl $'\x67et.evil.example'), which the
+				// programs' reading does not decode.
+				c.ansiDialed(call, argv, known)
+			}
 			// A URL handed over in the command's environment (U=https://…
 			// node -e 'fetch(process.env.U)') is one of its arguments.
 			if name := ProgramName(argv[0]); known[0] && readsURL(name) {
@@ -493,6 +511,7 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	}
 	c.program(argv[0])
 	name := ProgramName(argv[0])
+	c.dialed(name, argv, known)
 	c.subcommandFetch(name, argv)
 	if serviceLogs(name, argv) {
 		c.add(PodLogs) // heroku logs, aws logs tail, gcloud logging read, …
@@ -665,6 +684,9 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 				continue
 			}
 			c.program(a)
+			// The hosts a dialer it may run is given (sudo nc HOST PORT);
+			// its words are programs too, as below.
+			c.dialed(ProgramName(a), argv[i:], known[i:])
 			// A program read past its name run by this one — a shell, eval,
 			// git, a storage client, an interpreter or a URL reader, another
 			// wrapper: read what it runs in turn (sudo bash -c '…', sudo git
