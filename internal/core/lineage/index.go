@@ -559,6 +559,13 @@ func (ix *Index) place(h uint64) (int, bool) {
 	return int(ix.places[i].src & slotMask), true
 }
 
+// keptPlace reports whether h is a place not spare: kept however many
+// more come.
+func (ix *Index) keptPlace(h uint64) bool {
+	i, ok := slices.BinarySearchFunc(ix.places, h, func(e entry, h uint64) int { return cmp.Compare(e.hash, h) })
+	return ok && ix.places[i].src&spareEntry == 0
+}
+
 func (ix *Index) isPlace(h uint64) bool {
 	_, ok := ix.place(h)
 	return ok

