@@ -421,3 +421,13 @@ func TestUnreadableCases(t *testing.T) {
 func TestRemoteAfterWindow(t *testing.T) {
 	runOnDefault(t, "testdata/remote-after-window.yaml", 7)
 }
+
+// TestDialedHostsAfterWindow: TG-TAINT-007 after the window for a host a
+// page gave alone, which a command gives curl, wget, nc, ssh, scp's
+// host:path or bash's /dev/tcp, also once the session's index is full;
+// and not for a page's file name run by the shell, a host the user named,
+// or a page's host given a program that does not connect
+// (testdata/dialed-hosts.yaml).
+func TestDialedHostsAfterWindow(t *testing.T) {
+	runOnDefault(t, "testdata/dialed-hosts.yaml", 10)
+}

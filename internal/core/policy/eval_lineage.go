@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnguard/turnguard/internal/core/acs"
 	"github.com/turnguard/turnguard/internal/core/lineage"
+	"github.com/turnguard/turnguard/internal/core/shellcmd"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
@@ -469,6 +470,9 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	args, _ := p["arguments"].(map[string]any)
 	for name, texts := range argumentTexts(e.in.Payload) {
 		l := ix.Classify(texts...)
+		if !l.Remote && (l.Origin == lineage.FromUntrusted || ix.Full) {
+			l = ix.Dialed(l, commandHosts(name, args[name], p))
+		}
 		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence), Remote: l.Remote,
 			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
 		if ids, untrusted := e.declaredLineage(args[name]); untrusted {
@@ -507,6 +511,36 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 		e.lineage[name] = view
 	}
 	return e.lineage
+}
+
+// commandHosts are the hosts a command argument gives a program that
+// connects to them (shellcmd.Hosts: curl get.evil.example, ssh HOST, nc
+// HOST PORT, scp f HOST:path); none for an argument not named as a
+// command line is (commandArgs), the payload's raw_command included.
+func commandHosts(name string, arg any, payload map[string]any) []string {
+	if !slices.Contains(commandArgs, normalize(name, false)) {
+		return nil
+	}
+	var hosts []string
+	if raw, _ := payload["raw_command"].(string); name == "raw_command" && raw != "" {
+		hosts = shellcmd.Hosts(raw)
+	}
+	a, _ := arg.(map[string]any)
+	switch v := a["value"].(type) {
+	case string:
+		hosts = append(hosts, shellcmd.Hosts(v)...)
+	case []any:
+		words := make([]string, 0, len(v))
+		for _, w := range v {
+			if s, ok := w.(string); ok {
+				words = append(words, s)
+			}
+		}
+		if len(words) == len(v) {
+			hosts = append(hosts, shellcmd.ArgvHosts(words)...)
+		}
+	}
+	return hosts
 }
 
 // declaredLineage reads the ACS provenance an adapter attached to an
