@@ -431,3 +431,11 @@ func TestRemoteAfterWindow(t *testing.T) {
 func TestDialedHostsAfterWindow(t *testing.T) {
 	runOnDefault(t, "testdata/dialed-hosts.yaml", 10)
 }
+
+// TestCursorRequestlessResult: the request-less result that brings a
+// Cursor fetch's output leaves the call's output seen, so a value of the
+// model's own in the window is its own, not one seen nowhere while an
+// output is unreported (testdata/cursor-requestless.yaml).
+func TestCursorRequestlessResult(t *testing.T) {
+	runOnDefault(t, "testdata/cursor-requestless.yaml", 1)
+}

@@ -129,9 +129,12 @@ func (e *evalCtx) taintUnanswered() {
 	refless := e.hook == "toolCallResult" && ref == ""
 	resultTool := acs.TruncateStored(e.toolView().Name, acs.MaxEvidenceBytes)
 	waiting := e.sess.Unanswered[:0]
+	claimed := false // the request-less result is one call's output, the first's
 	for _, u := range e.sess.Unanswered {
+		brings := false
 		if refless && u.Output && !u.Settled && u.Hit.Tool == resultTool {
 			e.contentTaints = true
+			brings, claimed = !claimed, true
 		}
 		if ref != "" && u.Hit.RequestID == ref {
 			// An awaited call's hold ends at its result, which sets
@@ -163,11 +166,13 @@ func (e *evalCtx) taintUnanswered() {
 		if u.Awaited {
 			e.awaitResult(u)
 		}
-		if e.set.usesLineage {
+		if e.set.usesLineage && !brings {
 			// Its output entered unseen: until its result arrives (calls
 			// run in parallel), if ever (an adapter that sends none),
 			// lineage cannot tell a value taken from it from the model's
-			// own.
+			// own. Not the call whose output this request-less result
+			// brings, which is indexed as it comes: no later result names
+			// it, and the index would stay unseen for the session.
 			if e.sess.Lineage == nil {
 				e.sess.Lineage = &lineage.Index{}
 			}
