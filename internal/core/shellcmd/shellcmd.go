@@ -298,6 +298,9 @@ func (c *collector) words(line string) {
 		}
 	}
 	c.work += 4 * len(split)
+	if c.hosts != nil {
+		c.refusedHosts(line)
+	}
 	for _, w := range split {
 		c.program(w)
 		git = git || ProgramName(w) == "git"
