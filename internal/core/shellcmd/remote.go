@@ -91,16 +91,22 @@ func (c *collector) sshOption(argv []string, known []bool, i, depth int) {
 }
 
 // sshConfigOption adds the programs of the command an ssh -o option's
-// value gives (LocalCommand=curl …, 'ProxyCommand nc %h %p'): a line.
+// value gives (LocalCommand=curl …, 'ProxyCommand nc %h %p'): a line; and
+// when Hosts reads the line, the hosts its ProxyJump or HostName names.
 func (c *collector) sshConfigOption(value string, depth int) {
 	key, cmd, ok := strings.Cut(value, "=")
 	if k, v, blank := strings.Cut(strings.TrimSpace(value), " "); blank && (!ok || len(k) < len(key)) {
 		key, cmd, ok = k, v, true
 	}
-	if !ok || !slices.Contains(sshCommandOptions, strings.ToLower(strings.TrimSpace(key))) {
-		return
+	key = strings.ToLower(strings.TrimSpace(key))
+	switch {
+	case !ok:
+	case key == "proxyjump" || key == "hostname":
+		// Where ssh connects instead, or first (-o ProxyJump=jump.evil.example).
+		c.addHosts(strings.TrimSpace(cmd))
+	case slices.Contains(sshCommandOptions, key):
+		c.line(cmd, depth+1)
 	}
-	c.line(cmd, depth+1)
 }
 
 // sshTakesNext reports whether an ssh option takes the next word as its
