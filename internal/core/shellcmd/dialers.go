@@ -39,6 +39,9 @@ type dialer struct {
 	colon bool
 	// socat: an operand is a socat address (TCP:host:port).
 	socat bool
+	// routes are the options whose value sends a connection to another
+	// host than the one named (curl's --connect-to, --resolve).
+	routes []string
 }
 
 // curlValues are curl's long options that take a value, the common ones:
@@ -62,7 +65,8 @@ var wgetValues = []string{"--output-document", "--output-file", "--append-output
 	"--method", "--body-data", "--body-file", "--referer", "--bind-address"}
 
 var curlDialer = dialer{short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: curlValues,
-	hostOptions: []string{"-x", "--proxy", "--preproxy", "--url", "--socks4", "--socks4a", "--socks5", "--socks5-hostname"}}
+	hostOptions: []string{"-x", "--proxy", "--preproxy", "--url", "--socks4", "--socks4a", "--socks5", "--socks5-hostname"},
+	routes:      []string{"--connect-to", "--resolve"}}
 
 var netcatDialer = dialer{short: "CiIMmOpqsTVwWxXePcG", long: []string{"--source", "--source-port", "--wait", "--proxy",
 	"--proxy-type", "--exec", "--sh-exec", "--lua-exec", "--max-conns", "--idle-timeout", "--output", "--hex-dump"},
@@ -237,6 +241,11 @@ func (c *collector) dialed(name string, argv []string, known []bool) {
 			if eq && slices.Contains(d.hostOptions, opt) {
 				c.addHosts(value)
 			}
+			if eq && slices.Contains(d.routes, opt) {
+				for _, h := range routeHosts(opt, value) {
+					c.addHost(h, false)
+				}
+			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			// A cluster: the first letter that takes a value takes the
 			// rest of the word, or the next word when it is the last.
@@ -304,6 +313,58 @@ func hostLetters(opts []string) string {
 		}
 	}
 	return b.String()
+}
+
+// routeHosts are the hosts curl's --connect-to HOST1:PORT1:HOST2:PORT2
+// (HOST2) or --resolve HOST:PORT:ADDR[,ADDR…] (each ADDR) connects to in
+// place of the URL's.
+func routeHosts(opt, value string) []string {
+	// The fields apart by colons outside an IPv6 address's brackets.
+	var f []string
+	depth, start := 0, 0
+	for i, r := range value {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ':':
+			if depth == 0 {
+				f, start = append(f, value[start:i]), i+1
+			}
+		}
+	}
+	f = append(f, value[start:])
+	switch {
+	case len(f) < 3:
+		return nil
+	case opt == "--connect-to":
+		return f[2:3]
+	}
+	return strings.Split(strings.Join(f[2:], ":"), ",")
+}
+
+// proxyVariables are the environment variables that send a program's
+// connections through a proxy (curl, wget, pip, npm and git read them).
+var proxyVariables = []string{"http_proxy", "https_proxy", "all_proxy", "ftp_proxy"}
+
+// proxyHost adds the proxy an assignment in a command's environment names
+// (HTTPS_PROXY=proxy.evil.example:3128 npm install, export ALL_PROXY=…).
+func (c *collector) proxyHost(name, value string) {
+	if slices.Contains(proxyVariables, strings.ToLower(name)) {
+		c.addHost(value, false)
+	}
+}
+
+// assignedProxy adds the proxy a literal assignment names, when Hosts
+// reads the line.
+func (c *collector) assignedProxy(a *syntax.Assign) {
+	if c.hosts == nil || a.Name == nil || a.Value == nil {
+		return
+	}
+	if v, ok := literal(a.Value); ok {
+		c.proxyHost(a.Name.Value, v)
+	}
 }
 
 // socatAddresses are socat's address types whose first field is a host.

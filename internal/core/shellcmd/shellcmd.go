@@ -212,6 +212,10 @@ func (c *collector) line(line string, depth int) {
 			if call, ok := n.Y.Cmd.(*syntax.CallExpr); ok && (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) {
 				stdin[call] = piped(n.X)
 			}
+		case *syntax.DeclClause:
+			for _, a := range n.Args {
+				c.assignedProxy(a) // export HTTPS_PROXY=…
+			}
 		case *syntax.Stmt:
 			if call, ok := n.Cmd.(*syntax.CallExpr); ok {
 				if in := redirected(n); in != nil {
@@ -246,6 +250,7 @@ func (c *collector) line(line string, depth int) {
 				if a.Name != nil && strings.HasPrefix(a.Name.Value, "GIT_CONFIG_") {
 					c.pointRemote()
 				}
+				c.assignedProxy(a)
 			}
 			c.call(argv, known, depth, stdin[call])
 			if c.hosts != nil && known[0] && slices.Contains(known, false) {
@@ -687,6 +692,9 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 			a := argv[i]
 			if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
 				urlSet = urlSet || strings.Contains(a, "=") && !strings.HasPrefix(a, "-") && hasURL(a)
+				if k, v, ok := strings.Cut(a, "="); ok && !strings.HasPrefix(a, "-") {
+					c.proxyHost(k, v) // env HTTPS_PROXY=… curl …
+				}
 				continue
 			}
 			c.program(a)
