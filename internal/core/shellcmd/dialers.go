@@ -179,6 +179,17 @@ func (c *collector) addHost(word string, colon bool) {
 	}
 }
 
+// wrapperValue reports whether a wrapper's word a, after the word prev,
+// reads as a value of the wrapper's rather than the program it runs: a
+// number or a duration (timeout 10, nice -n 5), a path (flock /tmp/l,
+// chroot /srv), or the word after an option (sudo -u root).
+func wrapperValue(a, prev string) bool {
+	if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
+		return true
+	}
+	return strings.Contains(a, "/") || strings.TrimRight(strings.TrimLeft(a, "0123456789."), "smhd") == ""
+}
+
 // addHosts adds the hosts an option's value names, apart by commas (ssh
 // -J jump1,user@jump2:22).
 func (c *collector) addHosts(value string) {
@@ -479,8 +490,9 @@ func (c *collector) gitDialed(argv []string, known []bool) {
 
 // refusedHosts adds the hosts a line read as words gives its dialers (one
 // the parser refused, as PowerShell's & { iwr get.evil.example } is, one
-// longer than MaxParsed, inline code that starts a process): each command between shell operators taken as
-// words without their quotes, a dialer's read from its name on.
+// longer than MaxParsed, inline code that starts a process): each command
+// between shell operators taken as words without their quotes, a
+// dialer's read from its name on.
 func (c *collector) refusedHosts(line string) {
 	for _, cmd := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(";&|()<>`{}\n", r) }) {
 		argv := strings.Fields(strings.Map(func(r rune) rune {

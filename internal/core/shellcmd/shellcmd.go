@@ -684,6 +684,10 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 		// What the wrapper runs is one of its words; which one depends on
 		// its options, so each counts.
 		urlSet := false // env U=https://… node …: a URL in its environment
+		// dialing: no word before could be the program the wrapper runs,
+		// so a dialer's words are its own (timeout 10 grep curl README.md
+		// does not give curl a host; sudo -u root curl HOST does).
+		dialing := true
 		for i := 1; i < len(argv); i++ {
 			if !known[i] {
 				c.add(Unknown)
@@ -698,9 +702,12 @@ func (c *collector) call(argv []string, known []bool, depth int, in *input) {
 				continue
 			}
 			c.program(a)
-			// The hosts a dialer it may run is given (sudo nc HOST PORT);
-			// its words are programs too, as below.
-			c.dialed(ProgramName(a), argv[i:], known[i:])
+			if dialing {
+				// The hosts a dialer it may run is given (sudo nc HOST
+				// PORT); its words are programs too, as below.
+				c.dialed(ProgramName(a), argv[i:], known[i:])
+				dialing = wrapperValue(a, argv[i-1])
+			}
 			// A program read past its name run by this one — a shell, eval,
 			// git, a storage client, an interpreter or a URL reader, another
 			// wrapper: read what it runs in turn (sudo bash -c '…', sudo git
