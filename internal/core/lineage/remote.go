@@ -294,16 +294,16 @@ func (ix *Index) placeIn(s string) (tok string, src int, ok bool) {
 // (localhost, loopback addresses).
 func (ix *Index) HostNamed(host string) (tok string, src int, ok bool) {
 	n := strings.TrimSuffix(normal(host), ".")
+	if !hostLike(n) && !ipv6(n) || loopback(n) {
+		return "", 0, false
+	}
 	h, found := uint64(0), false
 	each(n, func(t string, th uint64, k kind) {
 		if !found && k == matter && t == n {
 			h, found = th, true
 		}
 	})
-	if !found || ix.isTrusted(h) || ix.isOwn(h) || loopback(n) {
-		return "", 0, false
-	}
-	if !hostLike(n) && !ipv6(n) {
+	if !found || ix.isTrusted(h) || ix.isOwn(h) {
 		return "", 0, false
 	}
 	if s, seen := ix.untrustedSource(h); seen {

@@ -515,8 +515,8 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 
 // commandHosts are the hosts a command argument gives a program that
 // connects to them (shellcmd.Hosts: curl get.evil.example, ssh HOST, nc
-// HOST PORT, scp f HOST:path); none for an argument not named as a
-// command line is (commandArgs), the payload's raw_command included.
+// HOST PORT, scp f HOST:path); none for an argument whose name is not a
+// command line's (commandArgs: the payload's raw_command is one).
 func commandHosts(name string, arg any, payload map[string]any) []string {
 	if !slices.Contains(commandArgs, normalize(name, false)) {
 		return nil

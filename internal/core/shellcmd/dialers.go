@@ -231,18 +231,10 @@ func (c *collector) dialed(name string, argv []string, known []bool) {
 				operands++
 			}
 			return
-		case d.single && strings.HasPrefix(a, "-") && len(a) > 1:
-			opt = strings.ToLower(opt)
-			takes := slices.Contains(d.long, opt) || slices.Contains(d.hostOptions, opt)
-			if !eq && takes && i+1 < len(argv) {
-				i++
-				value = argv[i]
-				eq = known[i]
+		case d.single && strings.HasPrefix(a, "-") && len(a) > 1, strings.HasPrefix(a, "--"):
+			if d.single {
+				opt = strings.ToLower(opt)
 			}
-			if eq && slices.Contains(d.hostOptions, opt) {
-				c.addHosts(value)
-			}
-		case strings.HasPrefix(a, "--"):
 			takes := slices.Contains(d.long, opt) || slices.Contains(d.hostOptions, opt)
 			if !eq && takes && i+1 < len(argv) {
 				i++
