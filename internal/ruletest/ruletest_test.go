@@ -429,7 +429,7 @@ func TestRemoteAfterWindow(t *testing.T) {
 // or a page's host given a program that does not connect
 // (testdata/dialed-hosts.yaml).
 func TestDialedHostsAfterWindow(t *testing.T) {
-	runOnDefault(t, "testdata/dialed-hosts.yaml", 14)
+	runOnDefault(t, "testdata/dialed-hosts.yaml", 15)
 }
 
 // TestCursorRequestlessResult: the request-less result that brings a

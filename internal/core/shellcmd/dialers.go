@@ -42,6 +42,9 @@ type dialer struct {
 	// routes are the options whose value sends a connection to another
 	// host than the one named (curl's --connect-to, --resolve).
 	routes []string
+	// settings are the options whose value is a setting NAME=VALUE, a
+	// proxy among them (wget -e https_proxy=HOST).
+	settings []string
 }
 
 // curlValues are curl's long options that take a value, the common ones:
@@ -87,7 +90,8 @@ var webCmdlet = dialer{single: true, long: []string{"-outfile", "-method", "-hea
 // dialers are the programs Hosts reads, by ProgramName.
 var dialers = map[string]dialer{
 	"curl": curlDialer, "curlie": curlDialer,
-	"wget": {short: "aABDeiIlloOPQRtTUwX", long: wgetValues}, "wget2": {short: "aABDeiIlloOPQRtTUwX", long: wgetValues},
+	"wget":  {short: "aABDeiIlloOPQRtTUwX", long: wgetValues, settings: []string{"-e", "--execute"}},
+	"wget2": {short: "aABDeiIlloOPQRtTUwX", long: wgetValues, settings: []string{"-e", "--execute"}},
 	"aria2c": {short: "dijlosx", long: []string{"--dir", "--out", "--input-file", "--header", "--user-agent", "--all-proxy"},
 		hostOptions: []string{"--all-proxy", "--http-proxy", "--https-proxy"}},
 	// HTTPie and xh: [METHOD] URL [ITEM…], the items Header:value and
@@ -118,8 +122,11 @@ var dialers = map[string]dialer{
 	"whois": {short: "hpiTsg", hostOptions: []string{"-h"}},
 	"openssl": {single: true, long: []string{"-cert", "-key", "-cafile", "-capath", "-servername", "-out", "-in",
 		"-starttls", "-sess_out", "-sess_in", "-alpn", "-cipher", "-ciphersuites", "-verify", "-name"},
-		hostOptions: []string{"-connect", "-proxy", "-host"}, operands: -1},
-	"mysql": dbClient, "mariadb": dbClient, "mysqldump": dbClient, "psql": dbClient, "pg_dump": dbClient,
+		hostOptions: []string{"-connect", "-proxy", "-host"}},
+	// kubectl's and oc's API server, given the cluster's credentials.
+	"kubectl": {short: "s", hostOptions: []string{"-s", "--server"}, operands: -1},
+	"oc":      {short: "s", hostOptions: []string{"-s", "--server"}, operands: -1},
+	"mysql":   dbClient, "mariadb": dbClient, "mysqldump": dbClient, "psql": dbClient, "pg_dump": dbClient,
 	"pg_dumpall": dbClient, "pg_restore": dbClient, "redis-cli": dbClient, "mongosh": {long: []string{"--host", "--port"}, hostOptions: []string{"--host"}, operands: 1},
 	"mongo":             {long: []string{"--host", "--port"}, hostOptions: []string{"--host"}, operands: 1},
 	"invoke-webrequest": webCmdlet, "iwr": webCmdlet, "invoke-restmethod": webCmdlet, "irm": webCmdlet,
@@ -204,9 +211,17 @@ func (c *collector) dialed(name string, argv []string, known []bool) {
 	if c.hosts == nil {
 		return
 	}
-	if name == "git" {
+	switch name {
+	case "git":
 		c.gitDialed(argv, known)
 		return
+	case "docker", "podman", "nerdctl", "helm":
+		c.registryLogin(name, argv, known)
+		return
+	case "openssl":
+		if !slices.Contains(argv, "s_client") {
+			return // its other commands read files (openssl x509 -in cert.pem)
+		}
 	}
 	d, ok := dialers[name]
 	if !ok {
@@ -241,13 +256,8 @@ func (c *collector) dialed(name string, argv []string, known []bool) {
 				value = argv[i]
 				eq = known[i]
 			}
-			if eq && slices.Contains(d.hostOptions, opt) {
-				c.addHosts(value)
-			}
-			if eq && slices.Contains(d.routes, opt) {
-				for _, h := range routeHosts(opt, value) {
-					c.addHost(h, false)
-				}
+			if eq {
+				c.optionHosts(d, opt, value)
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			// A cluster: the first letter that takes a value takes the
@@ -265,8 +275,8 @@ func (c *collector) dialed(name string, argv []string, known []bool) {
 					value = argv[i]
 				}
 			}
-			if given && slices.Contains(d.hostOptions, opt) {
-				c.addHosts(value)
+			if given {
+				c.optionHosts(d, opt, value)
 			}
 		default:
 			switch {
@@ -279,6 +289,49 @@ func (c *collector) dialed(name string, argv []string, known []bool) {
 				c.addHost(a, d.colon)
 			}
 			operands++
+		}
+	}
+}
+
+// optionHosts adds the hosts the value of a dialer's option opt names.
+func (c *collector) optionHosts(d dialer, opt, value string) {
+	switch {
+	case slices.Contains(d.hostOptions, opt):
+		c.addHosts(value)
+	case slices.Contains(d.routes, opt):
+		for _, h := range routeHosts(opt, value) {
+			c.addHost(h, false)
+		}
+	case slices.Contains(d.settings, opt):
+		if k, v, ok := strings.Cut(value, "="); ok {
+			c.proxyHost(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+}
+
+// registryLogin adds the registry docker login (podman's, nerdctl's; helm
+// registry login) sends the user's credentials to: its operand.
+func (c *collector) registryLogin(name string, argv []string, known []bool) {
+	at := 0
+	switch sub, i := containerSubcommand(argv); {
+	case name == "helm" && len(argv) > 2 && argv[1] == "registry" && argv[2] == "login":
+		at = 2
+	case name != "helm" && sub == "login":
+		at = i
+	default:
+		return
+	}
+	for j := at + 1; j < len(argv); j++ {
+		switch a := argv[j]; {
+		case a == "-u" || a == "--username" || a == "-p" || a == "--password" || a == "--authfile" || a == "--cert-dir" ||
+			a == "--cert-file" || a == "--key-file" || a == "--ca-file":
+			j++
+		case strings.HasPrefix(a, "-"):
+		default:
+			if known[j] {
+				c.addHost(a, false)
+			}
+			return
 		}
 	}
 }
@@ -469,6 +522,17 @@ func (c *collector) devHost(target string) {
 // the scp-like form (evil.example:x.git, without a user: with one, or
 // with a scheme, the value's own token names the place).
 func (c *collector) gitDialed(argv []string, known []bool) {
+	for j, a := range argv {
+		// A proxy in git's config on the line: git -c http.proxy=HOST
+		// clone …, git clone --config http.proxy=HOST ….
+		kv, ok := strings.CutPrefix(a, "--config=")
+		if !ok && (a == "-c" || a == "--config") && j+1 < len(argv) && known[j+1] {
+			kv, ok = argv[j+1], true
+		}
+		if k, v, set := strings.Cut(kv, "="); ok && set && gitProxyKey(k) {
+			c.addHost(v, false)
+		}
+	}
 	i := gitAt(argv)
 	if i < 0 || !slices.Contains(gitDialing, argv[i]) {
 		return
@@ -478,6 +542,13 @@ func (c *collector) gitDialed(argv []string, known []bool) {
 			c.addHost(a, true)
 		}
 	}
+}
+
+// gitProxyKey reports whether a git config key sets an HTTP proxy
+// (http.proxy, http.https://x.example/.proxy).
+func gitProxyKey(k string) bool {
+	k = strings.ToLower(k)
+	return (strings.HasPrefix(k, "http.") || strings.HasPrefix(k, "https.")) && strings.HasSuffix(k, ".proxy")
 }
 
 // refusedHosts adds the hosts a line read as words gives its dialers (one
