@@ -85,9 +85,13 @@ func withoutPort(host string) string {
 }
 
 // loopback reports whether host is this machine: localhost (or a name
-// under .localhost), a loopback or an unspecified address.
+// under .localhost), the name a container reaches its host by
+// (host.docker.internal, Podman's host.containers.internal), a loopback or
+// an unspecified address.
 func loopback(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	switch {
+	case host == "localhost" || strings.HasSuffix(host, ".localhost"),
+		host == "host.docker.internal" || host == "host.containers.internal":
 		return true
 	}
 	if !numeric(host) && !strings.Contains(host, ":") {

@@ -54,6 +54,7 @@ func TestRemoteHost(t *testing.T) {
 		{"127.0.0.1/x", "", false},
 		{"http://0.0.0.0:8000", "", false},
 		{"http://app.localhost:5173", "", false},
+		{"http://host.docker.internal:8080/api", "", false},
 		{"dev@localhost", "", false},
 		{"::1", "", false},
 		{"http://10.0.0.5/x", "10.0.0.5", true}, // another machine on the network is one
