@@ -439,3 +439,13 @@ func TestDialedHostsAfterWindow(t *testing.T) {
 func TestCursorRequestlessResult(t *testing.T) {
 	runOnDefault(t, "testdata/cursor-requestless.yaml", 1)
 }
+
+// TestPointedSource: an address taken from the page the user typed the
+// URL of, that says the name the user gave the call, passes; the page's
+// other values, the same address from a page the user did not name or
+// first seen in other content, and a records listing the user named are
+// asked about; recipients a listing gave, written as one text, are named
+// (testdata/pointed-source.yaml).
+func TestPointedSource(t *testing.T) {
+	runOnDefault(t, "testdata/pointed-source.yaml", 6)
+}

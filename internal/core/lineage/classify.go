@@ -73,6 +73,10 @@ type Lineage struct {
 	// place on the network — a URL, an address at a host, a host with a
 	// path (remote.go) — or is the host of one the value names.
 	Remote bool
+	// Pointed: every token traced to untrusted content was first seen in
+	// content the user pointed at (Source.Pointed: the page at the URL
+	// they typed, the file they named). Not for an Unknown value.
+	Pointed bool
 }
 
 // Evidence is the kind of what a value shares with untrusted content,
@@ -110,7 +114,7 @@ func (e Evidence) rank() int {
 // user's when every text with a token is.
 func (ix *Index) Classify(texts ...string) Lineage {
 	var out Lineage
-	users, models, named, untrusted := 0, 0, 0, 0
+	users, models, named, untrusted, pointed := 0, 0, 0, 0, 0
 	out.Typed = len(texts) > 0
 	for _, s := range texts {
 		out.Typed = out.Typed && ix.typedText(s)
@@ -129,14 +133,18 @@ func (ix *Index) Classify(texts ...string) Lineage {
 				if src >= 0 && !slices.Contains(l.Sources, src) && len(l.Sources) < maxEvidence {
 					l.Sources = append(l.Sources, src)
 				}
+				l.Pointed = l.Pointed && ix.pointedSlot(src)
 			}
 		}
 		switch l.Origin {
 		case FromUntrusted:
 			out.Origin = FromUntrusted
 			untrusted++
-			if h, ok := fieldHash(s); ok && !l.Unknown && ix.isField(h) {
+			if !l.Unknown && ix.namesFields(s) {
 				named++
+			}
+			if l.Pointed && !l.Unknown {
+				pointed++
 			}
 			if l.Evidence.rank() > out.Evidence.rank() {
 				out.Evidence = l.Evidence
@@ -162,6 +170,7 @@ func (ix *Index) Classify(texts ...string) Lineage {
 	switch {
 	case out.Origin == FromUntrusted:
 		out.Named = named == untrusted
+		out.Pointed = pointed == untrusted
 	case models > 0:
 		out.Origin = FromModel
 	case users > 0:
@@ -241,13 +250,15 @@ func (ix *Index) classifyText(s string) Lineage {
 		toks = append(toks, t)
 	}
 	var out Lineage
-	var hosts []string // valueHosts, read once a tainting token needs them
+	notPointed := false // a token cited from content the user did not point at
+	var hosts []string  // valueHosts, read once a tainting token needs them
 	hostsRead := false
 	// cite takes t as traced to untrusted content: src as untrustedSource
 	// returns it (the content's slot, and whether it set a taint label).
 	cite := func(t tok, src int) {
 		out.Origin = FromUntrusted
 		src, taints := sourceTaints(src)
+		notPointed = notPointed || !ix.pointedSlot(src)
 		if !out.Remote && t.k == matter && taints {
 			_, out.Remote = remoteHost(t.text)
 			if !out.Remote {
@@ -327,6 +338,7 @@ func (ix *Index) classifyText(s string) Lineage {
 		}
 	}
 	if out.Origin == FromUntrusted {
+		out.Pointed = !notPointed
 		return out
 	}
 	// The rest is traced by words (and tokens that matter); the pairs of
@@ -377,6 +389,7 @@ func (ix *Index) classifyText(s string) Lineage {
 		if pairs >= 2 {
 			out.Evidence = Phrase
 		}
+		out.Pointed = !notPointed
 		return out
 	}
 	if (ix.Full || ix.unseen()) && seen < singles {

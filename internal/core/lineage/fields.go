@@ -45,6 +45,28 @@ func fieldHash(s string) (uint64, bool) {
 	return hashOf("\x00field " + strings.Join(words, " ")), true
 }
 
+// namesFields reports whether s is, whole, a field of an untrusted
+// structured output — or a list of them written as one text, each item
+// whole ("a@example.com, b@example.com", as a mail's recipients are often
+// passed): each names a thing the output listed, as the elements of a
+// list argument do.
+func (ix *Index) namesFields(s string) bool {
+	if h, ok := fieldHash(s); ok && ix.isField(h) {
+		return true
+	}
+	n := 0
+	for it := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ',' || r == ';' }) {
+		if strings.TrimSpace(it) == "" {
+			continue
+		}
+		if h, ok := fieldHash(it); !ok || !ix.isField(h) {
+			return false
+		}
+		n++
+	}
+	return n >= 2
+}
+
 // structuredFields returns the hashes of the field values of text when it
 // is a JSON or YAML object or list (keys of objects included: a map from
 // a name to its details names that thing), sorted and distinct; nil for

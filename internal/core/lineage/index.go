@@ -59,6 +59,10 @@ type Source struct {
 	// Later marks the last slot once more contents than MaxSources were
 	// seen: it stands for all of them, and names the newest.
 	Later bool `json:"later,omitempty"`
+	// Pointed: the content is the output of a call whose every argument
+	// the user typed (Index.Point) — the page at the URL they gave, the
+	// file they named — not one the model or another content chose.
+	Pointed bool `json:"pointed,omitempty"`
 	// Taints: the content set a taint label as it arrived (a fetched
 	// page, a mail, what a subagent that read one returns), unlike a
 	// project file's text or a build's output, which lineage counts
@@ -111,6 +115,9 @@ type Index struct {
 	// before their results were reported (Miss), until the results arrive
 	// (Found): meanwhile the index is unseen too. Request ids only.
 	missing []callTokens
+	// pointed are the calls whose every argument the user typed (Point),
+	// until their results arrive. Request ids only.
+	pointed []callTokens
 }
 
 // callTokens are the tokens of a call's arguments, kept until its result
@@ -585,7 +592,8 @@ func (ix *Index) Clone() *Index {
 		return nil
 	}
 	c := &Index{Sources: slices.Clone(ix.Sources), untrusted: slices.Clone(ix.untrusted), trusted: slices.Clone(ix.trusted), fields: slices.Clone(ix.fields), typed: slices.Clone(ix.typed), own: slices.Clone(ix.own),
-		places: slices.Clone(ix.places), Full: ix.Full, PlacesFull: ix.PlacesFull, Unseen: ix.Unseen, asked: slices.Clone(ix.asked), carried: slices.Clone(ix.carried), missing: slices.Clone(ix.missing)}
+		places: slices.Clone(ix.places), Full: ix.Full, PlacesFull: ix.PlacesFull, Unseen: ix.Unseen, asked: slices.Clone(ix.asked), carried: slices.Clone(ix.carried), missing: slices.Clone(ix.missing),
+		pointed: slices.Clone(ix.pointed)}
 	for i := range c.asked {
 		c.asked[i].hashes = slices.Clone(c.asked[i].hashes)
 	}
@@ -612,6 +620,7 @@ type stored struct {
 	Asked      []storedAsk `json:"asked,omitempty"`
 	Carried    []storedAsk `json:"carried,omitempty"`
 	Missing    []storedAsk `json:"missing,omitempty"`
+	Pointed    []storedAsk `json:"pointed,omitempty"`
 }
 
 type storedAsk struct {
@@ -689,7 +698,7 @@ func (ix *Index) AppendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 	for _, m := range [...]struct {
 		name  string
 		calls []callTokens
-	}{{"asked", ix.asked}, {"carried", ix.carried}, {"missing", ix.missing}} {
+	}{{"asked", ix.asked}, {"carried", ix.carried}, {"missing", ix.missing}, {"pointed", ix.pointed}} {
 		if len(m.calls) == 0 {
 			continue
 		}
@@ -758,6 +767,9 @@ func (s *Source) appendJSON(dst []byte, quote func([]byte, string) []byte) []byt
 	}
 	if s.Later {
 		dst = append(dst, `,"later":true`...)
+	}
+	if s.Pointed {
+		dst = append(dst, `,"pointed":true`...)
 	}
 	return append(dst, '}')
 }
@@ -845,6 +857,9 @@ func (ix *Index) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if out.missing, err = readCalls(s.Missing, MaxMissing, 0, "missing"); err != nil {
+		return err
+	}
+	if out.pointed, err = readCalls(s.Pointed, MaxPointed, 0, "pointed"); err != nil {
 		return err
 	}
 	*ix = out

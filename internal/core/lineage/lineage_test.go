@@ -463,6 +463,9 @@ func storedJSON(t testing.TB, ix *Index) []byte {
 	for _, a := range ix.missing {
 		out.Missing = append(out.Missing, storedAsk{RequestID: a.requestID})
 	}
+	for _, a := range ix.pointed {
+		out.Pointed = append(out.Pointed, storedAsk{RequestID: a.requestID})
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		t.Fatal(err)
@@ -499,6 +502,12 @@ func TestAppendJSON(t *testing.T) {
 		"missing": func(ix *Index) {
 			ix.Miss("fetch <1>")
 			ix.Miss("fetch-2")
+		},
+		"pointed": func(ix *Index) {
+			ix.Point("fetch <1>")
+			ix.Point("fetch-2")
+			ix.AddUntrusted("a page", Source{Seq: 4, RequestID: "fetch-0", Pointed: true})
+			ix.AddUntrusted("another", Source{Seq: 5, Pointed: true, Later: true})
 		},
 		"carried": func(ix *Index) {
 			ix.Carry("r<2>", "/tmp/out-<2>.txt")

@@ -334,8 +334,9 @@ func (ix *Index) Dialed(l Lineage, hosts []string) Lineage {
 			continue
 		}
 		if l.Origin != FromUntrusted {
-			l.Origin, l.Named = FromUntrusted, false
+			l.Origin, l.Named, l.Pointed = FromUntrusted, false, ix.pointedSlot(src)
 		}
+		l.Pointed = l.Pointed && ix.pointedSlot(src)
 		l.Remote = true
 		if l.Evidence.rank() < Identifier.rank() {
 			l.Evidence = Identifier

@@ -60,6 +60,11 @@ type Result struct {
 	// label is held: remembered once the decision lets it run (Decided),
 	// to let its source go at its result.
 	Stop *turnstate.StopCall
+	// Pointed: the call names, in every argument, a source the user
+	// typed — a page at their URL, a file at their path — and lists no
+	// records: once the decision lets it run, its output is content the
+	// user pointed at (Decided, lineage.Index.Point).
+	Pointed bool
 }
 
 // Evaluate runs the rule set on one envelope already applied to sess. It
@@ -95,6 +100,9 @@ func (s *Set) Evaluate(sess *turnstate.Session, agent *turnstate.Agent, in Input
 		}
 	}
 	e.pruneCounters()
+	if s.usesLineage && e.hook == "toolCallRequest" {
+		res.Pointed = e.pointsAtSource()
+	}
 	if e.agentCounted {
 		if agent.Applied == nil {
 			agent.Applied = map[string]uint64{}

@@ -72,6 +72,17 @@ type LineageView struct {
 	// place on the network — a URL, an address at a host, a host with a
 	// path — or is the host of one the value names (lineage.Lineage.Remote).
 	Remote bool `cel:"remote"`
+	// Pointed: every token of the value traced to untrusted content was
+	// first seen in the output of a call whose every argument the user
+	// typed — the page at the URL they gave, the file they named
+	// (lineage.Lineage.Pointed) — not content the model or another
+	// content chose. Never for a value declared untrusted or unknown.
+	Pointed bool `cel:"pointed"`
+	// Mentions are the call's other sinks (tool.sinks) whose value is
+	// the user's (origin user) and which this value holds as words, in
+	// order (dora@example.com holds the user's "Dora"): what the call
+	// acts on that the value is a detail of.
+	Mentions []string `cel:"mentions"`
 }
 
 // updateLineage indexes the envelope's content.
@@ -99,7 +110,10 @@ func (e *evalCtx) updateLineage() {
 		return
 	}
 	p, _ := e.in.Payload.(map[string]any)
+	pointed := false
 	if ref, _ := p["request_id_ref"].(string); e.hook == "toolCallResult" && ref != "" && e.sess.Lineage != nil {
+		// The output of a call that named a source the user typed.
+		pointed = e.sess.Lineage.Pointed(ref)
 		// A result that comes after the session moved on: its output,
 		// indexed below, is no longer unseen.
 		e.sess.Lineage.Found(ref)
@@ -153,7 +167,7 @@ func (e *evalCtx) updateLineage() {
 		ix.Unseen = true
 	}
 	src := lineage.Source{Seq: e.in.Seq, RequestID: e.in.Req.Params.RequestID, Hook: e.hook,
-		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes), Taints: e.contentTaints}
+		Tool: acs.TruncateStored(tool.Name, acs.MaxEvidenceBytes), Taints: e.contentTaints, Pointed: pointed}
 	if child, _ := p["subagent_session_id"].(string); e.hook == "subagentStop" {
 		src.Tool = acs.TruncateStored("subagent "+child, acs.MaxEvidenceBytes)
 	}
@@ -468,13 +482,14 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	}
 	p, _ := e.in.Payload.(map[string]any)
 	args, _ := p["arguments"].(map[string]any)
-	for name, texts := range argumentTexts(e.in.Payload) {
+	argTexts := argumentTexts(e.in.Payload)
+	for name, texts := range argTexts {
 		l := ix.Classify(texts...)
 		if !l.Remote && (l.Origin == lineage.FromUntrusted || ix.Full) {
 			l = ix.Dialed(l, commandHosts(name, args[name], p))
 		}
 		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence), Remote: l.Remote,
-			RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}}
+			Pointed: l.Pointed && !l.Unknown, RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}, Mentions: []string{}}
 		if ids, untrusted := e.declaredLineage(args[name]); untrusted {
 			// The adapter says the value derives from untrusted content
 			// (its provenance's origin, or derived_from naming such
@@ -483,7 +498,7 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 			if view.Origin != string(lineage.FromUntrusted) {
 				view.Origin, view.Evidence, view.Named = string(lineage.FromUntrusted), string(lineage.Declared), false
 			}
-			view.Typed = false
+			view.Typed, view.Pointed = false, false
 			for _, id := range ids {
 				if !slices.Contains(view.ProvenanceIDs, id) {
 					view.ProvenanceIDs = append(view.ProvenanceIDs, id)
@@ -510,7 +525,61 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 		}
 		e.lineage[name] = view
 	}
+	e.noteMentions(argTexts)
 	return e.lineage
+}
+
+// noteMentions fills each untrusted argument's Mentions: the call's other
+// sinks, the user's own, whose words it holds in order.
+func (e *evalCtx) noteMentions(texts map[string][]string) {
+	sinks := e.toolView().Sinks
+	for a, va := range e.lineage {
+		if va.Origin != string(lineage.FromUntrusted) {
+			continue
+		}
+		for _, b := range sinks {
+			if vb, ok := e.lineage[b]; ok && b != a && vb.Origin == string(lineage.FromUser) && lineage.HoldsWords(texts[a], texts[b]) {
+				va.Mentions = append(va.Mentions, b)
+			}
+		}
+		slices.Sort(va.Mentions)
+		e.lineage[a] = va
+	}
+}
+
+// pointsAtSource reports whether a toolCallRequest names, in every
+// argument, a source the user typed (LineageView.Typed: their URL, their
+// path) and is not a call of a tool that lists records — a channel, an
+// inbox, a search: many write there, and the user naming the channel
+// does not vouch for whoever posted in it.
+func (e *evalCtx) pointsAtSource() bool {
+	if slices.Contains(e.toolView().Classes, RecordsClass) {
+		return false
+	}
+	views := e.lineageViews()
+	if len(views) == 0 || e.sess.Lineage == nil {
+		return false
+	}
+	for name, texts := range argumentTexts(e.in.Payload) {
+		if v := views[name]; v.Origin == string(lineage.FromUser) {
+			continue
+		}
+		// The user's www.dora.example, fetched as https://www.dora.example/.
+		bare := make([]string, len(texts))
+		for i, t := range texts {
+			t = strings.TrimSuffix(t, "/")
+			if s, ok := strings.CutPrefix(strings.ToLower(t), "https://"); ok {
+				t = t[len(t)-len(s):]
+			} else if s, ok := strings.CutPrefix(strings.ToLower(t), "http://"); ok {
+				t = t[len(t)-len(s):]
+			}
+			bare[i] = t
+		}
+		if e.sess.Lineage.Classify(bare...).Origin != lineage.FromUser {
+			return false
+		}
+	}
+	return true
 }
 
 // commandHosts are the hosts a command argument gives a program that
@@ -580,7 +649,7 @@ func (e *evalCtx) lineageData() map[string]any {
 	for name, v := range e.lineageViews() {
 		out[name] = map[string]any{"origin": v.Origin, "request_ids": v.RequestIDs, "tools": v.Tools,
 			"provenance_ids": v.ProvenanceIDs, "tokens": v.Tokens, "unknown": v.Unknown,
-			"named": v.Named, "typed": v.Typed, "evidence": v.Evidence, "remote": v.Remote}
+			"named": v.Named, "typed": v.Typed, "evidence": v.Evidence, "remote": v.Remote, "pointed": v.Pointed, "mentions": v.Mentions}
 	}
 	return out
 }

@@ -217,6 +217,12 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 		}
 		s.ownValues(sess, requestID, texts)
 	}
+	if res.Pointed && d != acs.Deny {
+		if sess.Lineage == nil {
+			sess.Lineage = &lineage.Index{}
+		}
+		sess.Lineage.Point(requestID)
+	}
 	if d != acs.Deny {
 		pend(sess, res)
 		rememberFiles(sess, res.Files)

@@ -1,0 +1,84 @@
+package lineage
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// MaxPointed calls whose every argument the user typed are remembered
+// until their results arrive (Point); an older one's output is then
+// content like any other (fail closed).
+const MaxPointed = 8
+
+// Point records that the call requestID names, in every argument, a
+// source the user typed — a page at their URL, a file at their path: its
+// output, when it arrives, is content the user pointed at (Pointed,
+// Source.Pointed). A call of a tool that lists records (a channel, an
+// inbox, a search) is not one: many write there.
+func (ix *Index) Point(requestID string) {
+	requestID = clip(requestID)
+	if requestID == "" || slices.ContainsFunc(ix.pointed, func(c callTokens) bool { return c.requestID == requestID }) {
+		return
+	}
+	if len(ix.pointed) == MaxPointed {
+		ix.pointed = slices.Delete(ix.pointed, 0, 1)
+	}
+	ix.pointed = append(ix.pointed, callTokens{requestID: requestID})
+}
+
+// Pointed takes the result of the call requestID: whether the user
+// pointed at its source (Point), forgetting the call.
+func (ix *Index) Pointed(requestID string) bool {
+	requestID = clip(requestID)
+	i := slices.IndexFunc(ix.pointed, func(c callTokens) bool { return c.requestID == requestID })
+	if i < 0 {
+		return false
+	}
+	ix.pointed = slices.Delete(ix.pointed, i, i+1)
+	return true
+}
+
+// pointedSlot reports whether the content in slot src is one the user
+// pointed at: not the last slot once it stands for many contents
+// (Source.Later), which the tokens of earlier ones still cite.
+func (ix *Index) pointedSlot(src int) bool {
+	return src >= 0 && src < len(ix.Sources) && ix.Sources[src].Pointed && !ix.Sources[src].Later
+}
+
+// maxMentionWords bounds what HoldsWords takes for a name: a detail holds
+// a name or two, not a sentence.
+const maxMentionWords = 4
+
+// HoldsWords reports whether one of texts holds the words of name, in
+// order and whole (case aside): "dora@example.com" and "Dora Smith's
+// address" hold "Dora", "adorable.example" does not. A name without three
+// letters is held by nothing.
+func HoldsWords(texts, name []string) bool {
+	want := words(strings.Join(name, " "))
+	letters := 0
+	for _, w := range want {
+		for _, r := range w {
+			if unicode.IsLetter(r) {
+				letters++
+			}
+		}
+	}
+	if len(want) == 0 || len(want) > maxMentionWords || letters < 3 {
+		return false
+	}
+	for _, t := range texts {
+		got := words(t)
+		for i := 0; i+len(want) <= len(got); i++ {
+			if slices.Equal(got[i:i+len(want)], want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// words are s's runs of letters and digits, lower-cased.
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}

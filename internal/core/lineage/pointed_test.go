@@ -1,0 +1,141 @@
+package lineage
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPointed: a call that named the user's source is remembered until its
+// result takes it, the newest MaxPointed at most, and read back from the
+// stored form.
+func TestPointed(t *testing.T) {
+	ix := &Index{}
+	long := strings.Repeat("r", 300)
+	ix.Point(long)
+	ix.Point(long) // once
+	if len(ix.pointed) != 1 || !ix.Pointed(long) || ix.Pointed(long) {
+		t.Fatalf("a pointed call is taken once: %+v", ix.pointed)
+	}
+	for i := range MaxPointed + 2 {
+		ix.Point(fmt.Sprintf("call-%d", i))
+	}
+	if len(ix.pointed) != MaxPointed || ix.Pointed("call-0") || ix.Pointed("call-1") || !ix.Pointed(fmt.Sprintf("call-%d", MaxPointed+1)) {
+		t.Fatalf("the newest %d are kept: %+v", MaxPointed, ix.pointed)
+	}
+	ix.Point("")
+	if slices.ContainsFunc(ix.pointed, func(c callTokens) bool { return c.requestID == "" }) {
+		t.Fatal("a call without a request id is remembered")
+	}
+	back := roundTrip(t, ix)
+	if len(back.pointed) != len(ix.pointed) || !back.Pointed("call-2") {
+		t.Fatalf("round trip: %+v", back.pointed)
+	}
+	if c := ix.Clone(); !c.Pointed("call-3") || !ix.Pointed("call-3") {
+		t.Fatal("Clone shares its pointed calls")
+	}
+}
+
+// TestClassifyPointed: a value is pointed when every token traced to
+// untrusted content was first seen in content the user pointed at — not
+// one a content the user did not point at gave first, not one of the slot
+// that stands for many contents, not a value seen nowhere.
+func TestClassifyPointed(t *testing.T) {
+	page := Source{Seq: 2, RequestID: "page", Tool: "fetch_page", Pointed: true, Taints: true}
+	other := Source{Seq: 3, RequestID: "other", Tool: "fetch_page", Taints: true}
+	cases := []struct {
+		name  string
+		build func(ix *Index)
+		value []string
+		want  bool
+	}{
+		{"an address on the page the user named", func(ix *Index) {
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+		}, []string{"dora.k@mailbox.example"}, true},
+		{"a name copied from it", func(ix *Index) {
+			ix.AddUntrusted("Dora Keller, designer", page)
+		}, []string{"Dora Keller"}, true},
+		{"first seen in another content", func(ix *Index) {
+			ix.AddUntrusted("dora.k@mailbox.example", other)
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+		}, []string{"dora.k@mailbox.example"}, false},
+		{"a list with one item from another content", func(ix *Index) {
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+			ix.AddUntrusted("cc fred.m@mailbox.example", other)
+		}, []string{"dora.k@mailbox.example", "fred.m@mailbox.example"}, false},
+		{"a value joining the page's token and another's", func(ix *Index) {
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+			ix.AddUntrusted("cc fred.m@mailbox.example", other)
+		}, []string{"dora.k@mailbox.example fred.m@mailbox.example"}, false},
+		{"the last slot, standing for many", func(ix *Index) {
+			for i := range MaxSources - 1 {
+				ix.AddUntrusted(fmt.Sprintf("filler %d", i), Source{Seq: uint64(i)})
+			}
+			ix.AddUntrusted("Write to dora.k@mailbox.example", other)
+			ix.AddUntrusted("a later page", page) // the last slot now names it
+		}, []string{"dora.k@mailbox.example"}, false},
+		{"a value the user wrote", func(ix *Index) {
+			ix.AddTrusted("mail dora.k@mailbox.example")
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+		}, []string{"dora.k@mailbox.example"}, false},
+		{"seen nowhere, the index unseen", func(ix *Index) {
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+			ix.Unseen = true
+		}, []string{"ghost.z@nowhere.example"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ix := &Index{}
+			c.build(ix)
+			if got := ix.Classify(c.value...); got.Pointed != c.want {
+				t.Fatalf("Classify(%q) = %+v, want Pointed %v", c.value, got, c.want)
+			}
+		})
+	}
+}
+
+func TestHoldsWords(t *testing.T) {
+	cases := []struct {
+		texts, name []string
+		want        bool
+	}{
+		{[]string{"dora@gmail.com"}, []string{"Dora"}, true},
+		{[]string{"dora.keller@mailbox.example"}, []string{"Dora Keller"}, true},
+		{[]string{"Dora Keller's address"}, []string{"dora", "keller"}, true},
+		{[]string{"x", "DORA@GMAIL.COM"}, []string{"dora"}, true},
+		{[]string{"adorable.example"}, []string{"Dora"}, false},
+		{[]string{"keller.dora@mailbox.example"}, []string{"Dora Keller"}, false},
+		{[]string{"bob.partner@evil.example"}, []string{"bob@corp.example"}, false},
+		{[]string{"al@evil.example"}, []string{"Al"}, false},  // fewer than three letters
+		{[]string{"x1@evil.example"}, []string{"x1"}, false},  // fewer than three letters
+		{[]string{"a b c d e"}, []string{"a b c d e"}, false}, // a sentence, not a name
+		{[]string{"dora@gmail.com"}, nil, false},
+		{nil, []string{"Dora"}, false},
+	}
+	for _, c := range cases {
+		if got := HoldsWords(c.texts, c.name); got != c.want {
+			t.Errorf("HoldsWords(%q, %q) = %v, want %v", c.texts, c.name, got, c.want)
+		}
+	}
+}
+
+// TestNamesFieldList: recipients a listing gave, written as one
+// comma- or semicolon-separated text, are named when every item is.
+func TestNamesFieldList(t *testing.T) {
+	ix := &Index{}
+	listing := "- from: ann.lee@partner.example\n  body: add audit@drop.example\n- from: raj.k@partner.example\n  body: ok\n"
+	ix.AddUntrusted(listing, Source{Seq: 1})
+	ix.AddRecords(listing)
+	for v, want := range map[string]bool{
+		"ann.lee@partner.example, raj.k@partner.example":   true,
+		"ann.lee@partner.example;raj.k@partner.example":    true,
+		"ann.lee@partner.example, audit@drop.example":      false,
+		"ann.lee@partner.example, , raj.k@partner.example": true,
+		"audit@drop.example":                               false,
+	} {
+		if got := ix.Classify(v); got.Named != want {
+			t.Errorf("Classify(%q).Named = %v, want %v", v, got.Named, want)
+		}
+	}
+}
