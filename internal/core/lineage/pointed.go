@@ -46,6 +46,18 @@ func (ix *Index) pointedSlot(src int) bool {
 	return src >= 0 && src < len(ix.Sources) && ix.Sources[src].Pointed && !ix.Sources[src].Later
 }
 
+// Pointable reports whether s, an argument of a call, can point at one
+// source: a single token (the punctuation around it aside) with a letter
+// and a '.' or a '/' — a URL, a host, a path, a file's name — and no '@'.
+// Words select what many wrote: a search's terms, a folder, a channel; an
+// e-mail address is a mailbox anyone writes to; a date or a number picks
+// a day's events or an account's statement.
+func Pointable(s string) bool {
+	t := strings.TrimFunc(s, func(r rune) bool { return !tokenRune(r) })
+	return t != "" && !strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) }) &&
+		!strings.ContainsRune(t, '@') && strings.ContainsAny(t, "./") && strings.ContainsFunc(t, unicode.IsLetter)
+}
+
 // maxMentionWords bounds what HoldsWords takes for a name: a detail holds
 // a name or two, not a sentence.
 const maxMentionWords = 4

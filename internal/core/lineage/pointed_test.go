@@ -139,3 +139,28 @@ func TestNamesFieldList(t *testing.T) {
 		}
 	}
 }
+
+// TestPointable: a call points at one source by a place — a URL, a host,
+// a path, a file's name — not by words, an e-mail address or a number,
+// which select what many wrote.
+func TestPointable(t *testing.T) {
+	for s, want := range map[string]bool{
+		"www.dora-site.example":              true,
+		"www.dora-site.example/people/dora":  true,
+		"notes/people.txt":                   true,
+		"~/notes/people.txt":                 true,
+		`"people.txt"`:                       true,
+		"Dora Keller email address":          false, // a search's words
+		"inbox":                              false, // a folder
+		"general":                            false, // a channel
+		"me@corp.example":                    false, // a mailbox anyone writes to
+		"user@www.dora-site.example":         false,
+		"05.05.2024":                         false, // a day's events
+		"www.dora-site.example evil.example": false,
+		"":                                   false,
+	} {
+		if got := Pointable(s); got != want {
+			t.Errorf("Pointable(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -548,10 +548,14 @@ func (e *evalCtx) noteMentions(texts map[string][]string) {
 }
 
 // pointsAtSource reports whether a toolCallRequest names, in every
-// argument, a source the user typed (LineageView.Typed: their URL, their
-// path) and is not a call of a tool that lists records — a channel, an
-// inbox, a search: many write there, and the user naming the channel
-// does not vouch for whoever posted in it.
+// argument, a source the user typed — their URL, their path: one token
+// of theirs that is a place (lineage.Pointable), not words of theirs — and
+// is not a call of a tool that lists records — a channel, an inbox, a
+// search: many write there, and the user naming the channel does not
+// vouch for whoever posted in it. Words would let a search for the name
+// the user gave ("Dora Keller email"), or a folder they named ("inbox"),
+// point at whatever ranks for them or was mailed there; the default
+// catalog classes neither records.
 func (e *evalCtx) pointsAtSource() bool {
 	if slices.Contains(e.toolView().Classes, RecordsClass) {
 		return false
@@ -561,8 +565,8 @@ func (e *evalCtx) pointsAtSource() bool {
 		return false
 	}
 	for name, texts := range argumentTexts(e.in.Payload) {
-		if v := views[name]; v.Origin == string(lineage.FromUser) {
-			continue
+		if len(texts) == 0 {
+			return false
 		}
 		// The user's www.dora.example, fetched as https://www.dora.example/.
 		bare := make([]string, len(texts))
@@ -573,7 +577,13 @@ func (e *evalCtx) pointsAtSource() bool {
 			} else if s, ok := strings.CutPrefix(strings.ToLower(t), "http://"); ok {
 				t = t[len(t)-len(s):]
 			}
+			if !lineage.Pointable(t) {
+				return false
+			}
 			bare[i] = t
+		}
+		if v := views[name]; v.Origin == string(lineage.FromUser) {
+			continue
 		}
 		if e.sess.Lineage.Classify(bare...).Origin != lineage.FromUser {
 			return false
