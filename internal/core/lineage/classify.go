@@ -170,7 +170,9 @@ func (ix *Index) Classify(texts ...string) Lineage {
 	switch {
 	case out.Origin == FromUntrusted:
 		out.Named = named == untrusted
-		out.Pointed = pointed == untrusted
+		// A text of the model's own beside the page's (a list holding
+		// the page's address and one seen nowhere) is not the page's.
+		out.Pointed = pointed == untrusted && models == 0
 	case models > 0:
 		out.Origin = FromModel
 	case users > 0:
@@ -294,7 +296,12 @@ func (ix *Index) classifyText(s string) Lineage {
 		return Lineage{Origin: FromUser}
 	}
 	for _, t := range toks {
-		if t.k != matter || isTrusted(t) || ix.isOwn(t.hash) || minor[t.text] || covered(t) {
+		if t.k != matter || isTrusted(t) || minor[t.text] || covered(t) {
+			continue
+		}
+		if ix.isOwn(t.hash) {
+			// The model's own: not what a page the user pointed at wrote.
+			notPointed = true
 			continue
 		}
 		if src, ok := untrustedSource(t); ok {
@@ -305,6 +312,11 @@ func (ix *Index) classifyText(s string) Lineage {
 					out.Evidence = Identifier
 				}
 			}
+		} else {
+			// Seen nowhere (the model's, or read off an image): beside
+			// the page's address, "dora.k@mailbox.example,
+			// ops@drop.example" is not what the page wrote.
+			notPointed = true
 		}
 	}
 	// An identifier seen nowhere whole, put together from parts untrusted
@@ -323,6 +335,10 @@ func (ix *Index) classifyText(s string) Lineage {
 		if src, ok := ix.assembled(t.text); ok {
 			cite(t, src)
 			out.Evidence = Identifier
+			// Put together, not written whole: the page that wrote
+			// dora.k@mailbox.example did not write dora.x@mailbox.example
+			// (a short part is not even compared).
+			notPointed = true
 			continue
 		}
 		// An address at a domain only untrusted content named, as a
@@ -333,6 +349,7 @@ func (ix *Index) classifyText(s string) Lineage {
 				if src, ok := ix.untrustedSource(d); ok {
 					cite(t, src)
 					out.Evidence = Identifier
+					notPointed = true // the mailbox is the model's
 				}
 			}
 		}

@@ -79,6 +79,23 @@ func TestClassifyPointed(t *testing.T) {
 			ix.AddTrusted("mail dora.k@mailbox.example")
 			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
 		}, []string{"dora.k@mailbox.example"}, false},
+		{"the page's address beside one seen nowhere", func(ix *Index) {
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+		}, []string{"dora.k@mailbox.example, ops@drop.example"}, false},
+		{"a list with an item seen nowhere", func(ix *Index) {
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+		}, []string{"dora.k@mailbox.example", "ops@drop.example"}, false},
+		{"the page's address beside the model's own", func(ix *Index) {
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+			ix.own = []uint64{hashOf("ops@drop.example")}
+		}, []string{"dora.k@mailbox.example ops@drop.example"}, false},
+		{"put together from the page's parts", func(ix *Index) {
+			ix.AddTrusted("Invite Dora")
+			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
+		}, []string{"dora.x@mailbox.example"}, false},
+		{"a mailbox of the model's at the page's host", func(ix *Index) {
+			ix.AddUntrusted("Dora's page, hosted by mailbox.example", page)
+		}, []string{"dora.2027@mailbox.example"}, false},
 		{"seen nowhere, the index unseen", func(ix *Index) {
 			ix.AddUntrusted("Write to dora.k@mailbox.example", page)
 			ix.Unseen = true
@@ -162,5 +179,17 @@ func TestPointable(t *testing.T) {
 		if got := Pointable(s); got != want {
 			t.Errorf("Pointable(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestDialedNotPointed: a command of the model's own that gives a
+// program a host the page the user pointed at named is not the page's
+// value: the host alone is.
+func TestDialedNotPointed(t *testing.T) {
+	ix := &Index{}
+	ix.AddUntrusted("Install: get.dora-tools.example", Source{Seq: 1, RequestID: "page", Pointed: true, Taints: true})
+	l := ix.Dialed(Lineage{Origin: FromModel}, []string{"get.dora-tools.example"})
+	if l.Origin != FromUntrusted || !l.Remote || l.Pointed {
+		t.Fatalf("Dialed = %+v, want untrusted, remote, not pointed", l)
 	}
 }

@@ -334,7 +334,9 @@ func (ix *Index) Dialed(l Lineage, hosts []string) Lineage {
 			continue
 		}
 		if l.Origin != FromUntrusted {
-			l.Origin, l.Named, l.Pointed = FromUntrusted, false, ix.pointedSlot(src)
+			// The host alone is the content's; the command around it is
+			// not what a page the user pointed at wrote.
+			l.Origin, l.Named, l.Pointed = FromUntrusted, false, false
 		}
 		l.Pointed = l.Pointed && ix.pointedSlot(src)
 		l.Remote = true
