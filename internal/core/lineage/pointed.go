@@ -62,9 +62,13 @@ func Pointable(s string) bool {
 // a name or two, not a sentence.
 const maxMentionWords = 4
 
-// HoldsWords reports whether one of texts holds the words of name, in
-// order and whole (case aside): "dora@example.com" and "Dora Smith's
-// address" hold "Dora", "adorable.example" does not. A name without three
+// HoldsWords reports whether texts, the texts of a value, hold the words
+// of name, in order and whole (case aside): "dora@example.com" and "Dora
+// Smith's address" hold "Dora", "adorable.example" does not. Each text
+// must, and in a text each token that matters — an address, a URL, an
+// account — must: a list, a comma-joined text or a display name that says
+// the name once ("Dora <fred@evil.example>", "dora@x.example,
+// fred@evil.example") holds beside it what does not. A name without three
 // letters is held by nothing.
 func HoldsWords(texts, name []string) bool {
 	want := words(strings.Join(name, " "))
@@ -76,15 +80,37 @@ func HoldsWords(texts, name []string) bool {
 			}
 		}
 	}
-	if len(want) == 0 || len(want) > maxMentionWords || letters < 3 {
+	if len(texts) == 0 || len(want) == 0 || len(want) > maxMentionWords || letters < 3 {
 		return false
 	}
 	for _, t := range texts {
-		got := words(t)
-		for i := 0; i+len(want) <= len(got); i++ {
-			if slices.Equal(got[i:i+len(want)], want) {
-				return true
-			}
+		if !holdsEach(t, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// holdsEach reports whether each token that matters of t holds the words
+// want, or, for a text without one (a name), t as a whole does.
+func holdsEach(t string, want []string) bool {
+	ids := 0
+	for run := range strings.FieldsFuncSeq(strings.ToLower(t), func(r rune) bool { return !tokenRune(r) }) {
+		if run = strings.TrimFunc(run, connector); !matters(run) {
+			continue
+		}
+		if ids++; !holdsRun(words(run), want) {
+			return false
+		}
+	}
+	return ids > 0 || holdsRun(words(t), want)
+}
+
+// holdsRun reports whether got holds want as a contiguous run.
+func holdsRun(got, want []string) bool {
+	for i := 0; i+len(want) <= len(got); i++ {
+		if slices.Equal(got[i:i+len(want)], want) {
+			return true
 		}
 	}
 	return false

@@ -80,8 +80,9 @@ type LineageView struct {
 	Pointed bool `cel:"pointed"`
 	// Mentions are the call's other sinks (tool.sinks) whose value is
 	// the user's (origin user) and which this value holds as words, in
-	// order (dora@example.com holds the user's "Dora"): what the call
-	// acts on that the value is a detail of.
+	// order, in each of its texts and each address or link in them
+	// (dora@example.com holds the user's "Dora"; "Dora <fred@x.example>"
+	// does not): what the call acts on that the value is a detail of.
 	Mentions []string `cel:"mentions"`
 }
 
