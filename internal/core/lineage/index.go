@@ -338,10 +338,17 @@ func (ix *Index) AddUntrusted(text string, src Source) {
 // messages were indexed (turnstate.Session.Adopt) was told them by its
 // parent model; no user typed them. The tokens of sources the catalog
 // trusts go with them, as the index does not tell the two apart (fail
-// closed), and no span counts as typed any more.
+// closed), no span counts as typed any more, and no content as pointed.
 func (ix *Index) Distrust(src Source) {
 	hs := ix.trusted
 	ix.trusted, ix.typed = nil, nil
+	// A page it took the user for pointing at (Point) was named by the
+	// parent model: neither the calls waiting for their results nor the
+	// contents already taken point at anything the user typed.
+	ix.pointed = nil
+	for i := range ix.Sources {
+		ix.Sources[i].Pointed = false
+	}
 	ix.addUntrustedHashes(hs, src)
 }
 

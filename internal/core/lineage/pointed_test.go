@@ -200,3 +200,21 @@ func TestDialedNotPointed(t *testing.T) {
 		t.Fatalf("Dialed = %+v, want untrusted, remote, not pointed", l)
 	}
 }
+
+// TestDistrustUnpoints: a session found to be a subagent's only after it
+// began took its parent model's words for the user's; a call that named a
+// page by them pointed at nothing the user typed, and neither did the
+// contents taken for pointed then.
+func TestDistrustUnpoints(t *testing.T) {
+	ix := &Index{}
+	ix.AddTrusted("fetch www.dora-site.example and invite Dora with the address there")
+	ix.Point("waiting")
+	ix.AddUntrusted("Write to dora.k@mailbox.example", Source{Seq: 2, RequestID: "page", Pointed: true})
+	ix.Distrust(Source{RequestID: "spawn", Hook: "subagentStart", Tool: "parent p"})
+	if l := ix.Classify("dora.k@mailbox.example"); l.Pointed {
+		t.Errorf("after Distrust, Classify = %+v, want not pointed", l)
+	}
+	if ix.Pointed("waiting") {
+		t.Error("after Distrust, a call that named the parent's page still points at it")
+	}
+}
