@@ -557,8 +557,16 @@ func (e *evalCtx) noteMentions(texts map[string][]string) {
 // the user gave ("Dora Keller email"), or a folder they named ("inbox"),
 // point at whatever ranks for them or was mailed there; the default
 // catalog classes neither records.
+//
+// Nor does a call that lists what many wrote under or about the place: a
+// folder's files' names (lists_names: whoever sent a file named it), the
+// lines of the files under a path (searches), or a search for terms
+// (searchArgs) — WebSearch(query="www.dora.example") gives whatever ranks
+// for the user's URL, not their page.
 func (e *evalCtx) pointsAtSource() bool {
-	if slices.Contains(e.toolView().Classes, RecordsClass) {
+	if slices.ContainsFunc(e.toolView().Classes, func(c string) bool {
+		return c == RecordsClass || c == classListsNames || c == classSearches
+	}) {
 		return false
 	}
 	views := e.lineageViews()
@@ -566,7 +574,7 @@ func (e *evalCtx) pointsAtSource() bool {
 		return false
 	}
 	for name, texts := range argumentTexts(e.in.Payload) {
-		if len(texts) == 0 {
+		if len(texts) == 0 || slices.Contains(searchArgs, normalize(name, false)) {
 			return false
 		}
 		// The user's www.dora.example, fetched as https://www.dora.example/.
@@ -592,6 +600,10 @@ func (e *evalCtx) pointsAtSource() bool {
 	}
 	return true
 }
+
+// searchArgs name the terms a call searches for (normalize'd): what it
+// returns is whatever matches them, written by anyone.
+var searchArgs = []string{"query", "q", "search", "search_term", "search_query", "search_terms", "keywords", "terms"}
 
 // commandHosts are the hosts a command argument gives a program that
 // connects to them (shellcmd.Hosts: curl get.evil.example, ssh HOST, nc
