@@ -277,8 +277,11 @@ func mergeHashes(set, hs []uint64, max int) ([]uint64, bool) {
 // typed.
 func (ix *Index) AddTrusted(text string) {
 	ix.AddTrustedSource(text)
-	// A span not kept makes nothing Typed (fail closed): not Full.
-	ix.typed, _ = mergeHashes(ix.typed, typedSpans(text), MaxTyped)
+	// A span not kept makes nothing Typed (fail closed): not Full. The
+	// places it names are kept with them (typedPlaces).
+	hs := append(typedSpans(text), typedPlaces(text)...)
+	slices.Sort(hs)
+	ix.typed, _ = mergeHashes(ix.typed, slices.Compact(hs), MaxTyped)
 }
 
 // AddTrustedSource indexes the tokens of the output of a source the

@@ -46,16 +46,51 @@ func (ix *Index) pointedSlot(src int) bool {
 	return src >= 0 && src < len(ix.Sources) && ix.Sources[src].Pointed && !ix.Sources[src].Later
 }
 
-// Pointable reports whether s, an argument of a call, can point at one
-// source: a single token (the punctuation around it aside) with a letter
-// and a '.' or a '/' — a URL, a host, a path, a file's name — and no '@'.
-// Words select what many wrote: a search's terms, a folder, a channel; an
-// e-mail address is a mailbox anyone writes to; a date or a number picks
-// a day's events or an account's statement.
-func Pointable(s string) bool {
-	t := strings.TrimFunc(s, func(r rune) bool { return !tokenRune(r) })
-	return t != "" && !strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) }) &&
-		!strings.ContainsRune(t, '@') && strings.ContainsAny(t, "./") && strings.ContainsFunc(t, unicode.IsLetter)
+// placeKey is a place as pointing compares it: one token, lower-cased,
+// without the punctuation around it, a leading http:// or https:// or a
+// trailing '/' (the user's www.dora.example is fetched as
+// https://www.dora.example/); ok is false for what cannot point at one
+// source. A place has a letter and a '.' or a '/' — a URL, a host, a
+// path, a file's name — and no '@'. Words select what many wrote: a
+// search's terms, a folder, a channel; an e-mail address is a mailbox
+// anyone writes to; a date or a number picks a day's events or an
+// account's statement.
+func placeKey(s string) (string, bool) {
+	t := strings.TrimFunc(normalExact(s), func(r rune) bool { return !tokenRune(r) })
+	if t == "" || strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) }) {
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(t, "https://"); ok {
+		t = rest
+	} else if rest, ok := strings.CutPrefix(t, "http://"); ok {
+		t = rest
+	}
+	t = strings.TrimFunc(t, connector)
+	if !strings.ContainsAny(t, "./") || strings.ContainsRune(t, '@') || !strings.ContainsFunc(t, unicode.IsLetter) {
+		return "", false
+	}
+	return t, true
+}
+
+// typedPlaces returns the hashes of the places a text the user wrote
+// names (placeKey), kept with its typed spans: a place the user typed,
+// not one of their words, an approved call's value (Approve) or a trusted
+// source's, which are trusted but were never typed.
+func typedPlaces(text string) []uint64 {
+	var hs []uint64
+	for run := range strings.FieldsFuncSeq(normalExact(text), func(r rune) bool { return !tokenRune(r) }) {
+		if k, ok := placeKey(run); ok {
+			hs = append(hs, hashOf("\x00place "+k))
+		}
+	}
+	return hs
+}
+
+// TypedPlace reports whether s is a place (placeKey) the user typed in
+// their own words (AddTrusted).
+func (ix *Index) TypedPlace(s string) bool {
+	k, ok := placeKey(s)
+	return ok && ix.isTyped(hashOf("\x00place "+k))
 }
 
 // maxMentionWords bounds what HoldsWords takes for a name: a detail holds

@@ -164,27 +164,38 @@ func TestNamesFieldList(t *testing.T) {
 	}
 }
 
-// TestPointable: a call points at one source by a place — a URL, a host,
-// a path, a file's name — not by words, an e-mail address or a number,
-// which select what many wrote.
-func TestPointable(t *testing.T) {
+// TestTypedPlace: a call points at one source by a place the user typed
+// — a URL, a host, a path, a file's name — not by words, an e-mail
+// address or a number, which select what many wrote, nor by a place an
+// approval or a trusted source made trusted.
+func TestTypedPlace(t *testing.T) {
+	ix := &Index{}
+	ix.AddTrusted("Her page is www.dora-site.example, her notes at ~/notes/people.txt (and https://docs.example/a/b/); " +
+		"search Dora Keller email in the inbox of me@corp.example, or user@www.dora-site.example, for 05.05.2024")
+	ix.AddTrustedSource("www.trusted-source.example")
+	ix.addTrustedHashes(tokenHashes("www.approved.example")) // as Approve does
 	for s, want := range map[string]bool{
 		"www.dora-site.example":              true,
-		"www.dora-site.example/people/dora":  true,
+		"HTTPS://www.dora-site.example/":     true,
+		"http://WWW.DORA-SITE.EXAMPLE":       true,
 		"notes/people.txt":                   true,
 		"~/notes/people.txt":                 true,
-		`"people.txt"`:                       true,
-		"Dora Keller email address":          false, // a search's words
+		`"docs.example/a/b"`:                 true,
+		"https://docs.example/a/b/":          true,
+		"www.dora-site.example/contact":      false, // another page than the one typed
+		"www.dora-site.example.evil.example": false,
+		"Dora Keller email":                  false, // a search's words
 		"inbox":                              false, // a folder
-		"general":                            false, // a channel
 		"me@corp.example":                    false, // a mailbox anyone writes to
 		"user@www.dora-site.example":         false,
 		"05.05.2024":                         false, // a day's events
 		"www.dora-site.example evil.example": false,
+		"www.trusted-source.example":         false,
+		"www.approved.example":               false,
 		"":                                   false,
 	} {
-		if got := Pointable(s); got != want {
-			t.Errorf("Pointable(%q) = %v, want %v", s, got, want)
+		if got := ix.TypedPlace(s); got != want {
+			t.Errorf("TypedPlace(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

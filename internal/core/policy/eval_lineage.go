@@ -549,53 +549,47 @@ func (e *evalCtx) noteMentions(texts map[string][]string) {
 }
 
 // pointsAtSource reports whether a toolCallRequest names, in every
-// argument, a source the user typed — their URL, their path: one token
-// of theirs that is a place (lineage.Pointable), not words of theirs — and
-// is not a call of a tool that lists records — a channel, an inbox, a
-// search: many write there, and the user naming the channel does not
-// vouch for whoever posted in it. Words would let a search for the name
-// the user gave ("Dora Keller email"), or a folder they named ("inbox"),
-// point at whatever ranks for them or was mailed there; the default
-// catalog classes neither records.
+// argument, a source the user typed — their URL, their path: a place
+// they wrote in their own words (lineage.Index.TypedPlace), not words of
+// theirs, nor a URL they only approved a call reaching or a trusted
+// source gave — and is not a call of a tool that lists records — a
+// channel, an inbox, a search: many write there, and the user naming the
+// channel does not vouch for whoever posted in it. Words would let a
+// search for the name the user gave ("Dora Keller email"), or a folder
+// they named ("inbox"), point at whatever ranks for them or was mailed
+// there; the default catalog classes neither records. An approval of a
+// page's link says the call may run, not that the user said to look
+// there.
 //
 // Nor does a call that lists what many wrote under or about the place: a
 // folder's files' names (lists_names: whoever sent a file named it), the
 // lines of the files under a path (searches), or a search for terms
 // (searchArgs) — WebSearch(query="www.dora.example") gives whatever ranks
-// for the user's URL, not their page.
+// for the user's URL, not their page. Nor one whose adapter declares an
+// argument derived from untrusted content.
 func (e *evalCtx) pointsAtSource() bool {
 	if slices.ContainsFunc(e.toolView().Classes, func(c string) bool {
 		return c == RecordsClass || c == classListsNames || c == classSearches
 	}) {
 		return false
 	}
-	views := e.lineageViews()
-	if len(views) == 0 || e.sess.Lineage == nil {
+	p, _ := e.in.Payload.(map[string]any)
+	args, _ := p["arguments"].(map[string]any)
+	texts := argumentTexts(e.in.Payload)
+	if len(texts) == 0 || e.sess.Lineage == nil {
 		return false
 	}
-	for name, texts := range argumentTexts(e.in.Payload) {
-		if len(texts) == 0 || slices.Contains(searchArgs, normalize(name, false)) {
+	for name, ts := range texts {
+		if len(ts) == 0 || slices.Contains(searchArgs, normalize(name, false)) {
 			return false
 		}
-		// The user's www.dora.example, fetched as https://www.dora.example/.
-		bare := make([]string, len(texts))
-		for i, t := range texts {
-			t = strings.TrimSuffix(t, "/")
-			if s, ok := strings.CutPrefix(strings.ToLower(t), "https://"); ok {
-				t = t[len(t)-len(s):]
-			} else if s, ok := strings.CutPrefix(strings.ToLower(t), "http://"); ok {
-				t = t[len(t)-len(s):]
-			}
-			if !lineage.Pointable(t) {
+		if _, untrusted := e.declaredLineage(args[name]); untrusted {
+			return false
+		}
+		for _, t := range ts {
+			if !e.sess.Lineage.TypedPlace(t) {
 				return false
 			}
-			bare[i] = t
-		}
-		if v := views[name]; v.Origin == string(lineage.FromUser) {
-			continue
-		}
-		if e.sess.Lineage.Classify(bare...).Origin != lineage.FromUser {
-			return false
 		}
 	}
 	return true
