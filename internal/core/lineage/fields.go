@@ -123,6 +123,9 @@ var freeTextKeys = map[string]bool{
 	"body": true, "htmlbody": true, "textbody": true, "bodytext": true, "subject": true, "content": true,
 	"filecontent": true, "text": true, "description": true, "message": true, "summary": true, "notes": true,
 	"note": true, "comment": true, "comments": true, "snippet": true, "caption": true, "bio": true, "about": true, "title": true,
+	// A body given as an object ({html: …, plain: …}: a mail's parts) is
+	// walked, its parts are what the mail says.
+	"html": true, "plain": true, "plaintext": true, "markdown": true, "text/html": true, "text/plain": true,
 }
 
 func freeText(key string) bool {

@@ -229,3 +229,25 @@ func TestDistrustUnpoints(t *testing.T) {
 		t.Error("after Distrust, a call that named the parent's page still points at it")
 	}
 }
+
+// TestNamesFieldListBodyParts: a message's body given as an object — its
+// html and plain parts — is what the message says, whoever sent it: an
+// address that is the whole of a part names nothing, alone or in a list
+// with a listed sender.
+func TestNamesFieldListBodyParts(t *testing.T) {
+	ix := &Index{}
+	listing := "- from: ann.lee@partner.example\n  body:\n    html: audit@drop.example\n    plain: audit@drop.example\n" +
+		"- from: raj.k@partner.example\n  body:\n    plaintext: ok\n    markdown: ops@drop.example\n"
+	ix.AddUntrusted(listing, Source{Seq: 1})
+	ix.AddRecords(listing)
+	for v, want := range map[string]bool{
+		"ann.lee@partner.example, raj.k@partner.example": true,
+		"audit@drop.example":                             false,
+		"ops@drop.example":                               false,
+		"ann.lee@partner.example, audit@drop.example":    false,
+	} {
+		if got := ix.Classify(v).Named; got != want {
+			t.Errorf("Classify(%q).Named = %v, want %v", v, got, want)
+		}
+	}
+}
