@@ -447,5 +447,5 @@ func TestCursorRequestlessResult(t *testing.T) {
 // asked about; recipients a listing gave, written as one text, are named
 // (testdata/pointed-source.yaml).
 func TestPointedSource(t *testing.T) {
-	runOnDefault(t, "testdata/pointed-source.yaml", 14)
+	runOnDefault(t, "testdata/pointed-source.yaml", 15)
 }

@@ -47,17 +47,19 @@ func (ix *Index) pointedSlot(src int) bool {
 }
 
 // placeKey is a place as pointing compares it: one token, lower-cased,
-// without the punctuation around it, a leading http:// or https:// or a
-// trailing '/' (the user's www.dora.example is fetched as
+// without the punctuation around it, a leading http:// or https://, or
+// what trails it ('/', '.', '#': the user's www.dora.example is fetched as
 // https://www.dora.example/); ok is false for what cannot point at one
 // source. A place has a letter and a '.' or a '/' — a URL, a host, a
 // path, a file's name — and no '@'. Words select what many wrote: a
 // search's terms, a folder, a channel; an e-mail address is a mailbox
 // anyone writes to; a date or a number picks a day's events or an
-// account's statement.
+// account's statement. What leads a path stays: ../notes.txt,
+// /notes.txt and ~/notes.txt are not the user's notes.txt (as for
+// Typed).
 func placeKey(s string) (string, bool) {
 	t := strings.TrimFunc(normalExact(s), func(r rune) bool { return !tokenRune(r) })
-	if t == "" || strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) }) {
+	if t == "" || strings.ContainsFunc(t, func(r rune) bool { return !tokenRune(r) || r == '@' }) {
 		return "", false
 	}
 	if rest, ok := strings.CutPrefix(t, "https://"); ok {
@@ -65,8 +67,8 @@ func placeKey(s string) (string, bool) {
 	} else if rest, ok := strings.CutPrefix(t, "http://"); ok {
 		t = rest
 	}
-	t = strings.TrimFunc(t, connector)
-	if !strings.ContainsAny(t, "./") || strings.ContainsRune(t, '@') || !strings.ContainsFunc(t, unicode.IsLetter) {
+	t = strings.TrimRightFunc(t, connector)
+	if !strings.ContainsAny(t, "./") || !strings.ContainsFunc(t, unicode.IsLetter) {
 		return "", false
 	}
 	return t, true

@@ -178,12 +178,17 @@ func TestTypedPlace(t *testing.T) {
 		"www.dora-site.example":              true,
 		"HTTPS://www.dora-site.example/":     true,
 		"http://WWW.DORA-SITE.EXAMPLE":       true,
-		"notes/people.txt":                   true,
 		"~/notes/people.txt":                 true,
+		"notes/people.txt":                   false, // not the one in the home folder
+		"../notes/people.txt":                false,
+		"/notes/people.txt":                  false,
 		`"docs.example/a/b"`:                 true,
 		"https://docs.example/a/b/":          true,
 		"www.dora-site.example/contact":      false, // another page than the one typed
 		"www.dora-site.example.evil.example": false,
+		"https://@www.dora-site.example":     false,
+		"https://www.dora-site.example@":     false,
+		"https://www.dora-site.example.":     true,  // the root's dot
 		"Dora Keller email":                  false, // a search's words
 		"inbox":                              false, // a folder
 		"me@corp.example":                    false, // a mailbox anyone writes to
