@@ -549,24 +549,21 @@ func (e *evalCtx) noteMentions(texts map[string][]string) {
 }
 
 // pointsAtSource reports whether a toolCallRequest names, in every
-// argument, a source the user typed — their URL, their path: a place
-// they wrote in their own words (lineage.Index.TypedPlace), not words of
-// theirs, nor a URL they only approved a call reaching or a trusted
-// source gave — and is not a call of a tool that lists records — a
-// channel, an inbox, a search: many write there, and the user naming the
-// channel does not vouch for whoever posted in it. Words would let a
-// search for the name the user gave ("Dora Keller email"), or a folder
-// they named ("inbox"), point at whatever ranks for them or was mailed
-// there; the default catalog classes neither records. An approval of a
-// page's link says the call may run, not that the user said to look
-// there.
+// argument, a source the user typed: a place — their URL, their path —
+// they wrote in their own words (lineage.Index.TypedPlace). Not their
+// words: a search for the name they gave ("Dora Keller email") or a
+// folder they named ("inbox") selects whatever ranks for it or was mailed
+// there. Not a URL they only approved a call reaching, or one a trusted
+// source gave: an approval says the call may run, not where to look.
+// Nor an argument the adapter declares derived from untrusted content.
 //
-// Nor does a call that lists what many wrote under or about the place: a
-// folder's files' names (lists_names: whoever sent a file named it), the
-// lines of the files under a path (searches), or a search for terms
-// (searchArgs) — WebSearch(query="www.dora.example") gives whatever ranks
-// for the user's URL, not their page. Nor one whose adapter declares an
-// argument derived from untrusted content.
+// Nor a call whose output is what many wrote under or about the place:
+// a tool that lists records (a channel, an inbox: the user naming the
+// channel does not vouch for whoever posted in it), a folder's files'
+// names (lists_names: whoever sent a file named it), the lines of the
+// files under a path (searches), or a search for terms (searchArgs:
+// WebSearch(query="www.dora.example") gives whatever ranks for the
+// user's URL, not their page).
 func (e *evalCtx) pointsAtSource() bool {
 	if slices.ContainsFunc(e.toolView().Classes, func(c string) bool {
 		return c == RecordsClass || c == classListsNames || c == classSearches
