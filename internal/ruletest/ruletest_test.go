@@ -446,11 +446,11 @@ func TestCursorRequestlessResult(t *testing.T) {
 // first seen in other content, and a records listing the user named are
 // asked about; recipients a listing gave, written as one text, are named
 // (testdata/pointed-source.yaml). And the review's holes stay shut: no
-// pointing by the user's words (a search, an inbox), by a folder listed,
+// pointing by the user's words (a search, an inbox), a repository, a folder listed,
 // a search for their URL, a URL they only approved, one declared derived
 // from content or another file at their relative path; no value the page
 // did not write whole; no list or display name that says the name beside
 // another address; no comma-listed item that is a mail's body part.
 func TestPointedSource(t *testing.T) {
-	runOnDefault(t, "testdata/pointed-source.yaml", 15)
+	runOnDefault(t, "testdata/pointed-source.yaml", 16)
 }

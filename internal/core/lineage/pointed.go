@@ -50,9 +50,10 @@ func (ix *Index) pointedSlot(src int) bool {
 // without the punctuation around it, a leading http:// or https://, or
 // what trails it ('/', '.', '#': the user's www.dora.example is fetched as
 // https://www.dora.example/); ok is false for what cannot point at one
-// source. A place has a letter and a '.' or a '/' — a URL, a host, a
-// path, a file's name — and no '@'. Words select what many wrote: a
-// search's terms, a folder, a channel; an e-mail address is a mailbox
+// source. A place has a letter and a '.' — a URL, a host, a file's name
+// or path — and no '@'. Words select what many wrote: a search's terms,
+// a folder, a channel; so does a repository or a team's channel
+// (acme/widgets: its issues, its posts); an e-mail address is a mailbox
 // anyone writes to; a date or a number picks a day's events or an
 // account's statement. What leads a path stays: ../notes.txt,
 // /notes.txt and ~/notes.txt are not the user's notes.txt (as for
@@ -68,7 +69,7 @@ func placeKey(s string) (string, bool) {
 		t = rest
 	}
 	t = strings.TrimRightFunc(t, connector)
-	if !strings.ContainsAny(t, "./") || !strings.ContainsFunc(t, unicode.IsLetter) {
+	if !strings.ContainsRune(t, '.') || !strings.ContainsFunc(t, unicode.IsLetter) {
 		return "", false
 	}
 	return t, true

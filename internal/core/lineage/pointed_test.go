@@ -170,7 +170,7 @@ func TestNamesFieldList(t *testing.T) {
 // approval or a trusted source made trusted.
 func TestTypedPlace(t *testing.T) {
 	ix := &Index{}
-	ix.AddTrusted("Her page is www.dora-site.example, her notes at ~/notes/people.txt (and https://docs.example/a/b/); " +
+	ix.AddTrusted("Her page is www.dora-site.example, her notes at ~/notes/people.txt (and https://docs.example/a/b/), bugs in acme/widgets; " +
 		"search Dora Keller email in the inbox of me@corp.example, or user@www.dora-site.example, for 05.05.2024")
 	ix.AddTrustedSource("www.trusted-source.example")
 	ix.addTrustedHashes(tokenHashes("www.approved.example")) // as Approve does
@@ -191,6 +191,7 @@ func TestTypedPlace(t *testing.T) {
 		"https://www.dora-site.example.":     true,  // the root's dot
 		"Dora Keller email":                  false, // a search's words
 		"inbox":                              false, // a folder
+		"acme/widgets":                       false, // a repository's issues
 		"me@corp.example":                    false, // a mailbox anyone writes to
 		"user@www.dora-site.example":         false,
 		"05.05.2024":                         false, // a day's events
