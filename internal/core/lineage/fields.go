@@ -54,6 +54,9 @@ func (ix *Index) namesFields(s string) bool {
 	if h, ok := fieldHash(s); ok && ix.isField(h) {
 		return true
 	}
+	if ix.fillsTemplate(s) {
+		return true
+	}
 	n := 0
 	for it := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ',' || r == ';' }) {
 		if strings.TrimSpace(it) == "" {
@@ -65,6 +68,37 @@ func (ix *Index) namesFields(s string) bool {
 		n++
 	}
 	return n >= 2
+}
+
+// maxTemplateWords bounds the values fillsTemplate reads.
+const maxTemplateWords = 16
+
+// fillsTemplate reports whether s is the user's words around one whole
+// field: "Booking hotel Montmartre Suites" after the user asked for an
+// event called "Booking hotel {hotel_name}" and a listing gave the hotel.
+func (ix *Index) fillsTemplate(s string) bool {
+	if len(s) > maxFieldRunes*4 {
+		return false // a text, not a name in the user's words
+	}
+	ws := strings.Fields(s)
+	if len(ws) < 2 || len(ws) > maxTemplateWords {
+		return false
+	}
+	for i := range ws {
+		for j := i + 1; j <= len(ws) && j-i <= maxFieldWords; j++ {
+			if i == 0 && j == len(ws) {
+				continue // the whole value: fieldHash's
+			}
+			if h, ok := fieldHash(strings.Join(ws[i:j], " ")); !ok || !ix.isField(h) {
+				continue
+			}
+			rest := strings.Join(slices.Concat(ws[:i], ws[j:]), " ")
+			if o := ix.classifyText(rest).Origin; o == FromUser {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // structuredFields returns the hashes of the field values of text when it

@@ -139,6 +139,9 @@ type evalCtx struct {
 	tool        *ToolView
 	payload     map[string]any
 	lineage     map[string]LineageView
+	// argTexts are the call's argument texts lineage traced
+	// (argumentTexts), kept for pointsAtSource.
+	argTexts map[string][]string
 
 	// The interface forms of the variables that cannot change during one
 	// Evaluate, kept once built: CEL resolves a name on every evaluation

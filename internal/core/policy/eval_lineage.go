@@ -483,8 +483,10 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	}
 	p, _ := e.in.Payload.(map[string]any)
 	args, _ := p["arguments"].(map[string]any)
-	argTexts := argumentTexts(e.in.Payload)
-	for name, texts := range argTexts {
+	if e.argTexts == nil {
+		e.argTexts = argumentTexts(e.in.Payload)
+	}
+	for name, texts := range e.argTexts {
 		l := ix.Classify(texts...)
 		if !l.Remote && (l.Origin == lineage.FromUntrusted || ix.Full) {
 			l = ix.Dialed(l, commandHosts(name, args[name], p))
@@ -526,7 +528,7 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 		}
 		e.lineage[name] = view
 	}
-	e.noteMentions(argTexts)
+	e.noteMentions(e.argTexts)
 	return e.lineage
 }
 
@@ -570,12 +572,15 @@ func (e *evalCtx) pointsAtSource() bool {
 	}) {
 		return false
 	}
-	p, _ := e.in.Payload.(map[string]any)
-	args, _ := p["arguments"].(map[string]any)
-	texts := argumentTexts(e.in.Payload)
+	if e.argTexts == nil {
+		e.argTexts = argumentTexts(e.in.Payload)
+	}
+	texts := e.argTexts
 	if len(texts) == 0 || e.sess.Lineage == nil {
 		return false
 	}
+	p, _ := e.in.Payload.(map[string]any)
+	args, _ := p["arguments"].(map[string]any)
 	for name, ts := range texts {
 		if len(ts) == 0 || slices.Contains(searchArgs, normalize(name, false)) {
 			return false
