@@ -586,6 +586,7 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add([]byte(`{"sources":[{"seq":1}],"untrusted":"AAAAAAAAAAAA","trusted":"AAAAAAAAAAE","full":true}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"own":"AAAAAAAAAAE","carried":[{"request_id":"r1","tokens":"AAAAAAAAAAI"}]}`))
+	f.Add([]byte(`{"sources":[{"seq":1,"pointed":true}],"untrusted":"AAAAAAAAAAAA","pointed":[{"request_id":"r2"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var ix Index
 		if err := json.Unmarshal(b, &ix); err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestPointed: a call that named the user's source is remembered until its
@@ -279,4 +280,39 @@ func TestNamedTemplate(t *testing.T) {
 			t.Errorf("Classify(%q) = %+v, want untrusted, Named %v", v, got, named)
 		}
 	}
+}
+
+// FuzzPointed: what an agent sends as arguments — the user's message, a
+// value, a name — never crashes pointing or mentions, a place the user
+// typed is found as they typed it, and a name is held by itself.
+func FuzzPointed(f *testing.F) {
+	f.Add("Invite Dora; her address is on www.dora-site.example", "HTTPS://www.dora-site.example/", "dora.k@mailbox.example", "Dora")
+	f.Add("read ../notes/people.txt", "notes/people.txt", "Dora <fred@x.example>", "dora")
+	f.Add("", "", "", "")
+	f.Fuzz(func(t *testing.T, message, arg, value, name string) {
+		ix := &Index{}
+		ix.AddTrusted(message)
+		ix.TypedPlace(arg)
+		HoldsWords([]string{value}, []string{name})
+		if k, ok := placeKey(arg); ok && strings.Contains(message, arg) && strings.TrimSpace(arg) == arg && k != "" {
+			// typedPlaces reads the message's runs; an arg that is one of
+			// them, whole, is found.
+			for run := range strings.FieldsFuncSeq(normalExact(message), func(r rune) bool { return !tokenRune(r) }) {
+				if run == normalExact(arg) && !ix.TypedPlace(arg) {
+					t.Fatalf("the user's place %q in %q is not typed", arg, message)
+				}
+			}
+		}
+		if ws := words(name); len(ws) > 0 && len(ws) <= maxMentionWords && !matters(strings.ToLower(name)) {
+			letters := 0
+			for _, r := range name {
+				if unicode.IsLetter(r) {
+					letters++
+				}
+			}
+			if letters >= 3 && !HoldsWords([]string{name}, []string{name}) {
+				t.Fatalf("%q does not hold itself", name)
+			}
+		}
+	})
 }
