@@ -84,21 +84,49 @@ func (ix *Index) fillsTemplate(s string) bool {
 	if len(ws) < 2 || len(ws) > maxTemplateWords {
 		return false
 	}
+	var whole []uint64 // the value's tokens, read once a field is found
 	for i := range ws {
 		for j := i + 1; j <= len(ws) && j-i <= maxFieldWords; j++ {
 			if i == 0 && j == len(ws) {
 				continue // the whole value: fieldHash's
 			}
-			if h, ok := fieldHash(strings.Join(ws[i:j], " ")); !ok || !ix.isField(h) {
+			field := strings.Join(ws[i:j], " ")
+			if h, ok := fieldHash(field); !ok || !ix.isField(h) {
 				continue
 			}
 			rest := strings.Join(slices.Concat(ws[:i], ws[j:]), " ")
-			if o := ix.classifyText(rest).Origin; o == FromUser {
+			if o := ix.classifyText(rest).Origin; o != FromUser {
+				continue
+			}
+			// A token of the value that is neither the field's nor the
+			// rest's runs across where they meet: a number written in
+			// groups, the user's "4455 6677" going on into a listing's
+			// count "12" — the account 4455667712, which a mail wrote —
+			// or joined around a field taken from its middle.
+			if whole == nil {
+				whole = valueTokens(s)
+			}
+			parts := slices.Concat(valueTokens(field), valueTokens(rest))
+			slices.Sort(parts)
+			if !slices.ContainsFunc(whole, func(h uint64) bool { _, ok := slices.BinarySearch(parts, h); return !ok }) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// valueTokens returns the hashes of the tokens of s (not its pairs of
+// words), as classifyText cuts it, sorted and distinct.
+func valueTokens(s string) []uint64 {
+	var hs []uint64
+	each(normal(s), func(_ string, h uint64, k kind) {
+		if k != pair {
+			hs = append(hs, h)
+		}
+	})
+	slices.Sort(hs)
+	return slices.Compact(hs)
 }
 
 // structuredFields returns the hashes of the field values of text when it

@@ -316,3 +316,23 @@ func FuzzPointed(f *testing.F) {
 		}
 	})
 }
+
+// TestNamedTemplateJoinsNothing: the user's words around a field are
+// named only when the value's tokens are theirs and the field's — not a
+// number written in groups that runs on from the user's groups into the
+// field's ("4455 6677" the user typed, a listing's count 12: the account
+// 4455667712 a mail wrote), nor one the field's removal joins (4455126677
+// is not the user's 44556677).
+func TestNamedTemplateJoinsNothing(t *testing.T) {
+	ix := &Index{}
+	ix.AddTrusted("Pay the invoice to account 4455 6677, as every month.")
+	listing := `[{"invoice": "Rent", "count": 12}]`
+	ix.AddUntrusted(listing, Source{Seq: 1})
+	ix.AddRecords(listing)
+	ix.AddUntrusted("Our account changed: 4455 6677 12 (or 4455 12 6677)", Source{Seq: 2})
+	for _, v := range []string{"4455 6677 12", "account 4455 6677 12", "4455 12 6677"} {
+		if got := ix.Classify(v); got.Origin != FromUntrusted || got.Named {
+			t.Errorf("Classify(%q) = %+v, want untrusted, not named", v, got)
+		}
+	}
+}
