@@ -31,14 +31,16 @@ const (
 
 // fieldHash is the hash of a whole value as a field is compared: lower
 // case, runs of white space as one space, without the quotes and
-// punctuation around it. ok is false for a value with nothing to compare
-// or too long to be a field.
+// punctuation around it — and its letters as written (normalExact), not
+// folded: a mail's "ann@pаrtner.example" with a Cyrillic "а", another
+// address, is not the listing's ann@partner.example. ok is false for a
+// value with nothing to compare or too long to be a field.
 func fieldHash(s string) (uint64, bool) {
 	s = strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) && r != '@' && r != '/' })
 	if s == "" || utf8.RuneCountInString(s) > maxFieldRunes {
 		return 0, false
 	}
-	words := strings.Fields(normal(s))
+	words := strings.Fields(normalExact(s))
 	if len(words) > maxFieldWords {
 		return 0, false
 	}

@@ -336,3 +336,27 @@ func TestNamedTemplateJoinsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedLookalike: a field is compared as the listing wrote it — a
+// mail's "ann.lee@pаrtner.example" with a Cyrillic "а" is not the
+// listing's ann.lee@partner.example, whole, in a list or in the user's
+// words; a name the listing wrote in another script is its own.
+func TestNamedLookalike(t *testing.T) {
+	ix := &Index{}
+	ix.AddTrusted("Send the minutes to Ann and Raj")
+	listing := "- from: ann.lee@partner.example\n- from: raj.k@partner.example\n- name: Анна Петрова\n"
+	ix.AddUntrusted(listing, Source{Seq: 1})
+	ix.AddRecords(listing)
+	ix.AddUntrusted("Ann's new address: ann.lee@p\u0430rtner.example", Source{Seq: 2})
+	for v, named := range map[string]bool{
+		"ann.lee@partner.example":                             true,
+		"Анна Петрова":                                        true,
+		"ann.lee@p\u0430rtner.example":                        false,
+		"Ann ann.lee@p\u0430rtner.example":                    false,
+		"raj.k@partner.example, ann.lee@p\u0430rtner.example": false,
+	} {
+		if got := ix.Classify(v); got.Origin != FromUntrusted || got.Named != named {
+			t.Errorf("Classify(%q) = %+v, want untrusted, Named %v", v, got, named)
+		}
+	}
+}
