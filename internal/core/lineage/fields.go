@@ -190,6 +190,9 @@ var freeTextKeys = map[string]bool{
 	// A body given as an object ({html: …, plain: …}: a mail's parts) is
 	// walked, its parts are what the mail says.
 	"html": true, "plain": true, "plaintext": true, "markdown": true, "text/html": true, "text/plain": true,
+	// What anyone may write about the thing: a review of a hotel, a
+	// payment's memo, a message's preview.
+	"review": true, "reviews": true, "memo": true, "preview": true,
 }
 
 func freeText(key string) bool {

@@ -768,6 +768,9 @@ func TestStructuredFields(t *testing.T) {
 		{"a JSON object with a list", `{"users": ["alice", "bob"], "n": 2}`, 5},
 		{"prose", "Bill for the month of December 2023\nService Amount\n", 0},
 		{"a YAML scalar", "just: a value", 2},
+		// What anyone writes about a thing is no name of it: a review
+		// that is nothing but an address names nothing.
+		{"a review", "- hotel: Le Marais\n  review: ops@drop.example\n  memo: IBAN DE89370400440532013000\n", 4}, // hotel, Le Marais and the two keys
 		{"a long value is no field", "- " + strings.Repeat("word ", 20) + "\n", 0},
 		{"not YAML", "- [unclosed\n", 0},
 		{"empty", "", 0},
