@@ -139,8 +139,7 @@ type evalCtx struct {
 	tool        *ToolView
 	payload     map[string]any
 	lineage     map[string]LineageView
-	// argTexts are the call's argument texts lineage traced
-	// (argumentTexts), kept for pointsAtSource.
+	// argTexts are the call's argument texts (evalCtx.argumentTexts).
 	argTexts map[string][]string
 
 	// The interface forms of the variables that cannot change during one

@@ -483,16 +483,13 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 	}
 	p, _ := e.in.Payload.(map[string]any)
 	args, _ := p["arguments"].(map[string]any)
-	if e.argTexts == nil {
-		e.argTexts = argumentTexts(e.in.Payload)
-	}
-	for name, texts := range e.argTexts {
+	for name, texts := range e.argumentTexts() {
 		l := ix.Classify(texts...)
 		if !l.Remote && (l.Origin == lineage.FromUntrusted || ix.Full) {
 			l = ix.Dialed(l, commandHosts(name, args[name], p))
 		}
 		view := LineageView{Origin: string(l.Origin), Tokens: l.Tokens, Unknown: l.Unknown, Named: l.Named, Typed: l.Typed, Evidence: string(l.Evidence), Remote: l.Remote,
-			Pointed: l.Pointed && !l.Unknown, RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}, Mentions: []string{}}
+			Pointed: l.Pointed, RequestIDs: []string{}, Tools: []string{}, ProvenanceIDs: []string{}, Mentions: []string{}}
 		if ids, untrusted := e.declaredLineage(args[name]); untrusted {
 			// The adapter says the value derives from untrusted content
 			// (its provenance's origin, or derived_from naming such
@@ -528,8 +525,17 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 		}
 		e.lineage[name] = view
 	}
-	e.noteMentions(e.argTexts)
+	e.noteMentions(e.argumentTexts())
 	return e.lineage
+}
+
+// argumentTexts is argumentTexts of the envelope's payload, read once for
+// lineage and pointing.
+func (e *evalCtx) argumentTexts() map[string][]string {
+	if e.argTexts == nil {
+		e.argTexts = argumentTexts(e.in.Payload)
+	}
+	return e.argTexts
 }
 
 // noteMentions fills each untrusted argument's Mentions: the call's other
@@ -572,10 +578,7 @@ func (e *evalCtx) pointsAtSource() bool {
 	}) {
 		return false
 	}
-	if e.argTexts == nil {
-		e.argTexts = argumentTexts(e.in.Payload)
-	}
-	texts := e.argTexts
+	texts := e.argumentTexts()
 	if len(texts) == 0 || e.sess.Lineage == nil {
 		return false
 	}

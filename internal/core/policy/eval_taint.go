@@ -217,13 +217,13 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 		}
 		s.ownValues(sess, requestID, texts)
 	}
-	if res.Pointed && d != acs.Deny {
-		if sess.Lineage == nil {
-			sess.Lineage = &lineage.Index{}
-		}
-		sess.Lineage.Point(requestID)
-	}
 	if d != acs.Deny {
+		if res.Pointed {
+			if sess.Lineage == nil {
+				sess.Lineage = &lineage.Index{}
+			}
+			sess.Lineage.Point(requestID)
+		}
 		pend(sess, res)
 		rememberFiles(sess, res.Files)
 		rememberStop(sess, res.Stop)
