@@ -48,8 +48,10 @@ does not reconcile.
   backlog (the backlog run's report, when measured),
   steps [{fraction, rate_per_s, envelopes_published, published_per_s,
     decided_per_s, decision_latency {count, p50_ms, p90_ms, p99_ms,
-    max_ms}, allocs_per_envelope, bytes_per_envelope (whole process, as
-    in loadgen run -h), reconciled, reconcile {as in loadgen run -h}}]
+    max_ms}, allocs_per_envelope, bytes_per_envelope, process
+    {cpu_busy, cpu_us_per_envelope, gc_cycles, gc_cpu_share} (whole
+    process, as in loadgen run -h), reconciled, reconcile {as in loadgen
+    run -h}}]
 
 Flags:
 `
@@ -82,6 +84,7 @@ type curveStep struct {
 	Latency           latencies       `json:"decision_latency"`
 	AllocsPerEnvelope float64         `json:"allocs_per_envelope"`
 	BytesPerEnvelope  float64         `json:"bytes_per_envelope"`
+	Process           *processUse     `json:"process,omitempty"`
 	Reconciled        bool            `json:"reconciled"`
 	Reconcile         reconcileReport `json:"reconcile"`
 }
@@ -226,7 +229,7 @@ func measureCurve(ctx context.Context, o runOptions, plan curvePlan, log zerolog
 		}
 		rep.Steps = append(rep.Steps, curveStep{Fraction: f, Rate: s.rate, Published: sr.Published, PublishRate: sr.PublishRate,
 			DecidedRate: sr.DecidedRate, Latency: sr.Latency, AllocsPerEnvelope: sr.AllocsPerEnvelope, BytesPerEnvelope: sr.BytesPerEnvelope,
-			Reconciled: sr.Reconcile.OK, Reconcile: sr.Reconcile})
+			Process: sr.Process, Reconciled: sr.Reconcile.OK, Reconcile: sr.Reconcile})
 		rep.Reconciled = rep.Reconciled && sr.Reconcile.OK
 		fmt.Fprintf(stderr, "curve: step %d/%d: decided %.0f/s, p50 %.2f ms, p99 %.2f ms, %s\n", i+1, len(plan.fractions), sr.DecidedRate, sr.Latency.P50, sr.Latency.P99, verdict(sr.Reconcile))
 		if err := ctx.Err(); err != nil {
@@ -273,13 +276,17 @@ func printCurve(w io.Writer, r *curveReport) {
 		fmt.Fprintf(w, "backlog capacity  %.0f/s: %d envelopes, %.1f allocs and %.0f B per envelope, %s; live/backlog %.3f\n",
 			r.BacklogCapacity, b.Published, b.AllocsPerEnvelope, b.BytesPerEnvelope, verdict(b.Reconcile), r.LiveVsBacklog)
 	}
-	fmt.Fprintf(w, "%8s %9s %11s %9s %8s %8s %8s %8s %10s  %s\n", "fraction", "rate/s", "published/s", "decided/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "allocs/env", "reconciled")
+	fmt.Fprintf(w, "%8s %9s %11s %9s %8s %8s %8s %8s %10s %8s %9s %6s  %s\n", "fraction", "rate/s", "published/s", "decided/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "allocs/env", "CPU busy", "CPU µs/env", "GC %", "reconciled")
 	for _, s := range r.Steps {
 		ok := "yes"
 		if !s.Reconciled {
 			ok = fmt.Sprintf("NO, %d mismatches", s.Reconcile.Mismatches)
 		}
-		fmt.Fprintf(w, "%8.2f %9.0f %11.0f %9.0f %8.2f %8.2f %8.2f %8.2f %10.1f  %s\n",
-			s.Fraction, s.Rate, s.PublishRate, s.DecidedRate, s.Latency.P50, s.Latency.P90, s.Latency.P99, s.Latency.Max, s.AllocsPerEnvelope, ok)
+		var p processUse
+		if s.Process != nil {
+			p = *s.Process
+		}
+		fmt.Fprintf(w, "%8.2f %9.0f %11.0f %9.0f %8.2f %8.2f %8.2f %8.2f %10.1f %8.3f %9.0f %6.1f  %s\n",
+			s.Fraction, s.Rate, s.PublishRate, s.DecidedRate, s.Latency.P50, s.Latency.P90, s.Latency.P99, s.Latency.Max, s.AllocsPerEnvelope, p.CPUBusy, p.CPUMicrosPer, p.GCShare*100, ok)
 	}
 }

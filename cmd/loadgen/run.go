@@ -63,7 +63,12 @@ are runtime.MemStats' Mallocs and TotalAlloc over the deciding period
 (from the first publish until the decisions settled; with --backlog from
 the processors' start) divided by the envelopes decided — of the whole
 process: loadgen's publishing and observing, the NATS server and the
-processors alike.
+processors alike. Over the same period, process says what the process
+used: cpu_busy (its CPU time, from getrusage, over the wall time and the
+machine's cores: 1 is every core busy), cpu_us_per_envelope (that CPU
+time per decided envelope), gc_cycles and gc_cpu_share (the collector's
+cycles, and its share of the CPU the Go runtime counted busy) — whether a
+run was bound by the machine, and what an envelope cost it.
 
 --json prints one object with these fields:
   target, tenant, seed, processors (embedded), mode, backlog,
@@ -74,6 +79,8 @@ processors alike.
   await_timeouts (mode closed: decisions not seen within --settle; the
     session went on without them),
   allocs_per_envelope, bytes_per_envelope (embedded),
+  process {cpu_busy, cpu_us_per_envelope, gc_cycles, gc_cpu_share}
+    (embedded; the CPU figures where the platform has getrusage),
   batch_retries and batch_conflicts (embedded: batches the processors
     tried again, after an error or a lost revision check),
   groups, grouped_batches, grouped_envelopes, group_fallbacks
@@ -117,21 +124,25 @@ type runReport struct {
 	// groups of live batches applied together and the partition batches
 	// and envelopes in them;
 	// GroupFallbacks the group attempts that failed (embedded).
-	Groups            uint64          `json:"groups,omitempty"`
-	GroupedBatches    uint64          `json:"grouped_batches,omitempty"`
-	GroupedEnvelopes  uint64          `json:"grouped_envelopes,omitempty"`
-	GroupFallbacks    uint64          `json:"group_fallbacks,omitempty"`
-	PublishRate       float64         `json:"published_per_s"`
-	DecidedRate       float64         `json:"decided_per_s"`
-	LiveCapacity      float64         `json:"live_capacity_per_s,omitempty"`
-	AwaitTimeouts     int64           `json:"await_timeouts,omitempty"`
-	AllocsPerEnvelope float64         `json:"allocs_per_envelope,omitempty"`
-	BytesPerEnvelope  float64         `json:"bytes_per_envelope,omitempty"`
-	Latency           latencies       `json:"decision_latency"`
-	Observed          tally           `json:"observed"`
-	Expected          tally           `json:"expected"`
-	Baseline          *baselineReport `json:"baseline,omitempty"`
-	Reconcile         reconcileReport `json:"reconcile"`
+	Groups            uint64  `json:"groups,omitempty"`
+	GroupedBatches    uint64  `json:"grouped_batches,omitempty"`
+	GroupedEnvelopes  uint64  `json:"grouped_envelopes,omitempty"`
+	GroupFallbacks    uint64  `json:"group_fallbacks,omitempty"`
+	PublishRate       float64 `json:"published_per_s"`
+	DecidedRate       float64 `json:"decided_per_s"`
+	LiveCapacity      float64 `json:"live_capacity_per_s,omitempty"`
+	AwaitTimeouts     int64   `json:"await_timeouts,omitempty"`
+	AllocsPerEnvelope float64 `json:"allocs_per_envelope,omitempty"`
+	BytesPerEnvelope  float64 `json:"bytes_per_envelope,omitempty"`
+	// Process is what the process used over the deciding (the whole
+	// process with the embedded target; absent against a URL, where the
+	// processor is elsewhere).
+	Process   *processUse     `json:"process,omitempty"`
+	Latency   latencies       `json:"decision_latency"`
+	Observed  tally           `json:"observed"`
+	Expected  tally           `json:"expected"`
+	Baseline  *baselineReport `json:"baseline,omitempty"`
+	Reconcile reconcileReport `json:"reconcile"`
 }
 
 type tally struct {
@@ -374,6 +385,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	// publish on, for the processors decide as the envelopes come.
 	var memFrom runtime.MemStats
 	runtime.ReadMemStats(&memFrom)
+	usedFrom := readResources()
 	records := l.run(ctx, o.sessions)
 	published := time.Unix(0, l.lastAck.Load()).Sub(l.start)
 	var decideFrom time.Time
@@ -388,6 +400,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 		// A backlog is decided only from here: its publishing is not
 		// counted.
 		runtime.ReadMemStats(&memFrom)
+		usedFrom = readResources()
 		if err := t.startProcessors(ctx, embedded); err != nil {
 			return nil, nil, err
 		}
@@ -396,6 +409,7 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	obs.settle(ctx, o.settle)
 	var memTo runtime.MemStats
 	runtime.ReadMemStats(&memTo)
+	usedTo := readResources()
 	stopProfile()
 	stopProfile = func() {}
 	if o.memProfile != "" {
@@ -415,6 +429,8 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	if t.embedded && rep.Observed.Decisions > 0 {
 		n := float64(rep.Observed.Decisions)
 		rep.AllocsPerEnvelope, rep.BytesPerEnvelope = allocsPer(memFrom, memTo, n)
+		used := use(usedFrom, usedTo, n)
+		rep.Process = &used
 	}
 	for _, p := range t.procs {
 		rep.BatchRetries += p.Stats().Retries.Load()
@@ -557,6 +573,9 @@ func printRun(w io.Writer, r *runReport) {
 	}
 	if r.AllocsPerEnvelope > 0 {
 		fmt.Fprintf(w, "\nallocs     %.1f allocations, %.0f bytes per decided envelope (whole process: loadgen, server, processors)", r.AllocsPerEnvelope, r.BytesPerEnvelope)
+	}
+	if p := r.Process; p != nil {
+		fmt.Fprintf(w, "\nprocess    %s", p)
 	}
 	l := r.Latency
 	fmt.Fprintf(w, "\nlatency    publish → decision, %d: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", l.Count, l.P50, l.P90, l.P99, l.Max)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -250,9 +251,12 @@ func TestRunClosedLoop(t *testing.T) {
 	if rep.AllocsPerEnvelope <= 0 || rep.BytesPerEnvelope <= 0 {
 		t.Fatalf("allocations per envelope %.1f, %.0f B", rep.AllocsPerEnvelope, rep.BytesPerEnvelope)
 	}
+	if p := rep.Process; p == nil || (runtime.GOOS == "linux" && (p.CPUBusy <= 0 || p.CPUBusy > 1 || p.CPUMicrosPer <= 0)) || p.GCShare < 0 || p.GCShare > 1 {
+		t.Fatalf("the process's use: %+v", p)
+	}
 	var text bytes.Buffer
 	printRun(&text, &rep)
-	for _, want := range []string{"closed loop", ", the live capacity", "allocations"} {
+	for _, want := range []string{"closed loop", ", the live capacity", "allocations", "of the CPU"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -313,7 +317,7 @@ func TestCurve(t *testing.T) {
 	}
 	for i, s := range rep.Steps {
 		if want := []float64{0.25, 0.5}[i] * rep.LiveCapacity; s.Rate != want || !s.Reconciled || s.Published == 0 ||
-			s.Latency.Count != s.Published || s.Latency.P99 <= 0 || s.DecidedRate <= 0 || s.AllocsPerEnvelope <= 0 {
+			s.Latency.Count != s.Published || s.Latency.P99 <= 0 || s.DecidedRate <= 0 || s.AllocsPerEnvelope <= 0 || s.Process == nil {
 			t.Errorf("step %d (rate want %.0f): %+v", i+1, want, s)
 		}
 	}

@@ -23,12 +23,49 @@ import (
 	"github.com/turnguard/turnguard/pkg/client"
 )
 
+const syncHelp = `Usage: loadgen sync [flags]
+
+Synchronous decision round trips (pkg/client) at a fixed rate, next to raw
+synchronous JetStream publishes. Each latency runs from when the call was
+due (an open loop: a slow answer does not delay later calls), and each
+answered round trip is also split in three: until it was called (the
+schedule's own lateness and the session's previous call), until the hooks
+stream acknowledged its envelope (subscribing, publishing), and after —
+turnguard's part: deciding, storing the session and the decision, and the
+decision's way back. allocs_per_call, bytes_per_call and process
+{cpu_busy, cpu_us_per_envelope (here per call), gc_cycles, gc_cpu_share}
+are of the decision phase, of this process (with the embedded target:
+client, server and processor), as in loadgen run -h.
+
+--json prints one object with these fields:
+  rate_per_s, duration,
+  raw_jetstream_sync_publish, sync_decision_round_trip,
+    decision_before_call, decision_until_stored, decision_after_stored
+    (each {count, p50_ms, p90_ms, p99_ms, max_ms}),
+  p99_ratio (sync_decision_round_trip's p99 over the raw publish's),
+  decisions (answers by decision), from_posture, errors,
+  dropped_unverified, dropped_other_envelope,
+  allocs_per_call, bytes_per_call, process
+
+Flags:
+`
+
 // syncReport is what `loadgen sync` prints (as JSON with --json).
 type syncReport struct {
 	Rate     float64   `json:"rate_per_s"`
 	Duration string    `json:"duration"`
 	Raw      latencies `json:"raw_jetstream_sync_publish"`
 	Decide   latencies `json:"sync_decision_round_trip"`
+	// BeforeCall, UntilStored and AfterStored split each answered round
+	// trip in three: from when it was due until Decide was called (the
+	// schedule's own lateness, and the wait for the session's previous
+	// call), until the hooks stream acknowledged its envelope
+	// (client.Decision.Stored: subscribing and publishing), and what
+	// turnguard took after that — deciding, storing the session and the
+	// decision, and the decision's way back. Raw counts the first part too.
+	BeforeCall  latencies `json:"decision_before_call"`
+	UntilStored latencies `json:"decision_until_stored"`
+	AfterStored latencies `json:"decision_after_stored"`
 	// P99Ratio is the decision round trip's p99 over the raw publish's.
 	P99Ratio float64 `json:"p99_ratio"`
 	// Decisions counts the answers by decision; FromPosture those that
@@ -46,6 +83,9 @@ type syncReport struct {
 	// target, of the whole process (client, server and processor).
 	AllocsPerCall float64 `json:"allocs_per_call"`
 	BytesPerCall  float64 `json:"bytes_per_call"`
+	// Process is what the process used over the decision phase, per
+	// call (with the embedded target, the whole process).
+	Process processUse `json:"process"`
 }
 
 type latencies struct {
@@ -64,7 +104,7 @@ func summarize(h *hdrhistogram.Histogram) latencies {
 func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadgen sync", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = cliflag.Usage(fs, "Usage: loadgen sync [flags]\n\nSynchronous decision round trips (pkg/client) at a fixed rate, next to raw\nsynchronous JetStream publishes.\n\nFlags:\n", loadgenNATSHelp)
+	fs.Usage = cliflag.Usage(fs, syncHelp, loadgenNATSHelp)
 	var nf natsconn.Flags
 	nf.Register(fs, "an admin credential, e.g. <data-dir>/creds/admin.creds")
 	rate := fs.Float64("rate", 200, "requests per second, for both the baseline and the decisions")
@@ -121,13 +161,17 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stderr, "synchronous decisions: %d at %.0f/s over %d sessions …\n", n, *rate, *sessions)
 	var memFrom, memTo runtime.MemStats
 	runtime.ReadMemStats(&memFrom)
-	dec, err := decide(ctx, t, n, interval, *sessions, *timeout, trust, &rep)
+	usedFrom := readResources()
+	dec, legs, err := decide(ctx, t, n, interval, *sessions, *timeout, trust, &rep)
 	if err != nil {
 		return err
 	}
+	rep.BeforeCall, rep.UntilStored, rep.AfterStored = summarize(legs.beforeCall), summarize(legs.untilStored), summarize(legs.afterStored)
 	runtime.ReadMemStats(&memTo)
+	usedTo := readResources()
 	if n > 0 {
 		rep.AllocsPerCall, rep.BytesPerCall = allocsPer(memFrom, memTo, float64(n))
+		rep.Process = use(usedFrom, usedTo, float64(n))
 	}
 	if *memProfile != "" {
 		if err := writeAllocProfile(*memProfile); err != nil {
@@ -147,10 +191,11 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, row := range []struct {
 		name string
 		l    latencies
-	}{{"raw JetStream sync publish", rep.Raw}, {"sync decision round trip", rep.Decide}} {
+	}{{"raw JetStream sync publish", rep.Raw}, {"sync decision round trip", rep.Decide}, {"  until called (schedule, session)", rep.BeforeCall}, {"  until the envelope is stored", rep.UntilStored}, {"  after: turnguard's", rep.AfterStored}} {
 		fmt.Fprintf(stdout, "%-34s %7d %9.3f %9.3f %9.3f %9.3f\n", row.name, row.l.Count, row.l.P50, row.l.P90, row.l.P99, row.l.Max)
 	}
 	fmt.Fprintf(stdout, "allocations per call %.1f, %.0f B (the whole process)\n", rep.AllocsPerCall, rep.BytesPerCall)
+	fmt.Fprintf(stdout, "process: %s (per call)\n", rep.Process)
 	fmt.Fprintf(stdout, "p99 ratio (decision / raw publish): %.2f\ndecisions: %v, from posture: %d, errors: %d, dropped unverified: %d\n", rep.P99Ratio, rep.Decisions, rep.FromPosture, rep.Errors, rep.DroppedUnverified)
 	return nil
 }
@@ -173,11 +218,17 @@ func (t *target) trust(receiptKey string) (client.Options, error) {
 	return client.Options{}, errors.New("--receipt-key is required with --nats-url: the processor's <data-dir>/receipt-key.pub (or GET /receipt-key), or none for processors without receipts")
 }
 
-// schedule runs do(i) for i in [0, n) at start + i·interval, each in its
-// own goroutine (open loop: a slow answer does not delay later sends), and
-// records how long each took from its scheduled time.
-func schedule(ctx context.Context, n int, interval time.Duration, do func(i int) error) (*hdrhistogram.Histogram, int, error) {
-	h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+// newLatencyHistogram records microseconds up to a minute.
+func newLatencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+}
+
+// schedule runs do(i, due) for i in [0, n), due at start + i·interval,
+// each in its own goroutine (open loop: a slow answer does not delay later
+// sends), and records how long each that succeeded took from when it was
+// due.
+func schedule(ctx context.Context, n int, interval time.Duration, do func(i int, due time.Time) error) (*hdrhistogram.Histogram, int, error) {
+	h := newLatencyHistogram()
 	var mu sync.Mutex
 	var failed atomic.Int64
 	var wg sync.WaitGroup
@@ -189,7 +240,7 @@ func schedule(ctx context.Context, n int, interval time.Duration, do func(i int)
 			return h, int(failed.Load()), ctx.Err()
 		}
 		wg.Go(func() {
-			if err := do(i); err != nil {
+			if err := do(i, at); err != nil {
 				failed.Add(1)
 				return
 			}
@@ -215,7 +266,7 @@ func rawPublish(ctx context.Context, t *target, n int, interval time.Duration) (
 	}
 	defer func() { _ = js.DeleteStream(context.WithoutCancel(ctx), name) }()
 	payload := examples.Session("")[3].Data // a toolCallRequest-sized message
-	h, failed, err := schedule(ctx, n, interval, func(i int) error {
+	h, failed, err := schedule(ctx, n, interval, func(i int, _ time.Time) error {
 		_, err := js.Publish(ctx, fmt.Sprintf("loadgen.baseline.%d", i%64), payload, jetstream.WithMsgID(fmt.Sprintf("b-%d", i)))
 		return err
 	})
@@ -228,11 +279,19 @@ func rawPublish(ctx context.Context, t *target, n int, interval time.Duration) (
 // decide sends the example session over many sessions: step k of session s
 // is due at (k·sessions + s)·interval, and waits for step k-1 of its
 // session so each session stays in order.
-func decide(ctx context.Context, t *target, n int, interval time.Duration, sessions int, timeout time.Duration, trust client.Options, rep *syncReport) (*hdrhistogram.Histogram, error) {
+// callLegs are the answered calls' round trips in three parts, in
+// microseconds: from when each was due until it called Decide, until its
+// envelope was acknowledged, and after.
+type callLegs struct {
+	beforeCall, untilStored, afterStored *hdrhistogram.Histogram
+}
+
+func decide(ctx context.Context, t *target, n int, interval time.Duration, sessions int, timeout time.Duration, trust client.Options, rep *syncReport) (*hdrhistogram.Histogram, callLegs, error) {
+	legs := callLegs{beforeCall: newLatencyHistogram(), untilStored: newLatencyHistogram(), afterStored: newLatencyHistogram()}
 	trust.Timeout, trust.Posture = timeout, client.Deny
 	c, err := client.New(t.nc, trust)
 	if err != nil {
-		return nil, err
+		return nil, legs, err
 	}
 	type sess struct {
 		envs []examples.Envelope
@@ -265,15 +324,22 @@ func decide(ctx context.Context, t *target, n int, interval time.Duration, sessi
 		counts[slot]++
 	}
 	var mu sync.Mutex
-	h, failed, err := schedule(ctx, n, interval, func(i int) error {
+	h, failed, err := schedule(ctx, n, interval, func(i int, due time.Time) error {
 		j := jobs[i]
 		defer close(j.s.done[j.k])
 		if j.k > 0 {
 			<-j.s.done[j.k-1]
 		}
+		called := time.Now()
 		d, err := c.Decide(ctx, j.s.envs[j.k].Data)
+		returned := time.Now()
 		mu.Lock()
 		defer mu.Unlock()
+		if err == nil && !d.FromPosture && !d.Stored.IsZero() {
+			_ = legs.beforeCall.RecordValue(called.Sub(due).Microseconds())
+			_ = legs.untilStored.RecordValue(d.Stored.Sub(called).Microseconds())
+			_ = legs.afterStored.RecordValue(returned.Sub(d.Stored).Microseconds())
+		}
 		switch {
 		case err != nil:
 			rep.Errors++
@@ -291,5 +357,5 @@ func decide(ctx context.Context, t *target, n int, interval time.Duration, sessi
 	_ = failed
 	st := c.Stats()
 	rep.DroppedUnverified, rep.DroppedOtherEnvelope = st.DroppedUnverified, st.DroppedOtherEnvelope
-	return h, err
+	return h, legs, err
 }

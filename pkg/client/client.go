@@ -129,6 +129,11 @@ type Decision struct {
 	// session and request id, within its duplicate window): the decision
 	// is the one given to the first copy.
 	Replayed bool
+	// Stored is when the hooks stream acknowledged the envelope (zero
+	// when the publish failed or was never made). What the call waited
+	// after it is turnguard's: deciding, storing the session and the
+	// decision, and the decision's way back.
+	Stored time.Time
 }
 
 // RPCError is a JSON-RPC error response.
@@ -322,6 +327,7 @@ func (c *Client) DecideEnvelope(ctx context.Context, env Envelope, opts ...Decid
 	if err != nil {
 		return c.posture(requestID, fmt.Errorf("publish: %w", err)), nil
 	}
+	stored := time.Now()
 	// The answer is the decision of the message this call stored: the one
 	// whose receipt is bound to its stream sequence. Any other message on
 	// the subject with the same request id — an earlier copy of the
@@ -334,6 +340,7 @@ func (c *Client) DecideEnvelope(ctx context.Context, env Envelope, opts ...Decid
 		// this call subscribed.
 		if a, err := c.lookup(ctx, decisions, sessionID, requestID, ack.Sequence); err == nil && a != nil {
 			if d, err := c.accept(*a, requestID, true); err == nil {
+				d.Stored = stored
 				return d, nil
 			}
 		}
@@ -352,6 +359,7 @@ func (c *Client) DecideEnvelope(ctx context.Context, env Envelope, opts ...Decid
 				c.drop(Drop{Subject: decisions, RequestID: requestID, Seq: a.seq, Reason: fmt.Errorf("%w: %w", receipt.ErrMalformed, err)})
 				continue
 			}
+			d.Stored = stored
 			return d, nil
 		case <-ctx.Done():
 			err := ctx.Err()
@@ -359,7 +367,7 @@ func (c *Client) DecideEnvelope(ctx context.Context, env Envelope, opts ...Decid
 				err = ErrTimeout
 			}
 			d := c.posture(requestID, err)
-			d.Replayed = ack.Duplicate
+			d.Replayed, d.Stored = ack.Duplicate, stored
 			return d, nil
 		}
 	}

@@ -85,9 +85,13 @@ func TestDecideASession(t *testing.T) {
 	runProcessor(t, srv)
 	c := newClient(t, natstest.Connect(t, srv), client.Options{Timeout: 10 * time.Second})
 	for i, e := range examples.Taint("") {
+		called := time.Now()
 		d, err := c.Decide(context.Background(), e.Data)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if d.Stored.Before(called) || d.Stored.After(time.Now()) {
+			t.Fatalf("%s: stored at %v, not within the call (%v on)", e.Hook, d.Stored, called)
 		}
 		want := "allow"
 		if i == 5 {
@@ -199,6 +203,10 @@ func TestTimeoutPostureAndNothingLost(t *testing.T) {
 		if err != nil || !d.FromPosture || d.Disposition != tc.want || !errors.Is(d.Failure, client.ErrTimeout) {
 			t.Fatalf("with the processor down: %+v, %v", d, err)
 		}
+		// The stream took the envelope; only the decision did not come.
+		if d.Stored.IsZero() {
+			t.Fatalf("with the processor down: the envelope's acknowledgement is not reported: %+v", d)
+		}
 		if took := time.Since(start); took > time.Second {
 			t.Fatalf("Decide took %s with a 300ms timeout", took)
 		}
@@ -214,7 +222,7 @@ func TestTimeoutPostureAndNothingLost(t *testing.T) {
 	// Asking again for decided envelopes finds their decisions in the
 	// stream rather than deciding them twice.
 	d, err := patient.Decide(context.Background(), envs[0].Data)
-	if err != nil || d.FromPosture || d.Disposition != "allow" || !d.Replayed {
+	if err != nil || d.FromPosture || d.Disposition != "allow" || !d.Replayed || d.Stored.IsZero() {
 		t.Fatalf("asking again: %+v, %v", d, err)
 	}
 }
