@@ -83,7 +83,7 @@ func typedPlaces(text string) []uint64 {
 	var hs []uint64
 	for run := range strings.FieldsFuncSeq(normalExact(text), func(r rune) bool { return !tokenRune(r) }) {
 		if k, ok := placeKey(run); ok {
-			hs = append(hs, hashOf("\x00place "+k))
+			hs = append(hs, placeHash(k))
 		}
 	}
 	return hs
@@ -93,8 +93,12 @@ func typedPlaces(text string) []uint64 {
 // their own words (AddTrusted).
 func (ix *Index) TypedPlace(s string) bool {
 	k, ok := placeKey(s)
-	return ok && ix.isTyped(hashOf("\x00place "+k))
+	return ok && ix.isTyped(placeHash(k))
 }
+
+// placeHash is the hash a place key is kept under among the typed spans,
+// apart from any span's.
+func placeHash(key string) uint64 { return hashOf("\x00place " + key) }
 
 // maxMentionWords bounds what HoldsWords takes for a name: a detail holds
 // a name or two, not a sentence.
