@@ -93,10 +93,7 @@ func (e *evalCtx) updateLineage() {
 		// Code's --resume --fork-session): its history is back in the
 		// model's context, and the index never saw it — a value from it
 		// is seen nowhere, as one from an image is.
-		if e.sess.Lineage == nil {
-			e.sess.Lineage = &lineage.Index{}
-		}
-		e.sess.Lineage.Unseen = true
+		sessionIndex(e.sess).Unseen = true
 		return
 	}
 	switch e.hook {
@@ -135,10 +132,7 @@ func (e *evalCtx) updateLineage() {
 	if len(texts) == 0 && !unreadable {
 		return
 	}
-	if e.sess.Lineage == nil {
-		e.sess.Lineage = &lineage.Index{}
-	}
-	ix := e.sess.Lineage
+	ix := sessionIndex(e.sess)
 	if e.hook == "userMessage" {
 		e.indexUserMessage(ix, p)
 		return
@@ -525,7 +519,7 @@ func (e *evalCtx) lineageViews() map[string]LineageView {
 		}
 		e.lineage[name] = view
 	}
-	e.noteMentions(e.argumentTexts())
+	e.noteMentions()
 	return e.lineage
 }
 
@@ -540,8 +534,8 @@ func (e *evalCtx) argumentTexts() map[string][]string {
 
 // noteMentions fills each untrusted argument's Mentions: the call's other
 // sinks, the user's own, whose words it holds in order.
-func (e *evalCtx) noteMentions(texts map[string][]string) {
-	sinks := e.toolView().Sinks
+func (e *evalCtx) noteMentions() {
+	texts, sinks := e.argumentTexts(), e.toolView().Sinks
 	for a, va := range e.lineage {
 		if va.Origin != string(lineage.FromUntrusted) {
 			continue
@@ -702,10 +696,16 @@ func (s *Set) ownValues(sess *turnstate.Session, requestID string, texts []strin
 // human let it run — its argument values are trusted for the rest of the
 // session (updateLineage), so the same value is not asked about again.
 func (s *Set) asked(sess *turnstate.Session, requestID string, texts []string) {
+	sessionIndex(sess).Ask(requestID, texts)
+}
+
+// sessionIndex is the session's lineage index, made empty the first time
+// something is recorded in it.
+func sessionIndex(sess *turnstate.Session) *lineage.Index {
 	if sess.Lineage == nil {
 		sess.Lineage = &lineage.Index{}
 	}
-	sess.Lineage.Ask(requestID, texts)
+	return sess.Lineage
 }
 
 // sinkTexts returns the texts of a toolCallRequest's sinks in name order

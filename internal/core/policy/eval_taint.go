@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/turnguard/turnguard/internal/core/acs"
-	"github.com/turnguard/turnguard/internal/core/lineage"
 	"github.com/turnguard/turnguard/internal/core/turnstate"
 )
 
@@ -173,10 +172,7 @@ func (e *evalCtx) taintUnanswered() {
 			// own. Not the call whose output this request-less result
 			// brings, which is indexed as it comes: no later result names
 			// it, and the index would stay unseen for the session.
-			if e.sess.Lineage == nil {
-				e.sess.Lineage = &lineage.Index{}
-			}
-			e.sess.Lineage.Miss(u.Hit.RequestID)
+			sessionIndex(e.sess).Miss(u.Hit.RequestID)
 		}
 		if u.Output {
 			u.Settled = true
@@ -219,10 +215,7 @@ func (s *Set) Decided(sess *turnstate.Session, spec acs.MethodSpec, requestID st
 	}
 	if d != acs.Deny {
 		if res.Pointed {
-			if sess.Lineage == nil {
-				sess.Lineage = &lineage.Index{}
-			}
-			sess.Lineage.Point(requestID)
+			sessionIndex(sess).Point(requestID)
 		}
 		pend(sess, res)
 		rememberFiles(sess, res.Files)
