@@ -227,6 +227,58 @@ func TestTimeoutPostureAndNothingLost(t *testing.T) {
 	}
 }
 
+// A connection that stops answering — a network partition, which closes
+// nothing — holds no call past its timeout: one starting a session (and
+// subscribing) and one in a session already open both answer from the
+// posture in time, and neither holds up the other.
+func TestStalledConnectionAnswersWithinTimeout(t *testing.T) {
+	srv := natstest.RunServer(t)
+	runProcessor(t, srv)
+	link := natstest.NewLink(srv)
+	nc, err := nats.Connect("", nats.InProcessServer(link))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	t.Cleanup(link.Heal) // before the close, which flushes
+	open := examples.Session("")
+	// Up first, with room for a processor just started on a loaded machine.
+	up := newClient(t, nc, client.Options{Timeout: 20 * time.Second})
+	if d, err := up.Decide(context.Background(), open[0].Data); err != nil || d.FromPosture {
+		t.Fatalf("with the link up: %+v, %v", d, err)
+	}
+	c := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond})
+	link.Cut()
+	fresh := examples.Session("5b0e7f2a-0000-4000-8000-00000000c0de")
+	type result struct {
+		d    *client.Decision
+		err  error
+		took time.Duration
+	}
+	results := make(chan result, 2)
+	for _, env := range []examples.Envelope{fresh[0], open[1]} {
+		go func() {
+			start := time.Now()
+			d, err := c.Decide(context.Background(), env.Data)
+			results <- result{d, err, time.Since(start)}
+		}()
+	}
+	for range 2 {
+		select {
+		case r := <-results:
+			if r.err != nil || !r.d.FromPosture || r.d.Disposition != "deny" || r.d.Failure == nil {
+				t.Fatalf("over a stalled connection: %+v, %v", r.d, r.err)
+			}
+			// nats.go's Flush waits up to 10 s: far past the call's 300 ms.
+			if r.took > 5*time.Second {
+				t.Fatalf("Decide took %s with a 300ms timeout", r.took)
+			}
+		case <-time.After(9 * time.Second):
+			t.Fatal("Decide over a stalled connection did not return within 9s, with a 300ms timeout")
+		}
+	}
+}
+
 func TestMalformedEnvelopeIsAnError(t *testing.T) {
 	srv := natstest.RunServer(t)
 	c := newClient(t, natstest.Connect(t, srv), client.Options{})

@@ -14,8 +14,8 @@ import (
 
 // session is one session's decision subscription and its waiting calls.
 // The subscription outlives its last call by Options.Linger, because an
-// agent's next step usually follows soon and subscribing costs a round
-// trip.
+// agent's next step usually follows soon, and subscribing and
+// unsubscribing each cost the server an interest change.
 type session struct {
 	sessionID string
 	sub       *nats.Subscription
@@ -60,11 +60,13 @@ func (c *Client) await(subject, sessionID, requestID string) (*waiter, func(), e
 			return nil, nil, fmt.Errorf("subscribe %s: %w", subject, err)
 		}
 		// The subscription must be known to the server before the envelope
-		// is published, or the decision could pass by unseen.
-		if err := c.nc.Flush(); err != nil {
-			_ = sub.Unsubscribe()
-			return nil, nil, fmt.Errorf("subscribe %s: %w", subject, err)
-		}
+		// is published, or the decision could pass by unseen. The envelope
+		// is published on the same connection after the SUB, and a server
+		// reads a connection's protocol in order, so it has the interest
+		// before it reads the envelope. A Flush would confirm no more than
+		// that (in a cluster too: only this server's part), and it waits
+		// up to nats.go's 10 s — past the call's timeout, holding c.mu and
+		// with it every other call and delivery of the client.
 		s.sub = sub
 		c.sessions[subject] = s
 	}

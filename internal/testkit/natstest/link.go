@@ -7,10 +7,16 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// linkBuffer is how much each direction of a cut link holds before its
+// writer blocks, as a TCP connection's socket buffers would: a partition
+// does not stop a sender's first writes, only their delivery.
+const linkBuffer = 1 << 20
+
 // Link is an in-process connection to a server that a test can cut and
 // heal, as a network partition would: while it is cut nothing passes in
 // either direction and nothing is closed, so neither side notices until
-// its own timeouts say so; healed, what was held passes on. Connect with
+// its own timeouts say so — writes are taken, up to a socket buffer's
+// worth, and held; healed, what was held passes on. Connect with
 // nats.InProcessServer(link).
 type Link struct {
 	srv  *server.Server
@@ -35,8 +41,8 @@ func (l *Link) InProcessConn() (net.Conn, error) {
 		return nil, err
 	}
 	client, near := net.Pipe()
-	go l.pump(near, up)
-	go l.pump(up, near)
+	l.pump(near, up)
+	l.pump(up, near)
 	return client, nil
 }
 
@@ -55,24 +61,56 @@ func (l *Link) Heal() {
 	l.mu.Unlock()
 }
 
+// pump moves what src says to dst: one goroutine reads into a buffer of
+// at most linkBuffer bytes, another writes it out while the link is not
+// cut. Once src ends, what it said still passes, then dst closes.
 func (l *Link) pump(dst, src net.Conn) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
+	var (
+		held  []byte
+		ended bool
+	)
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
 			l.mu.Lock()
-			for l.cut {
+			for len(held) >= linkBuffer && !ended {
 				l.cond.Wait()
 			}
+			held = append(held, buf[:n]...)
+			if err != nil {
+				ended = true
+			}
+			l.cond.Broadcast()
 			l.mu.Unlock()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
-			return
+	}()
+	go func() {
+		defer src.Close()
+		defer dst.Close()
+		for {
+			l.mu.Lock()
+			for (l.cut || len(held) == 0) && !(ended && len(held) == 0) {
+				l.cond.Wait()
+			}
+			if len(held) == 0 {
+				l.mu.Unlock()
+				return
+			}
+			out := held
+			held = nil
+			l.cond.Broadcast()
+			l.mu.Unlock()
+			if _, err := dst.Write(out); err != nil {
+				l.mu.Lock()
+				ended = true
+				l.cond.Broadcast()
+				l.mu.Unlock()
+				return
+			}
 		}
-	}
+	}()
 }
