@@ -268,6 +268,9 @@ func printCurve(w io.Writer, r *curveReport) {
 	if l := r.Live; l != nil {
 		fmt.Fprintf(w, "live capacity     %.0f/s: closed loop, %d envelopes in %.1fs, p50 %.2f ms, p99 %.2f ms, %.1f allocs and %.0f B per envelope, %s\n",
 			r.LiveCapacity, l.Observed.Decisions, l.PublishSeconds, l.Latency.P50, l.Latency.P99, l.AllocsPerEnvelope, l.BytesPerEnvelope, verdict(l.Reconcile))
+		if p := l.Process; p != nil && p.CPUMicrosPer > 0 {
+			fmt.Fprintf(w, "                  CPU %.0f µs per envelope (generating, publishing and deciding it), %.1f %% busy\n", p.CPUMicrosPer, p.CPUBusy*100)
+		}
 		if l.AwaitTimeouts > 0 {
 			fmt.Fprintf(w, "                  %d decisions not seen within --settle\n", l.AwaitTimeouts)
 		}
@@ -275,6 +278,9 @@ func printCurve(w io.Writer, r *curveReport) {
 	if b := r.Backlog; b != nil {
 		fmt.Fprintf(w, "backlog capacity  %.0f/s: %d envelopes, %.1f allocs and %.0f B per envelope, %s; live/backlog %.3f\n",
 			r.BacklogCapacity, b.Published, b.AllocsPerEnvelope, b.BytesPerEnvelope, verdict(b.Reconcile), r.LiveVsBacklog)
+		if p, pub := b.Process, b.PublishProcess; p != nil && pub != nil && p.CPUMicrosPer > 0 && pub.CPUMicrosPer > 0 {
+			fmt.Fprintf(w, "                  CPU %.0f µs per envelope deciding, %.1f %% busy; publishing it first took %.0f µs more\n", p.CPUMicrosPer, p.CPUBusy*100, pub.CPUMicrosPer)
+		}
 	}
 	fmt.Fprintf(w, "%8s %9s %11s %9s %8s %8s %8s %8s %10s %8s %9s %6s  %s\n", "fraction", "rate/s", "published/s", "decided/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "allocs/env", "CPU busy", "CPU µs/env", "GC %", "reconciled")
 	for _, s := range r.Steps {

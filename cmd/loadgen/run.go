@@ -81,6 +81,10 @@ run was bound by the machine, and what an envelope cost it.
   allocs_per_envelope, bytes_per_envelope (embedded),
   process {cpu_busy, cpu_us_per_envelope, gc_cycles, gc_cpu_share}
     (embedded; the CPU figures where the platform has getrusage),
+  publish_process {the same fields} (embedded, --backlog: what the
+    process used publishing the backlog, per envelope published — the
+    generating and storing a live run does while it decides, and
+    process leaves out of a backlog's figures),
   batch_retries and batch_conflicts (embedded: batches the processors
     tried again, after an error or a lost revision check),
   groups, grouped_batches, grouped_envelopes, group_fallbacks
@@ -137,12 +141,17 @@ type runReport struct {
 	// Process is what the process used over the deciding (the whole
 	// process with the embedded target; absent against a URL, where the
 	// processor is elsewhere).
-	Process   *processUse     `json:"process,omitempty"`
-	Latency   latencies       `json:"decision_latency"`
-	Observed  tally           `json:"observed"`
-	Expected  tally           `json:"expected"`
-	Baseline  *baselineReport `json:"baseline,omitempty"`
-	Reconcile reconcileReport `json:"reconcile"`
+	Process *processUse `json:"process,omitempty"`
+	// PublishProcess is what the process used publishing a backlog, per
+	// envelope published (embedded, --backlog): the part of a live
+	// envelope's cost that Process leaves out of a backlog's, since a
+	// live run generates and stores its envelopes while deciding them.
+	PublishProcess *processUse     `json:"publish_process,omitempty"`
+	Latency        latencies       `json:"decision_latency"`
+	Observed       tally           `json:"observed"`
+	Expected       tally           `json:"expected"`
+	Baseline       *baselineReport `json:"baseline,omitempty"`
+	Reconcile      reconcileReport `json:"reconcile"`
 }
 
 type tally struct {
@@ -390,6 +399,10 @@ func executeRun(ctx context.Context, t *target, o runOptions, log zerolog.Logger
 	published := time.Unix(0, l.lastAck.Load()).Sub(l.start)
 	var decideFrom time.Time
 	if o.backlog {
+		if n := l.published.Load(); t.embedded && n > 0 {
+			used := use(usedFrom, readResources(), float64(n))
+			rep.PublishProcess = &used
+		}
 		fmt.Fprintf(stderr, "run: %d envelopes published; starting %d processor(s) on the backlog …\n", l.published.Load(), embedded.Processors)
 		if o.cpuProfile != "" {
 			if stopProfile, err = startProfile(o.cpuProfile); err != nil {
