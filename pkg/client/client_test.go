@@ -228,9 +228,9 @@ func TestTimeoutPostureAndNothingLost(t *testing.T) {
 }
 
 // A connection that stops answering — a network partition, which closes
-// nothing — holds no call past its timeout: one starting a session (and
-// subscribing) and one in a session already open both answer from the
-// posture in time, and neither holds up the other.
+// nothing — holds no call past its deadline: one starting a session (and
+// subscribing) and one in a session whose subscription is open both answer
+// from the posture in time, and neither holds up the other.
 func TestStalledConnectionAnswersWithinTimeout(t *testing.T) {
 	srv := natstest.RunServer(t)
 	runProcessor(t, srv)
@@ -242,12 +242,15 @@ func TestStalledConnectionAnswersWithinTimeout(t *testing.T) {
 	t.Cleanup(nc.Close)
 	t.Cleanup(link.Heal) // before the close, which flushes
 	open := examples.Session("")
-	// Up first, with room for a processor just started on a loaded machine.
-	up := newClient(t, nc, client.Options{Timeout: 20 * time.Second})
-	if d, err := up.Decide(context.Background(), open[0].Data); err != nil || d.FromPosture {
+	// Up first, with room for a processor just started on a loaded machine;
+	// the session's subscription stays open (Options.Linger).
+	c := newClient(t, nc, client.Options{Timeout: 20 * time.Second})
+	if d, err := c.Decide(context.Background(), open[0].Data); err != nil || d.FromPosture {
 		t.Fatalf("with the link up: %+v, %v", d, err)
 	}
-	c := newClient(t, nc, client.Options{Timeout: 300 * time.Millisecond})
+	if n := c.OpenSubscriptions(); n != 1 {
+		t.Fatalf("%d session subscriptions open, want 1", n)
+	}
 	link.Cut()
 	fresh := examples.Session("5b0e7f2a-0000-4000-8000-00000000c0de")
 	type result struct {
@@ -259,7 +262,9 @@ func TestStalledConnectionAnswersWithinTimeout(t *testing.T) {
 	for _, env := range []examples.Envelope{fresh[0], open[1]} {
 		go func() {
 			start := time.Now()
-			d, err := c.Decide(context.Background(), env.Data)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			d, err := c.Decide(ctx, env.Data)
 			results <- result{d, err, time.Since(start)}
 		}()
 	}
@@ -271,10 +276,10 @@ func TestStalledConnectionAnswersWithinTimeout(t *testing.T) {
 			}
 			// nats.go's Flush waits up to 10 s: far past the call's 300 ms.
 			if r.took > 5*time.Second {
-				t.Fatalf("Decide took %s with a 300ms timeout", r.took)
+				t.Fatalf("Decide took %s with a 300ms deadline", r.took)
 			}
 		case <-time.After(9 * time.Second):
-			t.Fatal("Decide over a stalled connection did not return within 9s, with a 300ms timeout")
+			t.Fatal("Decide over a stalled connection did not return within 9s, with a 300ms deadline")
 		}
 	}
 }
