@@ -276,9 +276,6 @@ func rawPublish(ctx context.Context, t *target, n int, interval time.Duration) (
 	return h, err
 }
 
-// decide sends the example session over many sessions: step k of session s
-// is due at (k·sessions + s)·interval, and waits for step k-1 of its
-// session so each session stays in order.
 // callLegs are the answered calls' round trips in three parts, in
 // microseconds: from when each was due until it called Decide, until its
 // envelope was acknowledged, and after.
@@ -286,6 +283,9 @@ type callLegs struct {
 	beforeCall, untilStored, afterStored *hdrhistogram.Histogram
 }
 
+// decide sends the example session over many sessions: step k of session s
+// is due at (k·sessions + s)·interval, and waits for step k-1 of its
+// session so each session stays in order.
 func decide(ctx context.Context, t *target, n int, interval time.Duration, sessions int, timeout time.Duration, trust client.Options, rep *syncReport) (*hdrhistogram.Histogram, callLegs, error) {
 	legs := callLegs{beforeCall: newLatencyHistogram(), untilStored: newLatencyHistogram(), afterStored: newLatencyHistogram()}
 	trust.Timeout, trust.Posture = timeout, client.Deny
